@@ -1,0 +1,638 @@
+package ddb
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/quarrydb/quarry/ddb/attr"
+	"github.com/quarrydb/quarry/ddb/expr"
+)
+
+// Limits of items and keys, as DynamoDB's.
+const (
+	MaxItemSize     = 400 * 1024
+	maxHashKeySize  = 2048
+	maxRangeKeySize = 1024
+)
+
+func encodeItem(it attr.Item) []byte {
+	var buf bytes.Buffer
+	it.AppendJSON(&buf)
+	return buf.Bytes()
+}
+
+func decodeItem(b []byte) (attr.Item, error) {
+	var it attr.Item
+	if err := json.Unmarshal(b, &it); err != nil {
+		return nil, fmt.Errorf("ddb: decode stored item: %w", err)
+	}
+	return it, nil
+}
+
+func keyValueSize(v attr.Value) int {
+	if v.Kind == attr.KindB {
+		return len(v.B)
+	}
+	if v.Kind == attr.KindN {
+		return v.Size()
+	}
+	return len(v.S)
+}
+
+func emptyKeyValue(v attr.Value) string {
+	if v.Kind == attr.KindS && v.S == "" {
+		return "string"
+	}
+	if v.Kind == attr.KindB && len(v.B) == 0 {
+		return "binary"
+	}
+	return ""
+}
+
+// validateKey checks a Key parameter against the table's key schema.
+func (t *table) validateKey(key attr.Item) *Error {
+	want := 1
+	if t.rng != nil {
+		want = 2
+	}
+	for _, kd := range t.keyDefs() {
+		v, ok := key[kd.Name]
+		if !ok || v.Kind != kd.Kind {
+			return validationf("The provided key element does not match the schema")
+		}
+	}
+	if len(key) != want {
+		return validationf("The provided key element does not match the schema")
+	}
+	for _, kd := range t.keyDefs() {
+		if e := emptyKeyValue(key[kd.Name]); e != "" {
+			return validationf("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", e, kd.Name)
+		}
+	}
+	return checkKeySizes(t, key)
+}
+
+func checkKeySizes(t *table, item attr.Item) *Error {
+	if keyValueSize(item[t.hash.Name]) > maxHashKeySize {
+		return invalidParam("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+	}
+	if t.rng != nil && keyValueSize(item[t.rng.Name]) > maxRangeKeySize {
+		return invalidParam("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
+	}
+	return nil
+}
+
+func (t *table) keyDefs() []keyDef {
+	if t.rng == nil {
+		return []keyDef{t.hash}
+	}
+	return []keyDef{t.hash, *t.rng}
+}
+
+// keyOf returns the key attributes of item.
+func (t *table) keyOf(item attr.Item) attr.Item {
+	k := attr.Item{t.hash.Name: item[t.hash.Name]}
+	if t.rng != nil {
+		k[t.rng.Name] = item[t.rng.Name]
+	}
+	return k
+}
+
+// validateItem checks a whole item to be written: key attributes, index
+// key attributes and the size limit.
+func (t *table) validateItem(item attr.Item) *Error {
+	for _, kd := range t.keyDefs() {
+		v, ok := item[kd.Name]
+		if !ok {
+			return invalidParam("Missing the key %s in the item", kd.Name)
+		}
+		if v.Kind != kd.Kind {
+			return invalidParam("Type mismatch for key %s expected: %s actual: %s", kd.Name, kd.Kind, v.Kind)
+		}
+		if e := emptyKeyValue(v); e != "" {
+			return validationf("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", e, kd.Name)
+		}
+	}
+	if err := checkKeySizes(t, item); err != nil {
+		return err
+	}
+	for _, ix := range t.indexes {
+		kds := []keyDef{ix.hash}
+		if ix.rng != nil {
+			kds = append(kds, *ix.rng)
+		}
+		for _, kd := range kds {
+			v, ok := item[kd.Name]
+			if !ok || t.isKeyAttr(kd.Name) {
+				continue
+			}
+			if v.Kind != kd.Kind {
+				return invalidParam("Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", kd.Name, kd.Kind, v.Kind, ix.meta.Name)
+			}
+			if e := emptyKeyValue(v); e != "" {
+				return validationf("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", e, ix.meta.Name, kd.Name)
+			}
+		}
+	}
+	if item.Size() > MaxItemSize {
+		return validationf("Item size has exceeded the maximum allowed size")
+	}
+	return nil
+}
+
+// getItem reads the item stored under key, or nil.
+func (s *Store) getItem(key []byte) (attr.Item, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeItem(v)
+}
+
+// stageWrite adds to b the change of one item from old to new (either may
+// be nil) with its index entries.
+func (s *Store) stageWrite(b *pebble.Batch, t *table, key []byte, old, new attr.Item) {
+	if new != nil {
+		b.Set(key, encodeItem(new), nil)
+	} else {
+		b.Delete(key, nil)
+	}
+	for _, ix := range t.indexes {
+		var ok, nk []byte
+		if old != nil {
+			ok = ix.entryKey(t, old)
+		}
+		if new != nil {
+			nk = ix.entryKey(t, new)
+		}
+		if ok != nil && !bytes.Equal(ok, nk) {
+			b.Delete(ok, nil)
+		}
+		if nk != nil {
+			b.Set(nk, encodeItem(ix.project(t, new)), nil)
+		}
+	}
+}
+
+// params validates the ExpressionAttributeNames/Values of a request.
+// usesExpr says whether the request has any expression.
+func params(in exprInput, usesExpr bool, exprNames string) (*expr.Params, *Error) {
+	if in.ExpressionAttributeNames != nil {
+		if !usesExpr {
+			return nil, validationf("ExpressionAttributeNames can only be specified when using expressions")
+		}
+		if len(in.ExpressionAttributeNames) == 0 {
+			return nil, validationf("ExpressionAttributeNames must not be empty")
+		}
+	}
+	if in.ExpressionAttributeValues != nil {
+		if !usesExpr {
+			return nil, validationf("ExpressionAttributeValues can only be specified when using expressions")
+		}
+		if len(in.ExpressionAttributeValues) == 0 {
+			return nil, validationf("ExpressionAttributeValues must not be empty")
+		}
+		for k := range in.ExpressionAttributeValues {
+			if !strings.HasPrefix(k, ":") {
+				return nil, validationf("ExpressionAttributeValues contains invalid key: Syntax error; key: \"%s\"", k)
+			}
+		}
+	}
+	for k := range in.ExpressionAttributeNames {
+		if !strings.HasPrefix(k, "#") {
+			return nil, validationf("ExpressionAttributeNames contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+	}
+	return expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues), nil
+}
+
+// mixErr reports the use of both legacy and expression parameters.
+func mixErr(legacy, expression []string) *Error {
+	return validationf("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}", strings.Join(legacy, ", "), strings.Join(expression, ", "))
+}
+
+func present(pairs ...any) []string {
+	var out []string
+	for i := 0; i < len(pairs); i += 2 {
+		if pairs[i+1].(bool) {
+			out = append(out, pairs[i].(string))
+		}
+	}
+	return out
+}
+
+// writeCondition parses a write's ConditionExpression or Expected.
+func writeCondition(ce *string, expected map[string]expr.ExpectedAttr, condOp string, p *expr.Params) (*expr.Condition, error) {
+	if ce != nil {
+		return expr.ParseCondition(expr.ConditionExpression, *ce, p)
+	}
+	if expected != nil {
+		return expr.FromExpected(expected, condOp)
+	}
+	if condOp != "" {
+		return nil, validationf("ConditionalOperator can only be used when Expected or KeyConditions or QueryFilter or ScanFilter is present")
+	}
+	return nil, nil
+}
+
+func checkReturnValues(rv string, allowed ...string) *Error {
+	if rv == "" || rv == "NONE" {
+		return nil
+	}
+	switch rv {
+	case "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW":
+	default:
+		return validationf("1 validation error detected: Value '%s' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]", rv)
+	}
+	for _, a := range allowed {
+		if a == rv {
+			return nil
+		}
+	}
+	return validationf("ReturnValues can only be ALL_OLD or NONE")
+}
+
+func checkRVOnFailure(rv string) *Error {
+	switch rv {
+	case "", "NONE", "ALL_OLD":
+		return nil
+	}
+	return validationf("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", rv)
+}
+
+func failed(rvOnFailure string, old attr.Item) *Error {
+	if rvOnFailure == "ALL_OLD" && old != nil {
+		return conditionFailed(old)
+	}
+	return conditionFailed(nil)
+}
+
+// ItemOutput is the response of PutItem, UpdateItem and DeleteItem.
+type ItemOutput struct {
+	Attributes       attr.Item         `json:"Attributes,omitempty"`
+	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+}
+
+// ConsumedCapacity reports the capacity units an operation used.
+type ConsumedCapacity struct {
+	TableName              string                     `json:"TableName"`
+	CapacityUnits          float64                    `json:"CapacityUnits"`
+	ReadCapacityUnits      float64                    `json:"ReadCapacityUnits,omitempty"`
+	WriteCapacityUnits     float64                    `json:"WriteCapacityUnits,omitempty"`
+	Table                  *Capacity                  `json:"Table,omitempty"`
+	GlobalSecondaryIndexes map[string]*Capacity       `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  map[string]*Capacity       `json:"LocalSecondaryIndexes,omitempty"`
+}
+
+// Capacity is the capacity consumed by one table or index.
+type Capacity struct {
+	CapacityUnits      float64 `json:"CapacityUnits"`
+	ReadCapacityUnits  float64 `json:"ReadCapacityUnits,omitempty"`
+	WriteCapacityUnits float64 `json:"WriteCapacityUnits,omitempty"`
+}
+
+func nilIfEmpty(it attr.Item) attr.Item {
+	if len(it) == 0 {
+		return nil
+	}
+	return it
+}
+
+// PutItem writes an item, replacing any item with the same key.
+func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	if in.Item == nil {
+		c.add("Value null at 'item' failed to satisfy constraint: Member must not be null")
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
+		return nil, err
+	}
+	if err := checkRVOnFailure(in.ReturnValuesOnConditionCheckFailure); err != nil {
+		return nil, err
+	}
+	if in.ConditionExpression != nil && in.Expected != nil {
+		return nil, mixErr([]string{"Expected"}, []string{"ConditionExpression"})
+	}
+	p, perr := params(in.exprInput, in.ConditionExpression != nil, "")
+	if perr != nil {
+		return nil, perr
+	}
+	cond, err := writeCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, unlock, terr := s.writeTable(*in.TableName)
+	if terr != nil {
+		return nil, terr
+	}
+	defer unlock()
+	if err := t.validateItem(in.Item); err != nil {
+		return nil, err
+	}
+	key := t.itemKey(in.Item)
+	defer s.lockKeys(key)()
+	old, gerr := s.getItem(key)
+	if gerr != nil {
+		return nil, internal(gerr)
+	}
+	if cond != nil && !cond.Eval(old) {
+		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	s.stageWrite(b, t, key, old, in.Item)
+	if err := b.Commit(s.wo); err != nil {
+		return nil, internal(err)
+	}
+	out := &ItemOutput{}
+	if in.ReturnValues == "ALL_OLD" {
+		out.Attributes = old
+	}
+	return out, nil
+}
+
+// GetItemOutput is the response of GetItem.
+type GetItemOutput struct {
+	Item             attr.Item         `json:"Item,omitempty"`
+	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+}
+
+// readProjection parses ProjectionExpression or AttributesToGet.
+func readProjection(pe *string, atg []string, p *expr.Params) (expr.Projection, error) {
+	if pe != nil && atg != nil {
+		return nil, mixErr([]string{"AttributesToGet"}, []string{"ProjectionExpression"})
+	}
+	if pe != nil {
+		return expr.ParseProjection(*pe, p)
+	}
+	if atg != nil {
+		if len(atg) == 0 {
+			return nil, validationf("1 validation error detected: Value '[]' at 'attributesToGet' failed to satisfy constraint: Member must have length greater than or equal to 1")
+		}
+		seen := map[string]bool{}
+		for _, a := range atg {
+			if seen[a] {
+				return nil, validationf("One or more parameter values were invalid: Duplicate value in attribute name: %s", a)
+			}
+			seen[a] = true
+		}
+		return expr.FromAttributesToGet(atg), nil
+	}
+	return nil, nil
+}
+
+// GetItem reads one item by key.
+func (s *Store) GetItem(in *GetItemInput) (*GetItemOutput, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	if in.Key == nil {
+		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	p, perr := params(in.exprInput, in.ProjectionExpression != nil, "")
+	if perr != nil {
+		return nil, perr
+	}
+	proj, err := readProjection(in.ProjectionExpression, in.AttributesToGet, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, terr := s.table(*in.TableName)
+	if terr != nil {
+		return nil, terr
+	}
+	if err := t.validateKey(in.Key); err != nil {
+		return nil, err
+	}
+	item, gerr := s.getItem(t.itemKey(in.Key))
+	if gerr != nil {
+		return nil, internal(gerr)
+	}
+	if item != nil && proj != nil {
+		item = proj.Apply(item)
+		if item == nil {
+			item = attr.Item{}
+		}
+	}
+	out := &GetItemOutput{Item: item}
+	return out, nil
+}
+
+// DeleteItem deletes one item by key.
+func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	if in.Key == nil {
+		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
+		return nil, err
+	}
+	if err := checkRVOnFailure(in.ReturnValuesOnConditionCheckFailure); err != nil {
+		return nil, err
+	}
+	if in.ConditionExpression != nil && in.Expected != nil {
+		return nil, mixErr([]string{"Expected"}, []string{"ConditionExpression"})
+	}
+	p, perr := params(in.exprInput, in.ConditionExpression != nil, "")
+	if perr != nil {
+		return nil, perr
+	}
+	cond, err := writeCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, unlock, terr := s.writeTable(*in.TableName)
+	if terr != nil {
+		return nil, terr
+	}
+	defer unlock()
+	if err := t.validateKey(in.Key); err != nil {
+		return nil, err
+	}
+	key := t.itemKey(in.Key)
+	defer s.lockKeys(key)()
+	old, gerr := s.getItem(key)
+	if gerr != nil {
+		return nil, internal(gerr)
+	}
+	if cond != nil && !cond.Eval(old) {
+		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
+	}
+	out := &ItemOutput{}
+	if old == nil {
+		return out, nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	s.stageWrite(b, t, key, old, nil)
+	if err := b.Commit(s.wo); err != nil {
+		return nil, internal(err)
+	}
+	if in.ReturnValues == "ALL_OLD" {
+		out.Attributes = old
+	}
+	return out, nil
+}
+
+// UpdateItem edits (or creates) one item with an update expression.
+func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	if in.Key == nil {
+		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if err := checkReturnValues(in.ReturnValues, "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
+		return nil, err
+	}
+	if err := checkRVOnFailure(in.ReturnValuesOnConditionCheckFailure); err != nil {
+		return nil, err
+	}
+	legacy := present("AttributeUpdates", in.AttributeUpdates != nil, "Expected", in.Expected != nil)
+	exprs := present("UpdateExpression", in.UpdateExpression != nil, "ConditionExpression", in.ConditionExpression != nil)
+	if len(legacy) > 0 && len(exprs) > 0 {
+		return nil, mixErr(legacy, exprs)
+	}
+	p, perr := params(in.exprInput, len(exprs) > 0, "")
+	if perr != nil {
+		return nil, perr
+	}
+	var upd *expr.Update
+	var err error
+	if in.UpdateExpression != nil {
+		upd, err = expr.ParseUpdate(*in.UpdateExpression, p)
+	} else if in.AttributeUpdates != nil {
+		upd, err = expr.FromAttributeUpdates(in.AttributeUpdates)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cond, err := writeCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	t, unlock, terr := s.writeTable(*in.TableName)
+	if terr != nil {
+		return nil, terr
+	}
+	defer unlock()
+	if err := t.validateKey(in.Key); err != nil {
+		return nil, err
+	}
+	var paths []expr.Path
+	if upd != nil {
+		paths = upd.Paths()
+		for _, path := range paths {
+			if len(path) > 0 && t.isKeyAttr(path[0].Name) {
+				return nil, invalidParam("Cannot update attribute %s. This attribute is part of the key", path[0].Name)
+			}
+		}
+	}
+	key := t.itemKey(in.Key)
+	defer s.lockKeys(key)()
+	old, gerr := s.getItem(key)
+	if gerr != nil {
+		return nil, internal(gerr)
+	}
+	if cond != nil && !cond.Eval(old) {
+		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
+	}
+	base := old
+	if base == nil {
+		base = t.keyOf(in.Key)
+	}
+	newItem := base.Clone()
+	if upd != nil {
+		newItem, err = upd.Apply(base)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := t.validateItem(newItem); err != nil {
+		return nil, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	s.stageWrite(b, t, key, old, newItem)
+	if err := b.Commit(s.wo); err != nil {
+		return nil, internal(err)
+	}
+	out := &ItemOutput{}
+	switch in.ReturnValues {
+	case "ALL_OLD":
+		out.Attributes = old
+	case "ALL_NEW":
+		out.Attributes = newItem
+	case "UPDATED_OLD":
+		if old != nil {
+			out.Attributes = nilIfEmpty(expr.Projection(topPaths(paths)).Apply(old))
+		}
+	case "UPDATED_NEW":
+		out.Attributes = nilIfEmpty(expr.Projection(topPaths(paths)).Apply(newItem))
+	}
+	return out, nil
+}
+
+// topPaths removes duplicate paths so a projection over them is valid.
+func topPaths(paths []expr.Path) []expr.Path {
+	sort.SliceStable(paths, func(i, j int) bool { return len(paths[i]) < len(paths[j]) })
+	var out []expr.Path
+	for _, p := range paths {
+		covered := false
+		for _, q := range out {
+			if isPrefixPath(q, p) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isPrefixPath(q, p expr.Path) bool {
+	if len(q) > len(p) {
+		return false
+	}
+	for i := range q {
+		if q[i] != p[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,216 @@
+package ddb
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/quarrydb/quarry/ddb/attr"
+)
+
+// maxRequestBytes bounds the size of a request body (DynamoDB's is 16 MB).
+const maxRequestBytes = 16 << 20
+
+type opFunc func(s *Store, body []byte) (any, error)
+
+// op adapts a typed operation to the dispatcher: decode, run.
+func op[In any, Out any](f func(*Store, *In) (Out, error)) opFunc {
+	return func(s *Store, body []byte) (any, error) {
+		in := new(In)
+		if err := decodeRequest(body, in); err != nil {
+			return nil, err
+		}
+		return f(s, in)
+	}
+}
+
+var dynamoOps = map[string]opFunc{
+	"CreateTable":    op((*Store).CreateTable),
+	"DescribeTable":  op((*Store).DescribeTable),
+	"ListTables":     op((*Store).ListTables),
+	"DeleteTable":    op((*Store).DeleteTable),
+	"UpdateTable":    op((*Store).UpdateTable),
+	"PutItem":        op((*Store).PutItem),
+	"GetItem":        op((*Store).GetItem),
+	"UpdateItem":     op((*Store).UpdateItem),
+	"DeleteItem":     op((*Store).DeleteItem),
+	"Query":          op((*Store).Query),
+	"Scan":           op((*Store).Scan),
+	"BatchGetItem":   op((*Store).BatchGetItem),
+	"BatchWriteItem": op((*Store).BatchWriteItem),
+}
+
+func init() {
+	// Wrap the table-level outputs in their response envelopes.
+	wrap := func(name, field string) {
+		f := dynamoOps[name]
+		dynamoOps[name] = func(s *Store, body []byte) (any, error) {
+			out, err := f(s, body)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{field: out}, nil
+		}
+	}
+	wrap("CreateTable", "TableDescription")
+	wrap("DeleteTable", "TableDescription")
+	wrap("UpdateTable", "TableDescription")
+	wrap("DescribeTable", "Table")
+}
+
+// decodeRequest decodes a JSON request body into in, mapping errors to
+// SerializationException (malformed) or ValidationException (bad values).
+func decodeRequest(body []byte, in any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(in); err != nil {
+		var ae *attr.Error
+		if errors.As(err, &ae) {
+			return validationf("%s", ae.Message)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &Error{Type: "SerializationException", Message: serializationMessage(te)}
+		}
+		return &Error{Type: "SerializationException", Message: "Start of structure or map found where not expected."}
+	}
+	if dec.More() {
+		return &Error{Type: "SerializationException", Message: "Unexpected data after the request body"}
+	}
+	return nil
+}
+
+func serializationMessage(te *json.UnmarshalTypeError) string {
+	switch te.Value {
+	case "number":
+		return "NUMBER_VALUE can not be converted to " + goTypeName(te.Type.String())
+	case "string":
+		return "STRING_VALUE can not be converted to " + goTypeName(te.Type.String())
+	case "bool":
+		return "TRUE_VALUE can not be converted to " + goTypeName(te.Type.String())
+	case "array":
+		return "Unexpected list element termination"
+	case "object":
+		return "Start of structure or map found where not expected."
+	}
+	return "Unexpected value type in payload"
+}
+
+func goTypeName(t string) string {
+	switch {
+	case strings.Contains(t, "string"):
+		return "String"
+	case strings.Contains(t, "int"):
+		return "Long"
+	case strings.Contains(t, "bool"):
+		return "Boolean"
+	case strings.Contains(t, "[]"):
+		return "List"
+	}
+	return "Structure"
+}
+
+// Handler returns the store's HTTP handler for the DynamoDB wire protocol.
+func (s *Store) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func requestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return strings.ToUpper(hex.EncodeToString(b[:]))
+}
+
+func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := requestID()
+	w.Header().Set("x-amzn-RequestId", rid)
+	if r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == "") {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "healthy: dynamodb."+s.opts.Region+".amazonaws.com ")
+		return
+	}
+	if r.Method != http.MethodPost {
+		s.writeError(w, &Error{Type: "UnknownOperationException", Message: "Only POST requests are supported"})
+		return
+	}
+	target := r.Header.Get("X-Amz-Target")
+	service, opName, _ := strings.Cut(target, ".")
+	var f opFunc
+	switch service {
+	case "DynamoDB_20120810":
+		f = dynamoOps[opName]
+	}
+	if f == nil {
+		s.writeError(w, &Error{Type: "UnknownOperationException"})
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
+		return
+	}
+	if len(body) > maxRequestBytes {
+		s.writeError(w, validationf("Request size exceeded %d bytes", maxRequestBytes))
+		return
+	}
+	out, err := s.call(f, body, opName)
+	if err != nil {
+		s.writeError(w, asAPIError(err))
+		return
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(out); err != nil {
+		s.writeError(w, internal(err))
+		return
+	}
+	resp := bytes.TrimRight(buf.Bytes(), "\n")
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// call runs an operation, turning a panic into an InternalServerError so a
+// bug in one request never takes the server down.
+func (s *Store) call(f opFunc, body []byte, opName string) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.opts.Logger.Error("ddb: panic in operation", "op", opName, "panic", fmt.Sprint(p))
+			err = internal(fmt.Errorf("%v", p))
+		}
+	}()
+	return f(s, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("x-amz-crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func (s *Store) writeError(w http.ResponseWriter, e *Error) {
+	m := map[string]any{"__type": e.prefix() + e.Type}
+	if e.Message != "" || e.Type != "UnknownOperationException" {
+		key := "message"
+		if e.Type == "ConditionalCheckFailedException" || e.Type == "TransactionCanceledException" {
+			key = "Message"
+		}
+		m[key] = e.Message
+	}
+	if e.Item != nil {
+		m["Item"] = e.Item
+	}
+	if e.CancellationReasons != nil {
+		m["CancellationReasons"] = e.CancellationReasons
+	}
+	body, _ := json.Marshal(m)
+	writeJSON(w, e.status(), body)
+}

@@ -1,0 +1,217 @@
+// Package ddb is quarry's embedded DynamoDB-compatible store. It keeps
+// tables, items and secondary indexes in a Pebble database and speaks the
+// DynamoDB wire protocol (API version 2012-08-10, JSON 1.0 over HTTP), so the
+// AWS CLI, boto3 and every AWS SDK work against it unchanged.
+//
+// Open a store with Open, serve it with Store.Handler, or talk to it
+// in-process through an aws-sdk-go-v2 client built by NewClient.
+package ddb
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Options configure a Store. The zero value is valid.
+type Options struct {
+	// Region and AccountID appear in ARNs. Defaults: us-east-1, 000000000000.
+	Region    string
+	AccountID string
+	// Logger receives the store's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time. Default: time.Now.
+	Now func() time.Time
+	// FS is the file system; vfs.NewMem() keeps the store in memory.
+	// Default: the operating system's.
+	FS vfs.FS
+	// NoSync skips fsync on commit: faster, but acknowledged writes may be
+	// lost on a machine crash (not on a process crash). Default false.
+	NoSync bool
+}
+
+// EnsureDefaults fills in zero fields with their defaults.
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "000000000000"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	return o
+}
+
+// Store is an open embedded DynamoDB store. It is safe for concurrent use.
+type Store struct {
+	opts *Options
+	db   *pebble.DB
+	wo   *pebble.WriteOptions
+
+	mu     sync.RWMutex // guards tables and nextID
+	tables map[string]*table
+	nextID uint64
+
+	seed    maphash.Seed
+	stripes [1024]sync.Mutex
+}
+
+// ErrLocked is returned by Open when another process holds the data directory.
+var ErrLocked = errors.New("ddb: data directory is in use by another process")
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts *Options) (*Store, error) {
+	o := *opts.EnsureDefaults()
+	po := &pebble.Options{FS: o.FS, Logger: quietLogger{o.Logger}}
+	po.EnsureDefaults()
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		if isLockErr(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
+		}
+		return nil, fmt.Errorf("ddb: open %s: %w", dir, err)
+	}
+	s := &Store{opts: &o, db: db, wo: pebble.Sync, tables: map[string]*table{}, seed: maphash.MakeSeed()}
+	if o.NoSync {
+		s.wo = pebble.NoSync
+	}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func isLockErr(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "lock held") || strings.Contains(msg, "resource temporarily unavailable")
+}
+
+// Close closes the store. Requests in flight fail.
+func (s *Store) Close() error {
+	return s.db.Close()
+}
+
+func (s *Store) load() error {
+	if v, closer, err := s.db.Get([]byte{nsSeq}); err == nil {
+		s.nextID = binary.BigEndian.Uint64(v)
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("ddb: read sequence: %w", err)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsMeta}, UpperBound: []byte{nsMeta + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		var m tableMeta
+		if err := json.Unmarshal(it.Value(), &m); err != nil {
+			return fmt.Errorf("ddb: corrupt table metadata %q: %w", it.Key()[1:], err)
+		}
+		s.tables[m.Name] = newTable(&m)
+	}
+	return it.Error()
+}
+
+// allocIDLocked reserves a new table or index id. The caller MUST hold s.mu
+// and write the returned sequence record in the same batch as its use.
+func (s *Store) allocIDLocked(b *pebble.Batch) uint64 {
+	s.nextID++
+	b.Set([]byte{nsSeq}, binary.BigEndian.AppendUint64(nil, s.nextID), nil)
+	return s.nextID
+}
+
+func metaKey(name string) []byte { return append([]byte{nsMeta}, name...) }
+
+func (s *Store) putMeta(b *pebble.Batch, m *tableMeta) error {
+	v, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return b.Set(metaKey(m.Name), v, nil)
+}
+
+// table returns the open table called name.
+func (s *Store) table(name string) (*table, *Error) {
+	s.mu.RLock()
+	t := s.tables[name]
+	s.mu.RUnlock()
+	if t == nil {
+		return nil, tableNotFound()
+	}
+	return t, nil
+}
+
+func (s *Store) tableNames() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.tables))
+	for n := range s.tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// lockKeys locks the item stripes of the given storage keys in a fixed order
+// (so concurrent multi-item writes cannot deadlock) and returns the unlock.
+func (s *Store) lockKeys(keys ...[]byte) func() {
+	idx := make([]int, 0, len(keys))
+	seen := map[int]bool{}
+	for _, k := range keys {
+		i := int(maphash.Bytes(s.seed, k) % uint64(len(s.stripes)))
+		if !seen[i] {
+			seen[i] = true
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		s.stripes[i].Lock()
+	}
+	return func() {
+		for j := len(idx) - 1; j >= 0; j-- {
+			s.stripes[idx[j]].Unlock()
+		}
+	}
+}
+
+func (s *Store) arn(name string) string {
+	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", s.opts.Region, s.opts.AccountID, name)
+}
+
+// quietLogger routes Pebble's informational logs to debug level.
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Infof(format string, args ...any) {
+	q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (q quietLogger) Errorf(format string, args ...any) {
+	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (q quietLogger) Fatalf(format string, args ...any) {
+	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}

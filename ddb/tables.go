@@ -1,0 +1,840 @@
+package ddb
+
+import (
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/quarrydb/quarry/ddb/attr"
+)
+
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+
+const (
+	maxLSIs = 5
+	maxGSIs = 20
+	// maxProjectedAttrs is the limit on NonKeyAttributes across all indexes.
+	maxProjectedAttrs = 100
+)
+
+func checkTableName(c *constraintErrors, field string, name *string) {
+	if name == nil {
+		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+		return
+	}
+	checkName(c, field, *name)
+}
+
+func checkName(c *constraintErrors, field, name string) {
+	if !namePattern.MatchString(name) {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
+	}
+	if len(name) < 3 {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 3", name, field)
+	}
+	if len(name) > 255 {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 255", name, field)
+	}
+}
+
+func checkKeySchema(c *constraintErrors, field string, ks []KeySchemaElement) {
+	if ks == nil {
+		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+		return
+	}
+	if len(ks) < 1 || len(ks) > 2 {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 2", fmtKeySchema(ks), field)
+	}
+	for i, e := range ks {
+		if e.KeyType != "HASH" && e.KeyType != "RANGE" {
+			c.add("Value '%s' at '%s.%d.member.keyType' failed to satisfy constraint: Member must satisfy enum value set: [HASH, RANGE]", e.KeyType, field, i+1)
+		}
+		if e.AttributeName == "" {
+			c.add("Value '' at '%s.%d.member.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1", field, i+1)
+		}
+	}
+}
+
+func fmtKeySchema(ks []KeySchemaElement) string {
+	parts := make([]string, len(ks))
+	for i, e := range ks {
+		parts[i] = fmt.Sprintf("KeySchemaElement(attributeName=%s, keyType=%s)", e.AttributeName, e.KeyType)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// validateKeySchema checks the semantic rules of a key schema and returns
+// an error message, or "".
+func validateKeySchema(ks []KeySchemaElement, defs map[string]string) *Error {
+	if ks[0].KeyType != "HASH" {
+		return invalidParam("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+	}
+	if len(ks) == 2 {
+		if ks[1].KeyType != "RANGE" {
+			return invalidParam("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+		}
+		if ks[0].AttributeName == ks[1].AttributeName {
+			return invalidParam("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+		}
+	}
+	for _, e := range ks {
+		if _, ok := defs[e.AttributeName]; !ok {
+			return invalidParam("Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: [%s]", keyNames(ks), defNames(defs))
+		}
+	}
+	return nil
+}
+
+func keyNames(ks []KeySchemaElement) string {
+	n := make([]string, len(ks))
+	for i, e := range ks {
+		n[i] = e.AttributeName
+	}
+	return strings.Join(n, ", ")
+}
+
+func defNames(defs map[string]string) string {
+	n := make([]string, 0, len(defs))
+	for k := range defs {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+func validateProjection(p *Projection, indexName string) *Error {
+	if p == nil {
+		return validationf("1 validation error detected: Value null at 'projection' failed to satisfy constraint: Member must not be null")
+	}
+	switch p.ProjectionType {
+	case "ALL", "KEYS_ONLY":
+		if len(p.NonKeyAttributes) > 0 {
+			return invalidParam("ProjectionType is %s, but NonKeyAttributes is specified", p.ProjectionType)
+		}
+	case "INCLUDE":
+		if len(p.NonKeyAttributes) == 0 {
+			return invalidParam("NonKeyAttributes must not be empty")
+		}
+		seen := map[string]bool{}
+		for _, a := range p.NonKeyAttributes {
+			if seen[a] {
+				return invalidParam("Duplicate non key attribute: %s", a)
+			}
+			seen[a] = true
+		}
+	case "":
+		return invalidParam("Unknown ProjectionType: null")
+	default:
+		return validationf("1 validation error detected: Value '%s' at 'projection.projectionType' failed to satisfy constraint: Member must satisfy enum value set: [ALL, INCLUDE, KEYS_ONLY]", p.ProjectionType)
+	}
+	return nil
+}
+
+func validateThroughput(mode string, pt *ProvisionedThroughput, what string) *Error {
+	if mode == "PAY_PER_REQUEST" {
+		if pt != nil && (pt.ReadCapacityUnits != nil || pt.WriteCapacityUnits != nil) {
+			return invalidParam("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+		}
+		return nil
+	}
+	if pt == nil || pt.ReadCapacityUnits == nil || pt.WriteCapacityUnits == nil {
+		if what == "table" {
+			return invalidParam("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
+		}
+		return invalidParam("ProvisionedThroughput must be specified for index: %s", what)
+	}
+	if *pt.ReadCapacityUnits < 1 || *pt.WriteCapacityUnits < 1 {
+		return validationf("1 validation error detected: Value '%d' at 'provisionedThroughput.readCapacityUnits' failed to satisfy constraint: Member must have value greater than or equal to 1", min(*pt.ReadCapacityUnits, *pt.WriteCapacityUnits))
+	}
+	return nil
+}
+
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// CreateTable creates a table.
+func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	checkKeySchema(&c, "keySchema", in.KeySchema)
+	if in.AttributeDefinitions == nil {
+		c.add("Value null at 'attributeDefinitions' failed to satisfy constraint: Member must not be null")
+	}
+	for i, d := range in.AttributeDefinitions {
+		if d.AttributeType != "S" && d.AttributeType != "N" && d.AttributeType != "B" {
+			c.add("Value '%s' at 'attributeDefinitions.%d.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType, i+1)
+		}
+	}
+	if in.BillingMode != "" && in.BillingMode != "PROVISIONED" && in.BillingMode != "PAY_PER_REQUEST" {
+		c.add("Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", in.BillingMode)
+	}
+	for i, ix := range in.GlobalSecondaryIndexes {
+		checkName(&c, fmt.Sprintf("globalSecondaryIndexes.%d.member.indexName", i+1), ix.IndexName)
+		checkKeySchema(&c, fmt.Sprintf("globalSecondaryIndexes.%d.member.keySchema", i+1), ix.KeySchema)
+	}
+	for i, ix := range in.LocalSecondaryIndexes {
+		checkName(&c, fmt.Sprintf("localSecondaryIndexes.%d.member.indexName", i+1), ix.IndexName)
+		checkKeySchema(&c, fmt.Sprintf("localSecondaryIndexes.%d.member.keySchema", i+1), ix.KeySchema)
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	mode := in.BillingMode
+	if mode == "" {
+		mode = "PROVISIONED"
+	}
+	if err := validateThroughput(mode, in.ProvisionedThroughput, "table"); err != nil {
+		return nil, err
+	}
+	defs := map[string]string{}
+	for _, d := range in.AttributeDefinitions {
+		if _, dup := defs[d.AttributeName]; dup {
+			return nil, invalidParam("Duplicate AttributeName in AttributeDefinitions: %s", d.AttributeName)
+		}
+		defs[d.AttributeName] = d.AttributeType
+	}
+	if err := validateKeySchema(in.KeySchema, defs); err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	for _, e := range in.KeySchema {
+		used[e.AttributeName] = true
+	}
+	if in.LocalSecondaryIndexes != nil && len(in.LocalSecondaryIndexes) == 0 {
+		return nil, invalidParam("List of LocalSecondaryIndexes is empty")
+	}
+	if in.GlobalSecondaryIndexes != nil && len(in.GlobalSecondaryIndexes) == 0 {
+		return nil, invalidParam("List of GlobalSecondaryIndexes is empty")
+	}
+	if len(in.LocalSecondaryIndexes) > maxLSIs {
+		return nil, invalidParam("Number of LocalSecondaryIndexes exceeds per-table limit of %d", maxLSIs)
+	}
+	if len(in.GlobalSecondaryIndexes) > maxGSIs {
+		return nil, invalidParam("GlobalSecondaryIndex count exceeds the per-table limit of %d", maxGSIs)
+	}
+	names := map[string]bool{}
+	nonKey := 0
+	for _, ix := range in.LocalSecondaryIndexes {
+		if len(in.KeySchema) < 2 {
+			return nil, invalidParam("Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
+		}
+		if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+			return nil, err
+		}
+		if len(ix.KeySchema) != 2 {
+			return nil, invalidParam("Index KeySchema does not have a range key for index: %s", ix.IndexName)
+		}
+		if ix.KeySchema[0].AttributeName != in.KeySchema[0].AttributeName {
+			return nil, invalidParam("Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", ix.IndexName, ix.KeySchema[0].AttributeName, in.KeySchema[0].AttributeName)
+		}
+		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
+			return nil, err
+		}
+		if names[ix.IndexName] {
+			return nil, invalidParam("Duplicate index name: %s", ix.IndexName)
+		}
+		names[ix.IndexName] = true
+		nonKey += len(ix.Projection.NonKeyAttributes)
+		for _, e := range ix.KeySchema {
+			used[e.AttributeName] = true
+		}
+	}
+	for _, ix := range in.GlobalSecondaryIndexes {
+		if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+			return nil, err
+		}
+		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
+			return nil, err
+		}
+		if err := validateThroughput(mode, ix.ProvisionedThroughput, ix.IndexName); err != nil {
+			return nil, err
+		}
+		if names[ix.IndexName] {
+			return nil, invalidParam("Duplicate index name: %s", ix.IndexName)
+		}
+		names[ix.IndexName] = true
+		nonKey += len(ix.Projection.NonKeyAttributes)
+		for _, e := range ix.KeySchema {
+			used[e.AttributeName] = true
+		}
+	}
+	if nonKey > maxProjectedAttrs {
+		return nil, invalidParam("The number of attributes in key schema must match the number of attributes defined in attribute definitions.")
+	}
+	if len(used) != len(defs) {
+		return nil, invalidParam("Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+	}
+	if in.StreamSpecification != nil {
+		if err := validateStreamSpec(in.StreamSpecification); err != nil {
+			return nil, err
+		}
+	}
+
+	now := s.opts.Now()
+	m := &tableMeta{
+		TableID:              newUUID(),
+		Name:                 *in.TableName,
+		KeySchema:            in.KeySchema,
+		AttributeDefinitions: in.AttributeDefinitions,
+		BillingMode:          mode,
+		TableClass:           in.TableClass,
+		CreatedMillis:        now.UnixMilli(),
+		Tags:                 in.Tags,
+	}
+	if mode == "PROVISIONED" {
+		m.ProvisionedThroughput = in.ProvisionedThroughput
+	} else {
+		m.BillingModeChangedMillis = now.UnixMilli()
+	}
+	if in.DeletionProtectionEnabled != nil {
+		m.DeletionProtection = *in.DeletionProtectionEnabled
+	}
+	if in.StreamSpecification != nil && in.StreamSpecification.StreamEnabled != nil && *in.StreamSpecification.StreamEnabled {
+		m.Stream = in.StreamSpecification
+		m.StreamLabel = streamLabel(now)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.tables[m.Name]; exists {
+		return nil, inUse("Table already exists: %s", m.Name)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	m.ID = s.allocIDLocked(b)
+	for _, ix := range in.LocalSecondaryIndexes {
+		m.Indexes = append(m.Indexes, &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "ACTIVE"})
+	}
+	for _, ix := range in.GlobalSecondaryIndexes {
+		im := &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, Global: true, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "ACTIVE"}
+		if mode == "PROVISIONED" {
+			im.ProvisionedThroughput = ix.ProvisionedThroughput
+		}
+		m.Indexes = append(m.Indexes, im)
+	}
+	if err := s.putMeta(b, m); err != nil {
+		return nil, internal(err)
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return nil, internal(err)
+	}
+	t := newTable(m)
+	s.tables[m.Name] = t
+	d := s.describe(t, false)
+	d.TableStatus = "CREATING"
+	for _, g := range d.GlobalSecondaryIndexes {
+		g.IndexStatus = "CREATING"
+	}
+	return d, nil
+}
+
+func validateStreamSpec(ss *StreamSpecification) *Error {
+	if ss.StreamEnabled == nil {
+		return validationf("1 validation error detected: Value null at 'streamSpecification.streamEnabled' failed to satisfy constraint: Member must not be null")
+	}
+	if *ss.StreamEnabled {
+		switch ss.StreamViewType {
+		case "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY":
+		case "":
+			return invalidParam("You must specify a StreamViewType when enabling a stream")
+		default:
+			return validationf("1 validation error detected: Value '%s' at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set: [NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES, KEYS_ONLY]", ss.StreamViewType)
+		}
+	} else if ss.StreamViewType != "" {
+		return invalidParam("You cannot modify stream view type when disabling a stream")
+	}
+	return nil
+}
+
+func streamLabel(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000") }
+
+// TableDescription is DescribeTable's description of a table.
+type TableDescription struct {
+	AttributeDefinitions      []AttributeDefinition `json:"AttributeDefinitions"`
+	TableName                 string                `json:"TableName"`
+	KeySchema                 []KeySchemaElement    `json:"KeySchema"`
+	TableStatus               string                `json:"TableStatus"`
+	CreationDateTime          float64               `json:"CreationDateTime"`
+	ProvisionedThroughput     throughputDesc        `json:"ProvisionedThroughput"`
+	TableSizeBytes            int64                 `json:"TableSizeBytes"`
+	ItemCount                 int64                 `json:"ItemCount"`
+	TableArn                  string                `json:"TableArn"`
+	TableID                   string                `json:"TableId"`
+	BillingModeSummary        *billingSummary       `json:"BillingModeSummary,omitempty"`
+	LocalSecondaryIndexes     []*indexDesc          `json:"LocalSecondaryIndexes,omitempty"`
+	GlobalSecondaryIndexes    []*indexDesc          `json:"GlobalSecondaryIndexes,omitempty"`
+	StreamSpecification       *StreamSpecification  `json:"StreamSpecification,omitempty"`
+	LatestStreamLabel         string                `json:"LatestStreamLabel,omitempty"`
+	LatestStreamArn           string                `json:"LatestStreamArn,omitempty"`
+	DeletionProtectionEnabled bool                  `json:"DeletionProtectionEnabled"`
+	TableClassSummary         *tableClassSummary    `json:"TableClassSummary,omitempty"`
+}
+
+type tableClassSummary struct {
+	TableClass string `json:"TableClass"`
+}
+
+type throughputDesc struct {
+	NumberOfDecreasesToday int64 `json:"NumberOfDecreasesToday"`
+	ReadCapacityUnits      int64 `json:"ReadCapacityUnits"`
+	WriteCapacityUnits     int64 `json:"WriteCapacityUnits"`
+}
+
+type billingSummary struct {
+	BillingMode                       string  `json:"BillingMode"`
+	LastUpdateToPayPerRequestDateTime float64 `json:"LastUpdateToPayPerRequestDateTime,omitempty"`
+}
+
+type indexDesc struct {
+	IndexName             string             `json:"IndexName"`
+	KeySchema             []KeySchemaElement `json:"KeySchema"`
+	Projection            Projection         `json:"Projection"`
+	IndexStatus           string             `json:"IndexStatus,omitempty"`
+	Backfilling           *bool              `json:"Backfilling,omitempty"`
+	ProvisionedThroughput *throughputDesc    `json:"ProvisionedThroughput,omitempty"`
+	IndexSizeBytes        int64              `json:"IndexSizeBytes"`
+	ItemCount             int64              `json:"ItemCount"`
+	IndexArn              string             `json:"IndexArn"`
+}
+
+func toThroughput(pt *ProvisionedThroughput) throughputDesc {
+	var d throughputDesc
+	if pt != nil {
+		if pt.ReadCapacityUnits != nil {
+			d.ReadCapacityUnits = *pt.ReadCapacityUnits
+		}
+		if pt.WriteCapacityUnits != nil {
+			d.WriteCapacityUnits = *pt.WriteCapacityUnits
+		}
+	}
+	return d
+}
+
+// countPrefix counts the keys under prefix and their approximate size.
+func (s *Store) countPrefix(prefix []byte) (n, size int64) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixSuccessor(prefix)})
+	if err != nil {
+		return 0, 0
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		n++
+		size += int64(len(it.Value()))
+	}
+	return n, size
+}
+
+func epochSeconds(ms int64) float64 { return float64(ms) / 1000 }
+
+// describe builds the TableDescription of t; counts are skipped when cheap
+// is set.
+func (s *Store) describe(t *table, withCounts bool) *TableDescription {
+	m := t.meta
+	d := &TableDescription{
+		AttributeDefinitions:      m.AttributeDefinitions,
+		TableName:                 m.Name,
+		KeySchema:                 m.KeySchema,
+		TableStatus:               "ACTIVE",
+		CreationDateTime:          epochSeconds(m.CreatedMillis),
+		ProvisionedThroughput:     toThroughput(m.ProvisionedThroughput),
+		TableArn:                  s.arn(m.Name),
+		TableID:                   m.TableID,
+		DeletionProtectionEnabled: m.DeletionProtection,
+	}
+	if m.BillingMode == "PAY_PER_REQUEST" {
+		d.BillingModeSummary = &billingSummary{BillingMode: "PAY_PER_REQUEST", LastUpdateToPayPerRequestDateTime: epochSeconds(m.BillingModeChangedMillis)}
+	}
+	if m.TableClass != "" {
+		d.TableClassSummary = &tableClassSummary{TableClass: m.TableClass}
+	}
+	if withCounts {
+		d.ItemCount, d.TableSizeBytes = s.countPrefix(t.prefix)
+	}
+	for _, ix := range t.indexes {
+		im := ix.meta
+		id := &indexDesc{
+			IndexName:  im.Name,
+			KeySchema:  im.KeySchema,
+			Projection: im.Projection,
+			IndexArn:   s.arn(m.Name) + "/index/" + im.Name,
+		}
+		if withCounts {
+			id.ItemCount, id.IndexSizeBytes = s.countPrefix(ix.prefix)
+		}
+		if im.Global {
+			id.IndexStatus = im.Status
+			pt := toThroughput(im.ProvisionedThroughput)
+			id.ProvisionedThroughput = &pt
+			d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, id)
+		} else {
+			d.LocalSecondaryIndexes = append(d.LocalSecondaryIndexes, id)
+		}
+	}
+	if m.Stream != nil {
+		d.StreamSpecification = m.Stream
+		d.LatestStreamLabel = m.StreamLabel
+		d.LatestStreamArn = s.arn(m.Name) + "/stream/" + m.StreamLabel
+	} else if m.StreamLabel != "" {
+		d.LatestStreamLabel = m.StreamLabel
+		d.LatestStreamArn = s.arn(m.Name) + "/stream/" + m.StreamLabel
+	}
+	return d
+}
+
+// DescribeTable describes a table.
+func (s *Store) DescribeTable(in *TableNameInput) (*TableDescription, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	t, err := s.table(*in.TableName)
+	if err != nil {
+		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
+	}
+	return s.describe(t, true), nil
+}
+
+// ListTablesOutput is the response of ListTables.
+type ListTablesOutput struct {
+	TableNames             []string `json:"TableNames"`
+	LastEvaluatedTableName *string  `json:"LastEvaluatedTableName,omitempty"`
+}
+
+// ListTables lists table names in order, 100 at most per page.
+func (s *Store) ListTables(in *ListTablesInput) (*ListTablesOutput, error) {
+	limit := 100
+	var c constraintErrors
+	if in.Limit != nil {
+		if *in.Limit < 1 {
+			c.add("Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
+		} else if *in.Limit > 100 {
+			c.add("Value '%d' at 'limit' failed to satisfy constraint: Member must have value less than or equal to 100", *in.Limit)
+		} else {
+			limit = *in.Limit
+		}
+	}
+	if in.ExclusiveStartTableName != nil {
+		checkName(&c, "exclusiveStartTableName", *in.ExclusiveStartTableName)
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	out := &ListTablesOutput{TableNames: []string{}}
+	for _, n := range s.tableNames() {
+		if in.ExclusiveStartTableName != nil && n <= *in.ExclusiveStartTableName {
+			continue
+		}
+		if len(out.TableNames) == limit {
+			last := out.TableNames[limit-1]
+			out.LastEvaluatedTableName = &last
+			break
+		}
+		out.TableNames = append(out.TableNames, n)
+	}
+	return out, nil
+}
+
+// DeleteTable deletes a table with its items and indexes.
+func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	t := s.tables[*in.TableName]
+	if t == nil {
+		s.mu.Unlock()
+		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
+	}
+	if t.meta.DeletionProtection {
+		s.mu.Unlock()
+		return nil, validationf("Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
+	}
+	delete(s.tables, t.meta.Name)
+	s.mu.Unlock()
+
+	t.ddl.Lock() // wait for writes in flight
+	defer t.ddl.Unlock()
+	d := s.describe(t, true)
+	d.TableStatus = "DELETING"
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Delete(metaKey(t.meta.Name), nil)
+	b.DeleteRange(t.prefix, prefixSuccessor(t.prefix), nil)
+	for _, ix := range t.indexes {
+		b.DeleteRange(ix.prefix, prefixSuccessor(ix.prefix), nil)
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return nil, internal(err)
+	}
+	return d, nil
+}
+
+// writeTable returns the table called name with its ddl lock held for
+// reading, as every item write needs; unlock MUST be called.
+func (s *Store) writeTable(name string) (t *table, unlock func(), err *Error) {
+	for {
+		t, err = s.table(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.ddl.RLock()
+		s.mu.RLock()
+		cur := s.tables[name]
+		s.mu.RUnlock()
+		if cur == t {
+			return t, t.ddl.RUnlock, nil
+		}
+		t.ddl.RUnlock()
+	}
+}
+
+// UpdateTable changes billing, throughput, streams, deletion protection,
+// and adds or deletes global secondary indexes (backfilling new ones).
+func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
+	var c constraintErrors
+	checkTableName(&c, "tableName", in.TableName)
+	for i, u := range in.GlobalSecondaryIndexUpdates {
+		if u.Create != nil {
+			checkName(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create.indexName", i+1), u.Create.IndexName)
+			checkKeySchema(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create.keySchema", i+1), u.Create.KeySchema)
+		}
+	}
+	if in.BillingMode != "" && in.BillingMode != "PROVISIONED" && in.BillingMode != "PAY_PER_REQUEST" {
+		c.add("Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", in.BillingMode)
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	old, terr := s.table(*in.TableName)
+	if terr != nil {
+		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
+	}
+	old.ddl.Lock()
+	defer old.ddl.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tables[*in.TableName] != old {
+		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
+	}
+	if in.AttributeDefinitions == nil && in.BillingMode == "" && in.ProvisionedThroughput == nil && in.GlobalSecondaryIndexUpdates == nil &&
+		in.StreamSpecification == nil && in.DeletionProtectionEnabled == nil && in.TableClass == "" {
+		return nil, validationf("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
+	}
+	m := *old.meta
+	m.Indexes = append([]*indexMeta(nil), old.meta.Indexes...)
+	now := s.opts.Now()
+	mode := m.BillingMode
+	if in.BillingMode != "" && in.BillingMode != mode {
+		mode = in.BillingMode
+		m.BillingMode = mode
+		if mode == "PAY_PER_REQUEST" {
+			m.ProvisionedThroughput = nil
+			m.BillingModeChangedMillis = now.UnixMilli()
+			for i, im := range m.Indexes {
+				cp := *im
+				cp.ProvisionedThroughput = nil
+				m.Indexes[i] = &cp
+			}
+		}
+	}
+	if in.ProvisionedThroughput != nil {
+		if err := validateThroughput(mode, in.ProvisionedThroughput, "table"); err != nil {
+			return nil, err
+		}
+		m.ProvisionedThroughput = in.ProvisionedThroughput
+	} else if mode == "PROVISIONED" && m.ProvisionedThroughput == nil {
+		return nil, invalidParam("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
+	}
+	if in.DeletionProtectionEnabled != nil {
+		m.DeletionProtection = *in.DeletionProtectionEnabled
+	}
+	if in.TableClass != "" {
+		m.TableClass = in.TableClass
+	}
+	if ss := in.StreamSpecification; ss != nil {
+		if err := validateStreamSpec(ss); err != nil {
+			return nil, err
+		}
+		if *ss.StreamEnabled {
+			if m.Stream != nil {
+				return nil, invalidParam("Table already has an enabled stream: %s", s.arn(m.Name)+"/stream/"+m.StreamLabel)
+			}
+			m.Stream = ss
+			m.StreamLabel = streamLabel(now)
+		} else {
+			if m.Stream == nil {
+				return nil, invalidParam("Table already has no stream enabled")
+			}
+			m.Stream = nil
+		}
+	}
+	defs := map[string]string{}
+	for _, d := range m.AttributeDefinitions {
+		defs[d.AttributeName] = d.AttributeType
+	}
+	for _, d := range in.AttributeDefinitions {
+		if t, ok := defs[d.AttributeName]; ok && t != d.AttributeType {
+			return nil, invalidParam("Cannot change the type of an existing attribute definition: %s", d.AttributeName)
+		}
+		defs[d.AttributeName] = d.AttributeType
+	}
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	var created []*indexMeta
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		n := 0
+		if u.Create != nil {
+			n++
+		}
+		if u.Delete != nil {
+			n++
+		}
+		if u.Update != nil {
+			n++
+		}
+		if n != 1 {
+			return nil, invalidParam("One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified")
+		}
+		switch {
+		case u.Create != nil:
+			ix := u.Create
+			if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+				return nil, err
+			}
+			if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
+				return nil, err
+			}
+			if err := validateThroughput(mode, ix.ProvisionedThroughput, ix.IndexName); err != nil {
+				return nil, err
+			}
+			for _, im := range m.Indexes {
+				if im.Name == ix.IndexName {
+					return nil, validationf("One or more parameter values were invalid: Index with name %s already exists", ix.IndexName)
+				}
+			}
+			gsis := 0
+			for _, im := range m.Indexes {
+				if im.Global {
+					gsis++
+				}
+			}
+			if gsis >= maxGSIs {
+				return nil, &Error{Type: "LimitExceededException", Message: fmt.Sprintf("Subscriber limit exceeded: The number of global secondary indexes exceeds the limit of %d", maxGSIs)}
+			}
+			im := &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, Global: true, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "ACTIVE"}
+			if mode == "PROVISIONED" {
+				im.ProvisionedThroughput = ix.ProvisionedThroughput
+			}
+			m.Indexes = append(m.Indexes, im)
+			created = append(created, im)
+		case u.Delete != nil:
+			found := -1
+			for i, im := range m.Indexes {
+				if im.Name == u.Delete.IndexName && im.Global {
+					found = i
+				}
+			}
+			if found < 0 {
+				return nil, notFound("Requested resource not found: Index: %s not found in table %s", u.Delete.IndexName, m.Name)
+			}
+			im := m.Indexes[found]
+			p := idPrefix(nsIndex, im.ID)
+			b.DeleteRange(p, prefixSuccessor(p), nil)
+			m.Indexes = append(m.Indexes[:found:found], m.Indexes[found+1:]...)
+		case u.Update != nil:
+			found := false
+			for i, im := range m.Indexes {
+				if im.Name == u.Update.IndexName && im.Global {
+					cp := *im
+					cp.ProvisionedThroughput = u.Update.ProvisionedThroughput
+					m.Indexes[i] = &cp
+					found = true
+				}
+			}
+			if !found {
+				return nil, notFound("Requested resource not found: Index: %s not found in table %s", u.Update.IndexName, m.Name)
+			}
+		}
+	}
+	// Keep only the attribute definitions some key schema uses.
+	used := map[string]bool{}
+	for _, e := range m.KeySchema {
+		used[e.AttributeName] = true
+	}
+	for _, im := range m.Indexes {
+		for _, e := range im.KeySchema {
+			used[e.AttributeName] = true
+		}
+	}
+	var newDefs []AttributeDefinition
+	for _, d := range m.AttributeDefinitions {
+		if used[d.AttributeName] {
+			newDefs = append(newDefs, d)
+		}
+	}
+	for _, d := range in.AttributeDefinitions {
+		if used[d.AttributeName] && attrKind(newDefs, d.AttributeName) == 0 {
+			newDefs = append(newDefs, d)
+		}
+	}
+	m.AttributeDefinitions = newDefs
+	t := newTable(&m)
+	for _, im := range created {
+		if err := s.backfill(b, t, t.index(im.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.putMeta(b, &m); err != nil {
+		return nil, internal(err)
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return nil, internal(err)
+	}
+	s.tables[m.Name] = t
+	d := s.describe(t, false)
+	d.TableStatus = "UPDATING"
+	for _, g := range d.GlobalSecondaryIndexes {
+		for _, im := range created {
+			if g.IndexName == im.Name {
+				g.IndexStatus = "CREATING"
+				bf := true
+				g.Backfilling = &bf
+			}
+		}
+	}
+	return d, nil
+}
+
+// backfill writes the index entries of every existing item of t into b.
+func (s *Store) backfill(b *pebble.Batch, t *table, ix *index) *Error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: t.prefix, UpperBound: prefixSuccessor(t.prefix)})
+	if err != nil {
+		return internal(err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		item, err := decodeItem(it.Value())
+		if err != nil {
+			return internal(err)
+		}
+		if k := ix.entryKey(t, item); k != nil {
+			b.Set(k, encodeItem(ix.project(t, item)), nil)
+		}
+	}
+	return nil
+}
+
+var _ = attr.KindS

@@ -8,9 +8,9 @@ import (
 )
 
 const (
-	maxBatchGetKeys   = 100
-	maxBatchWrites    = 25
-	maxBatchGetBytes  = 16 << 20
+	maxBatchGetKeys  = 100
+	maxBatchWrites   = 25
+	maxBatchGetBytes = 16 << 20
 )
 
 // BatchGetItemOutput is the response of BatchGetItem.

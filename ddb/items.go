@@ -284,13 +284,13 @@ type ItemOutput struct {
 
 // ConsumedCapacity reports the capacity units an operation used.
 type ConsumedCapacity struct {
-	TableName              string                     `json:"TableName"`
-	CapacityUnits          float64                    `json:"CapacityUnits"`
-	ReadCapacityUnits      float64                    `json:"ReadCapacityUnits,omitempty"`
-	WriteCapacityUnits     float64                    `json:"WriteCapacityUnits,omitempty"`
-	Table                  *Capacity                  `json:"Table,omitempty"`
-	GlobalSecondaryIndexes map[string]*Capacity       `json:"GlobalSecondaryIndexes,omitempty"`
-	LocalSecondaryIndexes  map[string]*Capacity       `json:"LocalSecondaryIndexes,omitempty"`
+	TableName              string               `json:"TableName"`
+	CapacityUnits          float64              `json:"CapacityUnits"`
+	ReadCapacityUnits      float64              `json:"ReadCapacityUnits,omitempty"`
+	WriteCapacityUnits     float64              `json:"WriteCapacityUnits,omitempty"`
+	Table                  *Capacity            `json:"Table,omitempty"`
+	GlobalSecondaryIndexes map[string]*Capacity `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  map[string]*Capacity `json:"LocalSecondaryIndexes,omitempty"`
 }
 
 // Capacity is the capacity consumed by one table or index.

@@ -26,29 +26,29 @@ type indexMeta struct {
 
 // tableMeta is the persisted description of a table.
 type tableMeta struct {
-	ID                        uint64                 `json:"id"`
-	TableID                   string                 `json:"tableId"`
-	Name                      string                 `json:"name"`
-	KeySchema                 []KeySchemaElement     `json:"keySchema"`
-	AttributeDefinitions      []AttributeDefinition  `json:"attributeDefinitions"`
-	Indexes                   []*indexMeta           `json:"indexes"`
-	BillingMode               string                 `json:"billingMode"`
-	ProvisionedThroughput     *ProvisionedThroughput `json:"provisionedThroughput,omitempty"`
-	Stream                    *StreamSpecification   `json:"stream,omitempty"`
-	StreamLabel               string                 `json:"streamLabel,omitempty"`
-	TableClass                string                 `json:"tableClass,omitempty"`
-	DeletionProtection        bool                   `json:"deletionProtection,omitempty"`
-	CreatedMillis             int64                  `json:"createdMillis"`
-	BillingModeChangedMillis  int64                  `json:"billingModeChangedMillis,omitempty"`
-	Tags                      []Tag                  `json:"tags,omitempty"`
-	TTLAttribute              string                 `json:"ttlAttribute,omitempty"`
+	ID                       uint64                 `json:"id"`
+	TableID                  string                 `json:"tableId"`
+	Name                     string                 `json:"name"`
+	KeySchema                []KeySchemaElement     `json:"keySchema"`
+	AttributeDefinitions     []AttributeDefinition  `json:"attributeDefinitions"`
+	Indexes                  []*indexMeta           `json:"indexes"`
+	BillingMode              string                 `json:"billingMode"`
+	ProvisionedThroughput    *ProvisionedThroughput `json:"provisionedThroughput,omitempty"`
+	Stream                   *StreamSpecification   `json:"stream,omitempty"`
+	StreamLabel              string                 `json:"streamLabel,omitempty"`
+	TableClass               string                 `json:"tableClass,omitempty"`
+	DeletionProtection       bool                   `json:"deletionProtection,omitempty"`
+	CreatedMillis            int64                  `json:"createdMillis"`
+	BillingModeChangedMillis int64                  `json:"billingModeChangedMillis,omitempty"`
+	Tags                     []Tag                  `json:"tags,omitempty"`
+	TTLAttribute             string                 `json:"ttlAttribute,omitempty"`
 }
 
 // index is a secondary index ready for use.
 type index struct {
-	meta  *indexMeta
-	hash  keyDef
-	rng   *keyDef
+	meta *indexMeta
+	hash keyDef
+	rng  *keyDef
 	// include is the set of non-key attributes of an INCLUDE projection.
 	include map[string]bool
 	prefix  []byte

@@ -164,24 +164,24 @@ type DeleteItemInput struct {
 
 // QueryInput is the request of Query; Scan uses the same shape.
 type QueryInput struct {
-	TableName                 *string                         `json:"TableName"`
-	IndexName                 *string                         `json:"IndexName"`
-	KeyConditionExpression    *string                         `json:"KeyConditionExpression"`
-	KeyConditions             map[string]expr.LegacyCondition `json:"KeyConditions"`
-	FilterExpression          *string                         `json:"FilterExpression"`
-	QueryFilter               map[string]expr.LegacyCondition `json:"QueryFilter"`
-	ScanFilter                map[string]expr.LegacyCondition `json:"ScanFilter"`
-	ConditionalOperator       string                          `json:"ConditionalOperator"`
-	ProjectionExpression      *string                         `json:"ProjectionExpression"`
-	AttributesToGet           []string                        `json:"AttributesToGet"`
-	Select                    string                          `json:"Select"`
-	Limit                     *int64                          `json:"Limit"`
-	ExclusiveStartKey         attr.Item                       `json:"ExclusiveStartKey"`
-	ScanIndexForward          *bool                           `json:"ScanIndexForward"`
-	ConsistentRead            *bool                           `json:"ConsistentRead"`
-	Segment                   *int64                          `json:"Segment"`
-	TotalSegments             *int64                          `json:"TotalSegments"`
-	ReturnConsumedCapacity    string                          `json:"ReturnConsumedCapacity"`
+	TableName              *string                         `json:"TableName"`
+	IndexName              *string                         `json:"IndexName"`
+	KeyConditionExpression *string                         `json:"KeyConditionExpression"`
+	KeyConditions          map[string]expr.LegacyCondition `json:"KeyConditions"`
+	FilterExpression       *string                         `json:"FilterExpression"`
+	QueryFilter            map[string]expr.LegacyCondition `json:"QueryFilter"`
+	ScanFilter             map[string]expr.LegacyCondition `json:"ScanFilter"`
+	ConditionalOperator    string                          `json:"ConditionalOperator"`
+	ProjectionExpression   *string                         `json:"ProjectionExpression"`
+	AttributesToGet        []string                        `json:"AttributesToGet"`
+	Select                 string                          `json:"Select"`
+	Limit                  *int64                          `json:"Limit"`
+	ExclusiveStartKey      attr.Item                       `json:"ExclusiveStartKey"`
+	ScanIndexForward       *bool                           `json:"ScanIndexForward"`
+	ConsistentRead         *bool                           `json:"ConsistentRead"`
+	Segment                *int64                          `json:"Segment"`
+	TotalSegments          *int64                          `json:"TotalSegments"`
+	ReturnConsumedCapacity string                          `json:"ReturnConsumedCapacity"`
 	exprInput
 }
 

@@ -66,3 +66,46 @@ func (u *Update) Paths() []Path { return nil }
 func ParseKeyCondition(s string, p *Params) (*KeyCondition, error) {
 	return nil, Errorf("not implemented")
 }
+
+// ExpectedAttr is one entry of the legacy Expected parameter.
+type ExpectedAttr struct {
+	Value              *attr.Value  `json:"Value"`
+	Exists             *bool        `json:"Exists"`
+	ComparisonOperator string       `json:"ComparisonOperator"`
+	AttributeValueList []attr.Value `json:"AttributeValueList"`
+}
+
+// LegacyCondition is one entry of KeyConditions, QueryFilter or ScanFilter.
+type LegacyCondition struct {
+	ComparisonOperator string       `json:"ComparisonOperator"`
+	AttributeValueList []attr.Value `json:"AttributeValueList"`
+}
+
+// AttributeUpdate is one entry of the legacy AttributeUpdates parameter.
+type AttributeUpdate struct {
+	Action string      `json:"Action"`
+	Value  *attr.Value `json:"Value"`
+}
+
+// FromExpected converts the legacy Expected parameter into a Condition.
+func FromExpected(expected map[string]ExpectedAttr, conditionalOperator string) (*Condition, error) {
+	return nil, Errorf("not implemented")
+}
+
+// FromFilter converts QueryFilter or ScanFilter into a Condition.
+func FromFilter(kind Kind, conds map[string]LegacyCondition, conditionalOperator string) (*Condition, error) {
+	return nil, Errorf("not implemented")
+}
+
+// FromKeyConditions converts the legacy KeyConditions parameter.
+func FromKeyConditions(conds map[string]LegacyCondition) (*KeyCondition, error) {
+	return nil, Errorf("not implemented")
+}
+
+// FromAttributeUpdates converts the legacy AttributeUpdates parameter.
+func FromAttributeUpdates(updates map[string]AttributeUpdate) (*Update, error) {
+	return nil, Errorf("not implemented")
+}
+
+// FromAttributesToGet converts the legacy AttributesToGet parameter.
+func FromAttributesToGet(names []string) Projection { return nil }

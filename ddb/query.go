@@ -106,9 +106,9 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 		}
 	}
 	legacyFilter := in.QueryFilter
-	legacyName := "QueryFilter"
+	legacyName, legacyKind := "QueryFilter", expr.QueryFilter
 	if !isQuery {
-		legacyFilter, legacyName = in.ScanFilter, "ScanFilter"
+		legacyFilter, legacyName, legacyKind = in.ScanFilter, "ScanFilter", expr.ScanFilter
 	}
 	legacy := present("KeyConditions", in.KeyConditions != nil, legacyName, legacyFilter != nil, "AttributesToGet", in.AttributesToGet != nil)
 	exprs := present("KeyConditionExpression", in.KeyConditionExpression != nil, "FilterExpression", in.FilterExpression != nil, "ProjectionExpression", in.ProjectionExpression != nil)
@@ -124,7 +124,7 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 	if in.FilterExpression != nil {
 		pl.filter, err = expr.ParseCondition(expr.FilterExpression, *in.FilterExpression, p)
 	} else if legacyFilter != nil {
-		pl.filter, err = expr.FromFilter(expr.FilterExpression, legacyFilter, in.ConditionalOperator)
+		pl.filter, err = expr.FromFilter(legacyKind, legacyFilter, in.ConditionalOperator)
 	} else if in.ConditionalOperator != "" && in.KeyConditions == nil {
 		return nil, nil, validationf("ConditionalOperator can only be used when Expected or KeyConditions or QueryFilter or ScanFilter is present")
 	}

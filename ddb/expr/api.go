@@ -41,6 +41,10 @@ func (k Kind) String() string {
 		return "UpdateExpression"
 	case ProjectionExpression:
 		return "ProjectionExpression"
+	case QueryFilter:
+		return "QueryFilter"
+	case ScanFilter:
+		return "ScanFilter"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -48,6 +52,7 @@ func (k Kind) String() string {
 // Error is a validation error; Message is DynamoDB's message text.
 type Error struct{ Message string }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
 // Errorf returns an *Error with a formatted message.

@@ -1,0 +1,44 @@
+# quarry — the two commands: `make run` and `make test`.
+GO        ?= go
+DATA_DIR  ?= ./data
+PEERS_DIR ?= $(CURDIR)/.cache/peers
+export PATH := /usr/local/go/bin:$(PATH)
+
+.PHONY: run build test test-deps test-peer bench fuzz lint clean
+
+## run: start quarry serve on embedded defaults (data under ./data)
+run:
+	$(GO) run ./cmd/quarry serve --data-dir $(DATA_DIR)
+
+## build: build bin/quarry
+build:
+	$(GO) build -o bin/quarry ./cmd/quarry
+
+## test: install missing test dependencies, then run every test with the race detector
+test: test-deps
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) test -race -timeout 20m ./...
+
+## test-deps: install what the tests need (Debian packages when root, npm peers)
+test-deps:
+	@PEERS_DIR=$(PEERS_DIR) bash scripts/test-deps.sh
+
+## test-peer: run the store's SDK suite against dynalite (npm) and print the outcome
+test-peer: test-deps
+	@PEERS_DIR=$(PEERS_DIR) bash scripts/test-peer.sh
+
+## bench: run bench/ against quarry and dynalite; appends to bench/RESULTS.md
+bench: test-deps
+	@PEERS_DIR=$(PEERS_DIR) bash bench/run.sh
+
+## fuzz: run each fuzz target for FUZZTIME (default 20s)
+FUZZTIME ?= 20s
+fuzz:
+	@for t in $$($(GO) test ./ddb/expr -list 'Fuzz.*' | grep ^Fuzz); do \
+		$(GO) test ./ddb/expr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in $$($(GO) test ./ddb -list 'Fuzz.*' | grep ^Fuzz); do \
+		$(GO) test ./ddb -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+
+clean:
+	rm -rf bin .cache

@@ -1,0 +1,69 @@
+// Command quarry runs quarry's systems and its embedded DynamoDB-compatible
+// store. See `quarry help`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `quarry — DataShelf, Wallcrawler, EECAR and Checks in one program.
+
+Usage:
+  quarry serve [flags]        run the HTTP API and the embedded DynamoDB endpoint
+  quarry ddb serve [flags]    run only the DynamoDB-compatible store
+  quarry version              print the version
+
+Run "quarry <command> -h" for a command's flags. Every flag can also be set
+with its QUARRY_* environment variable; flags win.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], getenv, stderr)
+	case "ddb":
+		if len(args) < 2 || args[1] != "serve" {
+			fmt.Fprint(stderr, "usage: quarry ddb serve [--listen ADDR] [--data-dir DIR]\n")
+			return 2
+		}
+		err = cmdDDBServe(ctx, args[2:], getenv, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "quarry", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "quarry: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err == flag.ErrHelp {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "quarry:", err)
+		return 1
+	}
+	return 0
+}

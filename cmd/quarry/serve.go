@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/httpserver"
+)
+
+func newLogger(c *config.Config, w io.Writer) *slog.Logger {
+	lvl, _ := config.ParseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore opens the embedded store in dir, creating dir when missing.
+func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	return ddb.Open(dir, &ddb.Options{Region: c.Region, Logger: log})
+}
+
+// cmdServe runs `quarry serve`: the HTTP API and the store's endpoint.
+func cmdServe(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("quarry serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c, err := config.Load(fs, args, getenv, config.Defaults(), nil)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	store, err := openStore(filepath.Join(c.DataDir, "ddb"), c, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", httpserver.Health(nil))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(map[string]string{"error": "not found: " + r.URL.Path})
+	})
+	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log}}
+	if c.DDBListen != "off" {
+		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log})
+	}
+	return serveAll(ctx, c, log, servers)
+}
+
+// cmdDDBServe runs `quarry ddb serve`: the store alone.
+func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("quarry ddb serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := config.Defaults()
+	base.Listen = "127.0.0.1:8000"
+	base.DataDir = "./data/ddb"
+	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout"})
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	store, err := openStore(c.DataDir, c, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: store.Handler(), Logger: log}})
+}
+
+// serveAll binds every server, serves until ctx ends or one fails, then
+// shuts them all down gracefully.
+func serveAll(ctx context.Context, c *config.Config, log *slog.Logger, servers []*httpserver.Server) error {
+	for _, s := range servers {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errc <- s.Serve() }()
+	}
+	var first error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case first = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if first != nil {
+		errs = append([]error{first}, errs...)
+	}
+	if len(errs) == 0 {
+		log.Info("stopped")
+	}
+	return errors.Join(errs...)
+}

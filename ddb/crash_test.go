@@ -1,0 +1,228 @@
+package ddb_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/quarrydb/quarry/ddb"
+)
+
+// The crash test runs a child process (this test binary, re-executed) that
+// writes under load and prints one line per acknowledged write. The parent
+// kills it with SIGKILL mid-stream, reopens the store and checks that every
+// acknowledged write is there and that the table and its index agree.
+//
+// Each key goes through a fixed sequence of writes, one at a time:
+// 1 put (v=1, g=A), 2 update (v=2, g=B), 3 delete. After a crash a key must
+// be in the state of its last acknowledged step or of the step after it
+// (the write in flight may or may not have landed).
+
+const crashTable = "crash-table"
+
+func crashCreateTable(ctx context.Context, c *dynamodb.Client) error {
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(crashTable),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("v"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName:  aws.String("g-index"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("v"), KeyType: types.KeyTypeRange}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	return err
+}
+
+func crashChild(dir string) {
+	s, err := ddb.Open(dir, nil)
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(3)
+	}
+	c := ddb.NewClient(s)
+	ctx := context.Background()
+	if err := crashCreateTable(ctx, c); err != nil {
+		fmt.Println("create:", err)
+		os.Exit(3)
+	}
+	fmt.Println("ready")
+	var mu sync.Mutex
+	ack := func(key string, step int) {
+		mu.Lock()
+		fmt.Printf("ack %s %d\n", key, step)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}
+				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(crashTable), Item: map[string]types.AttributeValue{
+					"pk": k["pk"], "v": &types.AttributeValueMemberN{Value: "1"}, "g": &types.AttributeValueMemberS{Value: "A"},
+					"pad": &types.AttributeValueMemberS{Value: strings.Repeat("x", 200)}}})
+				if err != nil {
+					fmt.Println("put:", err)
+					os.Exit(4)
+				}
+				ack(key, 1)
+				_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(crashTable), Key: k,
+					UpdateExpression:          aws.String("SET v = :v, g = :g"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: "2"}, ":g": &types.AttributeValueMemberS{Value: "B"}}})
+				if err != nil {
+					fmt.Println("update:", err)
+					os.Exit(4)
+				}
+				ack(key, 2)
+				if i%2 == 0 {
+					continue // keep half of the keys
+				}
+				if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(crashTable), Key: k}); err != nil {
+					fmt.Println("delete:", err)
+					os.Exit(4)
+				}
+				ack(key, 3)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("QUARRY_CRASH_CHILD"); dir != "" {
+		crashChild(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestCrashKill9(t *testing.T) {
+	if os.Getenv("QUARRY_DDB_TEST_ENDPOINT") != "" {
+		t.Skip("the crash test drives the embedded store")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "QUARRY_CRASH_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]int{}
+	sc := bufio.NewScanner(out)
+	deadline := time.Now().Add(20 * time.Second)
+	acks := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "ack" {
+			n, _ := strconv.Atoi(f[2])
+			last[f[1]] = n
+			acks++
+		} else if line != "ready" {
+			t.Fatalf("child: %s", line)
+		}
+		if acks >= 3000 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	// Drain acks printed before the kill landed.
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "ack" {
+			n, _ := strconv.Atoi(f[2])
+			last[f[1]] = n
+			acks++
+		}
+	}
+	cmd.Wait()
+	if acks < 100 {
+		t.Fatalf("only %d acknowledged writes before the kill", acks)
+	}
+
+	s, err := ddb.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("reopen after kill -9: %v", err)
+	}
+	defer s.Close()
+	c := ddb.NewClient(s)
+
+	table := crashScanAll(t, c, &dynamodb.ScanInput{TableName: aws.String(crashTable)})
+	index := crashScanAll(t, c, &dynamodb.ScanInput{TableName: aws.String(crashTable), IndexName: aws.String("g-index")})
+
+	// state: 0 absent, 1 (v=1,g=A), 2 (v=2,g=B)
+	stateOf := func(item map[string]types.AttributeValue) int {
+		if item == nil {
+			return 0
+		}
+		return map[string]int{"1": 1, "2": 2}[item["v"].(*types.AttributeValueMemberN).Value]
+	}
+	stepState := func(step int) int { return []int{0, 1, 2, 0}[step] }
+	for key, step := range last {
+		got := stateOf(table[key])
+		ok := got == stepState(step) || (step < 3 && got == stepState(step+1))
+		if step == 2 && got == 0 {
+			n, _ := strconv.Atoi(key[strings.Index(key, "-")+1:])
+			ok = n%2 == 1 // only odd keys are deleted
+		}
+		if !ok {
+			t.Errorf("key %s: last acknowledged step %d, found state %d", key, step, got)
+		}
+	}
+	// The index holds exactly the table's items, with the same values.
+	if len(index) != len(table) {
+		t.Errorf("index has %d entries, table %d items", len(index), len(table))
+	}
+	for key, item := range table {
+		ie, ok := index[key]
+		if !ok {
+			t.Errorf("item %s missing from the index", key)
+			continue
+		}
+		if stateOf(ie) != stateOf(item) || ie["g"].(*types.AttributeValueMemberS).Value != item["g"].(*types.AttributeValueMemberS).Value {
+			t.Errorf("index entry of %s is stale", key)
+		}
+	}
+	t.Logf("%d acknowledged writes over %d keys; %d items survive", acks, len(last), len(table))
+}
+
+func crashScanAll(t *testing.T, c *dynamodb.Client, in *dynamodb.ScanInput) map[string]map[string]types.AttributeValue {
+	t.Helper()
+	out := map[string]map[string]types.AttributeValue{}
+	p := dynamodb.NewScanPaginator(c, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			k := it["pk"].(*types.AttributeValueMemberS).Value
+			if _, dup := out[k]; dup {
+				t.Errorf("scan returned %s twice", k)
+			}
+			out[k] = it
+		}
+	}
+	return out
+}

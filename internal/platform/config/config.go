@@ -1,0 +1,167 @@
+// Package config loads quarry's configuration from flags and QUARRY_*
+// environment variables, applies defaults and validates it at start.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the configuration of `quarry serve` and `quarry ddb serve`.
+type Config struct {
+	// Listen is the address of the HTTP API (systems, /healthz, /metrics).
+	Listen string
+	// DDBListen is the address of the DynamoDB-compatible endpoint; "off"
+	// disables it (the systems still use the store in-process).
+	DDBListen string
+	// DataDir holds all local state: the store under DataDir/ddb.
+	DataDir string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// LogFormat is text or json.
+	LogFormat string
+	// Region appears in the store's ARNs.
+	Region string
+	// ShutdownTimeout bounds graceful shutdown.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults returns the embedded-defaults configuration.
+func Defaults() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		DDBListen:       "127.0.0.1:8000",
+		DataDir:         "./data",
+		LogLevel:        "info",
+		LogFormat:       "text",
+		Region:          "us-east-1",
+		ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// field binds one setting to its flag and environment variable.
+type field struct {
+	flag, env, usage string
+	str              *string
+	dur              *time.Duration
+}
+
+func (c *Config) fields(which []string) []field {
+	all := []field{
+		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil},
+		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil},
+		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil},
+		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil},
+		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil},
+		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil},
+		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout},
+	}
+	if which == nil {
+		return all
+	}
+	var out []field
+	for _, f := range all {
+		for _, w := range which {
+			if f.flag == w {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// Load builds a Config: defaults, then the environment (QUARRY_*), then
+// the flags in args. Only the settings named in which are exposed (nil
+// means all). The result is validated.
+func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Config, which []string) (*Config, error) {
+	c := base
+	fields := c.fields(which)
+	for _, f := range fields {
+		v := getenv(f.env)
+		if v == "" {
+			continue
+		}
+		if f.str != nil {
+			*f.str = v
+		} else {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s=%q: not a duration (e.g. 10s)", f.env, v)
+			}
+			*f.dur = d
+		}
+	}
+	for _, f := range fields {
+		usage := fmt.Sprintf("%s (env %s)", f.usage, f.env)
+		if f.str != nil {
+			fs.StringVar(f.str, f.flag, *f.str, usage)
+		} else {
+			fs.DurationVar(f.dur, f.flag, *f.dur, usage)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("config: unexpected argument %q", fs.Arg(0))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks every setting and reports all problems at once.
+func (c *Config) Validate() error {
+	var errs []error
+	checkAddr := func(name, v string, allowOff bool) {
+		if allowOff && v == "off" {
+			return
+		}
+		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("config: %s %q: want host:port (e.g. 127.0.0.1:8080)", name, v))
+		}
+	}
+	checkAddr("listen", c.Listen, false)
+	checkAddr("ddb-listen", c.DDBListen, true)
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("config: data-dir must not be empty"))
+	} else if st, err := os.Stat(c.DataDir); err == nil && !st.IsDir() {
+		errs = append(errs, fmt.Errorf("config: data-dir %q is not a directory", c.DataDir))
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("config: log-format %q: want text or json", c.LogFormat))
+	}
+	if c.Region == "" {
+		errs = append(errs, errors.New("config: region must not be empty"))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("config: shutdown-timeout %v: must be positive", c.ShutdownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseLevel parses a log level name.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("config: log-level %q: want debug, info, warn or error", s)
+}
+

@@ -212,6 +212,11 @@ func (s *Store) Query(in *QueryInput) (*QueryOutput, error) {
 	if hterm == nil {
 		return nil, validationf("Query condition missed key schema element: %s", hash.Name)
 	}
+	for _, n := range pl.filter.Names() {
+		if n == hash.Name || (rng != nil && n == rng.Name) {
+			return nil, validationf("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", n)
+		}
+	}
 	if hterm.Op != "=" {
 		return nil, validationf("Query key condition not supported")
 	}

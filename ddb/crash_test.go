@@ -3,6 +3,7 @@ package ddb_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -109,6 +110,10 @@ func crashChild(dir string) {
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("QUARRY_CRASH_CHILD"); dir != "" {
 		crashChild(dir)
+		return
+	}
+	if dir := os.Getenv("QUARRY_LOCK_CHILD"); dir != "" {
+		lockChild(dir)
 		return
 	}
 	os.Exit(m.Run())
@@ -225,4 +230,29 @@ func crashScanAll(t *testing.T, c *dynamodb.Client, in *dynamodb.ScanInput) map[
 		}
 	}
 	return out
+}
+
+// TestDataDirLocked checks that a second process cannot open a data
+// directory that a store holds.
+func TestDataDirLocked(t *testing.T) {
+	if os.Getenv("QUARRY_DDB_TEST_ENDPOINT") != "" {
+		t.Skip("embedded store only")
+	}
+	dir := t.TempDir()
+	s, err := ddb.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "QUARRY_LOCK_CHILD="+dir)
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "locked: true") {
+		t.Fatalf("second process opening the same directory: %s", out)
+	}
+}
+
+func lockChild(dir string) {
+	_, err := ddb.Open(dir, nil)
+	fmt.Printf("locked: %v (%v)\n", errors.Is(err, ddb.ErrLocked), err)
 }

@@ -14,7 +14,7 @@ const maxPageBytes = 1 << 20
 
 // QueryOutput is the response of Query and Scan.
 type QueryOutput struct {
-	Items            []attr.Item       `json:"Items,omitempty"`
+	Items            *[]attr.Item      `json:"Items,omitempty"` // absent for Select COUNT
 	Count            int64             `json:"Count"`
 	ScannedCount     int64             `json:"ScannedCount"`
 	LastEvaluatedKey attr.Item         `json:"LastEvaluatedKey,omitempty"`
@@ -377,6 +377,10 @@ func (s *Store) applyStartKey(pl *readPlan, esk attr.Item, isQuery bool, hv attr
 // run executes a plan and builds one page of results.
 func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	out := &QueryOutput{}
+	items := []attr.Item{}
+	if pl.sel != "COUNT" {
+		out.Items = &items
+	}
 	if pl.upper != nil && bytes.Compare(pl.lower, pl.upper) >= 0 {
 		return out, nil
 	}
@@ -419,7 +423,7 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 						item = attr.Item{}
 					}
 				}
-				out.Items = append(out.Items, item)
+				items = append(items, item)
 			}
 		}
 		if (pl.limit > 0 && out.ScannedCount >= pl.limit) || bytesRead >= maxPageBytes {
@@ -435,9 +439,6 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	}
 	if err := it.Error(); err != nil {
 		return nil, internal(err)
-	}
-	if out.Items == nil && pl.sel != "COUNT" {
-		out.Items = []attr.Item{}
 	}
 	return out, nil
 }

@@ -74,4 +74,3 @@ func post(tb testing.TB, h http.Handler, op, body string) (int, []byte) {
 	h.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes()
 }
-

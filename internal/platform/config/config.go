@@ -164,4 +164,3 @@ func ParseLevel(s string) (slog.Level, error) {
 	}
 	return 0, fmt.Errorf("config: log-level %q: want debug, info, warn or error", s)
 }
-

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestDDBServeListensAndShutsDown(t *testing.T) {
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"ddb", "serve", "--listen", addr, "--data-dir", t.TempDir()}, func(string) string { return "" }, &logs, &logs)
+	}()
+	waitFor(t, "listening log", func() bool { return strings.Contains(logs.String(), "listening on "+addr) })
+
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr),
+		Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")})
+	out, err := c.ListTables(context.Background(), &dynamodb.ListTablesInput{})
+	if err != nil {
+		t.Fatalf("ListTables over the network: %v", err)
+	}
+	if len(out.TableNames) != 0 {
+		t.Fatalf("tables = %v", out.TableNames)
+	}
+	cancel() // what SIGTERM does
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit code %d: %s", code, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	if !strings.Contains(logs.String(), "stopped") {
+		t.Fatalf("no clean stop in logs: %s", logs.String())
+	}
+}
+
+func TestServeHealthz(t *testing.T) {
+	api, store := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", t.TempDir()}, func(string) string { return "" }, &logs, &logs)
+	}()
+	waitFor(t, "both listeners", func() bool {
+		return strings.Contains(logs.String(), "listening on "+api) && strings.Contains(logs.String(), "listening on "+store)
+	})
+	resp, err := http.Get("http://" + api + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("healthz = %d", resp.StatusCode)
+	}
+	resp, err = http.Get("http://" + api + "/nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("unknown path = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+func TestBadConfigFailsFast(t *testing.T) {
+	var out syncBuffer
+	code := run(context.Background(), []string{"serve", "--listen", "nope", "--log-level", "loud"}, func(string) string { return "" }, &out, &out)
+	if code != 1 || !strings.Contains(out.String(), "listen") || !strings.Contains(out.String(), "log-level") {
+		t.Fatalf("code %d, output %s", code, out.String())
+	}
+	if code := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, &out, &out); code != 2 {
+		t.Fatalf("unknown command exit %d", code)
+	}
+}

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(*Config) bool
+		wantErr string
+	}{
+		{name: "defaults", check: func(c *Config) bool { return c.Listen == "127.0.0.1:8080" && c.DataDir == "./data" }},
+		{name: "env", env: map[string]string{"QUARRY_LISTEN": "0.0.0.0:9000", "QUARRY_SHUTDOWN_TIMEOUT": "3s"},
+			check: func(c *Config) bool { return c.Listen == "0.0.0.0:9000" && c.ShutdownTimeout == 3*time.Second }},
+		{name: "flag beats env", args: []string{"--listen", "127.0.0.1:1"}, env: map[string]string{"QUARRY_LISTEN": "0.0.0.0:9000"},
+			check: func(c *Config) bool { return c.Listen == "127.0.0.1:1" }},
+		{name: "ddb off", args: []string{"--ddb-listen", "off"}, check: func(c *Config) bool { return c.DDBListen == "off" }},
+		{name: "bad listen", args: []string{"--listen", "nonsense"}, wantErr: `listen "nonsense": want host:port`},
+		{name: "bad level and format reported together", env: map[string]string{"QUARRY_LOG_LEVEL": "loud", "QUARRY_LOG_FORMAT": "xml"},
+			wantErr: "log-level \"loud\""},
+		{name: "bad duration", env: map[string]string{"QUARRY_SHUTDOWN_TIMEOUT": "soon"}, wantErr: "not a duration"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			c, err := Load(fs, tt.args, func(k string) string { return tt.env[k] }, Defaults(), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+	// Both problems appear in one error.
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	_, err := Load(fs, nil, func(k string) string {
+		return map[string]string{"QUARRY_LOG_LEVEL": "loud", "QUARRY_LOG_FORMAT": "xml"}[k]
+	}, Defaults(), nil)
+	if err == nil || !strings.Contains(err.Error(), "log-format") || !strings.Contains(err.Error(), "log-level") {
+		t.Fatalf("want both errors, got %v", err)
+	}
+}

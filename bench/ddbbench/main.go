@@ -1,0 +1,796 @@
+// Command ddbbench measures GetItem, PutItem and Query (100 items per page)
+// over HTTP with aws-sdk-go-v2 against one or more DynamoDB endpoints on
+// this machine (quarry, dynalite, ...), in one run, and appends the results
+// to a Markdown file.
+//
+// Usage:
+//
+//	go run ./bench/ddbbench -targets quarry=http://127.0.0.1:8000,dynalite=http://127.0.0.1:4567 \
+//	    -duration 10s -concurrency 16 -out bench/RESULTS.md
+//
+// With -embedded the harness serves a fresh quarry store itself on a
+// loopback port (in this process) as the target "quarry".
+//
+// For each target it creates a table (pk S hash, sk N range), preloads it
+// (GetItem: 10,000 items; Query: 10 partitions of 1,000 items; ~200 bytes
+// each), then runs each operation with -concurrency goroutines for
+// -duration, each goroutine with its own aws-sdk-go-v2 client (own HTTP
+// keep-alive connection, retries disabled). Latencies are recorded exactly
+// and sorted for p50 and p99. Only loopback endpoints are accepted, and
+// every loop is bounded by a deadline or a count.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/quarrydb/quarry/ddb"
+)
+
+// config holds the command-line settings.
+type config struct {
+	targets      []target
+	embedded     bool
+	duration     time.Duration
+	warmup       time.Duration
+	concurrency  int
+	ops          []string
+	getItems     int
+	partitions   int
+	perPartition int
+	pageSize     int
+	putKeys      int
+	itemBytes    int
+	table        string
+	out          string
+	command      string
+	note         string
+	wait         time.Duration
+	cpuProfile   string
+
+	// loadBefore and loadAfter are /proc/loadavg at the start and the end
+	// of the measurements: the machine may be shared.
+	loadBefore, loadAfter string
+}
+
+// target is one endpoint under test.
+type target struct {
+	name string
+	url  string
+}
+
+// result is one operation's measurement against one target.
+type result struct {
+	op       string
+	target   string
+	ops      int
+	errors   int
+	firstErr string
+	elapsed  time.Duration
+	p50, p99 time.Duration
+	max      time.Duration
+}
+
+func (r result) opsPerSec() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.ops) / r.elapsed.Seconds()
+}
+
+var allOps = []string{"GetItem", "PutItem", "Query"}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ddbbench:", err)
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "ddbbench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("ddbbench", flag.ContinueOnError)
+	c := &config{}
+	targets := fs.String("targets", "", "comma-separated name=URL endpoints (loopback only), e.g. quarry=http://127.0.0.1:8000,dynalite=http://127.0.0.1:4567")
+	fs.BoolVar(&c.embedded, "embedded", false, "serve a fresh in-process quarry store on a loopback port as target \"quarry\"")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured run time of each operation")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured run time before each operation")
+	fs.IntVar(&c.concurrency, "concurrency", 16, "concurrent clients (goroutines, one SDK client each)")
+	ops := fs.String("ops", strings.Join(allOps, ","), "operations to run")
+	fs.IntVar(&c.getItems, "get-items", 10000, "items preloaded for GetItem")
+	fs.IntVar(&c.partitions, "partitions", 10, "partitions preloaded for Query")
+	fs.IntVar(&c.perPartition, "per-partition", 1000, "items per Query partition")
+	fs.IntVar(&c.pageSize, "page", 100, "Query Limit (items per page)")
+	fs.IntVar(&c.putKeys, "put-keys", 100000, "PutItem writes random keys among this many")
+	fs.IntVar(&c.itemBytes, "item-bytes", 200, "approximate item size in bytes")
+	fs.StringVar(&c.table, "table", "ddbbench", "table name (dropped and recreated on every target)")
+	fs.StringVar(&c.out, "out", "", "Markdown file to append the results to (default: stdout only)")
+	fs.StringVar(&c.command, "command", "", "command line to record (default: this process's)")
+	fs.StringVar(&c.note, "note", "", "free text recorded with the results (versions, modes)")
+	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for each target to accept connections")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with -embedded: clients and store) to this file")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, t := range strings.Split(*targets, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(t, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("target %q: want name=URL", t)
+		}
+		if err := checkLoopback(u); err != nil {
+			return nil, fmt.Errorf("target %s: %w", name, err)
+		}
+		c.targets = append(c.targets, target{name: name, url: u})
+	}
+	if c.embedded {
+		kept := c.targets[:0]
+		for _, t := range c.targets {
+			if t.name != "quarry" {
+				kept = append(kept, t)
+			}
+		}
+		c.targets = append([]target{{name: "quarry"}}, kept...)
+	}
+	if len(c.targets) == 0 {
+		return nil, errors.New("no targets: give -targets and/or -embedded")
+	}
+	for _, op := range strings.Split(*ops, ",") {
+		op = strings.TrimSpace(op)
+		found := false
+		for _, a := range allOps {
+			if strings.EqualFold(op, a) {
+				c.ops = append(c.ops, a)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown operation %q (want %s)", op, strings.Join(allOps, ", "))
+		}
+	}
+	switch {
+	case c.duration <= 0 || c.duration > time.Hour:
+		return nil, errors.New("-duration must be in (0, 1h]")
+	case c.warmup < 0 || c.warmup > time.Minute:
+		return nil, errors.New("-warmup must be in [0, 1m]")
+	case c.concurrency < 1 || c.concurrency > 1024:
+		return nil, errors.New("-concurrency must be in [1, 1024]")
+	case c.getItems < 1 || c.partitions < 1 || c.perPartition < 1 || c.putKeys < 1:
+		return nil, errors.New("item counts must be positive")
+	case c.pageSize < 1 || c.pageSize > c.perPartition:
+		return nil, errors.New("-page must be in [1, -per-partition]")
+	case c.itemBytes < 64 || c.itemBytes > 350*1024:
+		return nil, errors.New("-item-bytes must be in [64, 358400]")
+	}
+	if c.command == "" {
+		c.command = "go run ./bench/ddbbench " + shellJoin(args)
+	}
+	return c, nil
+}
+
+// checkLoopback refuses endpoints that are not on this machine's loopback.
+func checkLoopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" {
+		return fmt.Errorf("%s: only http:// endpoints are supported", raw)
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s: not a loopback address (traffic stays on 127.0.0.1)", raw)
+	}
+	return nil
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"$`\\*?;&|<>()") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+func run(cfg *config) error {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	if cfg.embedded {
+		u, stop, err := serveEmbedded()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.targets[0].url = u
+	}
+	cfg.loadBefore = loadAvg()
+	var results []result
+	for _, t := range cfg.targets {
+		fmt.Fprintf(os.Stderr, "== %s (%s)\n", t.name, t.url)
+		if err := waitFor(t.url, cfg.wait); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		rs, err := benchTarget(cfg, t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		results = append(results, rs...)
+	}
+	cfg.loadAfter = loadAvg()
+	report := render(cfg, results)
+	fmt.Print(report)
+	if cfg.out != "" {
+		f, err := os.OpenFile(cfg.out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		if st, err := f.Stat(); err == nil && st.Size() == 0 {
+			io.WriteString(f, "# Benchmark results\n\nAppended by `bench/run.sh` / `go run ./bench/ddbbench`; newest last. See bench/README.md.\n")
+		}
+		if _, err := io.WriteString(f, "\n"+report); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "appended to %s\n", cfg.out)
+	}
+	return nil
+}
+
+// serveEmbedded opens a fresh store in a temporary directory and serves it
+// on a loopback port; stop shuts it down and removes the directory.
+func serveEmbedded() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "ddbbench-")
+	if err != nil {
+		return "", nil, err
+	}
+	store, err := ddb.Open(dir, nil)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		store.Close()
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: store.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		store.Close()
+		os.RemoveAll(dir)
+	}
+	return "http://" + l.Addr().String(), stop, nil
+}
+
+// waitFor waits until the endpoint accepts TCP connections.
+func waitFor(raw string, d time.Duration) error {
+	u, _ := url.Parse(raw)
+	deadline := time.Now().Add(d)
+	for {
+		c, err := net.DialTimeout("tcp", u.Host, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not reachable after %s: %w", raw, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// newClient returns an SDK client with its own HTTP transport (keep-alive,
+// no proxy) and no retries.
+func newClient(endpoint string) *dynamodb.Client {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("ddbbench", "ddbbench", ""),
+		HTTPClient:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		Retryer:      aws.NopRetryer{},
+	})
+}
+
+func getKey(i int) string   { return fmt.Sprintf("get#%06d", i) }
+func queryKey(p int) string { return fmt.Sprintf("query#%03d", p) }
+func putKey(i int) string   { return fmt.Sprintf("put#%07d", i) }
+func nAV(n int) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
+}
+
+// newItem returns an item of about cfg.itemBytes bytes.
+func newItem(cfg *config, pk string, sk int, rnd *rand.Rand) map[string]types.AttributeValue {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	fixed := len("pk") + len(pk) + len("sk") + 4 + len("n") + 8 + len("ts") + 13 + len("payload")
+	b := make([]byte, max(8, cfg.itemBytes-fixed))
+	for i := range b {
+		b[i] = alphabet[rnd.IntN(len(alphabet))]
+	}
+	return map[string]types.AttributeValue{
+		"pk":      &types.AttributeValueMemberS{Value: pk},
+		"sk":      nAV(sk),
+		"n":       nAV(rnd.IntN(1 << 24)),
+		"ts":      &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		"payload": &types.AttributeValueMemberS{Value: string(b)},
+	}
+}
+
+// benchTarget sets up the table on t and runs every operation.
+func benchTarget(cfg *config, t target) ([]result, error) {
+	ctx := context.Background()
+	c := newClient(t.url)
+	if err := setupTable(ctx, c, cfg.table); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := preload(ctx, cfg, t.url); err != nil {
+		return nil, fmt.Errorf("preload: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "   preloaded %d items in %s\n", cfg.getItems+cfg.partitions*cfg.perPartition, time.Since(start).Round(time.Millisecond))
+	var out []result
+	for _, op := range cfg.ops {
+		r := measure(cfg, t, op)
+		fmt.Fprintf(os.Stderr, "   %-8s %10.0f ops/s  p50 %-9s p99 %-9s errors %d\n", op, r.opsPerSec(), fmtDur(r.p50), fmtDur(r.p99), r.errors)
+		if r.firstErr != "" {
+			fmt.Fprintf(os.Stderr, "            first error: %s\n", r.firstErr)
+		}
+		out = append(out, r)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c.DeleteTable(dctx, &dynamodb.DeleteTableInput{TableName: aws.String(cfg.table)})
+	return out, nil
+}
+
+// setupTable drops the table if present, creates it and waits until it is
+// active.
+func setupTable(ctx context.Context, c *dynamodb.Client, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err == nil {
+		w := dynamodb.NewTableNotExistsWaiter(c, func(o *dynamodb.TableNotExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+			return fmt.Errorf("delete old table: %w", err)
+		}
+	} else {
+		var rnf *types.ResourceNotFoundException
+		if !errors.As(err, &rnf) {
+			return fmt.Errorf("delete old table: %w", err)
+		}
+	}
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		return fmt.Errorf("wait for table: %w", err)
+	}
+	return nil
+}
+
+// preload writes the GetItem and Query data sets with BatchWriteItem from
+// cfg.concurrency clients.
+func preload(ctx context.Context, cfg *config, endpoint string) error {
+	type key struct {
+		pk string
+		sk int
+	}
+	keys := make(chan key, 1024)
+	go func() {
+		defer close(keys)
+		for i := 0; i < cfg.getItems; i++ {
+			keys <- key{getKey(i), 0}
+		}
+		for p := 0; p < cfg.partitions; p++ {
+			for s := 0; s < cfg.perPartition; s++ {
+				keys <- key{queryKey(p), s}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errc := make(chan error, cfg.concurrency)
+	for w := 0; w < cfg.concurrency; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := newClient(endpoint)
+			rnd := rand.New(rand.NewPCG(uint64(w), 42))
+			var batch []types.WriteRequest
+			flush := func() error {
+				pending := map[string][]types.WriteRequest{cfg.table: batch}
+				for tries := 0; len(pending) > 0; tries++ {
+					if tries == 20 {
+						return errors.New("BatchWriteItem: items still unprocessed after 20 tries")
+					}
+					rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					out, err := c.BatchWriteItem(rctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+					cancel()
+					if err != nil {
+						return err
+					}
+					pending = out.UnprocessedItems
+				}
+				batch = batch[:0]
+				return nil
+			}
+			for k := range keys {
+				batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: newItem(cfg, k.pk, k.sk, rnd)}})
+				if len(batch) == 25 {
+					if err := flush(); err != nil {
+						errc <- err
+						for range keys { // drain so the producer ends
+						}
+						return
+					}
+				}
+			}
+			if len(batch) > 0 {
+				if err := flush(); err != nil {
+					errc <- err
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// opFunc runs one request; it returns an error for a failed or wrong answer.
+type opFunc func(ctx context.Context, c *dynamodb.Client, rnd *rand.Rand) error
+
+func makeOp(cfg *config, op string) opFunc {
+	table := aws.String(cfg.table)
+	switch op {
+	case "GetItem":
+		return func(ctx context.Context, c *dynamodb.Client, rnd *rand.Rand) error {
+			out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: getKey(rnd.IntN(cfg.getItems))}, "sk": nAV(0)}})
+			if err != nil {
+				return err
+			}
+			if out.Item == nil {
+				return errors.New("GetItem: preloaded item not found")
+			}
+			return nil
+		}
+	case "PutItem":
+		return func(ctx context.Context, c *dynamodb.Client, rnd *rand.Rand) error {
+			_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: newItem(cfg, putKey(rnd.IntN(cfg.putKeys)), 0, rnd)})
+			return err
+		}
+	case "Query":
+		return func(ctx context.Context, c *dynamodb.Client, rnd *rand.Rand) error {
+			from := rnd.IntN(cfg.perPartition - cfg.pageSize + 1)
+			out, err := c.Query(ctx, &dynamodb.QueryInput{
+				TableName:              table,
+				KeyConditionExpression: aws.String("pk = :p AND sk >= :s"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":p": &types.AttributeValueMemberS{Value: queryKey(rnd.IntN(cfg.partitions))},
+					":s": nAV(from),
+				},
+				Limit: aws.Int32(int32(cfg.pageSize)),
+			})
+			if err != nil {
+				return err
+			}
+			if len(out.Items) != cfg.pageSize {
+				return fmt.Errorf("Query: %d items, want %d", len(out.Items), cfg.pageSize)
+			}
+			return nil
+		}
+	}
+	panic("unknown op " + op)
+}
+
+// measure runs op from cfg.concurrency clients: cfg.warmup unmeasured, then
+// cfg.duration measured.
+func measure(cfg *config, t target, op string) result {
+	f := makeOp(cfg, op)
+	type workerResult struct {
+		lat      []time.Duration
+		errors   int
+		firstErr error
+	}
+	res := make([]workerResult, cfg.concurrency)
+	var ready, done sync.WaitGroup
+	startc := make(chan struct{})
+	var measureStart, deadline time.Time
+	for w := 0; w < cfg.concurrency; w++ {
+		ready.Add(1)
+		done.Add(1)
+		go func(w int) {
+			defer done.Done()
+			c := newClient(t.url)
+			rnd := rand.New(rand.NewPCG(uint64(w)+1, uint64(time.Now().UnixNano())))
+			r := &res[w]
+			r.lat = make([]time.Duration, 0, 1<<16)
+			// Warm the connection and the SDK before the clock starts.
+			warmEnd := time.Now().Add(cfg.warmup)
+			for time.Now().Before(warmEnd) {
+				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				f(rctx, c, rnd)
+				cancel()
+			}
+			ready.Done()
+			<-startc
+			for {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					return
+				}
+				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := f(rctx, c, rnd)
+				cancel()
+				d := time.Since(t0)
+				if err != nil {
+					r.errors++
+					if r.firstErr == nil {
+						r.firstErr = err
+					}
+					continue
+				}
+				r.lat = append(r.lat, d)
+			}
+		}(w)
+	}
+	ready.Wait()
+	measureStart = time.Now()
+	deadline = measureStart.Add(cfg.duration)
+	close(startc)
+	done.Wait()
+	elapsed := time.Since(measureStart)
+
+	var all []time.Duration
+	r := result{op: op, target: t.name, elapsed: elapsed}
+	for _, w := range res {
+		all = append(all, w.lat...)
+		r.errors += w.errors
+		if w.firstErr != nil && r.firstErr == "" {
+			r.firstErr = w.firstErr.Error()
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	r.ops = len(all)
+	if len(all) > 0 {
+		r.p50 = percentile(all, 50)
+		r.p99 = percentile(all, 99)
+		r.max = all[len(all)-1]
+	}
+	return r
+}
+
+// percentile returns the nearest-rank percentile of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(p/100*float64(len(sorted))+0.999999) - 1
+	rank = max(0, min(rank, len(sorted)-1))
+	return sorted[rank]
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "–"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+// machine describes this machine for the report.
+func machine() string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := "unknown memory"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "MemTotal:") {
+				f := strings.Fields(line)
+				if len(f) >= 2 {
+					if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+						mem = fmt.Sprintf("%.1f GiB RAM", kb/1024/1024)
+					}
+				}
+			}
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d CPUs (nproc), %s, %s%s, %s %s/%s", runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// render returns the Markdown section of a run.
+func render(cfg *config, results []result) string {
+	var b strings.Builder
+	now := time.Now().UTC()
+	names := make([]string, len(cfg.targets))
+	for i, t := range cfg.targets {
+		names[i] = t.name
+	}
+	fmt.Fprintf(&b, "## %s — %s, %d clients, %s per operation\n\n", now.Format("2006-01-02 15:04 UTC"), strings.Join(names, " vs "), cfg.concurrency, cfg.duration)
+	fmt.Fprintf(&b, "- Machine: %s\n", machine())
+	fmt.Fprintf(&b, "- Load average (1/5/15 min) before: %s, after: %s\n", cfg.loadBefore, cfg.loadAfter)
+	fmt.Fprintf(&b, "- Command: `%s`\n", cfg.command)
+	for _, t := range cfg.targets {
+		where := t.url
+		if cfg.embedded && t.name == "quarry" {
+			where = "in-process server on " + t.url + " (-embedded: store and clients share one Go process)"
+		}
+		fmt.Fprintf(&b, "- Target %s: %s\n", t.name, where)
+	}
+	if cfg.note != "" {
+		fmt.Fprintf(&b, "- Note: %s\n", cfg.note)
+	}
+	fmt.Fprintf(&b, "- Workload: table pk S / sk N, items ~%d bytes; GetItem over %d items; PutItem over %d keys; Query Limit %d from a random sk in one of %d partitions of %d items; one aws-sdk-go-v2 client per goroutine (HTTP keep-alive, retries off); %s warm-up; latencies exact (all requests), nearest-rank percentiles.\n\n",
+		cfg.itemBytes, cfg.getItems, cfg.putKeys, cfg.pageSize, cfg.partitions, cfg.perPartition, cfg.warmup)
+
+	byKey := map[string]result{}
+	for _, r := range results {
+		byKey[r.op+"/"+r.target] = r
+	}
+	var notes []string
+	for _, op := range cfg.ops {
+		fmt.Fprintf(&b, "### %s\n\n", op)
+		fmt.Fprintf(&b, "| target | ops/s | p50 | p99 | max | requests | errors |\n|---|--:|--:|--:|--:|--:|--:|\n")
+		for _, n := range names {
+			r := byKey[op+"/"+n]
+			fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %d | %d |\n", n, r.opsPerSec(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.max), r.ops, r.errors)
+			if r.firstErr != "" {
+				notes = append(notes, fmt.Sprintf("%s on %s: %d errors, first: %s", op, n, r.errors, oneLine(r.firstErr)))
+			}
+		}
+		q, okq := byKey[op+"/quarry"]
+		d, okd := byKey[op+"/dynalite"]
+		if okq && okd {
+			fmt.Fprintf(&b, "| **quarry/dynalite** | **%s** | %s | %s | %s | | |\n", ratio(q.opsPerSec(), d.opsPerSec()), ratio(float64(q.p50), float64(d.p50)), ratio(float64(q.p99), float64(d.p99)), ratio(float64(q.max), float64(d.max)))
+		}
+		b.WriteString("\n")
+	}
+	// Targets of the issue: ≥10× dynalite's throughput, GetItem p99 < 2 ms.
+	var goals []string
+	for _, op := range cfg.ops {
+		q, okq := byKey[op+"/quarry"]
+		d, okd := byKey[op+"/dynalite"]
+		if okq && okd && d.opsPerSec() > 0 {
+			x := q.opsPerSec() / d.opsPerSec()
+			goals = append(goals, fmt.Sprintf("%s %.1f× dynalite (%s)", op, x, metMissed(x >= 10 && q.errors == 0)))
+		}
+	}
+	if q, ok := byKey["GetItem/quarry"]; ok && q.ops > 0 {
+		goals = append(goals, fmt.Sprintf("GetItem p99 %s (%s)", fmtDur(q.p99), metMissed(q.p99 < 2*time.Millisecond)))
+	}
+	if len(goals) > 0 {
+		fmt.Fprintf(&b, "Targets (≥ 10× dynalite on each, GetItem p99 < 2 ms): %s.\n\n", strings.Join(goals, "; "))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func metMissed(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

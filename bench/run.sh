@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# bench/run.sh — GetItem / PutItem / Query benchmark of quarry against
+# dynalite on this machine, in one run; results appended to bench/RESULTS.md.
+#
+# Usage: bench/run.sh [extra ddbbench flags...]
+# Environment:
+#   DURATION (10s), CONCURRENCY (16), OUT (bench/RESULTS.md)
+#   DYNALITE_PORT (4567), QUARRY_PORT (8000): the next free port is used
+#     when one is taken.
+#   PEERS (/tmp/peers): where dynalite is installed, outside the repository.
+#   QUARRY_MODE: "cli" (go build ./cmd/quarry, then `quarry ddb serve`) or
+#     "embedded" (ddbbench -embedded); default: cli when cmd/quarry exists.
+#   GOFLAGS is passed to go as usual.
+#
+# Everything listens on 127.0.0.1 only; both servers are stopped on exit.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+CONCURRENCY=${CONCURRENCY:-16}
+OUT=${OUT:-bench/RESULTS.md}
+PEERS=${PEERS:-/tmp/peers}
+DYNALITE_VERSION=4.0.0
+if [[ -z ${QUARRY_MODE:-} ]]; then
+	if [[ -d cmd/quarry ]]; then QUARRY_MODE=cli; else QUARRY_MODE=embedded; fi
+fi
+
+WORK=$(mktemp -d /tmp/ddbbench-run.XXXXXX)
+PIDS=()
+cleanup() {
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+log() { echo "run.sh: $*" >&2; }
+
+# quote ARGS...: the arguments as a shell would need them, quoting only when
+# necessary.
+quote() {
+	local out=() a
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=,@+%-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/\'\\\'\'}'"); fi
+	done
+	echo "${out[*]}"
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+	local p=$1
+	for _ in $(seq 1 100); do
+		if ! port_busy "$p"; then
+			echo "$p"
+			return
+		fi
+		p=$((p + 1))
+	done
+	log "no free port near $1"
+	exit 1
+}
+
+# wait_port PORT NAME PID: wait up to 60 s for the server to accept connections.
+wait_port() {
+	for _ in $(seq 1 600); do
+		if port_busy "$1"; then return 0; fi
+		if ! kill -0 "$3" 2>/dev/null; then
+			log "$2 exited before listening; its log:"
+			cat "$WORK/$2.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	log "$2 not listening on 127.0.0.1:$1 after 60 s"
+	exit 1
+}
+
+# 1. dynalite, installed outside the repository.
+if [[ "$(node -p "require('$PEERS/node_modules/dynalite/package.json').version" 2>/dev/null)" != "$DYNALITE_VERSION" ]]; then
+	log "installing dynalite@$DYNALITE_VERSION into $PEERS"
+	mkdir -p "$PEERS"
+	npm install --prefix "$PEERS" --no-audit --no-fund "dynalite@$DYNALITE_VERSION" >&2
+fi
+DYNALITE_PORT=$(free_port "${DYNALITE_PORT:-4567}")
+node "$PEERS/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$DYNALITE_PORT" \
+	--createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$WORK/dynalite.log" 2>&1 &
+PIDS+=($!)
+DYNALITE_PID=$!
+log "dynalite $DYNALITE_VERSION (pid $DYNALITE_PID) on 127.0.0.1:$DYNALITE_PORT"
+
+# 2. quarry.
+go build -o "$WORK/ddbbench" ./bench/ddbbench
+TARGETS="dynalite=http://127.0.0.1:$DYNALITE_PORT"
+MODE_FLAGS=()
+if [[ $QUARRY_MODE == cli ]]; then
+	go build -o "$WORK/quarry" ./cmd/quarry
+	QUARRY_PORT=$(free_port "${QUARRY_PORT:-8000}")
+	"$WORK/quarry" ddb serve --listen "127.0.0.1:$QUARRY_PORT" --data-dir "$WORK/quarry-data" >"$WORK/quarry.log" 2>&1 &
+	PIDS+=($!)
+	QUARRY_PID=$!
+	log "quarry ddb serve (pid $QUARRY_PID) on 127.0.0.1:$QUARRY_PORT"
+	wait_port "$QUARRY_PORT" quarry "$QUARRY_PID"
+	grep -m1 "listening on" "$WORK/quarry.log" >&2 || true
+	TARGETS="quarry=http://127.0.0.1:$QUARRY_PORT,$TARGETS"
+	QUARRY_DESC="quarry: \`quarry ddb serve\` built from this tree (go build ./cmd/quarry), fresh data dir, default options (fsync on commit)"
+else
+	MODE_FLAGS=(-embedded)
+	QUARRY_DESC="quarry: cmd/quarry missing, so ddbbench -embedded serves a fresh store (default options, fsync on commit) inside the bench process"
+fi
+wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"
+
+# 3. The benchmark.
+NOTE="dynalite $DYNALITE_VERSION on node $(node --version) (in-memory); $QUARRY_DESC; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' + uncommitted changes')"
+ARGS=(-targets "$TARGETS" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
+"$WORK/ddbbench" "${ARGS[@]}" \
+	-command "$(quote env DURATION="$DURATION" CONCURRENCY="$CONCURRENCY" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
+	-note "$NOTE" "$@"

@@ -2,7 +2,6 @@ package ddb
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -20,15 +19,13 @@ const (
 	maxRangeKeySize = 1024
 )
 
-func encodeItem(it attr.Item) []byte {
-	var buf bytes.Buffer
-	it.AppendJSON(&buf)
-	return buf.Bytes()
-}
+// encodeItem returns the stored form of an item (attr's binary format).
+func encodeItem(it attr.Item) []byte { return it.AppendBinary(nil) }
 
+// decodeItem decodes a stored item.
 func decodeItem(b []byte) (attr.Item, error) {
-	var it attr.Item
-	if err := json.Unmarshal(b, &it); err != nil {
+	it, err := attr.DecodeBinary(b)
+	if err != nil {
 		return nil, fmt.Errorf("ddb: decode stored item: %w", err)
 	}
 	return it, nil

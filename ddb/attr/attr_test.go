@@ -200,3 +200,29 @@ func TestItemSize(t *testing.T) {
 		t.Fatalf("size = %d", got)
 	}
 }
+
+func TestBinaryRoundTrip(t *testing.T) {
+	in := `{"s":{"S":"héllo"},"n":{"N":"-12.5"},"b":{"B":"AAEC"},"e":{"B":""},"t":{"BOOL":true},"f":{"BOOL":false},"z":{"NULL":true},
+		"m":{"M":{"x":{"L":[{"S":"a"},{"M":{}},{"L":[]}]},"y":{"SS":["a","b"]}}},"ns":{"NS":["1","2.5"]},"bs":{"BS":["AA==","AQ=="]}}`
+	var it Item
+	if err := json.Unmarshal([]byte(in), &it); err != nil {
+		t.Fatal(err)
+	}
+	enc := it.AppendBinary(nil)
+	got, err := DecodeBinary(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Equal(Value{Kind: KindM, M: it}, Value{Kind: KindM, M: got}) {
+		a, _ := json.Marshal(it)
+		b, _ := json.Marshal(got)
+		t.Fatalf("round trip:\n%s\n%s", a, b)
+	}
+	// Truncations and garbage are errors, never panics.
+	for i := 0; i < len(enc); i++ {
+		DecodeBinary(enc[:i])
+		bad := append([]byte(nil), enc...)
+		bad[i] ^= 0xff
+		DecodeBinary(bad)
+	}
+}

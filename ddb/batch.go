@@ -207,8 +207,8 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 		keys[i] = w.key
 	}
 	defer s.lockKeys(keys...)()
-	b := s.db.NewBatch()
-	defer b.Close()
+	b := s.newBatch()
+	defer b.release(s)
 	for _, w := range writes {
 		old, err := s.getItem(w.key)
 		if err != nil {
@@ -219,7 +219,7 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 		}
 		s.stageWrite(b, w.t, w.key, old, w.item)
 	}
-	if err := b.Commit(s.wo); err != nil {
+	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
 	return &BatchWriteItemOutput{UnprocessedItems: map[string][]WriteRequest{}}, nil

@@ -157,7 +157,8 @@ func (s *Store) getItem(key []byte) (attr.Item, error) {
 
 // stageWrite adds to b the change of one item from old to new (either may
 // be nil) with its index entries.
-func (s *Store) stageWrite(b *pebble.Batch, t *table, key []byte, old, new attr.Item) {
+func (s *Store) stageWrite(b *wbatch, t *table, key []byte, old, new attr.Item) {
+	s.stageLog(b, t, old, new, false)
 	if new != nil {
 		b.Set(key, encodeItem(new), nil)
 	} else {
@@ -351,10 +352,10 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if cond != nil && !cond.Eval(old) {
 		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
+	b := s.newBatch()
+	defer b.release(s)
 	s.stageWrite(b, t, key, old, in.Item)
-	if err := b.Commit(s.wo); err != nil {
+	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
 	out := &ItemOutput{}
@@ -487,10 +488,10 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 	if old == nil {
 		return out, nil
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
+	b := s.newBatch()
+	defer b.release(s)
 	s.stageWrite(b, t, key, old, nil)
-	if err := b.Commit(s.wo); err != nil {
+	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
 	if in.ReturnValues == "ALL_OLD" {
@@ -581,10 +582,10 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 	if err := t.validateItem(newItem); err != nil {
 		return nil, err
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
+	b := s.newBatch()
+	defer b.release(s)
 	s.stageWrite(b, t, key, old, newItem)
-	if err := b.Commit(s.wo); err != nil {
+	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
 	out := &ItemOutput{}

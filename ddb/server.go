@@ -72,8 +72,7 @@ func decodeRequest(body []byte, in any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(in); err != nil {
+	if err := json.Unmarshal(body, in); err != nil {
 		var ae *attr.Error
 		if errors.As(err, &ae) {
 			return validationf("%s", ae.Message)
@@ -83,9 +82,6 @@ func decodeRequest(body []byte, in any) error {
 			return &Error{Type: "SerializationException", Message: serializationMessage(te)}
 		}
 		return &Error{Type: "SerializationException", Message: "Start of structure or map found where not expected."}
-	}
-	if dec.More() {
-		return &Error{Type: "SerializationException", Message: "Unexpected data after the request body"}
 	}
 	return nil
 }

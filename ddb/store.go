@@ -73,6 +73,7 @@ type Store struct {
 	tables map[string]*table
 	nextID uint64
 
+	seq     seqTracker
 	seed    maphash.Seed
 	stripes [1024]sync.Mutex
 }
@@ -96,7 +97,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.NoSync {
 		s.wo = pebble.NoSync
 	}
-	if err := s.load(); err != nil {
+	err = s.load()
+	if err == nil {
+		err = s.loadSeq()
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}

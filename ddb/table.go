@@ -42,6 +42,18 @@ type tableMeta struct {
 	BillingModeChangedMillis int64                  `json:"billingModeChangedMillis,omitempty"`
 	Tags                     []Tag                  `json:"tags,omitempty"`
 	TTLAttribute             string                 `json:"ttlAttribute,omitempty"`
+	// PITR is set when point-in-time recovery is enabled.
+	PITR bool `json:"pitr,omitempty"`
+	// Streams lists every stream the table has had, newest last.
+	Streams []streamMeta `json:"streams,omitempty"`
+}
+
+// streamMeta describes one stream of a table (one per enablement).
+type streamMeta struct {
+	Label          string `json:"label"`
+	ViewType       string `json:"viewType"`
+	CreatedMillis  int64  `json:"created"`
+	DisabledMillis int64  `json:"disabled,omitempty"`
 }
 
 // index is a secondary index ready for use.

@@ -694,6 +694,15 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var created []*indexMeta
+	online := 0
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		if u.Create != nil || u.Delete != nil {
+			online++
+		}
+	}
+	if online > 1 {
+		return nil, &Error{Type: "LimitExceededException", Message: "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"}
+	}
 	for _, u := range in.GlobalSecondaryIndexUpdates {
 		n := 0
 		if u.Create != nil {

@@ -122,8 +122,7 @@ type wire struct {
 // bad numbers, empty or duplicate sets) are *Error.
 func (v *Value) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		*v = Value{}
-		return nil
+		return verr("Supplied AttributeValue is empty, must contain exactly one of the supported datatypes")
 	}
 	var w wire
 	if err := json.Unmarshal(data, &w); err != nil {

@@ -48,6 +48,21 @@ var dynamoOps = map[string]opFunc{
 	"BatchWriteItem": op((*Store).BatchWriteItem),
 }
 
+// streamsOps are the operations of the DynamoDB Streams API
+// (X-Amz-Target: DynamoDBStreams_20120810.<Op>), served on the same endpoint.
+var streamsOps = map[string]opFunc{}
+
+// registerOps adds operations to a dispatch table; each feature file
+// registers its operations from an init function.
+func registerOps(table map[string]opFunc, ops map[string]opFunc) {
+	for name, f := range ops {
+		if _, dup := table[name]; dup {
+			panic("ddb: operation registered twice: " + name)
+		}
+		table[name] = f
+	}
+}
+
 func init() {
 	// Wrap the table-level outputs in their response envelopes.
 	wrap := func(name, field string) {
@@ -143,6 +158,8 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch service {
 	case "DynamoDB_20120810":
 		f = dynamoOps[opName]
+	case "DynamoDBStreams_20120810":
+		f = streamsOps[opName]
 	}
 	if f == nil {
 		s.writeError(w, &Error{Type: "UnknownOperationException"})

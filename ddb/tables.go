@@ -301,6 +301,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 	if in.StreamSpecification != nil && in.StreamSpecification.StreamEnabled != nil && *in.StreamSpecification.StreamEnabled {
 		m.Stream = in.StreamSpecification
 		m.StreamLabel = streamLabel(now)
+		m.Streams = append(m.Streams, streamMeta{Label: m.StreamLabel, ViewType: m.Stream.StreamViewType, CreatedMillis: now.UnixMilli()})
 	}
 
 	s.mu.Lock()
@@ -673,11 +674,16 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 			}
 			m.Stream = ss
 			m.StreamLabel = streamLabel(now)
+			m.Streams = append(append([]streamMeta(nil), m.Streams...), streamMeta{Label: m.StreamLabel, ViewType: ss.StreamViewType, CreatedMillis: now.UnixMilli()})
 		} else {
 			if m.Stream == nil {
 				return nil, invalidParam("Table already has no stream enabled")
 			}
 			m.Stream = nil
+			m.Streams = append([]streamMeta(nil), m.Streams...)
+			if n := len(m.Streams); n > 0 {
+				m.Streams[n-1].DisabledMillis = now.UnixMilli()
+			}
 		}
 	}
 	defs := map[string]string{}

@@ -573,6 +573,8 @@ func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
 	defer b.Close()
 	b.Delete(metaKey(t.meta.Name), nil)
 	b.DeleteRange(t.prefix, prefixSuccessor(t.prefix), nil)
+	lp := logPrefix(t.meta.ID)
+	b.DeleteRange(lp, prefixSuccessor(lp), nil)
 	for _, ix := range t.indexes {
 		b.DeleteRange(ix.prefix, prefixSuccessor(ix.prefix), nil)
 	}

@@ -159,6 +159,12 @@ func (s *Store) getItem(key []byte) (attr.Item, error) {
 // be nil) with its index entries.
 func (s *Store) stageWrite(b *wbatch, t *table, key []byte, old, new attr.Item) {
 	s.stageLog(b, t, old, new, false)
+	s.stageTTL(b, t, key, old, new)
+	s.stageItem(b, t, key, old, new)
+}
+
+// stageItem adds the item and index changes of one item change to b.
+func (s *Store) stageItem(b *wbatch, t *table, key []byte, old, new attr.Item) {
 	if new != nil {
 		b.Set(key, encodeItem(new), nil)
 	} else {

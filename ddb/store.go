@@ -8,6 +8,7 @@
 package ddb
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,9 @@ type Options struct {
 	// FS is the file system; vfs.NewMem() keeps the store in memory.
 	// Default: the operating system's.
 	FS vfs.FS
+	// TTLInterval is how often expired items are swept. Default 10s;
+	// negative disables the sweeper (SweepExpired can still be called).
+	TTLInterval time.Duration
 	// NoSync skips fsync on commit: faster, but acknowledged writes may be
 	// lost on a machine crash (not on a process crash). Default false.
 	NoSync bool
@@ -60,6 +64,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
+	if o.TTLInterval == 0 {
+		o.TTLInterval = 10 * time.Second
+	}
 	return o
 }
 
@@ -73,9 +80,14 @@ type Store struct {
 	tables map[string]*table
 	nextID uint64
 
-	seq     seqTracker
-	seed    maphash.Seed
-	stripes [1024]sync.Mutex
+	seq seqTracker
+
+	// periodic tasks run by the background loop after each TTL sweep.
+	periodic []func(ctx context.Context, now time.Time) error
+	bgStop   context.CancelFunc
+	bgDone   chan struct{}
+	seed     maphash.Seed
+	stripes  [1024]sync.Mutex
 }
 
 // ErrLocked is returned by Open when another process holds the data directory.
@@ -105,6 +117,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.bgStop, s.bgDone = cancel, make(chan struct{})
+	go s.runBackground(ctx)
 	return s, nil
 }
 
@@ -115,6 +130,8 @@ func isLockErr(err error) bool {
 
 // Close closes the store. Requests in flight fail.
 func (s *Store) Close() error {
+	s.bgStop()
+	<-s.bgDone
 	return s.db.Close()
 }
 

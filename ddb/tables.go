@@ -575,6 +575,8 @@ func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
 	b.DeleteRange(t.prefix, prefixSuccessor(t.prefix), nil)
 	lp := logPrefix(t.meta.ID)
 	b.DeleteRange(lp, prefixSuccessor(lp), nil)
+	ep := expiryPrefix(t.meta.ID)
+	b.DeleteRange(ep, prefixSuccessor(ep), nil)
 	for _, ix := range t.indexes {
 		b.DeleteRange(ix.prefix, prefixSuccessor(ix.prefix), nil)
 	}

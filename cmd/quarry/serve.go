@@ -31,7 +31,7 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	return ddb.Open(dir, &ddb.Options{Region: c.Region, Logger: log})
+	return ddb.Open(dir, &ddb.Options{Region: c.Region, Logger: log, TTLInterval: c.TTLInterval})
 }
 
 // cmdServe runs `quarry serve`: the HTTP API and the store's endpoint.
@@ -70,7 +70,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base := config.Defaults()
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
-	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout"})
+	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval"})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ type Config struct {
 	Region string
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout time.Duration
+	// TTLInterval is how often the store deletes expired items.
+	TTLInterval time.Duration
 }
 
 // Defaults returns the embedded-defaults configuration.
@@ -42,6 +44,7 @@ func Defaults() Config {
 		LogFormat:       "text",
 		Region:          "us-east-1",
 		ShutdownTimeout: 10 * time.Second,
+		TTLInterval:     10 * time.Second,
 	}
 }
 
@@ -61,6 +64,7 @@ func (c *Config) fields(which []string) []field {
 		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil},
 		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil},
 		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout},
+		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval},
 	}
 	if which == nil {
 		return all
@@ -146,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: shutdown-timeout %v: must be positive", c.ShutdownTimeout))
+	}
+	if c.TTLInterval <= 0 {
+		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))
 	}
 	return errors.Join(errs...)
 }

@@ -47,7 +47,9 @@ func TestTTLSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := clock.Now().Unix()
-	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
 	items := map[string]types.AttributeValue{
 		"before-enable":  n(now - 10), // written before TTL is enabled: indexed by the enable
 		"past":           n(now - 60),

@@ -115,14 +115,14 @@ func TestSDKExpressionAttributeNamesAndValues(t *testing.T) {
 	}
 	for _, op := range exprOps() {
 		for _, tc := range cases {
+			if tc.needsValue && !op.values {
+				continue // the operation has no ExpressionAttributeValues
+			}
+			if op.name == "UpdateItem" && strings.Contains(tc.path, ".") && tc.msg == "" {
+				continue // SET of a nested path needs an existing parent
+			}
 			t.Run(op.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
-				if tc.needsValue && !op.values {
-					t.Skip("operation has no ExpressionAttributeValues")
-				}
-				if op.name == "UpdateItem" && strings.Contains(tc.path, ".") && tc.msg == "" {
-					t.Skip("SET of a nested path needs an existing parent")
-				}
 				vals := tc.values
 				val := tc.val
 				if !op.values {

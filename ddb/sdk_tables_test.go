@@ -631,7 +631,7 @@ func TestSDKCreateTableValidation(t *testing.T) {
 // operation").
 func TestSDKUpdateTableGSIErrors(t *testing.T) {
 	t.Parallel()
-	skipIfExternal(t, "dynalite 4.0.0 ignores GlobalSecondaryIndexUpdates Create/Delete")
+	skipIfExternal(t, "dynalite 4.0.0 accepts GlobalSecondaryIndexUpdates Create/Delete but ignores them")
 	c := newClient(t)
 	defs := []types.AttributeDefinition{{AttributeName: aws.String("h"), AttributeType: types.ScalarAttributeTypeS}}
 	create := func(index string) types.GlobalSecondaryIndexUpdate {

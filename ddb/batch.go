@@ -2,6 +2,7 @@ package ddb
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/quarrydb/quarry/ddb/attr"
 	"github.com/quarrydb/quarry/ddb/expr"
@@ -24,10 +25,8 @@ type BatchGetItemOutput struct {
 // the 16 MB response limit are returned in UnprocessedKeys.
 func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error) {
 	var c constraintErrors
-	if in.RequestItems == nil {
-		c.add("Value null at 'requestItems' failed to satisfy constraint: Member must not be null")
-	} else if len(in.RequestItems) == 0 {
-		c.add("Value '{}' at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	if len(in.RequestItems) == 0 {
+		return nil, validationf("The requestItems parameter is required for BatchGetItem")
 	}
 	total := 0
 	names := make([]string, 0, len(in.RequestItems))
@@ -41,8 +40,12 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 		if len(ka.Keys) == 0 {
 			c.add("Value '[]' at 'requestItems.%s.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
 		}
+		if len(ka.Keys) > maxBatchGetKeys {
+			c.add("Value at 'RequestItems.%s.member.Keys' failed to satisfy constraint: Member must have length less than or equal to 100", name)
+		}
 		total += len(ka.Keys)
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -57,7 +60,7 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 	plans := map[string]plan{}
 	for _, name := range names {
 		ka := in.RequestItems[name]
-		p, perr := params(ka.exprInput, ka.ProjectionExpression != nil, "")
+		p, perr := params(ka.exprInput, ka.ProjectionExpression != nil)
 		if perr != nil {
 			return nil, perr
 		}
@@ -79,7 +82,7 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 			}
 			sk := string(t.itemKey(k))
 			if seen[sk] {
-				return nil, invalidParam("Provided list of item keys contains duplicates")
+				return nil, validationf("Provided list of item keys contains duplicates")
 			}
 			seen[sk] = true
 		}
@@ -87,6 +90,7 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 	}
 	out := &BatchGetItemOutput{Responses: map[string][]attr.Item{}, UnprocessedKeys: map[string]*KeysAndAttributes{}}
 	size := 0
+	var caps tableCapacities
 	for _, name := range names {
 		ka, pl := in.RequestItems[name], plans[name]
 		out.Responses[name] = []attr.Item{}
@@ -101,6 +105,7 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 			if err != nil {
 				return nil, internal(err)
 			}
+			caps.of(pl.t).units += itemReadUnits(itemSize(item), ka.ConsistentRead != nil && *ka.ConsistentRead)
 			if item == nil {
 				continue
 			}
@@ -114,6 +119,7 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 			out.Responses[name] = append(out.Responses[name], item)
 		}
 	}
+	out.ConsumedCapacity = caps.consumed(in.ReturnConsumedCapacity, splitNone)
 	return out, nil
 }
 
@@ -128,21 +134,20 @@ type BatchWriteItemOutput struct {
 // one atomic batch, so UnprocessedItems is always empty.
 func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, error) {
 	var c constraintErrors
-	if in.RequestItems == nil {
-		c.add("Value null at 'requestItems' failed to satisfy constraint: Member must not be null")
-	} else if len(in.RequestItems) == 0 {
-		c.add("Value '{}' at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	if len(in.RequestItems) == 0 {
+		return nil, validationf("The requestItems parameter is required for BatchWriteItem")
 	}
 	total := 0
 	names := make([]string, 0, len(in.RequestItems))
 	for name, reqs := range in.RequestItems {
 		names = append(names, name)
 		checkName(&c, "requestItems.key", name)
-		if len(reqs) == 0 {
-			c.add("Value '[]' at 'requestItems.%s.member' failed to satisfy constraint: Member must have length greater than or equal to 1", name)
+		if len(reqs) == 0 || len(reqs) > maxBatchWrites {
+			c.add("Value '{%s=[%s]}' at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]", name, describeWrites(reqs))
 		}
 		total += len(reqs)
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -182,7 +187,7 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 				}
 				k := t.itemKey(r.PutRequest.Item)
 				if seen[string(k)] {
-					return nil, invalidParam("Provided list of item keys contains duplicates")
+					return nil, validationf("Provided list of item keys contains duplicates")
 				}
 				seen[string(k)] = true
 				writes = append(writes, write{t, k, r.PutRequest.Item})
@@ -195,7 +200,7 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 				}
 				k := t.itemKey(r.DeleteRequest.Key)
 				if seen[string(k)] {
-					return nil, invalidParam("Provided list of item keys contains duplicates")
+					return nil, validationf("Provided list of item keys contains duplicates")
 				}
 				seen[string(k)] = true
 				writes = append(writes, write{t, k, nil})
@@ -209,11 +214,13 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 	defer s.lockKeys(keys...)()
 	b := s.newBatch()
 	defer b.release(s)
+	var caps tableCapacities
 	for _, w := range writes {
 		old, err := s.getItem(w.key)
 		if err != nil {
 			return nil, internal(err)
 		}
+		caps.of(w.t).addWrite(w.t, old, w.item, 1)
 		if old == nil && w.item == nil {
 			continue
 		}
@@ -222,5 +229,24 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
-	return &BatchWriteItemOutput{UnprocessedItems: map[string][]WriteRequest{}}, nil
+	return &BatchWriteItemOutput{UnprocessedItems: map[string][]WriteRequest{}, ConsumedCapacity: caps.consumed(in.ReturnConsumedCapacity, splitNone)}, nil
+}
+
+// describeWrites renders write requests the way DynamoDB echoes them in
+// validation messages.
+func describeWrites(reqs []WriteRequest) string {
+	parts := make([]string, len(reqs))
+	for i, r := range reqs {
+		switch {
+		case r.PutRequest != nil:
+			b, _ := r.PutRequest.Item.MarshalJSON()
+			parts[i] = "WriteRequest(PutRequest=PutRequest(Item=" + string(b) + "))"
+		case r.DeleteRequest != nil:
+			b, _ := r.DeleteRequest.Key.MarshalJSON()
+			parts[i] = "WriteRequest(DeleteRequest=DeleteRequest(Key=" + string(b) + "))"
+		default:
+			parts[i] = "WriteRequest()"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

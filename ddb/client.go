@@ -20,7 +20,7 @@ func NewClient(s *Store, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 		Region:       s.opts.Region,
 		BaseEndpoint: aws.String("http://ddb.in-process"),
 		Credentials:  credentials.NewStaticCredentialsProvider("quarry", "quarry", ""),
-		HTTPClient:   &http.Client{Transport: HandlerTransport{Handler: s.Handler()}},
+		HTTPClient:   &http.Client{Transport: HandlerTransport{Handler: s.trustedHandler()}},
 	}
 	return dynamodb.New(opts, optFns...)
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/quarrydb/quarry/ddb"
 )
 
@@ -32,8 +34,13 @@ import (
 const crashTable = "crash-table"
 
 func crashCreateTable(ctx context.Context, c *dynamodb.Client) error {
+	var stream *types.StreamSpecification
+	if os.Getenv("QUARRY_CRASH_STREAM") != "" {
+		stream = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+	}
 	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(crashTable),
+		StreamSpecification: stream,
+		TableName:           aws.String(crashTable),
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
@@ -120,12 +127,20 @@ func TestMain(m *testing.M) {
 }
 
 func TestCrashKill9(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { crashRun(t, false) })
+	t.Run("with stream", func(t *testing.T) { crashRun(t, true) })
+}
+
+func crashRun(t *testing.T, withStream bool) {
 	if os.Getenv("QUARRY_DDB_TEST_ENDPOINT") != "" {
 		t.Skip("the crash test drives the embedded store")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "QUARRY_CRASH_CHILD="+dir)
+	if withStream {
+		cmd.Env = append(cmd.Env, "QUARRY_CRASH_STREAM=1")
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +225,89 @@ func TestCrashKill9(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged writes over %d keys; %d items survive", acks, len(last), len(table))
+	if !withStream {
+		return
+	}
+	// Every write that landed has exactly one stream record, in order, and
+	// there is no record of a write that did not land. The steps of a key
+	// that landed are its last acknowledged step, plus the step in flight
+	// when the table shows it.
+	applied := map[string]int{}
+	for key, item := range table {
+		applied[key] = stateOf(item) // 1 or 2
+	}
+	for key, step := range last {
+		if _, present := table[key]; !present && step >= 2 {
+			applied[key] = 3
+		}
+		if applied[key] < step {
+			t.Errorf("key %s: acknowledged step %d but the table shows step %d", key, step, applied[key])
+		}
+	}
+	records := crashReadStream(t, s)
+	events := []string{"", "INSERT", "MODIFY", "REMOVE"}
+	for key, recs := range records {
+		if len(recs) != applied[key] {
+			t.Errorf("key %s: %d stream records %v, want %d", key, len(recs), recs, applied[key])
+			continue
+		}
+		for i, ev := range recs {
+			if ev != events[i+1] {
+				t.Errorf("key %s: records %v out of order", key, recs)
+			}
+		}
+	}
+	for key, n := range applied {
+		if n > 0 && len(records[key]) == 0 {
+			t.Errorf("key %s: %d writes landed but no stream record", key, n)
+		}
+	}
+}
+
+// crashReadStream reads the whole stream of the crash table and returns the
+// event names of each key in stream order.
+func crashReadStream(t *testing.T, s *ddb.Store) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	sc := ddb.NewStreamsClient(s)
+	ls, err := sc.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(crashTable)})
+	if err != nil || len(ls.Streams) != 1 {
+		t.Fatalf("ListStreams: %v %v", ls, err)
+	}
+	ds, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: ls.Streams[0].StreamArn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	lastSeq := ""
+	for _, sh := range ds.StreamDescription.Shards {
+		it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: ls.Streams[0].StreamArn,
+			ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		iter := it.ShardIterator
+		for iter != nil {
+			page, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Records {
+				key := r.Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS).Value
+				out[key] = append(out[key], string(r.EventName))
+				if seq := *r.Dynamodb.SequenceNumber; seq <= lastSeq {
+					t.Errorf("sequence numbers not increasing: %s after %s", seq, lastSeq)
+				} else {
+					lastSeq = seq
+				}
+			}
+			if len(page.Records) == 0 {
+				break
+			}
+			iter = page.NextShardIterator
+		}
+	}
+	return out
 }
 
 func crashScanAll(t *testing.T, c *dynamodb.Client, in *dynamodb.ScanInput) map[string]map[string]types.AttributeValue {

@@ -120,25 +120,41 @@ func asAPIError(err error) *Error {
 
 // constraintErrors collects "1 validation error detected: ..." messages the
 // way DynamoDB's request validator reports them.
-type constraintErrors []string
-
-func (c *constraintErrors) add(format string, args ...any) {
-	*c = append(*c, fmt.Sprintf(format, args...))
+type constraintErrors struct {
+	msgs []string
+	// required is set when a required top-level parameter is missing:
+	// DynamoDB reports that alone, before any constraint.
+	required string
 }
 
-func (c constraintErrors) err() *Error {
-	if len(c) == 0 {
+func (c *constraintErrors) add(format string, args ...any) {
+	c.msgs = append(c.msgs, fmt.Sprintf(format, args...))
+}
+
+// missing records a required parameter that is absent.
+func (c *constraintErrors) missing(param string) {
+	if c.required == "" {
+		c.required = fmt.Sprintf("The parameter '%s' is required but was not present in the request", param)
+	}
+}
+
+func (c *constraintErrors) err() *Error {
+	if c.required != "" {
+		return validationf("%s", c.required)
+	}
+	msgs := c.msgs
+	if len(msgs) == 0 {
 		return nil
 	}
-	n := len(c)
+	n := len(msgs)
 	if n > 10 {
-		c = c[:10]
+		msgs = msgs[:10]
 	}
 	word := "error"
 	if n > 1 {
 		word = "errors"
 	}
-	return validationf("%d validation %s detected: %s", n, word, strings.Join(c, "; "))
+	return validationf("%d validation %s detected: %s", n, word, strings.Join(msgs, "; "))
 }
 
 func exprMessage(err error) (string, bool) {

@@ -189,7 +189,10 @@ func (s *Store) stageItem(b *wbatch, t *table, key []byte, old, new attr.Item) {
 
 // params validates the ExpressionAttributeNames/Values of a request.
 // usesExpr says whether the request has any expression.
-func params(in exprInput, usesExpr bool, exprNames string) (*expr.Params, *Error) {
+//
+// valueExprs names the request's expressions that can use values, for
+// DynamoDB's message when values are given without any of them.
+func params(in exprInput, usesExpr bool, valueExprs ...string) (*expr.Params, *Error) {
 	if in.ExpressionAttributeNames != nil {
 		if !usesExpr {
 			return nil, validationf("ExpressionAttributeNames can only be specified when using expressions")
@@ -200,7 +203,15 @@ func params(in exprInput, usesExpr bool, exprNames string) (*expr.Params, *Error
 	}
 	if in.ExpressionAttributeValues != nil {
 		if !usesExpr {
-			return nil, validationf("ExpressionAttributeValues can only be specified when using expressions")
+			msg := "ExpressionAttributeValues can only be specified when using expressions"
+			switch len(valueExprs) {
+			case 0:
+			case 1:
+				msg += ": " + valueExprs[0] + " is null"
+			default:
+				msg += ": " + strings.Join(valueExprs, " and ") + " are null"
+			}
+			return nil, validationf("%s", msg)
 		}
 		if len(in.ExpressionAttributeValues) == 0 {
 			return nil, validationf("ExpressionAttributeValues must not be empty")
@@ -318,6 +329,7 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if in.Item == nil {
 		c.add("Value null at 'item' failed to satisfy constraint: Member must not be null")
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -330,7 +342,7 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if in.ConditionExpression != nil && in.Expected != nil {
 		return nil, mixErr([]string{"Expected"}, []string{"ConditionExpression"})
 	}
-	p, perr := params(in.exprInput, in.ConditionExpression != nil, "")
+	p, perr := params(in.exprInput, in.ConditionExpression != nil, "ConditionExpression")
 	if perr != nil {
 		return nil, perr
 	}
@@ -364,7 +376,7 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
-	out := &ItemOutput{}
+	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, in.Item)}
 	if in.ReturnValues == "ALL_OLD" {
 		out.Attributes = old
 	}
@@ -408,10 +420,11 @@ func (s *Store) GetItem(in *GetItemInput) (*GetItemOutput, error) {
 	if in.Key == nil {
 		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
-	p, perr := params(in.exprInput, in.ProjectionExpression != nil, "")
+	p, perr := params(in.exprInput, in.ProjectionExpression != nil)
 	if perr != nil {
 		return nil, perr
 	}
@@ -433,13 +446,14 @@ func (s *Store) GetItem(in *GetItemInput) (*GetItemOutput, error) {
 	if gerr != nil {
 		return nil, internal(gerr)
 	}
+	cc := readCapacity(t, in.ReturnConsumedCapacity, itemSize(item), in.ConsistentRead)
 	if item != nil && proj != nil {
 		item = proj.Apply(item)
 		if item == nil {
 			item = attr.Item{}
 		}
 	}
-	out := &GetItemOutput{Item: item}
+	out := &GetItemOutput{Item: item, ConsumedCapacity: cc}
 	return out, nil
 }
 
@@ -450,6 +464,7 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 	if in.Key == nil {
 		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -462,7 +477,7 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 	if in.ConditionExpression != nil && in.Expected != nil {
 		return nil, mixErr([]string{"Expected"}, []string{"ConditionExpression"})
 	}
-	p, perr := params(in.exprInput, in.ConditionExpression != nil, "")
+	p, perr := params(in.exprInput, in.ConditionExpression != nil, "ConditionExpression")
 	if perr != nil {
 		return nil, perr
 	}
@@ -490,7 +505,7 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 	if cond != nil && !cond.Eval(old) {
 		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
 	}
-	out := &ItemOutput{}
+	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, nil)}
 	if old == nil {
 		return out, nil
 	}
@@ -513,6 +528,7 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 	if in.Key == nil {
 		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -527,7 +543,7 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 	if len(legacy) > 0 && len(exprs) > 0 {
 		return nil, mixErr(legacy, exprs)
 	}
-	p, perr := params(in.exprInput, len(exprs) > 0, "")
+	p, perr := params(in.exprInput, len(exprs) > 0, "UpdateExpression", "ConditionExpression")
 	if perr != nil {
 		return nil, perr
 	}
@@ -594,7 +610,7 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
-	out := &ItemOutput{}
+	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, newItem)}
 	switch in.ReturnValues {
 	case "ALL_OLD":
 		out.Attributes = old

@@ -34,6 +34,9 @@ type readPlan struct {
 	sel     string
 	// fetchBase is set when an LSI read needs attributes the index lacks.
 	fetchBase bool
+	// bytesRead and fetchedBytes are what run read from the table or index
+	// and fetched from the table for an LSI, for ConsumedCapacity.
+	bytesRead, fetchedBytes int
 }
 
 func checkSelect(in *QueryInput, isQuery bool) *Error {
@@ -72,7 +75,7 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 		checkName(&c, "indexName", *in.IndexName)
 	}
 	if in.Limit != nil && *in.Limit < 1 {
-		c.add("Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
+		c.add("Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1")
 	}
 	if !isQuery {
 		if in.Segment != nil && *in.Segment < 0 {
@@ -88,6 +91,7 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 			c.add("Value '%d' at 'totalSegments' failed to satisfy constraint: Member must have value less than or equal to 1000000", *in.TotalSegments)
 		}
 	}
+	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
 	if err := c.err(); err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +119,11 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 	if len(legacy) > 0 && len(exprs) > 0 {
 		return nil, nil, mixErr(legacy, exprs)
 	}
-	p, perr := params(in.exprInput, len(exprs) > 0, "")
+	valueExprs := []string{"FilterExpression"}
+	if isQuery {
+		valueExprs = []string{"KeyConditionExpression", "FilterExpression"}
+	}
+	p, perr := params(in.exprInput, len(exprs) > 0, valueExprs...)
 	if perr != nil {
 		return nil, nil, perr
 	}
@@ -273,7 +281,11 @@ func (s *Store) Query(in *QueryInput) (*QueryOutput, error) {
 	if err := s.applyStartKey(pl, in.ExclusiveStartKey, true, hterm.Values[0]); err != nil {
 		return nil, err
 	}
-	return s.run(pl)
+	out, err := s.run(pl)
+	if err == nil {
+		out.ConsumedCapacity = pl.consumed(in.ReturnConsumedCapacity, in.ConsistentRead)
+	}
+	return out, err
 }
 
 func scalarText(v attr.Value) string {
@@ -313,7 +325,11 @@ func (s *Store) Scan(in *QueryInput) (*QueryOutput, error) {
 	if err := s.applyStartKey(pl, in.ExclusiveStartKey, false, attr.Value{}); err != nil {
 		return nil, err
 	}
-	return s.run(pl)
+	out, err := s.run(pl)
+	if err == nil {
+		out.ConsumedCapacity = pl.consumed(in.ReturnConsumedCapacity, in.ConsistentRead)
+	}
+	return out, err
 }
 
 // applyStartKey narrows the plan's range to start after ExclusiveStartKey.
@@ -413,6 +429,7 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 				}
 				if full != nil {
 					item = full
+					pl.fetchedBytes += full.Size()
 				}
 			}
 			out.Count++
@@ -440,6 +457,7 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	if err := it.Error(); err != nil {
 		return nil, internal(err)
 	}
+	pl.bytesRead = bytesRead
 	return out, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/quarrydb/quarry/ddb/attr"
+	"github.com/quarrydb/quarry/ddb/sigv4"
 )
 
 // maxRequestBytes bounds the size of a request body (DynamoDB's is 16 MB).
@@ -132,7 +133,15 @@ func goTypeName(t string) string {
 }
 
 // Handler returns the store's HTTP handler for the DynamoDB wire protocol.
-func (s *Store) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+// When Options.Credentials is set, it verifies each request's signature.
+func (s *Store) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, s.auth) })
+}
+
+// trustedHandler serves in-process clients without signature checks.
+func (s *Store) trustedHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, nil) })
+}
 
 func requestID() string {
 	var b [16]byte
@@ -140,7 +149,7 @@ func requestID() string {
 	return strings.ToUpper(hex.EncodeToString(b[:]))
 }
 
-func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier) {
 	rid := requestID()
 	w.Header().Set("x-amzn-RequestId", rid)
 	if r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == "") {
@@ -161,6 +170,9 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "DynamoDBStreams_20120810":
 		f = streamsOps[opName]
 	}
+	if f != nil && service == "DynamoDB_20120810" && opName == "DescribeEndpoints" {
+		f = describeEndpointsAt(requestHost(r)) // answers with the request's host
+	}
 	if f == nil {
 		s.writeError(w, &Error{Type: "UnknownOperationException"})
 		return
@@ -173,6 +185,17 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) > maxRequestBytes {
 		s.writeError(w, validationf("Request size exceeded %d bytes", maxRequestBytes))
 		return
+	}
+	if auth != nil {
+		if err := auth.Verify(r, body); err != nil {
+			var se *sigv4.Error
+			if errors.As(err, &se) {
+				s.writeError(w, &Error{Type: se.Type, Message: se.Message})
+			} else {
+				s.writeError(w, &Error{Type: "IncompleteSignatureException", Message: err.Error()})
+			}
+			return
+		}
 	}
 	out, err := s.call(f, body, opName)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/quarrydb/quarry/ddb/sigv4"
 )
 
 // Options configure a Store. The zero value is valid.
@@ -39,9 +40,17 @@ type Options struct {
 	// TTLInterval is how often expired items are swept. Default 10s;
 	// negative disables the sweeper (SweepExpired can still be called).
 	TTLInterval time.Duration
+	// Credentials, when set, maps access key ids to secret keys: requests
+	// over HTTP must then carry a valid AWS Signature V4 made with one of
+	// them. When nil any credentials are accepted, as local emulators do.
+	// In-process clients (NewClient) are trusted either way.
+	Credentials map[string]string
 	// NoSync skips fsync on commit: faster, but acknowledged writes may be
 	// lost on a machine crash (not on a process crash). Default false.
 	NoSync bool
+	// PITRRetention is the longest point-in-time recovery window of any
+	// table (a table's RecoveryPeriodInDays may shorten it). Default: 35 days.
+	PITRRetention time.Duration
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
@@ -67,6 +76,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.TTLInterval == 0 {
 		o.TTLInterval = 10 * time.Second
 	}
+	if o.PITRRetention <= 0 {
+		o.PITRRetention = 35 * 24 * time.Hour
+	}
 	return o
 }
 
@@ -80,7 +92,9 @@ type Store struct {
 	tables map[string]*table
 	nextID uint64
 
-	seq seqTracker
+	seq     seqTracker
+	auth    *sigv4.Verifier // nil: no signature checks
+	streams streamsState    // DynamoDB Streams (streams.go)
 
 	// periodic tasks run by the background loop after each TTL sweep.
 	periodic []func(ctx context.Context, now time.Time) error
@@ -88,6 +102,9 @@ type Store struct {
 	bgDone   chan struct{}
 	seed     maphash.Seed
 	stripes  [1024]sync.Mutex
+
+	// txTokens remembers TransactWriteItems client request tokens (transact.go).
+	txTokens tokenTable
 }
 
 // ErrLocked is returned by Open when another process holds the data directory.
@@ -109,14 +126,21 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.NoSync {
 		s.wo = pebble.NoSync
 	}
+	if o.Credentials != nil {
+		s.auth = sigv4.New(o.Credentials, sigv4.WithClock(o.Now))
+	}
 	err = s.load()
 	if err == nil {
 		err = s.loadSeq()
+	}
+	if err == nil {
+		err = s.recoverBackups()
 	}
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	s.periodic = append(s.periodic, func(_ context.Context, now time.Time) error { return s.trimStreams(now) })
 	ctx, cancel := context.WithCancel(context.Background())
 	s.bgStop, s.bgDone = cancel, make(chan struct{})
 	go s.runBackground(ctx)

@@ -44,6 +44,10 @@ type tableMeta struct {
 	TTLAttribute             string                 `json:"ttlAttribute,omitempty"`
 	// PITR is set when point-in-time recovery is enabled.
 	PITR bool `json:"pitr,omitempty"`
+	// PITRSinceMillis is when PITR was (last) enabled; PITRDays is the
+	// table's RecoveryPeriodInDays (see pitr.go).
+	PITRSinceMillis int64 `json:"pitrSince,omitempty"`
+	PITRDays        int   `json:"pitrDays,omitempty"`
 	// Streams lists every stream the table has had, newest last.
 	Streams []streamMeta `json:"streams,omitempty"`
 }

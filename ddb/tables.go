@@ -23,13 +23,17 @@ const (
 
 func checkTableName(c *constraintErrors, field string, name *string) {
 	if name == nil {
-		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+		c.missing("TableName")
 		return
 	}
 	checkName(c, field, *name)
 }
 
 func checkName(c *constraintErrors, field, name string) {
+	if name == "" {
+		c.add("Value '' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 1", field)
+		return
+	}
 	if !namePattern.MatchString(name) {
 		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
 	}
@@ -78,7 +82,7 @@ func validateKeySchema(ks []KeySchemaElement, defs map[string]string) *Error {
 			return invalidParam("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
 		}
 		if ks[0].AttributeName == ks[1].AttributeName {
-			return invalidParam("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+			return validationf("Invalid KeySchema: Some index key attribute have no definition")
 		}
 	}
 	for _, e := range ks {
@@ -657,6 +661,11 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 	if in.ProvisionedThroughput != nil {
 		if err := validateThroughput(mode, in.ProvisionedThroughput, "table"); err != nil {
 			return nil, err
+		}
+		if cur := old.meta.ProvisionedThroughput; cur != nil && mode == old.meta.BillingMode && cur.ReadCapacityUnits != nil && cur.WriteCapacityUnits != nil &&
+			*cur.ReadCapacityUnits == *in.ProvisionedThroughput.ReadCapacityUnits && *cur.WriteCapacityUnits == *in.ProvisionedThroughput.WriteCapacityUnits {
+			return nil, validationf("The provisioned throughput for the table will not change. The requested value equals the current value. Current ReadCapacityUnits provisioned for the table: %d. Requested ReadCapacityUnits: %d. Current WriteCapacityUnits provisioned for the table: %d. Requested WriteCapacityUnits: %d. Refer to the Amazon DynamoDB Developer Guide for current limits and how to request higher limits.",
+				*cur.ReadCapacityUnits, *in.ProvisionedThroughput.ReadCapacityUnits, *cur.WriteCapacityUnits, *in.ProvisionedThroughput.WriteCapacityUnits)
 		}
 		m.ProvisionedThroughput = in.ProvisionedThroughput
 	} else if mode == "PROVISIONED" && m.ProvisionedThroughput == nil {

@@ -21,18 +21,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/quarrydb/quarry/bench/internal/report"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -251,7 +250,7 @@ func run(cfg *config) error {
 		defer stop()
 		cfg.targets[0].url = u
 	}
-	cfg.loadBefore = loadAvg()
+	cfg.loadBefore = report.LoadAvg()
 	var results []result
 	for _, t := range cfg.targets {
 		fmt.Fprintf(os.Stderr, "== %s (%s)\n", t.name, t.url)
@@ -264,7 +263,7 @@ func run(cfg *config) error {
 		}
 		results = append(results, rs...)
 	}
-	cfg.loadAfter = loadAvg()
+	cfg.loadAfter = report.LoadAvg()
 	report := render(cfg, results)
 	fmt.Print(report)
 	if cfg.out != "" {
@@ -655,52 +654,6 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
-// machine describes this machine for the report.
-func machine() string {
-	cpu := "unknown CPU"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		s := bufio.NewScanner(f)
-		for s.Scan() {
-			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				cpu = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	mem := "unknown memory"
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "MemTotal:") {
-				f := strings.Fields(line)
-				if len(f) >= 2 {
-					if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
-						mem = fmt.Sprintf("%.1f GiB RAM", kb/1024/1024)
-					}
-				}
-			}
-		}
-	}
-	kernel := ""
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = ", Linux " + strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%d CPUs (nproc), %s, %s%s, %s %s/%s", runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
-// loadAvg returns the 1, 5 and 15 minute load averages of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // render returns the Markdown section of a run.
 func render(cfg *config, results []result) string {
 	var b strings.Builder
@@ -710,7 +663,7 @@ func render(cfg *config, results []result) string {
 		names[i] = t.name
 	}
 	fmt.Fprintf(&b, "## %s — %s, %d clients, %s per operation\n\n", now.Format("2006-01-02 15:04 UTC"), strings.Join(names, " vs "), cfg.concurrency, cfg.duration)
-	fmt.Fprintf(&b, "- Machine: %s\n", machine())
+	fmt.Fprintf(&b, "- Machine: %s\n", report.Machine())
 	fmt.Fprintf(&b, "- Load average (1/5/15 min) before: %s, after: %s\n", cfg.loadBefore, cfg.loadAfter)
 	fmt.Fprintf(&b, "- Command: `%s`\n", cfg.command)
 	for _, t := range cfg.targets {

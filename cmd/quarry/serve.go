@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
 )
@@ -31,7 +32,16 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	return ddb.Open(dir, &ddb.Options{Region: c.Region, Logger: log, TTLInterval: c.TTLInterval})
+	opts := &ddb.Options{Region: c.Region, Logger: log, TTLInterval: c.TTLInterval}
+	if c.Credentials != "" {
+		creds, err := sigv4.LoadCredentials(c.Credentials)
+		if err != nil {
+			return nil, err
+		}
+		opts.Credentials = creds
+		log.Info("request signing required", "keys", len(creds))
+	}
+	return ddb.Open(dir, opts)
 }
 
 // cmdServe runs `quarry serve`: the HTTP API and the store's endpoint.
@@ -70,7 +80,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base := config.Defaults()
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
-	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval"})
+	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "credentials"})
 	if err != nil {
 		return err
 	}

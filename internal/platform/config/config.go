@@ -32,6 +32,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// TTLInterval is how often the store deletes expired items.
 	TTLInterval time.Duration
+	// Credentials is a file of access key ids and secrets; when set, the
+	// store's endpoint verifies AWS Signature V4 on every request.
+	Credentials string
 }
 
 // Defaults returns the embedded-defaults configuration.
@@ -65,6 +68,7 @@ func (c *Config) fields(which []string) []field {
 		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil},
 		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout},
 		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval},
+		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil},
 	}
 	if which == nil {
 		return all
@@ -150,6 +154,11 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: shutdown-timeout %v: must be positive", c.ShutdownTimeout))
+	}
+	if c.Credentials != "" {
+		if st, err := os.Stat(c.Credentials); err != nil || st.IsDir() {
+			errs = append(errs, fmt.Errorf("config: credentials %q: not a readable file", c.Credentials))
+		}
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

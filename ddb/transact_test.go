@@ -551,3 +551,72 @@ func TestTransactGetItems(t *testing.T) {
 		}
 	})
 }
+
+// TestTransactWriteItemsLimitUnderContention is the quota pattern of the
+// seed designs (Wallcrawler's project concurrency, Checks' checkLimit): 20
+// concurrent transactions each increment a counter guarded by a limit of 5
+// and insert one item; exactly 5 commit and the counter says 5.
+func TestTransactWriteItemsLimitUnderContention(t *testing.T) {
+	c := newClient(t)
+	tab := createTable(t, c, tableSpec{Hash: "pk:S"})
+	putItems(t, c, tab, attrs{"pk": avS("project"), "count": avN("0"), "limit": avN("5")})
+	const n = 20
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var committed, canceled atomic.Int64
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := c.TransactWriteItems(tctx(t), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Update: &types.Update{TableName: aws.String(tab), Key: pk("project"),
+					UpdateExpression:          aws.String("SET #c = #c + :one"),
+					ConditionExpression:       aws.String("#c < #l"),
+					ExpressionAttributeNames:  map[string]string{"#c": "count", "#l": "limit"},
+					ExpressionAttributeValues: map[string]types.AttributeValue{":one": avN("1")}}},
+				{Put: &types.Put{TableName: aws.String(tab), Item: attrs{"pk": avS(fmt.Sprintf("session-%d", i))},
+					ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+			}})
+			var tce *types.TransactionCanceledException
+			switch {
+			case err == nil:
+				committed.Add(1)
+			case errors.As(err, &tce):
+				if got := reasonCodes(tce.CancellationReasons); got != "ConditionalCheckFailed,None" {
+					errs <- fmt.Errorf("cancellation reasons %s", got)
+				}
+				canceled.Add(1)
+			default:
+				// TransactionConflictException would also be a valid answer
+				// from DynamoDB; the embedded store serialises instead.
+				errs <- err
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if committed.Load() != 5 || canceled.Load() != n-5 {
+		t.Fatalf("%d committed, %d cancelled; want 5 and %d", committed.Load(), canceled.Load(), n-5)
+	}
+	out, err := c.Scan(tctx(t), &dynamodb.ScanInput{TableName: aws.String(tab)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, count := 0, ""
+	for _, it := range out.Items {
+		if id := it["pk"].(*types.AttributeValueMemberS).Value; id == "project" {
+			count = it["count"].(*types.AttributeValueMemberN).Value
+		} else {
+			sessions++
+		}
+	}
+	if sessions != 5 || count != "5" {
+		t.Fatalf("%d sessions and count %s after the race; want 5 and 5", sessions, count)
+	}
+}

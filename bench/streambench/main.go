@@ -140,7 +140,7 @@ type lagResult struct {
 func measureLag(c *config, endpoint string) (*lagResult, error) {
 	ctx := context.Background()
 	admin := client(endpoint)
-	_, err := admin.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("lag"),
+	_, err := admin.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("lagbench"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
@@ -148,7 +148,7 @@ func measureLag(c *config, endpoint string) (*lagResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := admin.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("lag")})
+	d, err := admin.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("lagbench")})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func measureLag(c *config, endpoint string) (*lagResult, error) {
 				}
 				next = next.Add(perWriter)
 				ts := time.Now().UnixNano()
-				_, err := cl.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("lag"), Item: map[string]types.AttributeValue{
+				_, err := cl.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("lagbench"), Item: map[string]types.AttributeValue{
 					"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("w%d-%d", w, i)},
 					"ts": &types.AttributeValueMemberN{Value: strconv.FormatInt(ts, 10)},
 				}})
@@ -253,14 +253,14 @@ type txResult struct {
 func measureTx(c *config, endpoint string) ([]txResult, error) {
 	ctx := context.Background()
 	admin := client(endpoint)
-	_, err := admin.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("tx"),
+	_, err := admin.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("txbench"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest})
 	if err != nil {
 		return nil, err
 	}
-	_, err = admin.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("tx"), Item: map[string]types.AttributeValue{
+	_, err = admin.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("txbench"), Item: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "guard"}, "open": &types.AttributeValueMemberBOOL{Value: true}}})
 	if err != nil {
 		return nil, err
@@ -292,9 +292,9 @@ func measureTx(c *config, endpoint string) ([]txResult, error) {
 					}
 					t0 := time.Now()
 					_, err := cl.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-						{Put: &types.Put{TableName: aws.String("tx"), Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: a}, "v": &types.AttributeValueMemberN{Value: "1"}}}},
-						{Put: &types.Put{TableName: aws.String("tx"), Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: b}, "v": &types.AttributeValueMemberN{Value: "2"}}}},
-						{ConditionCheck: &types.ConditionCheck{TableName: aws.String("tx"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "guard"}},
+						{Put: &types.Put{TableName: aws.String("txbench"), Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: a}, "v": &types.AttributeValueMemberN{Value: "1"}}}},
+						{Put: &types.Put{TableName: aws.String("txbench"), Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: b}, "v": &types.AttributeValueMemberN{Value: "2"}}}},
+						{ConditionCheck: &types.ConditionCheck{TableName: aws.String("txbench"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "guard"}},
 							ConditionExpression: aws.String("attribute_exists(pk)")}},
 					}})
 					if err != nil {

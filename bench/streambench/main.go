@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ type config struct {
 	txDuration  time.Duration
 	out         string
 	noSync      bool
+	inProcess   bool
 	commandLine string
 }
 
@@ -56,12 +58,31 @@ func main() {
 	flag.DurationVar(&c.txDuration, "tx-duration", 5*time.Second, "length of the transaction measurement")
 	flag.StringVar(&c.out, "out", "", "Markdown file to append results to (default: stdout only)")
 	flag.BoolVar(&c.noSync, "nosync", false, "open the store without fsync (default: fsync every commit)")
+	flag.BoolVar(&c.inProcess, "inprocess", false, "clients call the store in-process (ddb.NewClient, no socket) instead of over loopback HTTP")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (store, clients, consumer) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	c.commandLine = "go run ./bench/streambench " + strings.Join(os.Args[1:], " ")
 	if err := run(&c); err != nil {
 		fmt.Fprintln(os.Stderr, "streambench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+// newClients returns the client constructors of a run: over loopback HTTP,
+// or in-process.
+func newClients(c *config, store *ddb.Store, endpoint string) (func() *dynamodb.Client, *dynamodbstreams.Client) {
+	if c.inProcess {
+		return func() *dynamodb.Client { return ddb.NewClient(store) }, ddb.NewStreamsClient(store)
+	}
+	return func() *dynamodb.Client { return client(endpoint) }, dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("bench", "bench", ""), Retryer: aws.NopRetryer{}})
 }
 
 func client(endpoint string) *dynamodb.Client {
@@ -91,18 +112,23 @@ func run(c *config) error {
 	endpoint := "http://" + ln.Addr().String()
 	before := report.LoadAvg()
 
-	lag, err := measureLag(c, endpoint)
+	newClient, streams := newClients(c, store, endpoint)
+	lag, err := measureLag(c, newClient, streams)
 	if err != nil {
 		return err
 	}
-	tx, err := measureTx(c, endpoint)
+	tx, err := measureTx(c, newClient)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s — stream consumer lag and transactions (streambench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average before: %s, after: %s\n- Command: `%s`\n", report.Machine(), before, report.LoadAvg(), c.commandLine)
-	fmt.Fprintf(&b, "- Store: embedded, served over loopback HTTP, fsync on every commit: %v; clients: aws-sdk-go-v2 (%d writers, retries off); consumer: ddb/consumer with poll interval %s when idle, in-memory checkpoints\n\n", !c.noSync, c.writers, c.poll)
+	transport := "over loopback HTTP"
+	if c.inProcess {
+		transport = "in-process (ddb.NewClient: the SDK's full request path, no socket)"
+	}
+	fmt.Fprintf(&b, "- Store: embedded, clients %s, fsync on every commit: %v; clients: aws-sdk-go-v2 (%d writers, retries off); consumer: ddb/consumer with poll interval %s when idle, in-memory checkpoints\n\n", transport, !c.noSync, c.writers, c.poll)
 	fmt.Fprintf(&b, "### Stream consumer lag (PutItem start → record in the handler)\n\n")
 	fmt.Fprintf(&b, "| target rate | achieved writes/s | records delivered | p50 | p99 | max | missing |\n|--:|--:|--:|--:|--:|--:|--:|\n")
 	fmt.Fprintf(&b, "| %d/s | %.0f | %d | %s | %s | %s | %d |\n\n", c.rate, lag.achieved, lag.delivered, fmtDur(lag.p50), fmtDur(lag.p99), fmtDur(lag.max), lag.missing)
@@ -137,9 +163,9 @@ type lagResult struct {
 	p50, p99, max time.Duration
 }
 
-func measureLag(c *config, endpoint string) (*lagResult, error) {
+func measureLag(c *config, newClient func() *dynamodb.Client, sc *dynamodbstreams.Client) (*lagResult, error) {
 	ctx := context.Background()
-	admin := client(endpoint)
+	admin := newClient()
 	_, err := admin.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("lagbench"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
@@ -152,8 +178,6 @@ func measureLag(c *config, endpoint string) (*lagResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("bench", "bench", ""), Retryer: aws.NopRetryer{}})
 
 	var mu sync.Mutex
 	var lags []time.Duration
@@ -188,7 +212,7 @@ func measureLag(c *config, endpoint string) (*lagResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := client(endpoint)
+			cl := newClient()
 			next := start.Add(time.Duration(rand.Int63n(int64(perWriter))))
 			for i := 0; ; i++ {
 				if d := time.Until(next); d > 0 {
@@ -250,9 +274,9 @@ type txResult struct {
 
 // measureTx runs TransactWriteItems with two Puts and a ConditionCheck:
 // once over spread keys, once with every transaction touching one hot item.
-func measureTx(c *config, endpoint string) ([]txResult, error) {
+func measureTx(c *config, newClient func() *dynamodb.Client) ([]txResult, error) {
 	ctx := context.Background()
-	admin := client(endpoint)
+	admin := newClient()
 	_, err := admin.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("txbench"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
@@ -281,7 +305,7 @@ func measureTx(c *config, endpoint string) ([]txResult, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cl := client(endpoint)
+				cl := newClient()
 				rnd := rand.New(rand.NewSource(int64(g)))
 				var mine []time.Duration
 				for time.Now().Before(deadline) {

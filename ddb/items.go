@@ -293,8 +293,9 @@ func failed(rvOnFailure string, old attr.Item) *Error {
 
 // ItemOutput is the response of PutItem, UpdateItem and DeleteItem.
 type ItemOutput struct {
-	Attributes       attr.Item         `json:"Attributes,omitempty"`
-	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+	Attributes            attr.Item              `json:"Attributes,omitempty"`
+	ConsumedCapacity      *ConsumedCapacity      `json:"ConsumedCapacity,omitempty"`
+	ItemCollectionMetrics *ItemCollectionMetrics `json:"ItemCollectionMetrics,omitempty"`
 }
 
 // ConsumedCapacity reports the capacity units an operation used.
@@ -322,35 +323,91 @@ func nilIfEmpty(it attr.Item) attr.Item {
 	return it
 }
 
-// PutItem writes an item, replacing any item with the same key.
-func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
+// check validates the parameters every single-item write shares, with
+// member naming the Item or Key parameter (nil when absent); the
+// ReturnValues a write allows are given.
+func (w *writeInput) check(member string, memberNil bool, returnValues ...string) error {
 	var c constraintErrors
-	checkTableName(&c, "tableName", in.TableName)
-	if in.Item == nil {
-		c.add("Value null at 'item' failed to satisfy constraint: Member must not be null")
+	checkTableName(&c, "tableName", w.TableName)
+	if memberNil {
+		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", member)
 	}
-	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
+	checkReturnConsumedCapacity(&c, w.ReturnConsumedCapacity)
+	checkReturnICM(&c, w.ReturnItemCollectionMetrics)
+	switch w.ReturnValues {
+	case "", "NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW":
+	default:
+		c.add("Value '%s' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]", w.ReturnValues)
+	}
 	if err := c.err(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
-		return nil, err
+	if err := checkReturnValues(w.ReturnValues, returnValues...); err != nil {
+		return err
 	}
-	if err := checkRVOnFailure(in.ReturnValuesOnConditionCheckFailure); err != nil {
-		return nil, err
+	if err := checkRVOnFailure(w.ReturnValuesOnConditionCheckFailure); err != nil {
+		return err
 	}
-	if in.ConditionExpression != nil && in.Expected != nil {
+	return nil
+}
+
+// condition validates the expression parameters of a PutItem or
+// DeleteItem and parses its condition.
+func (w *writeInput) condition() (*expr.Condition, error) {
+	if w.ConditionExpression != nil && w.Expected != nil {
 		return nil, mixErr([]string{"Expected"}, []string{"ConditionExpression"})
 	}
-	p, perr := params(in.exprInput, in.ConditionExpression != nil, "ConditionExpression")
+	p, perr := params(w.exprInput, w.ConditionExpression != nil, "ConditionExpression")
 	if perr != nil {
 		return nil, perr
 	}
-	cond, err := writeCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
+	cond, err := writeCondition(w.ConditionExpression, w.Expected, w.ConditionalOperator, p)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.CheckUnused(); err != nil {
+	return cond, p.CheckUnused()
+}
+
+// applyWrite runs one conditional single-item write on t: it locks the
+// item, reads it, checks cond, computes the new item with change (nil
+// deletes; the returned item is validated) and commits. It returns the old
+// and new items.
+func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailure string, change func(old attr.Item) (attr.Item, error)) (old, new attr.Item, err error) {
+	defer s.lockKeys(key)()
+	old, err = s.getItem(key)
+	if err != nil {
+		return nil, nil, internal(err)
+	}
+	if cond != nil && !cond.Eval(old) {
+		return nil, nil, failed(rvOnFailure, old)
+	}
+	if new, err = change(old); err != nil {
+		return nil, nil, err
+	}
+	if new != nil {
+		if err := t.validateItem(new); err != nil {
+			return nil, nil, err
+		}
+	}
+	if old == nil && new == nil {
+		return nil, nil, nil
+	}
+	b := s.newBatch()
+	defer b.release(s)
+	s.stageWrite(b, t, key, old, new)
+	if err := s.commit(b); err != nil {
+		return nil, nil, internal(err)
+	}
+	return old, new, nil
+}
+
+// PutItem writes an item, replacing any item with the same key.
+func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
+	if err := in.check("item", in.Item == nil, "ALL_OLD"); err != nil {
+		return nil, err
+	}
+	cond, err := in.condition()
+	if err != nil {
 		return nil, err
 	}
 	t, unlock, terr := s.writeTable(*in.TableName)
@@ -361,22 +418,13 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if err := t.validateItem(in.Item); err != nil {
 		return nil, err
 	}
-	key := t.itemKey(in.Item)
-	defer s.lockKeys(key)()
-	old, gerr := s.getItem(key)
-	if gerr != nil {
-		return nil, internal(gerr)
+	old, _, err := s.applyWrite(t, t.itemKey(in.Item), cond, in.ReturnValuesOnConditionCheckFailure,
+		func(attr.Item) (attr.Item, error) { return in.Item, nil })
+	if err != nil {
+		return nil, err
 	}
-	if cond != nil && !cond.Eval(old) {
-		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
-	}
-	b := s.newBatch()
-	defer b.release(s)
-	s.stageWrite(b, t, key, old, in.Item)
-	if err := s.commit(b); err != nil {
-		return nil, internal(err)
-	}
-	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, in.Item)}
+	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, in.Item),
+		ItemCollectionMetrics: s.itemCollectionMetrics(t, in.ReturnItemCollectionMetrics, in.Item)}
 	if in.ReturnValues == "ALL_OLD" {
 		out.Attributes = old
 	}
@@ -459,33 +507,11 @@ func (s *Store) GetItem(in *GetItemInput) (*GetItemOutput, error) {
 
 // DeleteItem deletes one item by key.
 func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
-	var c constraintErrors
-	checkTableName(&c, "tableName", in.TableName)
-	if in.Key == nil {
-		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
-	}
-	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
-	if err := c.err(); err != nil {
+	if err := in.check("key", in.Key == nil, "ALL_OLD"); err != nil {
 		return nil, err
 	}
-	if err := checkReturnValues(in.ReturnValues, "ALL_OLD"); err != nil {
-		return nil, err
-	}
-	if err := checkRVOnFailure(in.ReturnValuesOnConditionCheckFailure); err != nil {
-		return nil, err
-	}
-	if in.ConditionExpression != nil && in.Expected != nil {
-		return nil, mixErr([]string{"Expected"}, []string{"ConditionExpression"})
-	}
-	p, perr := params(in.exprInput, in.ConditionExpression != nil, "ConditionExpression")
-	if perr != nil {
-		return nil, perr
-	}
-	cond, err := writeCondition(in.ConditionExpression, in.Expected, in.ConditionalOperator, p)
+	cond, err := in.condition()
 	if err != nil {
-		return nil, err
-	}
-	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
 	t, unlock, terr := s.writeTable(*in.TableName)
@@ -496,25 +522,13 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 	if err := t.validateKey(in.Key); err != nil {
 		return nil, err
 	}
-	key := t.itemKey(in.Key)
-	defer s.lockKeys(key)()
-	old, gerr := s.getItem(key)
-	if gerr != nil {
-		return nil, internal(gerr)
+	old, _, err := s.applyWrite(t, t.itemKey(in.Key), cond, in.ReturnValuesOnConditionCheckFailure,
+		func(attr.Item) (attr.Item, error) { return nil, nil })
+	if err != nil {
+		return nil, err
 	}
-	if cond != nil && !cond.Eval(old) {
-		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
-	}
-	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, nil)}
-	if old == nil {
-		return out, nil
-	}
-	b := s.newBatch()
-	defer b.release(s)
-	s.stageWrite(b, t, key, old, nil)
-	if err := s.commit(b); err != nil {
-		return nil, internal(err)
-	}
+	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, nil),
+		ItemCollectionMetrics: s.itemCollectionMetrics(t, in.ReturnItemCollectionMetrics, in.Key)}
 	if in.ReturnValues == "ALL_OLD" {
 		out.Attributes = old
 	}
@@ -523,19 +537,7 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 
 // UpdateItem edits (or creates) one item with an update expression.
 func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
-	var c constraintErrors
-	checkTableName(&c, "tableName", in.TableName)
-	if in.Key == nil {
-		c.add("Value null at 'key' failed to satisfy constraint: Member must not be null")
-	}
-	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	if err := checkReturnValues(in.ReturnValues, "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
-		return nil, err
-	}
-	if err := checkRVOnFailure(in.ReturnValuesOnConditionCheckFailure); err != nil {
+	if err := in.check("key", in.Key == nil, "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"); err != nil {
 		return nil, err
 	}
 	legacy := present("AttributeUpdates", in.AttributeUpdates != nil, "Expected", in.Expected != nil)
@@ -581,36 +583,21 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 			}
 		}
 	}
-	key := t.itemKey(in.Key)
-	defer s.lockKeys(key)()
-	old, gerr := s.getItem(key)
-	if gerr != nil {
-		return nil, internal(gerr)
-	}
-	if cond != nil && !cond.Eval(old) {
-		return nil, failed(in.ReturnValuesOnConditionCheckFailure, old)
-	}
-	base := old
-	if base == nil {
-		base = t.keyOf(in.Key)
-	}
-	newItem := base.Clone()
-	if upd != nil {
-		newItem, err = upd.Apply(base)
-		if err != nil {
-			return nil, err
+	old, newItem, err := s.applyWrite(t, t.itemKey(in.Key), cond, in.ReturnValuesOnConditionCheckFailure, func(old attr.Item) (attr.Item, error) {
+		base := old
+		if base == nil {
+			base = t.keyOf(in.Key)
 		}
-	}
-	if err := t.validateItem(newItem); err != nil {
+		if upd == nil {
+			return base.Clone(), nil
+		}
+		return upd.Apply(base)
+	})
+	if err != nil {
 		return nil, err
 	}
-	b := s.newBatch()
-	defer b.release(s)
-	s.stageWrite(b, t, key, old, newItem)
-	if err := s.commit(b); err != nil {
-		return nil, internal(err)
-	}
-	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, newItem)}
+	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, newItem),
+		ItemCollectionMetrics: s.itemCollectionMetrics(t, in.ReturnItemCollectionMetrics, in.Key)}
 	switch in.ReturnValues {
 	case "ALL_OLD":
 		out.Attributes = old

@@ -75,7 +75,11 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 		checkName(&c, "indexName", *in.IndexName)
 	}
 	if in.Limit != nil && *in.Limit < 1 {
-		c.add("Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1")
+		if isQuery { // DynamoDB words the two differently
+			c.add("Value at 'Limit' failed to satisfy constraint: Member must have value greater than or equal to 1")
+		} else {
+			c.add("Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
+		}
 	}
 	if !isQuery {
 		if in.Segment != nil && *in.Segment < 0 {

@@ -233,6 +233,10 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 func (s *Store) writeError(w http.ResponseWriter, e *Error) {
+	if e == nil {
+		// A typed nil *Error reached here: report it rather than crash.
+		e = internal(errors.New("operation failed without an error"))
+	}
 	m := map[string]any{"__type": e.prefix() + e.Type}
 	if e.Message != "" || e.Type != "UnknownOperationException" {
 		key := "message"

@@ -23,7 +23,7 @@ const (
 
 func checkTableName(c *constraintErrors, field string, name *string) {
 	if name == nil {
-		c.missing("TableName")
+		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", field)
 		return
 	}
 	checkName(c, field, *name)
@@ -168,6 +168,9 @@ func newUUID() string {
 // CreateTable creates a table.
 func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 	var c constraintErrors
+	if in.TableName == nil {
+		c.missing("TableName") // CreateTable words it this way; item operations do not
+	}
 	checkTableName(&c, "tableName", in.TableName)
 	checkKeySchema(&c, "keySchema", in.KeySchema)
 	if in.AttributeDefinitions == nil {

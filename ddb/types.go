@@ -107,10 +107,9 @@ type exprInput struct {
 	ExpressionAttributeValues map[string]attr.Value `json:"ExpressionAttributeValues"`
 }
 
-// PutItemInput is the request of PutItem.
-type PutItemInput struct {
+// writeInput holds the parameters PutItem, UpdateItem and DeleteItem share.
+type writeInput struct {
 	TableName                           *string                      `json:"TableName"`
-	Item                                attr.Item                    `json:"Item"`
 	ConditionExpression                 *string                      `json:"ConditionExpression"`
 	Expected                            map[string]expr.ExpectedAttr `json:"Expected"`
 	ConditionalOperator                 string                       `json:"ConditionalOperator"`
@@ -119,6 +118,12 @@ type PutItemInput struct {
 	ReturnConsumedCapacity              string                       `json:"ReturnConsumedCapacity"`
 	ReturnItemCollectionMetrics         string                       `json:"ReturnItemCollectionMetrics"`
 	exprInput
+}
+
+// PutItemInput is the request of PutItem.
+type PutItemInput struct {
+	Item attr.Item `json:"Item"`
+	writeInput
 }
 
 // GetItemInput is the request of GetItem.
@@ -134,32 +139,16 @@ type GetItemInput struct {
 
 // UpdateItemInput is the request of UpdateItem.
 type UpdateItemInput struct {
-	TableName                           *string                         `json:"TableName"`
-	Key                                 attr.Item                       `json:"Key"`
-	UpdateExpression                    *string                         `json:"UpdateExpression"`
-	AttributeUpdates                    map[string]expr.AttributeUpdate `json:"AttributeUpdates"`
-	ConditionExpression                 *string                         `json:"ConditionExpression"`
-	Expected                            map[string]expr.ExpectedAttr    `json:"Expected"`
-	ConditionalOperator                 string                          `json:"ConditionalOperator"`
-	ReturnValues                        string                          `json:"ReturnValues"`
-	ReturnValuesOnConditionCheckFailure string                          `json:"ReturnValuesOnConditionCheckFailure"`
-	ReturnConsumedCapacity              string                          `json:"ReturnConsumedCapacity"`
-	ReturnItemCollectionMetrics         string                          `json:"ReturnItemCollectionMetrics"`
-	exprInput
+	Key              attr.Item                       `json:"Key"`
+	UpdateExpression *string                         `json:"UpdateExpression"`
+	AttributeUpdates map[string]expr.AttributeUpdate `json:"AttributeUpdates"`
+	writeInput
 }
 
 // DeleteItemInput is the request of DeleteItem.
 type DeleteItemInput struct {
-	TableName                           *string                      `json:"TableName"`
-	Key                                 attr.Item                    `json:"Key"`
-	ConditionExpression                 *string                      `json:"ConditionExpression"`
-	Expected                            map[string]expr.ExpectedAttr `json:"Expected"`
-	ConditionalOperator                 string                       `json:"ConditionalOperator"`
-	ReturnValues                        string                       `json:"ReturnValues"`
-	ReturnValuesOnConditionCheckFailure string                       `json:"ReturnValuesOnConditionCheckFailure"`
-	ReturnConsumedCapacity              string                       `json:"ReturnConsumedCapacity"`
-	ReturnItemCollectionMetrics         string                       `json:"ReturnItemCollectionMetrics"`
-	exprInput
+	Key attr.Item `json:"Key"`
+	writeInput
 }
 
 // QueryInput is the request of Query; Scan uses the same shape.

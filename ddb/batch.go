@@ -125,8 +125,9 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 
 // BatchWriteItemOutput is the response of BatchWriteItem.
 type BatchWriteItemOutput struct {
-	UnprocessedItems map[string][]WriteRequest `json:"UnprocessedItems"`
-	ConsumedCapacity []*ConsumedCapacity       `json:"ConsumedCapacity,omitempty"`
+	UnprocessedItems      map[string][]WriteRequest           `json:"UnprocessedItems"`
+	ConsumedCapacity      []*ConsumedCapacity                 `json:"ConsumedCapacity,omitempty"`
+	ItemCollectionMetrics map[string][]*ItemCollectionMetrics `json:"ItemCollectionMetrics,omitempty"`
 }
 
 // BatchWriteItem puts or deletes up to 25 items in one or more tables. The
@@ -148,6 +149,7 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 		total += len(reqs)
 	}
 	checkReturnConsumedCapacity(&c, in.ReturnConsumedCapacity)
+	checkReturnICM(&c, in.ReturnItemCollectionMetrics)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -159,6 +161,8 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 		t    *table
 		key  []byte
 		item attr.Item // nil for a delete
+		// keyAttrs holds the item's key attributes (the item for a put).
+		keyAttrs attr.Item
 	}
 	var writes []write
 	var unlocks []func()
@@ -190,7 +194,7 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 					return nil, validationf("Provided list of item keys contains duplicates")
 				}
 				seen[string(k)] = true
-				writes = append(writes, write{t, k, r.PutRequest.Item})
+				writes = append(writes, write{t, k, r.PutRequest.Item, r.PutRequest.Item})
 			default:
 				if r.DeleteRequest.Key == nil {
 					return nil, validationf("1 validation error detected: Value null at 'requestItems.%s.member.deleteRequest.key' failed to satisfy constraint: Member must not be null", name)
@@ -203,7 +207,7 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 					return nil, validationf("Provided list of item keys contains duplicates")
 				}
 				seen[string(k)] = true
-				writes = append(writes, write{t, k, nil})
+				writes = append(writes, write{t, k, nil, r.DeleteRequest.Key})
 			}
 		}
 	}
@@ -229,7 +233,16 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 	if err := s.commit(b); err != nil {
 		return nil, internal(err)
 	}
-	return &BatchWriteItemOutput{UnprocessedItems: map[string][]WriteRequest{}, ConsumedCapacity: caps.consumed(in.ReturnConsumedCapacity, splitNone)}, nil
+	out := &BatchWriteItemOutput{UnprocessedItems: map[string][]WriteRequest{}, ConsumedCapacity: caps.consumed(in.ReturnConsumedCapacity, splitNone)}
+	for _, w := range writes {
+		if m := s.itemCollectionMetrics(w.t, in.ReturnItemCollectionMetrics, w.keyAttrs); m != nil {
+			if out.ItemCollectionMetrics == nil {
+				out.ItemCollectionMetrics = map[string][]*ItemCollectionMetrics{}
+			}
+			out.ItemCollectionMetrics[w.t.meta.Name] = append(out.ItemCollectionMetrics[w.t.meta.Name], m)
+		}
+	}
+	return out, nil
 }
 
 // describeWrites renders write requests the way DynamoDB echoes them in

@@ -142,19 +142,13 @@ func (s *Store) UpdateContinuousBackups(in *UpdateContinuousBackupsInput) (*Cont
 		return nil, validationf("RecoveryPeriodInDays can only be specified when PointInTimeRecoveryEnabled is true")
 	}
 	name := tableNameParam(*in.TableName)
-	old, terr := s.table(name)
-	if terr != nil {
-		return nil, tableNotFoundNamed(name)
-	}
 	// As UpdateTable: writes in flight finish under the old metadata (so
 	// none after the enabling instant goes unlogged), later ones see the new.
-	old.ddl.Lock()
-	defer old.ddl.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tables[name] != old {
+	old, unlock, ok := s.lockDDL(name)
+	if !ok {
 		return nil, tableNotFoundNamed(name)
 	}
+	defer unlock()
 	m := *old.meta
 	switch {
 	case enable && !m.PITR:

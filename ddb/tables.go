@@ -612,6 +612,28 @@ func (s *Store) writeTable(name string) (t *table, unlock func(), err *Error) {
 	}
 }
 
+// lockDDL returns the table called name with its ddl lock and s.mu held
+// for writing, for operations that replace the table's metadata; unlock
+// MUST be called. It retries when another such operation replaced the table
+// meanwhile, and reports false when the table does not exist.
+func (s *Store) lockDDL(name string) (t *table, unlock func(), ok bool) {
+	for {
+		s.mu.RLock()
+		t = s.tables[name]
+		s.mu.RUnlock()
+		if t == nil {
+			return nil, nil, false
+		}
+		t.ddl.Lock()
+		s.mu.Lock()
+		if s.tables[name] == t {
+			return t, func() { s.mu.Unlock(); t.ddl.Unlock() }, true
+		}
+		s.mu.Unlock()
+		t.ddl.Unlock()
+	}
+}
+
 // UpdateTable changes billing, throughput, streams, deletion protection,
 // and adds or deletes global secondary indexes (backfilling new ones).
 func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
@@ -629,17 +651,11 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 	if err := c.err(); err != nil {
 		return nil, err
 	}
-	old, terr := s.table(*in.TableName)
-	if terr != nil {
+	old, unlock, ok := s.lockDDL(*in.TableName)
+	if !ok {
 		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
 	}
-	old.ddl.Lock()
-	defer old.ddl.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tables[*in.TableName] != old {
-		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
-	}
+	defer unlock()
 	if in.AttributeDefinitions == nil && in.BillingMode == "" && in.ProvisionedThroughput == nil && in.GlobalSecondaryIndexUpdates == nil &&
 		in.StreamSpecification == nil && in.DeletionProtectionEnabled == nil && in.TableClass == "" {
 		return nil, validationf("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")

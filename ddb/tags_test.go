@@ -3,6 +3,7 @@ package ddb_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -188,5 +189,54 @@ func TestDescribeEndpoints(t *testing.T) {
 	requireNoError(t, err, "DescribeEndpoints")
 	if len(out.Endpoints) != 1 || aws.ToString(out.Endpoints[0].Address) != "ddb.in-process" || out.Endpoints[0].CachePeriodInMinutes != 1440 {
 		t.Fatalf("endpoints %d, first %q", len(out.Endpoints), aws.ToString(out.Endpoints[0].Address))
+	}
+}
+
+// TestConcurrentMetadataChanges runs operations that each replace a table's
+// metadata at the same time: none may see the table as missing.
+func TestConcurrentMetadataChanges(t *testing.T) {
+	skipIfExternal(t, "concurrency stress")
+	c := newClient(t)
+	tab := createTable(t, c, tableSpec{Hash: "pk:S"})
+	d, err := c.DescribeTable(tctx(t), &dynamodb.DescribeTableInput{TableName: aws.String(tab)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := d.Table.TableArn
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := range 40 {
+			_, err := c.TagResource(tctx(t), &dynamodb.TagResourceInput{ResourceArn: arn, Tags: []types.Tag{{Key: aws.String(fmt.Sprintf("k%d", i%10)), Value: aws.String("v")}}})
+			if err != nil {
+				errs <- err
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			_, err := c.UpdateContinuousBackups(tctx(t), &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String(tab),
+				PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(i%2 == 0)}})
+			if err != nil {
+				errs <- err
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			_, err := c.UpdateTable(tctx(t), &dynamodb.UpdateTableInput{TableName: aws.String(tab), DeletionProtectionEnabled: aws.Bool(i%2 == 0)})
+			if err != nil {
+				errs <- err
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

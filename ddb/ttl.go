@@ -123,17 +123,11 @@ func (s *Store) UpdateTimeToLive(in *UpdateTimeToLiveInput) (*UpdateTimeToLiveOu
 		return nil, err
 	}
 	spec := in.TimeToLiveSpecification
-	old, terr := s.table(*in.TableName)
-	if terr != nil {
+	old, unlock, ok := s.lockDDL(*in.TableName)
+	if !ok {
 		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
 	}
-	old.ddl.Lock()
-	defer old.ddl.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tables[*in.TableName] != old {
-		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
-	}
+	defer unlock()
 	m := *old.meta
 	if *spec.Enabled {
 		if m.TTLAttribute != "" {

@@ -116,7 +116,11 @@ wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"
 
 # 3. The benchmark.
 NOTE="dynalite $DYNALITE_VERSION on node $(node --version) (in-memory); $QUARRY_DESC; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' + uncommitted changes')"
-ARGS=(-targets "$TARGETS" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
+PIDS_ARG="dynalite=$DYNALITE_PID"
+if [[ $QUARRY_MODE == cli ]]; then
+	PIDS_ARG="quarry=$QUARRY_PID,$PIDS_ARG"
+fi
+ARGS=(-targets "$TARGETS" -pids "$PIDS_ARG" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
 "$WORK/ddbbench" "${ARGS[@]}" \
 	-command "$(quote env DURATION="$DURATION" CONCURRENCY="$CONCURRENCY" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
 	-note "$NOTE" "$@"

@@ -76,6 +76,9 @@ type config struct {
 type target struct {
 	name string
 	url  string
+	// pid is the server's process id (0: unknown, or the bench process
+	// itself with -embedded); its CPU time per request is reported.
+	pid int
 }
 
 // result is one operation's measurement against one target.
@@ -88,6 +91,38 @@ type result struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	max      time.Duration
+	// serverCPU is the CPU time (user+system) the server process used
+	// during the measurement; 0 when unknown.
+	serverCPU time.Duration
+}
+
+// cpuPerOp is the server's CPU time per successful request.
+func (r result) cpuPerOp() time.Duration {
+	if r.ops == 0 || r.serverCPU == 0 {
+		return 0
+	}
+	return r.serverCPU / time.Duration(r.ops)
+}
+
+// processCPU returns the user+system CPU time of process pid from
+// /proc/PID/stat (clock ticks of 10 ms).
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func (r result) opsPerSec() float64 {
@@ -114,6 +149,7 @@ func main() {
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("ddbbench", flag.ContinueOnError)
 	c := &config{}
+	pids := fs.String("pids", "", "comma-separated name=PID of the targets' server processes, to report their CPU time per request")
 	targets := fs.String("targets", "", "comma-separated name=URL endpoints (loopback only), e.g. quarry=http://127.0.0.1:8000,dynalite=http://127.0.0.1:4567")
 	fs.BoolVar(&c.embedded, "embedded", false, "serve a fresh in-process quarry store on a loopback port as target \"quarry\"")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured run time of each operation")
@@ -163,6 +199,21 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if len(c.targets) == 0 {
 		return nil, errors.New("no targets: give -targets and/or -embedded")
+	}
+	for _, p := range strings.Split(*pids, ",") {
+		name, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(v)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("pid %q: want name=PID", p)
+		}
+		for i := range c.targets {
+			if c.targets[i].name == name {
+				c.targets[i].pid = pid
+			}
+		}
 	}
 	for _, op := range strings.Split(*ops, ",") {
 		op = strings.TrimSpace(op)
@@ -609,6 +660,10 @@ func measure(cfg *config, t target, op string) result {
 		}(w)
 	}
 	ready.Wait()
+	var cpu0 time.Duration
+	if t.pid > 0 {
+		cpu0 = processCPU(t.pid)
+	}
 	measureStart = time.Now()
 	deadline = measureStart.Add(cfg.duration)
 	close(startc)
@@ -617,6 +672,9 @@ func measure(cfg *config, t target, op string) result {
 
 	var all []time.Duration
 	r := result{op: op, target: t.name, elapsed: elapsed}
+	if t.pid > 0 {
+		r.serverCPU = processCPU(t.pid) - cpu0
+	}
 	for _, w := range res {
 		all = append(all, w.lat...)
 		r.errors += w.errors
@@ -686,10 +744,14 @@ func render(cfg *config, results []result) string {
 	var notes []string
 	for _, op := range cfg.ops {
 		fmt.Fprintf(&b, "### %s\n\n", op)
-		fmt.Fprintf(&b, "| target | ops/s | p50 | p99 | max | requests | errors |\n|---|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(&b, "| target | ops/s | p50 | p99 | max | server CPU per request | requests | errors |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range names {
 			r := byKey[op+"/"+n]
-			fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %d | %d |\n", n, r.opsPerSec(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.max), r.ops, r.errors)
+			cpu := "n/a"
+			if r.cpuPerOp() > 0 {
+				cpu = fmtDur(r.cpuPerOp())
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %d | %d |\n", n, r.opsPerSec(), fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.max), cpu, r.ops, r.errors)
 			if r.firstErr != "" {
 				notes = append(notes, fmt.Sprintf("%s on %s: %d errors, first: %s", op, n, r.errors, oneLine(r.firstErr)))
 			}
@@ -697,7 +759,11 @@ func render(cfg *config, results []result) string {
 		q, okq := byKey[op+"/quarry"]
 		d, okd := byKey[op+"/dynalite"]
 		if okq && okd {
-			fmt.Fprintf(&b, "| **quarry/dynalite** | **%s** | %s | %s | %s | | |\n", ratio(q.opsPerSec(), d.opsPerSec()), ratio(float64(q.p50), float64(d.p50)), ratio(float64(q.p99), float64(d.p99)), ratio(float64(q.max), float64(d.max)))
+			cpuRatio := ""
+			if q.cpuPerOp() > 0 && d.cpuPerOp() > 0 {
+				cpuRatio = ratio(float64(q.cpuPerOp()), float64(d.cpuPerOp()))
+			}
+			fmt.Fprintf(&b, "| **quarry/dynalite** | **%s** | %s | %s | %s | %s | | |\n", ratio(q.opsPerSec(), d.opsPerSec()), ratio(float64(q.p50), float64(d.p50)), ratio(float64(q.p99), float64(d.p99)), ratio(float64(q.max), float64(d.max)), cpuRatio)
 		}
 		b.WriteString("\n")
 	}
@@ -709,6 +775,13 @@ func render(cfg *config, results []result) string {
 		if okq && okd && d.opsPerSec() > 0 {
 			x := q.opsPerSec() / d.opsPerSec()
 			goals = append(goals, fmt.Sprintf("%s %.1f× dynalite (%s)", op, x, metMissed(x >= 10 && q.errors == 0)))
+		}
+	}
+	for _, op := range cfg.ops {
+		q, okq := byKey[op+"/quarry"]
+		d, okd := byKey[op+"/dynalite"]
+		if okq && okd && q.cpuPerOp() > 0 && d.cpuPerOp() > 0 {
+			goals = append(goals, fmt.Sprintf("%s server CPU per request %s vs %s (%.1f× less)", op, fmtDur(q.cpuPerOp()), fmtDur(d.cpuPerOp()), float64(d.cpuPerOp())/float64(q.cpuPerOp())))
 		}
 	}
 	if q, ok := byKey["GetItem/quarry"]; ok && q.ops > 0 {

@@ -14,11 +14,11 @@ run:
 build:
 	$(GO) build -o bin/quarry ./cmd/quarry
 
-## test: install missing test dependencies, then run every test with the race detector
+## test: install missing test dependencies, start PostgreSQL, then run every test with the race detector
 test: test-deps
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
-	$(GO) test -race -timeout 20m ./...
+	url="$$(bash scripts/pg-start.sh)" && QUARRY_TEST_POSTGRES_URL="$$url" $(GO) test -race -timeout 20m ./...
 
 ## test-deps: install what the tests need (Debian packages when root, npm peers)
 test-deps:

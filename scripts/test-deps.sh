@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what quarry's tests need when it is missing. Idempotent.
-# - Debian packages (when running as root): none are needed by the store's
-#   tests yet; later systems add postgresql and chromium here.
+# - Debian packages (when running as root): postgresql (DataShelf's contract
+#   tests run against a real server, started by scripts/pg-start.sh);
+#   nodejs/npm for the peers below. Later systems add chromium here.
 # - npm peers for comparison tests and benchmarks (dynalite), into
 #   $PEERS_DIR, never into the repository's tracked files. Best effort: the
 #   Go tests do not need them.
@@ -11,6 +12,7 @@ PEERS_DIR=${PEERS_DIR:-$(pwd)/.cache/peers}
 need_pkgs=()
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	command -v node >/dev/null || need_pkgs+=(nodejs npm)
+	ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || need_pkgs+=(postgresql)
 	if [ ${#need_pkgs[@]} -gt 0 ]; then
 		echo "test-deps: installing ${need_pkgs[*]}"
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null

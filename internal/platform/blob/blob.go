@@ -1,0 +1,142 @@
+// Package blob stores binary objects (images, archives) by key: on local
+// disk by default, in an S3-compatible store at scale. Systems depend on the
+// Store interface only.
+package blob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotFound is returned for a key that holds no object.
+var ErrNotFound = errors.New("blob: not found")
+
+// ErrBadKey is returned for keys that are empty, absolute, or climb out of
+// the store with "..".
+var ErrBadKey = errors.New("blob: invalid key")
+
+// Store keeps objects by key. Keys are slash-separated relative paths such
+// as "images/ab/abcdef.jpg". Implementations are safe for concurrent use.
+type Store interface {
+	// Put writes the object at key, replacing any previous one. The object
+	// becomes visible whole or not at all.
+	Put(ctx context.Context, key string, r io.Reader) error
+	// Get opens the object at key; the caller MUST close it.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Delete removes the object; deleting a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+}
+
+// ContentKey returns a content-addressed key for data: prefix, then the
+// first two hex digits of its SHA-256, then the whole hash and ext
+// ("images/ab/ab12….jpg"). Storing the same bytes twice yields one object.
+func ContentKey(prefix string, data []byte, ext string) string {
+	sum := sha256.Sum256(data)
+	h := hex.EncodeToString(sum[:])
+	return strings.TrimSuffix(prefix, "/") + "/" + h[:2] + "/" + h + ext
+}
+
+// Dir is a Store on the local file system under Root.
+type Dir struct {
+	Root string
+}
+
+var _ Store = (*Dir)(nil)
+
+// NewDir returns a Dir store rooted at root, creating it when missing.
+func NewDir(root string) (*Dir, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("blob: %w", err)
+	}
+	return &Dir{Root: root}, nil
+}
+
+func (d *Dir) path(key string) (string, error) {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
+		return "", fmt.Errorf("%w: %q", ErrBadKey, key)
+	}
+	for _, part := range strings.Split(key, "/") {
+		if part == "" || part == "." || part == ".." {
+			return "", fmt.Errorf("%w: %q", ErrBadKey, key)
+		}
+	}
+	return filepath.Join(d.Root, filepath.FromSlash(key)), nil
+}
+
+// Put writes to a temporary file, syncs it and renames it into place.
+func (d *Dir) Put(ctx context.Context, key string, r io.Reader) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := io.Copy(f, readerWithContext{ctx, r}); err != nil {
+		f.Close()
+		return fmt.Errorf("blob: write %s: %w", key, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("blob: sync %s: %w", key, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	if err := os.Rename(f.Name(), p); err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	return nil
+}
+
+// Get opens the object's file.
+func (d *Dir) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob: %w", err)
+	}
+	return f, nil
+}
+
+// Delete removes the object's file.
+func (d *Dir) Delete(ctx context.Context, key string) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("blob: %w", err)
+	}
+	return nil
+}
+
+type readerWithContext struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r readerWithContext) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}

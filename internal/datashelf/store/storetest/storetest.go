@@ -1,0 +1,786 @@
+// Package storetest is the contract suite of store.Store: every
+// implementation runs the same cases (riverdrivertest style).
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
+)
+
+// Clock is a stub clock for tests, safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock stopped at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t.UTC()} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Opener opens a fresh, empty store using opts (whose Now is a stub clock).
+// It must register the store's cleanup with t.Cleanup.
+type Opener func(t *testing.T, opts *store.Options) store.Store
+
+// Start is the stub clock's initial time in every case.
+var Start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+type bundle struct {
+	s     store.Store
+	clock *Clock
+	ctx   context.Context
+}
+
+func setup(t *testing.T, open Opener) *bundle {
+	t.Helper()
+	clock := NewClock(Start)
+	s := open(t, &store.Options{Now: clock.Now, BackoffBase: 30 * time.Second, BackoffMax: time.Hour})
+	return &bundle{s: s, clock: clock, ctx: context.Background()}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mustFailure is the panic value of must; Run turns it into t.Fatal.
+type mustFailure struct {
+	err  error
+	file string
+	line int
+}
+
+// must returns v or, if err is not nil, ends the current case (it must be
+// called on the test's goroutine).
+func must[T any](v T, err error) T {
+	if err != nil {
+		_, file, line, _ := runtime.Caller(1)
+		panic(mustFailure{err, file, line})
+	}
+	return v
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+// Run runs the contract suite against the stores that open returns.
+func Run(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b *bundle)
+	}{
+		{"NavigationUpsertAndTree", testNavigation},
+		{"Categories", testCategories},
+		{"ProductUpsert", testProductUpsert},
+		{"ProductValidation", testProductValidation},
+		{"ProductCategoryMove", testProductCategoryMove},
+		{"ListProductsFilters", testListProductsFilters},
+		{"ListProductsSortAndPage", testListProductsSort},
+		{"EnqueueDedup", testEnqueueDedup},
+		{"EnqueueConcurrentDedup", testEnqueueConcurrent},
+		{"ClaimOrder", testClaimOrder},
+		{"ClaimConcurrent", testClaimConcurrent},
+		{"LeaseRescue", testLeaseRescue},
+		{"Heartbeat", testHeartbeat},
+		{"BackoffSchedule", testBackoff},
+		{"FailedCompletedAtAndCleanup", testCleanup},
+		{"QueueStats", testStats},
+		{"JobStateErrors", testJobErrors},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					f, ok := r.(mustFailure)
+					if !ok {
+						panic(r)
+					}
+					t.Fatalf("%s:%d: %v", filepath.Base(f.file), f.line, f.err)
+				}
+			}()
+			tc.fn(t, setup(t, open))
+		})
+	}
+}
+
+func testNavigation(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	fiction := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Fiction", SourceURL: "https://x/fiction"}))
+	scifi := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Science Fiction", SourceURL: "https://x/fiction/sci-fi", ParentID: &fiction.ID}))
+	crime := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Crime", SourceURL: "https://x/fiction/crime", ParentID: &fiction.ID}))
+	_ = must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Art", SourceURL: "https://x/art"}))
+	b.clock.Advance(time.Minute)
+	again := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Sci-Fi", SourceURL: "https://x/fiction/sci-fi", ParentID: &fiction.ID}))
+	if again.ID != scifi.ID || again.Title != "Sci-Fi" || !again.UpdatedAt.Equal(Start.Add(time.Minute)) || !again.CreatedAt.Equal(Start) {
+		t.Fatalf("re-upsert = %+v, want same id, new title and updated_at", again)
+	}
+	tree := must(s.NavigationTree(ctx))
+	if len(tree) != 2 || tree[0].Title != "Art" || tree[1].Title != "Fiction" {
+		t.Fatalf("roots = %v", titles(tree))
+	}
+	kids := tree[1].Children
+	if len(kids) != 2 || kids[0].ID != crime.ID || kids[1].ID != scifi.ID {
+		t.Fatalf("children of Fiction = %v", titles(kids))
+	}
+	got := must(s.GetNavigation(ctx, crime.ID))
+	if got.ParentID == nil || *got.ParentID != fiction.ID {
+		t.Fatalf("parent_id = %v", got.ParentID)
+	}
+	_, err := s.GetNavigation(ctx, "00000000-0000-4000-8000-000000000000")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetNavigation(ctx, "nope")
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func titles(ns []*store.NavigationNode) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Title)
+	}
+	return out
+}
+
+func testCategories(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	root := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Fiction", SourceURL: "https://x/fiction"}))
+	n1 := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Sci-Fi", SourceURL: "https://x/sf", ParentID: &root.ID}))
+	n2 := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Crime", SourceURL: "https://x/crime", ParentID: &root.ID}))
+	other := must(s.UpsertNavigation(ctx, store.NavigationInput{Title: "Art", SourceURL: "https://x/art"}))
+	var ids []string
+	for i, nav := range []string{n1.ID, n1.ID, n2.ID, other.ID} {
+		c := must(s.UpsertCategory(ctx, store.CategoryInput{NavigationID: ptr(nav), Title: fmt.Sprintf("Cat %d", i), SourceURL: fmt.Sprintf("https://x/c/%d", i)}))
+		ids = append(ids, c.ID)
+	}
+	up := must(s.UpsertCategory(ctx, store.CategoryInput{NavigationID: &n1.ID, Title: "Cat 0 renamed", SourceURL: "https://x/c/0"}))
+	if up.ID != ids[0] || up.Title != "Cat 0 renamed" || up.ProductCount != 0 {
+		t.Fatalf("re-upsert = %+v", up)
+	}
+	got := must(s.GetCategory(ctx, ids[2]))
+	if got.Title != "Cat 2" || got.NavigationID == nil || *got.NavigationID != n2.ID {
+		t.Fatalf("get = %+v", got)
+	}
+	_, err := s.GetCategory(ctx, "00000000-0000-4000-8000-000000000000")
+	wantErr(t, err, store.ErrNotFound)
+
+	cases := []struct {
+		name  string
+		f     store.CategoryFilter
+		want  []string
+		total int
+	}{
+		{"all", store.CategoryFilter{}, []string{ids[0], ids[1], ids[2], ids[3]}, 4},
+		{"navId", store.CategoryFilter{NavID: n1.ID}, []string{ids[0], ids[1]}, 2},
+		{"parentId", store.CategoryFilter{ParentID: root.ID}, []string{ids[0], ids[1], ids[2]}, 3},
+		{"limit", store.CategoryFilter{Limit: 2}, []string{ids[0], ids[1]}, 4},
+		{"offset", store.CategoryFilter{Limit: 2, Offset: 3}, []string{ids[3]}, 4},
+		{"none", store.CategoryFilter{NavID: "00000000-0000-4000-8000-000000000000"}, nil, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cats, total, err := s.ListCategories(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []string
+			for _, c := range cats {
+				gotIDs = append(gotIDs, c.ID)
+			}
+			if fmt.Sprint(gotIDs) != fmt.Sprint(tc.want) || total != tc.total {
+				t.Fatalf("got %v total %d, want %v total %d", gotIDs, total, tc.want, tc.total)
+			}
+		})
+	}
+	_, _, err = s.ListCategories(ctx, store.CategoryFilter{Limit: -1})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func newCategory(t *testing.T, b *bundle, name string) store.Category {
+	t.Helper()
+	return must(b.s.UpsertCategory(b.ctx, store.CategoryInput{Title: name, SourceURL: "https://x/c/" + name}))
+}
+
+func testProductUpsert(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	c := newCategory(t, b, "sf")
+	in := store.ProductInput{
+		CategoryID: &c.ID, Title: "Dune", SourceURL: "https://x/p/dune", SourceID: ptr("WOB-1"),
+		Price: ptr(4.99), Currency: "GBP", ImageURLs: []string{"https://i/1.jpg", "https://i/2.jpg"},
+		Summary: ptr("Spice."), Specs: map[string]any{"author": "Frank Herbert", "isbn": "978-0441172719", "pages": float64(688)},
+		Available: true,
+	}
+	p := must(s.UpsertProduct(ctx, in))
+	got := must(s.GetProduct(ctx, p.ID))
+	if got.Title != "Dune" || *got.SourceID != "WOB-1" || *got.Price != 4.99 || got.Currency != "GBP" ||
+		len(got.ImageURLs) != 2 || got.ImageURLs[1] != "https://i/2.jpg" || *got.Summary != "Spice." ||
+		got.Specs["author"] != "Frank Herbert" || got.Specs["pages"] != float64(688) || !got.Available ||
+		*got.CategoryID != c.ID || !got.CreatedAt.Equal(Start) {
+		t.Fatalf("product = %+v", got)
+	}
+	if must(s.GetCategory(ctx, c.ID)).ProductCount != 1 {
+		t.Fatal("product_count after insert != 1")
+	}
+	b.clock.Advance(time.Hour)
+	in.Title, in.Price, in.Currency, in.Available, in.ImageURLs, in.Specs = "Dune (new)", nil, "EUR", false, nil, nil
+	up := must(s.UpsertProduct(ctx, in))
+	if up.ID != p.ID || up.Title != "Dune (new)" || up.Price != nil || up.Currency != "EUR" || up.Available ||
+		len(up.ImageURLs) != 0 || len(up.Specs) != 0 || !up.CreatedAt.Equal(Start) ||
+		!up.UpdatedAt.Equal(Start.Add(time.Hour)) || !up.LastScrapedAt.Equal(Start.Add(time.Hour)) {
+		t.Fatalf("upserted = %+v", up)
+	}
+	if must(s.GetCategory(ctx, c.ID)).ProductCount != 1 {
+		t.Fatal("product_count after update != 1")
+	}
+	_, err := s.GetProduct(ctx, "00000000-0000-4000-8000-000000000000")
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testProductValidation(t *testing.T, b *bundle) {
+	cases := []store.ProductInput{
+		{Title: "x", SourceURL: "https://x/1", Currency: "JPY"},
+		{Title: "x", SourceURL: "https://x/2", Price: ptr(-1.0)},
+		{Title: "", SourceURL: "https://x/3"},
+		{Title: "x", SourceURL: "https://x/4", CategoryID: ptr("00000000-0000-4000-8000-000000000000")},
+	}
+	for i, in := range cases {
+		_, err := b.s.UpsertProduct(b.ctx, in)
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("case %d: error = %v, want ErrInvalid", i, err)
+		}
+	}
+}
+
+func testProductCategoryMove(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	c1, c2 := newCategory(t, b, "c1"), newCategory(t, b, "c2")
+	in := store.ProductInput{CategoryID: &c1.ID, Title: "Moving", SourceURL: "https://x/p/m", Available: true}
+	must(s.UpsertProduct(ctx, in))
+	must(s.UpsertProduct(ctx, store.ProductInput{CategoryID: &c1.ID, Title: "Stays", SourceURL: "https://x/p/s", Available: true}))
+	check := func(w1, w2 int) {
+		t.Helper()
+		g1, g2 := must(s.GetCategory(ctx, c1.ID)).ProductCount, must(s.GetCategory(ctx, c2.ID)).ProductCount
+		if g1 != w1 || g2 != w2 {
+			t.Fatalf("product_count C1=%d C2=%d, want %d %d", g1, g2, w1, w2)
+		}
+	}
+	check(2, 0)
+	in.CategoryID = &c2.ID
+	must(s.UpsertProduct(ctx, in))
+	check(1, 1)
+	must(s.UpsertProduct(ctx, in)) // same category again: no change
+	check(1, 1)
+	in.CategoryID = nil
+	must(s.UpsertProduct(ctx, in))
+	check(1, 0)
+	in.CategoryID = &c1.ID
+	must(s.UpsertProduct(ctx, in))
+	check(2, 0)
+}
+
+// seedProducts stores six books, each one clock second apart, and returns
+// their ids by short name.
+func seedProducts(t *testing.T, b *bundle) (map[string]string, store.Category, store.Category) {
+	t.Helper()
+	c1, c2 := newCategory(t, b, "fiction"), newCategory(t, b, "history")
+	type row struct {
+		name, title    string
+		cat            *string
+		price          *float64
+		author, isbn   string
+		format, cond   string
+		available      bool
+		currency       string
+		imageURLs      []string
+		sourceIDSuffix string
+	}
+	rows := []row{
+		{"dune", "Dune", &c1.ID, ptr(4.99), "Frank Herbert", "978-0441172719", "Paperback", "Very Good", true, "GBP", nil, "1"},
+		{"messiah", "Dune Messiah", &c1.ID, ptr(7.50), "Frank Herbert", "978-0593098233", "Hardcover", "Good", true, "GBP", nil, "2"},
+		{"gardens", "Gardening Through The Ages", &c2.ID, ptr(12.00), "Ann Smith", "111", "Paperback", "Like New", false, "GBP", nil, "3"},
+		{"rome", "The History of Rome", &c2.ID, ptr(2.25), "Mary Beard", "222", "paperback", "Good", true, "USD", nil, "4"},
+		{"empires", "Empires Rising", &c2.ID, nil, "Mary Beard", "333", "Hardcover", "Well Read", true, "GBP", nil, "5"},
+		{"running", "Runners and Running", &c1.ID, ptr(9.99), "Zoe Ball", "444", "Paperback", "Good", true, "EUR", nil, "6"},
+	}
+	ids := map[string]string{}
+	for _, r := range rows {
+		p := must(b.s.UpsertProduct(b.ctx, store.ProductInput{
+			CategoryID: r.cat, Title: r.title, SourceURL: "https://x/p/" + r.name, SourceID: ptr("S" + r.sourceIDSuffix),
+			Price: r.price, Currency: r.currency, Available: r.available,
+			Specs: map[string]any{"author": r.author, "isbn": r.isbn, "format": r.format, "condition": r.cond},
+		}))
+		ids[r.name] = p.ID
+		b.clock.Advance(time.Second)
+	}
+	return ids, c1, c2
+}
+
+func names(ids map[string]string, ps []store.Product) []string {
+	rev := map[string]string{}
+	for k, v := range ids {
+		rev[v] = k
+	}
+	out := []string{}
+	for _, p := range ps {
+		out = append(out, rev[p.ID])
+	}
+	return out
+}
+
+func testListProductsFilters(t *testing.T, b *bundle) {
+	ids, c1, c2 := seedProducts(t, b)
+	_ = c2
+	cases := []struct {
+		name string
+		f    store.ProductFilter
+		want []string // sorted by title_asc
+	}{
+		{"all", store.ProductFilter{}, []string{"dune", "messiah", "empires", "gardens", "running", "rome"}},
+		{"category", store.ProductFilter{CategoryID: c1.ID}, []string{"dune", "messiah", "running"}},
+		{"q one word", store.ProductFilter{Q: "dune"}, []string{"dune", "messiah"}},
+		{"q two words", store.ProductFilter{Q: "Dune messiah"}, []string{"messiah"}},
+		{"q stemmed", store.ProductFilter{Q: "run"}, []string{"running"}},
+		{"q stemmed plural", store.ProductFilter{Q: "empire"}, []string{"empires"}},
+		{"q no match", store.ProductFilter{Q: "zebra"}, []string{}},
+		{"author case-insensitive", store.ProductFilter{Author: "mary beard"}, []string{"empires", "rome"}},
+		{"isbn", store.ProductFilter{ISBN: "978-0441172719"}, []string{"dune"}},
+		{"format", store.ProductFilter{Format: "Paperback"}, []string{"dune", "gardens", "running", "rome"}},
+		{"condition", store.ProductFilter{Condition: "good"}, []string{"messiah", "running", "rome"}},
+		{"minPrice", store.ProductFilter{MinPrice: ptr(7.5)}, []string{"messiah", "gardens", "running"}},
+		{"maxPrice", store.ProductFilter{MaxPrice: ptr(4.99)}, []string{"dune", "rome"}},
+		{"price range", store.ProductFilter{MinPrice: ptr(3.0), MaxPrice: ptr(10.0)}, []string{"dune", "messiah", "running"}},
+		{"available", store.ProductFilter{Available: ptr(true)}, []string{"dune", "messiah", "empires", "running", "rome"}},
+		{"unavailable", store.ProductFilter{Available: ptr(false)}, []string{"gardens"}},
+		{"combined", store.ProductFilter{CategoryID: c1.ID, Author: "Frank Herbert", Format: "hardcover"}, []string{"messiah"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.f
+			f.Sort = store.SortTitleAsc
+			ps, total, err := b.s.ListProducts(b.ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(ids, ps); fmt.Sprint(got) != fmt.Sprint(tc.want) || total != len(tc.want) {
+				t.Fatalf("got %v (total %d), want %v", got, total, tc.want)
+			}
+		})
+	}
+	_, _, err := b.s.ListProducts(b.ctx, store.ProductFilter{Sort: "random"})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func testListProductsSort(t *testing.T, b *bundle) {
+	ids, _, _ := seedProducts(t, b)
+	cases := []struct {
+		sort  string
+		limit int
+		off   int
+		want  []string
+	}{
+		{store.SortPriceAsc, 0, 0, []string{"rome", "dune", "messiah", "running", "gardens", "empires"}},
+		{store.SortPriceDesc, 0, 0, []string{"gardens", "running", "messiah", "dune", "rome", "empires"}},
+		{store.SortTitleAsc, 0, 0, []string{"dune", "messiah", "empires", "gardens", "running", "rome"}},
+		{store.SortTitleDesc, 0, 0, []string{"rome", "running", "gardens", "empires", "messiah", "dune"}},
+		{store.SortCreatedAtDesc, 0, 0, []string{"running", "empires", "rome", "gardens", "messiah", "dune"}},
+		{"", 0, 0, []string{"running", "empires", "rome", "gardens", "messiah", "dune"}},
+		{store.SortPriceAsc, 2, 0, []string{"rome", "dune"}},
+		{store.SortPriceAsc, 2, 2, []string{"messiah", "running"}},
+		{store.SortPriceAsc, 2, 5, []string{"empires"}},
+		{store.SortPriceAsc, 2, 6, []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%d/%d", tc.sort, tc.limit, tc.off), func(t *testing.T) {
+			ps, total, err := b.s.ListProducts(b.ctx, store.ProductFilter{Sort: tc.sort, Limit: tc.limit, Offset: tc.off})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(ids, ps); fmt.Sprint(got) != fmt.Sprint(tc.want) || total != 6 {
+				t.Fatalf("got %v (total %d), want %v (total 6)", got, total, tc.want)
+			}
+		})
+	}
+}
+
+func enqueue(t *testing.T, b *bundle, typ store.JobType, url string, prio int) store.Job {
+	t.Helper()
+	return must(b.s.Enqueue(b.ctx, store.NewJob{Type: typ, TargetURL: url, Priority: prio}))
+}
+
+func testEnqueueDedup(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j1 := must(s.Enqueue(ctx, store.NewJob{Type: store.JobCategory, TargetURL: "https://x/c/1", Priority: 1, Metadata: map[string]any{"page": float64(2)}}))
+	if j1.Status != store.StatusQueued || j1.Attempts != 0 || j1.MaxAttempts != store.DefaultMaxAttempts || j1.Metadata["page"] != float64(2) {
+		t.Fatalf("job = %+v", j1)
+	}
+	j2 := enqueue(t, b, store.JobCategory, "https://x/c/1", 5)
+	if j2.ID != j1.ID || j2.Priority != 5 {
+		t.Fatalf("dedup: got %s prio %d, want %s prio 5", j2.ID, j2.Priority, j1.ID)
+	}
+	j3 := enqueue(t, b, store.JobCategory, "https://x/c/1", 2)
+	if j3.ID != j1.ID || j3.Priority != 5 {
+		t.Fatalf("lower priority must not lower: %+v", j3)
+	}
+	if other := enqueue(t, b, store.JobProduct, "https://x/c/1", 0); other.ID == j1.ID {
+		t.Fatal("different type must be a different job")
+	}
+	claimed := must(s.Claim(ctx, "w", 1, 0))
+	if len(claimed) != 1 || claimed[0].ID != j1.ID {
+		t.Fatalf("claimed %+v", claimed)
+	}
+	if j4 := enqueue(t, b, store.JobCategory, "https://x/c/1", 9); j4.ID != j1.ID || j4.Status != store.StatusRunning || j4.Priority != 9 {
+		t.Fatalf("running job must be returned: %+v", j4)
+	}
+	if err := s.Complete(ctx, j1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if j5 := enqueue(t, b, store.JobCategory, "https://x/c/1", 0); j5.ID == j1.ID || j5.Status != store.StatusQueued {
+		t.Fatalf("after completion a new job is expected: %+v", j5)
+	}
+	_, err := s.Enqueue(ctx, store.NewJob{Type: "video", TargetURL: "https://x"})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func testEnqueueConcurrent(t *testing.T, b *bundle) {
+	const n = 20
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			j, err := b.s.Enqueue(b.ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/p/same", Priority: i})
+			ids[i], errs[i] = j.ID, err
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil {
+			t.Fatalf("enqueue %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("enqueue %d returned %s, enqueue 0 returned %s", i, ids[i], ids[0])
+		}
+	}
+	stats := must(b.s.QueueStats(b.ctx))
+	if len(stats) != 1 || stats[0].Count != 1 {
+		t.Fatalf("stats = %+v, want one queued job", stats)
+	}
+	if j := must(b.s.GetJob(b.ctx, ids[0])); j.Priority != n-1 {
+		t.Fatalf("priority = %d, want %d", j.Priority, n-1)
+	}
+}
+
+func testClaimOrder(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	var want []string
+	low1 := enqueue(t, b, store.JobProduct, "https://x/low1", 0)
+	b.clock.Advance(time.Second)
+	high1 := enqueue(t, b, store.JobProduct, "https://x/high1", 10)
+	b.clock.Advance(time.Second)
+	low2 := enqueue(t, b, store.JobProduct, "https://x/low2", 0)
+	b.clock.Advance(time.Second)
+	high2 := enqueue(t, b, store.JobProduct, "https://x/high2", 10)
+	b.clock.Advance(time.Second)
+	mid := enqueue(t, b, store.JobProduct, "https://x/mid", 5)
+	later := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/later", Priority: 100, RunAfter: b.clock.Now().Add(time.Minute)}))
+	want = []string{high1.ID, high2.ID, mid.ID, low1.ID, low2.ID}
+	first := must(s.Claim(ctx, "w1", 3, 0))
+	second := must(s.Claim(ctx, "w2", 10, 0))
+	var got []string
+	for _, j := range append(first, second...) {
+		got = append(got, j.ID)
+		if j.Status != store.StatusRunning || j.Attempts != 1 || j.LockedAt == nil || !j.LockedAt.Equal(b.clock.Now()) {
+			t.Fatalf("claimed job = %+v", j)
+		}
+	}
+	if len(first) != 3 || *first[0].LockedBy != "w1" || *second[0].LockedBy != "w2" {
+		t.Fatalf("batch sizes/workers wrong: %d %d", len(first), len(second))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("claim order %v, want %v", got, want)
+	}
+	if none := must(s.Claim(ctx, "w3", 10, 0)); len(none) != 0 {
+		t.Fatalf("job with future run_after claimed: %+v", none)
+	}
+	b.clock.Advance(time.Minute)
+	if l := must(s.Claim(ctx, "w3", 10, 0)); len(l) != 1 || l[0].ID != later.ID {
+		t.Fatalf("claim after run_after = %+v", l)
+	}
+	if z := must(s.Claim(ctx, "w3", 0, 0)); len(z) != 0 {
+		t.Fatal("n=0 must claim nothing")
+	}
+}
+
+func testClaimConcurrent(t *testing.T, b *bundle) {
+	const jobs, workers = 2000, 8
+	for i := 0; i < jobs; i++ {
+		must(b.s.Enqueue(b.ctx, store.NewJob{Type: store.JobProduct, TargetURL: fmt.Sprintf("https://x/p/%d", i), Priority: i % 7}))
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	var dups []string
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			name := fmt.Sprintf("w%d", w)
+			for {
+				batch, err := b.s.Claim(b.ctx, name, 10, store.DefaultLease) // exercises the inline rescue too
+				if err != nil {
+					errc <- err
+					return
+				}
+				if len(batch) == 0 {
+					return
+				}
+				for _, j := range batch {
+					mu.Lock()
+					if prev, ok := seen[j.ID]; ok {
+						dups = append(dups, j.ID+" by "+prev+" and "+name)
+					}
+					seen[j.ID] = name
+					mu.Unlock()
+					if err := b.s.Complete(b.ctx, j.ID); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	if len(dups) > 0 {
+		t.Fatalf("%d jobs claimed twice, e.g. %s", len(dups), dups[0])
+	}
+	if len(seen) != jobs {
+		t.Fatalf("claimed %d distinct jobs, want %d", len(seen), jobs)
+	}
+	stats := must(b.s.QueueStats(b.ctx))
+	if len(stats) != 1 || stats[0].Status != store.StatusCompleted || stats[0].Count != jobs || stats[0].AvgAttempts != 1 {
+		t.Fatalf("stats = %+v", stats)
+	}
+}
+
+func testLeaseRescue(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := enqueue(t, b, store.JobNavigation, "https://x/", 0)
+	must(s.Claim(ctx, "dead", 1, 0))
+	b.clock.Advance(9 * time.Minute)
+	if n := must(s.RescueExpired(ctx, b.clock.Now(), 0)); n != 0 {
+		t.Fatalf("rescued %d before the lease expired", n)
+	}
+	if got := must(s.Claim(ctx, "w2", 1, store.DefaultLease)); len(got) != 0 {
+		t.Fatal("a live running job was claimed again")
+	}
+	b.clock.Advance(2 * time.Minute)
+	if n := must(s.RescueExpired(ctx, b.clock.Now(), 0)); n != 1 {
+		t.Fatalf("rescued %d, want 1", n)
+	}
+	got := must(s.GetJob(ctx, j.ID))
+	if got.Status != store.StatusQueued || got.LockedAt != nil || got.LockedBy != nil || got.LastError == nil || got.Attempts != 1 {
+		t.Fatalf("rescued job = %+v", got)
+	}
+	again := must(s.Claim(ctx, "w2", 1, 0))
+	if len(again) != 1 || again[0].ID != j.ID || again[0].Attempts != 2 {
+		t.Fatalf("re-claim = %+v", again)
+	}
+	// Claim with a lease rescues inline.
+	b.clock.Advance(11 * time.Minute)
+	third := must(s.Claim(ctx, "w3", 1, store.DefaultLease))
+	if len(third) != 1 || third[0].ID != j.ID || third[0].Attempts != 3 {
+		t.Fatalf("claim with lease = %+v", third)
+	}
+	// Out of attempts: rescue fails it, with completed_at.
+	b.clock.Advance(11 * time.Minute)
+	if n := must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease)); n != 1 {
+		t.Fatalf("rescued %d, want 1", n)
+	}
+	got = must(s.GetJob(ctx, j.ID))
+	if got.Status != store.StatusFailed || got.CompletedAt == nil {
+		t.Fatalf("exhausted rescued job = %+v", got)
+	}
+}
+
+func testHeartbeat(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := enqueue(t, b, store.JobCategory, "https://x/c", 0)
+	must(s.Claim(ctx, "w1", 1, 0))
+	b.clock.Advance(9 * time.Minute)
+	if err := s.Heartbeat(ctx, j.ID, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, s.Heartbeat(ctx, j.ID, "w2"), store.ErrNotRunning)
+	b.clock.Advance(9 * time.Minute)
+	if n := must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease)); n != 0 {
+		t.Fatal("heartbeat did not extend the lease")
+	}
+	if got := must(s.GetJob(ctx, j.ID)); got.LockedAt == nil || !got.LockedAt.Equal(Start.Add(9*time.Minute)) {
+		t.Fatalf("locked_at = %v", got.LockedAt)
+	}
+	b.clock.Advance(2 * time.Minute)
+	if n := must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease)); n != 1 {
+		t.Fatal("expired lease not rescued")
+	}
+	wantErr(t, s.Heartbeat(ctx, j.ID, "w1"), store.ErrNotRunning)
+}
+
+func testBackoff(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/p", MaxAttempts: 4}))
+	delays := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute}
+	for i, d := range delays {
+		got := must(s.Claim(ctx, "w", 1, 0))
+		if len(got) != 1 || got[0].Attempts != i+1 {
+			t.Fatalf("attempt %d: claim = %+v", i+1, got)
+		}
+		msg := fmt.Sprintf("boom %d", i+1)
+		f := must(s.Fail(ctx, j.ID, msg))
+		if f.Status != store.StatusQueued || f.LastError == nil || *f.LastError != msg || f.CompletedAt != nil ||
+			!f.RunAfter.Equal(b.clock.Now().Add(d)) || f.LockedBy != nil {
+			t.Fatalf("attempt %d: after fail = %+v, want run_after now+%v", i+1, f, d)
+		}
+		b.clock.Advance(d - time.Second)
+		if early := must(s.Claim(ctx, "w", 1, 0)); len(early) != 0 {
+			t.Fatalf("attempt %d: retried before its backoff", i+1)
+		}
+		b.clock.Advance(time.Second)
+	}
+	last := must(s.Claim(ctx, "w", 1, 0))
+	if len(last) != 1 || last[0].Attempts != 4 {
+		t.Fatalf("last claim = %+v", last)
+	}
+	f := must(s.Fail(ctx, j.ID, "final"))
+	if f.Status != store.StatusFailed || f.CompletedAt == nil || !f.CompletedAt.Equal(b.clock.Now()) || *f.LastError != "final" {
+		t.Fatalf("exhausted job = %+v", f)
+	}
+	if got := store.ExponentialBackoff(30*time.Second, time.Hour, 20); got != time.Hour {
+		t.Fatalf("backoff cap = %v", got)
+	}
+}
+
+func testCleanup(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	failed := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/f", MaxAttempts: 1}))
+	done := enqueue(t, b, store.JobProduct, "https://x/d", 0)
+	queued := enqueue(t, b, store.JobProduct, "https://x/q", -1)
+	for _, j := range must(s.Claim(ctx, "w", 2, 0)) {
+		if j.ID == failed.ID {
+			f := must(s.Fail(ctx, j.ID, "gone"))
+			if f.Status != store.StatusFailed || f.CompletedAt == nil {
+				t.Fatalf("failed job without completed_at: %+v", f)
+			}
+		} else if err := s.Complete(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.clock.Advance(6 * 24 * time.Hour)
+	recent := enqueue(t, b, store.JobProduct, "https://x/r", 5)
+	must(s.Claim(ctx, "w", 1, 0))
+	if err := s.Complete(ctx, recent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := must(s.CleanupFinished(ctx, 0)); n != 0 {
+		t.Fatalf("cleaned %d jobs younger than 7 days", n)
+	}
+	b.clock.Advance(24*time.Hour + time.Second)
+	if n := must(s.CleanupFinished(ctx, 0)); n != 2 {
+		t.Fatalf("cleaned %d, want 2", n)
+	}
+	for _, id := range []string{failed.ID, done.ID} {
+		_, err := s.GetJob(ctx, id)
+		wantErr(t, err, store.ErrNotFound)
+	}
+	must(s.GetJob(ctx, queued.ID))
+	must(s.GetJob(ctx, recent.ID))
+}
+
+func testStats(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	if st := must(s.QueueStats(ctx)); len(st) != 0 {
+		t.Fatalf("empty queue stats = %+v", st)
+	}
+	enqueue(t, b, store.JobProduct, "https://x/1", 9)
+	b.clock.Advance(time.Second)
+	enqueue(t, b, store.JobProduct, "https://x/2", 8)
+	b.clock.Advance(time.Second)
+	enqueue(t, b, store.JobProduct, "https://x/3", 0)
+	enqueue(t, b, store.JobCategory, "https://x/c", 0)
+	claimed := must(s.Claim(ctx, "w", 2, 0)) // products 1 and 2
+	if err := s.Complete(ctx, claimed[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	st := must(s.QueueStats(ctx))
+	type key struct {
+		status store.JobStatus
+		typ    store.JobType
+	}
+	got := map[key]store.QueueStat{}
+	for _, q := range st {
+		got[key{q.Status, q.Type}] = q
+	}
+	want := map[key]int{
+		{store.StatusCompleted, store.JobProduct}: 1,
+		{store.StatusRunning, store.JobProduct}:   1,
+		{store.StatusQueued, store.JobProduct}:    1,
+		{store.StatusQueued, store.JobCategory}:   1,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("stats = %+v", st)
+	}
+	for k, n := range want {
+		if got[k].Count != n {
+			t.Fatalf("stats[%v] = %+v, want count %d", k, got[k], n)
+		}
+	}
+	if q := got[key{store.StatusCompleted, store.JobProduct}]; q.AvgAttempts != 1 || !q.OldestJob.Equal(Start) || !q.NewestJob.Equal(Start) {
+		t.Fatalf("completed stats = %+v", q)
+	}
+	if q := got[key{store.StatusQueued, store.JobProduct}]; q.AvgAttempts != 0 || !q.OldestJob.Equal(Start.Add(2*time.Second)) {
+		t.Fatalf("queued stats = %+v", q)
+	}
+}
+
+func testJobErrors(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := enqueue(t, b, store.JobProduct, "https://x/p", 0)
+	wantErr(t, s.Complete(ctx, j.ID), store.ErrNotRunning)
+	_, err := s.Fail(ctx, j.ID, "x")
+	wantErr(t, err, store.ErrNotRunning)
+	missing := "00000000-0000-4000-8000-000000000000"
+	wantErr(t, s.Complete(ctx, missing), store.ErrNotFound)
+	_, err = s.Fail(ctx, missing, "x")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetJob(ctx, missing)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.Heartbeat(ctx, "bad", "w"), store.ErrInvalid)
+}

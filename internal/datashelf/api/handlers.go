@@ -1,0 +1,356 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
+)
+
+// maxTextParam bounds free-text parameters (q, author, isbn, ...).
+const maxTextParam = 200
+
+// maxOffset bounds offsets so that offset+limit never overflows.
+const maxOffset = 1 << 30
+
+// Pagination describes the page returned by a list endpoint. NextCursor is
+// set (products only) when more items follow.
+type Pagination struct {
+	Limit      int     `json:"limit"`
+	Offset     int     `json:"offset"`
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// ProductPage is the body of GET /api/products.
+type ProductPage struct {
+	Items      []store.Product `json:"items"`
+	Total      int             `json:"total"`
+	Pagination Pagination      `json:"pagination"`
+}
+
+// CategoryPage is the body of GET /api/categories.
+type CategoryPage struct {
+	Items      []store.Category `json:"items"`
+	Total      int              `json:"total"`
+	Pagination Pagination       `json:"pagination"`
+}
+
+// NavigationTree is the body of GET /api/navigation.
+type NavigationTree struct {
+	Items []*store.NavigationNode `json:"items"`
+}
+
+// query wraps url.Values with strict accessors: unknown or repeated
+// parameters are errors.
+type query struct{ v url.Values }
+
+func parseQuery(r *http.Request, allowed ...string) (query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return query{}, badParam("query", "malformed query string")
+	}
+	names := make([]string, 0, len(v))
+	for k := range v {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		ok := false
+		for _, a := range allowed {
+			if k == a {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return query{}, badParam(k, "unknown parameter (allowed: "+strings.Join(allowed, ", ")+")")
+		}
+		if len(v[k]) > 1 {
+			return query{}, badParam(k, "given more than once")
+		}
+	}
+	return query{v}, nil
+}
+
+func (q query) has(name string) bool { _, ok := q.v[name]; return ok }
+
+func (q query) text(name string) (string, error) {
+	s := q.v.Get(name)
+	if len(s) > maxTextParam {
+		return "", badParam(name, "longer than "+strconv.Itoa(maxTextParam)+" bytes")
+	}
+	if strings.ContainsRune(s, 0) {
+		return "", badParam(name, "contains a NUL byte")
+	}
+	return strings.TrimSpace(s), nil
+}
+
+func (q query) id(name string) (string, error) {
+	s := q.v.Get(name)
+	if s == "" {
+		if q.has(name) {
+			return "", badParam(name, "empty")
+		}
+		return "", nil
+	}
+	if store.ValidateID(s) != nil {
+		return "", badParam(name, "not a UUID")
+	}
+	return strings.ToLower(s), nil
+}
+
+func (q query) intRange(name string, def, min, max int) (int, error) {
+	if !q.has(name) {
+		return def, nil
+	}
+	n, err := strconv.Atoi(q.v.Get(name))
+	if err != nil || n < min || n > max {
+		return 0, badParam(name, "must be an integer from "+strconv.Itoa(min)+" to "+strconv.Itoa(max))
+	}
+	return n, nil
+}
+
+func (q query) price(name string) (*float64, error) {
+	if !q.has(name) {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(q.v.Get(name), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return nil, badParam(name, "must be a non-negative number")
+	}
+	return &f, nil
+}
+
+func (q query) boolean(name string) (*bool, error) {
+	if !q.has(name) {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(q.v.Get(name))
+	if err != nil {
+		return nil, badParam(name, "must be true or false")
+	}
+	return &b, nil
+}
+
+func (s *server) getNavigation(w http.ResponseWriter, r *http.Request) {
+	if _, err := parseQuery(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tree, err := s.opts.Store.NavigationTree(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if tree == nil {
+		tree = []*store.NavigationNode{}
+	}
+	writeJSON(w, r, http.StatusOK, cachePublic, NavigationTree{Items: tree})
+}
+
+func (s *server) listCategories(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, "navId", "parentId", "limit", "offset")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var f store.CategoryFilter
+	if f.NavID, err = q.id("navId"); err == nil {
+		if f.ParentID, err = q.id("parentId"); err == nil {
+			if f.Limit, err = q.intRange("limit", store.DefaultCategoryLimit, 1, store.MaxListLimit); err == nil {
+				f.Offset, err = q.intRange("offset", 0, 0, maxOffset)
+			}
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	items, total, err := s.opts.Store.ListCategories(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if items == nil {
+		items = []store.Category{}
+	}
+	writeJSON(w, r, http.StatusOK, cachePublic, CategoryPage{
+		Items: items, Total: total, Pagination: Pagination{Limit: f.Limit, Offset: f.Offset},
+	})
+}
+
+func (s *server) getCategory(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		_, err = parseQuery(r)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.opts.Store.GetCategory(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, cachePublic, c)
+}
+
+func (s *server) getProduct(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		_, err = parseQuery(r)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.opts.Store.GetProduct(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, cachePublic, p)
+}
+
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if store.ValidateID(id) != nil {
+		return "", badParam("id", "not a UUID")
+	}
+	return strings.ToLower(id), nil
+}
+
+// productFilterParams are the parameters that select products; the cursor
+// is bound to their values.
+var productFilterParams = []string{"categoryId", "q", "author", "isbn", "format", "condition",
+	"minPrice", "maxPrice", "available", "sort"}
+
+// parseProductFilter reads GET /api/products' parameters.
+func parseProductFilter(r *http.Request) (store.ProductFilter, error) {
+	var f store.ProductFilter
+	q, err := parseQuery(r, append(productFilterParams, "limit", "offset", "cursor")...)
+	if err != nil {
+		return f, err
+	}
+	if f.CategoryID, err = q.id("categoryId"); err != nil {
+		return f, err
+	}
+	for _, t := range []struct {
+		name string
+		dst  *string
+	}{{"q", &f.Q}, {"author", &f.Author}, {"isbn", &f.ISBN}, {"format", &f.Format}, {"condition", &f.Condition}} {
+		if *t.dst, err = q.text(t.name); err != nil {
+			return f, err
+		}
+	}
+	if f.MinPrice, err = q.price("minPrice"); err != nil {
+		return f, err
+	}
+	if f.MaxPrice, err = q.price("maxPrice"); err != nil {
+		return f, err
+	}
+	if f.MinPrice != nil && f.MaxPrice != nil && *f.MinPrice > *f.MaxPrice {
+		return f, badParam("minPrice", "greater than maxPrice")
+	}
+	if f.Available, err = q.boolean("available"); err != nil {
+		return f, err
+	}
+	switch f.Sort = q.v.Get("sort"); f.Sort {
+	case "":
+		if q.has("sort") {
+			return f, badParam("sort", "empty")
+		}
+		f.Sort = store.SortCreatedAtDesc
+	case store.SortPriceAsc, store.SortPriceDesc, store.SortTitleAsc, store.SortTitleDesc, store.SortCreatedAtDesc:
+	default:
+		return f, badParam("sort", "must be one of price_asc, price_desc, title_asc, title_desc, created_at_desc")
+	}
+	if f.Limit, err = q.intRange("limit", store.DefaultProductLimit, 1, store.MaxListLimit); err != nil {
+		return f, err
+	}
+	if f.Offset, err = q.intRange("offset", 0, 0, maxOffset); err != nil {
+		return f, err
+	}
+	if q.has("cursor") {
+		if q.has("offset") {
+			return f, badParam("cursor", "cannot be combined with offset")
+		}
+		if f.Offset, err = decodeCursor(q.v.Get("cursor"), filterFingerprint(q)); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
+	f, err := parseProductFilter(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	items, total, err := s.opts.Store.ListProducts(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if items == nil {
+		items = []store.Product{}
+	}
+	page := ProductPage{Items: items, Total: total, Pagination: Pagination{Limit: f.Limit, Offset: f.Offset}}
+	if next := f.Offset + len(items); len(items) > 0 && next < total {
+		q, _ := parseQuery(r, append(productFilterParams, "limit", "offset", "cursor")...)
+		c := encodeCursor(next, filterFingerprint(q))
+		page.Pagination.NextCursor = &c
+	}
+	writeJSON(w, r, http.StatusOK, cachePublic, page)
+}
+
+// cursor is the decoded form of the opaque pagination cursor: the offset of
+// the next page and a fingerprint of the filter it belongs to, so that a
+// cursor cannot be replayed against another query.
+type cursor struct {
+	Offset int    `json:"o"`
+	Filter string `json:"f"`
+}
+
+// filterFingerprint hashes the filter parameters (not limit, offset or
+// cursor) of q.
+func filterFingerprint(q query) string {
+	h := sha256.New()
+	for _, k := range productFilterParams {
+		h.Write([]byte(k + "=" + q.v.Get(k) + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+func encodeCursor(offset int, fingerprint string) string {
+	b, _ := json.Marshal(cursor{Offset: offset, Filter: fingerprint})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s, fingerprint string) (int, error) {
+	if len(s) > 256 {
+		return 0, badParam("cursor", "malformed")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, badParam("cursor", "malformed")
+	}
+	var c cursor
+	if err := json.Unmarshal(b, &c); err != nil || c.Offset < 0 || c.Offset > maxOffset {
+		return 0, badParam("cursor", "malformed")
+	}
+	if c.Filter != fingerprint {
+		return 0, badParam("cursor", "belongs to a different query")
+	}
+	return c.Offset, nil
+}

@@ -107,6 +107,22 @@ func TestServeHealthz(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("healthz = %d", resp.StatusCode)
 	}
+	// DataShelf is mounted at /datashelf on its embedded SQLite store.
+	for path, want := range map[string]int{
+		"/datashelf/api/products":            200,
+		"/datashelf/api/navigation":          200,
+		"/datashelf/api/products?sort=bogus": 400,
+		"/datashelf/api/scraper/status":      401,
+	} {
+		resp, err := http.Get("http://" + api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("GET %s = %d %s, want %d JSON", path, resp.StatusCode, resp.Header.Get("Content-Type"), want)
+		}
+	}
 	resp, err = http.Get("http://" + api + "/nowhere")
 	if err != nil {
 		t.Fatal(err)

@@ -59,8 +59,19 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer store.Close()
 
+	ds, blobs, err := openDataShelf(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	dsHandler, err := dataShelfHandler(c, ds, blobs, log)
+	if err != nil {
+		return err
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.Health(nil))
+	mux.Handle("/datashelf/", dsHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

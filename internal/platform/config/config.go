@@ -35,6 +35,12 @@ type Config struct {
 	// Credentials is a file of access key ids and secrets; when set, the
 	// store's endpoint verifies AWS Signature V4 on every request.
 	Credentials string
+	// DataShelfDB selects DataShelf's database: empty for SQLite under
+	// DataDir, or a postgres:// URL.
+	DataShelfDB string
+	// DataShelfKeys is a file of "KEY_ID SECRET" lines for DataShelf's
+	// HMAC-signed scraper endpoints.
+	DataShelfKeys string
 }
 
 // Defaults returns the embedded-defaults configuration.
@@ -68,6 +74,8 @@ func (c *Config) fields(which []string) []field {
 		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil},
 		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout},
 		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval},
+		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil},
+		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil},
 		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil},
 	}
 	if which == nil {
@@ -158,6 +166,17 @@ func (c *Config) Validate() error {
 	if c.Credentials != "" {
 		if st, err := os.Stat(c.Credentials); err != nil || st.IsDir() {
 			errs = append(errs, fmt.Errorf("config: credentials %q: not a readable file", c.Credentials))
+		}
+	}
+	if c.DataShelfDB != "" && !strings.HasPrefix(c.DataShelfDB, "postgres://") && !strings.HasPrefix(c.DataShelfDB, "postgresql://") {
+		errs = append(errs, fmt.Errorf("config: datashelf-db %q: want empty (SQLite) or a postgres:// URL", c.DataShelfDB))
+	}
+	for _, f := range []struct{ name, path string }{{"datashelf-keys", c.DataShelfKeys}} {
+		if f.path == "" {
+			continue
+		}
+		if st, err := os.Stat(f.path); err != nil || st.IsDir() {
+			errs = append(errs, fmt.Errorf("config: %s %q: not a readable file", f.name, f.path))
 		}
 	}
 	if c.TTLInterval <= 0 {

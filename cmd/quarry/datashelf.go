@@ -56,4 +56,3 @@ func dataShelfHandler(c *config.Config, st store.Store, blobs blob.Store, log *s
 	h := api.New(api.Options{Store: st, Blobs: blobs, Keys: keys, Logger: log.With("system", "datashelf")})
 	return http.StripPrefix("/datashelf", h), nil
 }
-

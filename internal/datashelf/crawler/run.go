@@ -1,0 +1,281 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
+)
+
+// Run processes jobs until the queue is drained (no queued or running job
+// left, including jobs waiting for a retry), until MaxPages pages have been
+// fetched, or until ctx ends (then it returns ctx's error; jobs being
+// processed stay running and are rescued once their lease expires).
+func (c *Crawler) Run(ctx context.Context) (Stats, error) {
+	if !c.running.CompareAndSwap(false, true) {
+		return c.Stats(), errors.New("crawler: Run is already running")
+	}
+	defer c.running.Store(false)
+	c.start.Store(time.Now().UnixNano())
+	for _, n := range []*atomic.Int64{&c.pages, &c.products, &c.images, &c.failures, &c.completed, &c.pageBudget} {
+		n.Store(0)
+	}
+	c.mu.Lock()
+	c.seen = map[string]bool{}
+	c.loaded = false
+	c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return c.Stats(), err
+	}
+	jobs := make(chan store.Job, c.o.Workers)
+	finished := make(chan struct{}, c.o.Workers*2)
+	var wg sync.WaitGroup
+	for i := 0; i < c.o.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				c.work(ctx, j)
+				finished <- struct{}{}
+			}
+		}()
+	}
+
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		if c.o.Progress == nil {
+			return
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				c.refreshQueued(ctx)
+				c.o.Progress(c.Stats())
+			case <-stopProgress:
+				return
+			}
+		}
+	}()
+
+	err := c.dispatch(ctx, jobs, finished)
+	close(jobs)
+	// Drain finished signals while workers finish their last jobs.
+	go func() {
+		for range finished {
+		}
+	}()
+	wg.Wait()
+	close(finished)
+	close(stopProgress)
+	<-progressDone
+	if ctx.Err() == nil {
+		c.refreshQueued(ctx)
+	}
+	st := c.Stats()
+	if c.o.Progress != nil {
+		c.o.Progress(st)
+	}
+	return st, err
+}
+
+// dispatch claims jobs and hands them to the workers until the queue is
+// drained, MaxPages is reached or ctx ends.
+func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished <-chan struct{}) error {
+	inflight := 0
+	rescueEvery := c.o.Lease / 4
+	if rescueEvery > time.Minute {
+		rescueEvery = time.Minute
+	}
+	lastRescue := time.Now()
+	for {
+		// Collect finished jobs without blocking.
+	collect:
+		for {
+			select {
+			case <-finished:
+				inflight--
+			default:
+				break collect
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Since(lastRescue) >= rescueEvery {
+			lastRescue = time.Now()
+			if n, err := c.o.Store.RescueExpired(ctx, c.o.Now(), c.o.Lease); err != nil {
+				c.log.Warn("crawler: rescue expired jobs", "err", err)
+			} else if n > 0 {
+				c.log.Info("crawler: rescued expired jobs", "count", n)
+			}
+		}
+		limitReached := c.o.MaxPages > 0 && c.pageBudget.Load() >= int64(c.o.MaxPages)
+		if limitReached {
+			if inflight == 0 {
+				return nil
+			}
+			if err := c.waitFinished(ctx, finished, &inflight); err != nil {
+				return err
+			}
+			continue
+		}
+		free := c.o.Workers - inflight
+		if c.o.MaxPages > 0 {
+			if left := int64(c.o.MaxPages) - c.pageBudget.Load(); left < int64(free) {
+				free = int(left)
+			}
+		}
+		var claimed []store.Job
+		if free > 0 {
+			var err error
+			claimed, err = c.o.Store.Claim(ctx, c.o.WorkerID, free, c.o.Lease)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c.log.Warn("crawler: claim", "err", err)
+			}
+		}
+		for _, j := range claimed {
+			c.markSeen(j)
+			c.pageBudget.Add(1)
+			inflight++
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if len(claimed) > 0 {
+			continue
+		}
+		if inflight == 0 && free > 0 {
+			queued, running, err := c.queueDepth(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c.log.Warn("crawler: queue stats", "err", err)
+			} else if queued == 0 && running == 0 {
+				return nil
+			}
+		}
+		if err := c.waitFinished(ctx, finished, &inflight); err != nil {
+			return err
+		}
+	}
+}
+
+// waitFinished waits for a worker to finish a job or for PollInterval.
+func (c *Crawler) waitFinished(ctx context.Context, finished <-chan struct{}, inflight *int) error {
+	t := time.NewTimer(c.o.PollInterval)
+	defer t.Stop()
+	select {
+	case <-finished:
+		*inflight--
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// queueDepth returns the number of queued and running jobs.
+func (c *Crawler) queueDepth(ctx context.Context) (queued, running int, err error) {
+	st, err := c.o.Store.QueueStats(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range st {
+		switch s.Status {
+		case store.StatusQueued:
+			queued += s.Count
+		case store.StatusRunning:
+			running += s.Count
+		}
+	}
+	c.queued.Store(int64(queued))
+	return queued, running, nil
+}
+
+func (c *Crawler) refreshQueued(ctx context.Context) {
+	_, _, _ = c.queueDepth(ctx)
+}
+
+// work processes one job: heartbeats while it runs, then Complete or Fail.
+func (c *Crawler) work(ctx context.Context, j store.Job) {
+	jctx, cancel := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(max(c.o.Lease/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+				if err := c.o.Store.Heartbeat(jctx, j.ID, c.o.WorkerID); err != nil && jctx.Err() == nil {
+					c.log.Warn("crawler: heartbeat", "job", j.ID, "err", err)
+				}
+			}
+		}
+	}()
+	err := c.process(jctx, j)
+	cancel()
+	<-hbDone
+	if ctx.Err() != nil {
+		// Interrupted: leave the job running; its lease will expire and
+		// RescueExpired will queue it again.
+		return
+	}
+	sctx := context.WithoutCancel(ctx)
+	if err == nil {
+		if err := c.o.Store.Complete(sctx, j.ID); err != nil {
+			c.log.Warn("crawler: complete", "job", j.ID, "err", err)
+			return
+		}
+		c.completed.Add(1)
+		return
+	}
+	c.failures.Add(1)
+	msg := err.Error()
+	if msg == "" {
+		msg = "unknown error"
+	}
+	nj, ferr := c.o.Store.Fail(sctx, j.ID, msg)
+	if ferr != nil {
+		c.log.Warn("crawler: fail", "job", j.ID, "err", ferr)
+		return
+	}
+	c.log.Info("crawler: job failed", "type", j.Type, "url", j.TargetURL, "attempt", nj.Attempts, "status", nj.Status, "err", msg)
+}
+
+// process dispatches a job by type.
+func (c *Crawler) process(ctx context.Context, j store.Job) error {
+	switch j.Type {
+	case store.JobNavigation:
+		return c.navigation(ctx, j)
+	case store.JobCategory:
+		return c.category(ctx, j)
+	case store.JobProduct:
+		return c.product(ctx, j)
+	default:
+		return fmt.Errorf("crawler: unknown job type %q", j.Type)
+	}
+}
+
+// errStatus builds the cause recorded for a non-2xx response.
+func errStatus(status int, u string) error {
+	return fmt.Errorf("%w: HTTP %d for %s", errHTTPStatus, status, u)
+}
+
+var errHTTPStatus = errors.New("crawler: unexpected status")

@@ -2,19 +2,27 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/datashelf/api"
+	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 // openDataShelf opens DataShelf's store (SQLite under the data directory,
@@ -55,4 +63,91 @@ func dataShelfHandler(c *config.Config, st store.Store, blobs blob.Store, log *s
 	}
 	h := api.New(api.Options{Store: st, Blobs: blobs, Keys: keys, Logger: log.With("system", "datashelf")})
 	return http.StripPrefix("/datashelf", h), nil
+}
+
+// cmdDataShelf runs `quarry datashelf crawl|jobs`.
+func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "crawl" && args[0] != "jobs") {
+		fmt.Fprint(stderr, "usage: quarry datashelf crawl [flags] URL | quarry datashelf jobs [flags]\n")
+		return errUsage
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("quarry datashelf "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxPages := fs.Int("max-pages", 0, "stop after this many pages (0: until the queue drains)")
+	workers := fs.Int("workers", 4, "concurrent crawl workers")
+	allowPrivate := fs.Bool("allow-private", false, "allow private and loopback addresses (for local test sites only)")
+	var startURL string
+	rest := args[1:]
+	if sub == "crawl" { // the URL may come before or after the flags
+		if n := len(rest); n > 0 && isHTTPURL(rest[0]) {
+			startURL, rest = rest[0], rest[1:]
+		} else if n > 0 && isHTTPURL(rest[n-1]) {
+			startURL, rest = rest[n-1], rest[:n-1]
+		}
+	}
+	c, err := config.Load(fs, rest, getenv, config.Defaults(), []string{"data-dir", "datashelf-db", "log-level", "log-format"})
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	st, blobs, err := openDataShelf(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if sub == "jobs" {
+		stats, err := st.QueueStats(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STATUS\tTYPE\tCOUNT\tAVG ATTEMPTS\tOLDEST\tNEWEST")
+		for _, s := range stats {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%s\t%s\n", s.Status, s.Type, s.Count, s.AvgAttempts, s.OldestJob.Format(time.RFC3339), s.NewestJob.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+	if startURL == "" {
+		fmt.Fprint(stderr, "usage: quarry datashelf crawl [flags] URL\n")
+		return errUsage
+	}
+	fo := crawler.FetchOptions(version)
+	fo.AllowPrivate = *allowPrivate
+	fetcher := fetch.New(fo)
+	defer fetcher.Close()
+	interactive := isTerminal(stderr)
+	last := time.Now()
+	stats, err := crawler.Crawl(ctx, crawler.Options{
+		Store: st, Fetcher: fetcher, Blobs: blobs, Workers: *workers, MaxPages: *maxPages, Logger: log,
+		Progress: func(s crawler.Stats) {
+			if interactive {
+				fmt.Fprintf(stderr, "\r\033[K%s", s.String())
+			} else if time.Since(last) >= 5*time.Second {
+				fmt.Fprintln(stderr, s.String())
+				last = time.Now()
+			}
+		},
+	}, startURL)
+	if interactive {
+		fmt.Fprintln(stderr)
+	}
+	fmt.Fprintln(stdout, stats.String())
+	return err
+}
+
+// errUsage is returned after a usage message was printed.
+var errUsage = errors.New("usage")
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func isHTTPURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ const usage = `quarry — DataShelf, Wallcrawler, EECAR and Checks in one progra
 Usage:
   quarry serve [flags]        run the HTTP API and the embedded DynamoDB endpoint
   quarry ddb serve [flags]    run only the DynamoDB-compatible store
+  quarry datashelf crawl URL  crawl a bookshop into DataShelf (live progress; exits when the queue drains)
+  quarry datashelf jobs       print DataShelf's job queue statistics
   quarry version              print the version
 
 Run "quarry <command> -h" for a command's flags. Every flag can also be set
@@ -48,6 +51,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return 2
 		}
 		err = cmdDDBServe(ctx, args[2:], getenv, stderr)
+	case "datashelf":
+		err = cmdDataShelf(ctx, args[1:], getenv, stdout, stderr)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
 	case "version", "--version":
 		fmt.Fprintln(stdout, "quarry", version)
 		return 0

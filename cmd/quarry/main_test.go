@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/quarrydb/quarry/internal/datashelf/fixture"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test to share.
@@ -146,4 +149,68 @@ func TestBadConfigFailsFast(t *testing.T) {
 	if code := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, &out, &out); code != 2 {
 		t.Fatalf("unknown command exit %d", code)
 	}
+}
+
+// TestDataShelfCrawlCommand crawls a fixture bookstore with the CLI, then
+// reads the products back through `quarry serve`'s DataShelf API.
+func TestDataShelfCrawlCommand(t *testing.T) {
+	site := fixture.New(fixture.Options{Products: 40, Seed: 7, CrawlDelay: -1})
+	srv := httptest.NewServer(site.Handler())
+	defer srv.Close()
+	dir := t.TempDir()
+	var out, errs syncBuffer
+	env := func(string) string { return "" }
+	code := run(context.Background(), []string{"datashelf", "crawl", srv.URL + "/en-gb", "--allow-private", "--data-dir", dir}, env, &out, &errs)
+	if code != 0 {
+		t.Fatalf("crawl exit %d: %s", code, errs.String())
+	}
+	if !strings.Contains(out.String(), "products") {
+		t.Fatalf("no final stats line: %q", out.String())
+	}
+	out = syncBuffer{}
+	if code := run(context.Background(), []string{"datashelf", "jobs", "--data-dir", dir}, env, &out, &errs); code != 0 || !strings.Contains(out.String(), "completed") {
+		t.Fatalf("jobs exit %d: %s %s", code, out.String(), errs.String())
+	}
+	// Serve the crawled data.
+	api := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var logs syncBuffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", "off", "--data-dir", dir}, env, &logs, &logs)
+	}()
+	waitFor(t, "listener", func() bool { return strings.Contains(logs.String(), "listening on "+api) })
+	resp, err := http.Get("http://" + api + "/datashelf/api/products?limit=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Items []struct {
+			Title     string   `json:"title"`
+			ImageURLs []string `json:"image_urls"`
+		} `json:"items"`
+		Total int `json:"total"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || page.Total != 40 || len(page.Items) != 40 {
+		t.Fatalf("products after the crawl: total %d, %d items, %v", page.Total, len(page.Items), err)
+	}
+	// Images are served by quarry from its blob store.
+	for _, p := range page.Items {
+		if len(p.ImageURLs) == 0 {
+			continue
+		}
+		img, err := http.Get("http://" + api + p.ImageURLs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		img.Body.Close()
+		if img.StatusCode != 200 {
+			t.Fatalf("image %s: %d", p.ImageURLs[0], img.StatusCode)
+		}
+		break
+	}
+	cancel()
+	<-done
 }

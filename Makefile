@@ -4,7 +4,7 @@ DATA_DIR  ?= ./data
 PEERS_DIR ?= $(CURDIR)/.cache/peers
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: run build test test-deps test-peer bench fuzz lint clean
+.PHONY: run build test test-deps test-peer bench bench-datashelf fuzz lint clean
 
 ## run: start quarry serve on embedded defaults (data under ./data)
 run:
@@ -31,6 +31,12 @@ test-peer: test-deps
 ## bench: run bench/ against quarry and dynalite; appends to bench/RESULTS.md
 bench: test-deps
 	@PEERS_DIR=$(PEERS_DIR) bash bench/run.sh
+
+## bench-datashelf: crawl throughput against Crawlee, and the job queue on PostgreSQL; appends to bench/RESULTS.md
+bench-datashelf: test-deps
+	cd bench/crawlee && npm install --no-audit --no-fund --silent
+	$(GO) run ./bench/crawlbench -products 5000 -concurrency 8 -out bench/RESULTS.md
+	url="$$(bash scripts/pg-start.sh)" && $(GO) run ./bench/queuebench -postgres "$$url" -jobs 20000 -workers 8 -out bench/RESULTS.md
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

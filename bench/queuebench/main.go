@@ -118,7 +118,7 @@ func run(ctx context.Context, name string, s store.Store, jobs, workers, batch i
 					return
 				}
 				for _, j := range got {
-					if err := s.Complete(ctx, j.ID); err != nil {
+					if err := s.Complete(ctx, j.ID, worker); err != nil {
 						firstErr.Store(err)
 						return
 					}

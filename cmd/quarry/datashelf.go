@@ -76,6 +76,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	fs.SetOutput(stderr)
 	maxPages := fs.Int("max-pages", 0, "stop after this many pages (0: until the queue drains)")
 	workers := fs.Int("workers", 4, "concurrent crawl workers")
+	lease := fs.Duration("lease", crawler.DefaultLease, "job lease: jobs left running by a crashed crawler are taken over once it expires")
 	allowPrivate := fs.Bool("allow-private", false, "allow private and loopback addresses (for local test sites only)")
 	var startURL string
 	rest := args[1:]
@@ -119,7 +120,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	interactive := isTerminal(stderr)
 	last := time.Now()
 	stats, err := crawler.Crawl(ctx, crawler.Options{
-		Store: st, Fetcher: fetcher, Blobs: blobs, Workers: *workers, MaxPages: *maxPages, Logger: log,
+		Store: st, Fetcher: fetcher, Blobs: blobs, Workers: *workers, MaxPages: *maxPages, Lease: *lease, Logger: log,
 		Progress: func(s crawler.Stats) {
 			if interactive {
 				fmt.Fprintf(stderr, "\r\033[K%s", s.String())

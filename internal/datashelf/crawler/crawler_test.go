@@ -132,14 +132,27 @@ func allCategories(t *testing.T, st store.Store) map[string]store.Category {
 // check compares the store with the site's ground truth.
 func (e *env) check(t *testing.T) {
 	t.Helper()
+	checkTruth(t, e.st, e.blobs, e.site, e.srv.URL, func() (int, error) {
+		var n int
+		err := e.st.DB().QueryRow(`SELECT count(*) FROM scrape_job WHERE status = 'failed' AND (last_error IS NULL OR last_error = '')`).Scan(&n)
+		return n, err
+	})
+}
+
+// checkTruth compares st (crawled from the site served at srvURL) with the
+// site's ground truth: every product stored exactly once with its fields,
+// images in blobs, product_count right for every category, the queue
+// drained, and no failed job without a cause (noCause counts them).
+func checkTruth(t *testing.T, st store.Store, blobs blob.Store, site *fixture.Site, srvURL string, noCause func() (int, error)) {
+	t.Helper()
 	ctx := context.Background()
-	cats := allCategories(t, e.st)
+	cats := allCategories(t, st)
 	catByID := map[string]store.Category{}
 	for _, c := range cats {
 		catByID[c.ID] = c
 	}
-	prods := allProducts(t, e.st)
-	truth := e.site.Products()
+	prods := allProducts(t, st)
+	truth := site.Products()
 	if len(prods) != len(truth) {
 		t.Errorf("stored %d products, site has %d", len(prods), len(truth))
 	}
@@ -152,7 +165,7 @@ func (e *env) check(t *testing.T) {
 	}
 	bad := 0
 	for _, w := range truth {
-		p, ok := byURL[e.srv.URL+w.URL()]
+		p, ok := byURL[srvURL+w.URL()]
 		if !ok {
 			t.Errorf("product %s missing", w.URL())
 			continue
@@ -194,14 +207,14 @@ func (e *env) check(t *testing.T) {
 				errs = append(errs, "image url "+u)
 				continue
 			}
-			r, err := e.blobs.Get(ctx, key)
+			r, err := blobs.Get(ctx, key)
 			if err != nil {
 				errs = append(errs, "image blob "+key)
 				continue
 			}
 			r.Close()
 		}
-		if p.CategoryID == nil || catByID[*p.CategoryID].SourceURL != e.srv.URL+fixture.Locale+"/collections/"+w.Category {
+		if p.CategoryID == nil || catByID[*p.CategoryID].SourceURL != srvURL+fixture.Locale+"/collections/"+w.Category {
 			errs = append(errs, "category")
 		}
 		if len(errs) > 0 {
@@ -211,8 +224,8 @@ func (e *env) check(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range e.site.Categories() {
-		c, ok := cats[e.srv.URL+w.URL()]
+	for _, w := range site.Categories() {
+		c, ok := cats[srvURL+w.URL()]
 		if !ok {
 			t.Errorf("category %s missing", w.URL())
 			continue
@@ -225,7 +238,7 @@ func (e *env) check(t *testing.T) {
 		}
 	}
 	// Queue drained; every failed job has a cause.
-	qs, err := e.st.QueueStats(ctx)
+	qs, err := st.QueueStats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,12 +247,12 @@ func (e *env) check(t *testing.T) {
 			t.Errorf("queue not drained: %+v", q)
 		}
 	}
-	var noCause int
-	if err := e.st.DB().QueryRow(`SELECT count(*) FROM scrape_job WHERE status = 'failed' AND (last_error IS NULL OR last_error = '')`).Scan(&noCause); err != nil {
+	n, err := noCause()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if noCause > 0 {
-		t.Errorf("%d failed jobs without a cause", noCause)
+	if n > 0 {
+		t.Errorf("%d failed jobs without a cause", n)
 	}
 }
 

@@ -239,7 +239,7 @@ func (c *Crawler) work(ctx context.Context, j store.Job) {
 	}
 	sctx := context.WithoutCancel(ctx)
 	if err == nil {
-		if err := c.o.Store.Complete(sctx, j.ID); err != nil {
+		if err := c.o.Store.Complete(sctx, j.ID, c.o.WorkerID); err != nil {
 			c.log.Warn("crawler: complete", "job", j.ID, "err", err)
 			return
 		}
@@ -251,7 +251,7 @@ func (c *Crawler) work(ctx context.Context, j store.Job) {
 	if msg == "" {
 		msg = "unknown error"
 	}
-	nj, ferr := c.o.Store.Fail(sctx, j.ID, msg)
+	nj, ferr := c.o.Store.Fail(sctx, j.ID, c.o.WorkerID, msg)
 	if ferr != nil {
 		c.log.Warn("crawler: fail", "job", j.ID, "err", ferr)
 		return

@@ -24,8 +24,9 @@ var (
 	// negative price, unsupported currency, ...).
 	ErrInvalid = errors.New("store: invalid argument")
 	// ErrNotRunning reports a job operation (Heartbeat, Complete, Fail) on a
-	// job that is not currently running (or, for Heartbeat, not held by the
-	// given worker).
+	// job that is not currently running under the given worker: never
+	// claimed, already finished, or rescued after its lease expired (and
+	// possibly claimed since by another worker).
 	ErrNotRunning = errors.New("store: job is not running")
 )
 
@@ -157,13 +158,18 @@ type Store interface {
 	// completed_at when they have no attempts left, and returns how many it
 	// touched.
 	RescueExpired(ctx context.Context, now time.Time, lease time.Duration) (int, error)
-	// Complete marks a running job completed (completed_at = now).
-	Complete(ctx context.Context, id string) error
-	// Fail records a failed attempt of a running job: last_error = msg; if
-	// attempts < max_attempts the job is queued again with run_after = now +
-	// Backoff(attempts), otherwise it is failed with completed_at = now. The
-	// updated job is returned.
-	Fail(ctx context.Context, id string, msg string) (Job, error)
+	// Complete marks a running job held by worker completed (completed_at =
+	// now). It returns ErrNotRunning if the job is not running or is held by
+	// another worker (for instance because worker's lease expired and the
+	// job was rescued and claimed again), so a stale worker can never finish
+	// a job it no longer holds.
+	Complete(ctx context.Context, id, worker string) error
+	// Fail records a failed attempt of a running job held by worker:
+	// last_error = msg; if attempts < max_attempts the job is queued again
+	// with run_after = now + Backoff(attempts), otherwise it is failed with
+	// completed_at = now. The updated job is returned. Like Complete, it
+	// returns ErrNotRunning if the job is not running under worker.
+	Fail(ctx context.Context, id, worker, msg string) (Job, error)
 	// CleanupFinished deletes completed and failed jobs whose completed_at is
 	// older than olderThan (0 means DefaultRetention) and returns how many.
 	CleanupFinished(ctx context.Context, olderThan time.Duration) (int, error)

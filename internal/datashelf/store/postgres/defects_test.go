@@ -268,7 +268,7 @@ func TestDefectFailedJobWithoutCompletedAt(t *testing.T) {
 	if err := qconn.QueryRow(ctx, exhaustedJobSQL).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Fail(ctx, id, "boom"); err != nil {
+	if _, err := s.Fail(ctx, id, "w", "boom"); err != nil {
 		t.Fatal(err)
 	}
 	if err := check(qconn, id); err != nil {

@@ -612,13 +612,14 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time, lease time.Dur
 }
 
 // Complete implements store.Store.
-func (s *Store) Complete(ctx context.Context, id string) error {
+func (s *Store) Complete(ctx context.Context, id, worker string) error {
 	if err := store.ValidateID(id); err != nil {
 		return err
 	}
 	now := s.opts.Clock()
 	tag, err := s.pool.Exec(ctx, `UPDATE scrape_job SET status = 'completed', completed_at = $2,
-		locked_at = NULL, locked_by = NULL, updated_at = $2 WHERE id = $1 AND status = 'running'`, id, now)
+		locked_at = NULL, locked_by = NULL, updated_at = $2 WHERE id = $1 AND status = 'running' AND locked_by = $3`,
+		id, now, worker)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -629,7 +630,7 @@ func (s *Store) Complete(ctx context.Context, id string) error {
 }
 
 // Fail implements store.Store.
-func (s *Store) Fail(ctx context.Context, id string, msg string) (store.Job, error) {
+func (s *Store) Fail(ctx context.Context, id, worker, msg string) (store.Job, error) {
 	if err := store.ValidateID(id); err != nil {
 		return store.Job{}, err
 	}
@@ -637,12 +638,13 @@ func (s *Store) Fail(ctx context.Context, id string, msg string) (store.Job, err
 	var out store.Job
 	err := s.pool.BeginFunc(ctx, func(tx pgx.Tx) error {
 		var status string
+		var lockedBy *string
 		var attempts, max int
-		if err := tx.QueryRow(ctx, `SELECT status, attempts, max_attempts FROM scrape_job WHERE id = $1 FOR UPDATE`, id).
-			Scan(&status, &attempts, &max); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT status, locked_by, attempts, max_attempts FROM scrape_job WHERE id = $1 FOR UPDATE`, id).
+			Scan(&status, &lockedBy, &attempts, &max); err != nil {
 			return mapErr(err)
 		}
-		if status != string(store.StatusRunning) {
+		if status != string(store.StatusRunning) || lockedBy == nil || *lockedBy != worker {
 			return store.ErrNotRunning
 		}
 		var err error

@@ -28,7 +28,7 @@ func Example() {
 
 	jobs, _ := s.Claim(ctx, "worker-1", 10, store.DefaultLease)
 	fmt.Println("claimed:", len(jobs), jobs[0].Status, "attempts:", jobs[0].Attempts)
-	_ = s.Complete(ctx, jobs[0].ID)
+	_ = s.Complete(ctx, jobs[0].ID, "worker-1")
 
 	stats, _ := s.QueueStats(ctx)
 	fmt.Println(stats[0].Status, stats[0].Type, stats[0].Count)

@@ -103,6 +103,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"LeaseRescue", testLeaseRescue},
 		{"Heartbeat", testHeartbeat},
+		{"StaleWorkerCannotFinish", testStaleWorker},
 		{"BackoffSchedule", testBackoff},
 		{"FailedCompletedAtAndCleanup", testCleanup},
 		{"QueueStats", testStats},
@@ -450,7 +451,7 @@ func testEnqueueDedup(t *testing.T, b *bundle) {
 	if j4 := enqueue(t, b, store.JobCategory, "https://x/c/1", 9); j4.ID != j1.ID || j4.Status != store.StatusRunning || j4.Priority != 9 {
 		t.Fatalf("running job must be returned: %+v", j4)
 	}
-	if err := s.Complete(ctx, j1.ID); err != nil {
+	if err := s.Complete(ctx, j1.ID, "w"); err != nil {
 		t.Fatal(err)
 	}
 	if j5 := enqueue(t, b, store.JobCategory, "https://x/c/1", 0); j5.ID == j1.ID || j5.Status != store.StatusQueued {
@@ -566,7 +567,7 @@ func testClaimConcurrent(t *testing.T, b *bundle) {
 					}
 					seen[j.ID] = name
 					mu.Unlock()
-					if err := b.s.Complete(b.ctx, j.ID); err != nil {
+					if err := b.s.Complete(b.ctx, j.ID, name); err != nil {
 						errc <- err
 						return
 					}
@@ -654,6 +655,48 @@ func testHeartbeat(t *testing.T, b *bundle) {
 	wantErr(t, s.Heartbeat(ctx, j.ID, "w1"), store.ErrNotRunning)
 }
 
+// testStaleWorker: worker A's lease expires, the job is rescued and claimed
+// by B; A can then neither complete nor fail it, while B can.
+func testStaleWorker(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := enqueue(t, b, store.JobProduct, "https://x/stale", 0)
+	if got := must(s.Claim(ctx, "A", 1, store.DefaultLease)); len(got) != 1 || got[0].ID != j.ID {
+		t.Fatalf("A claimed %+v", got)
+	}
+	b.clock.Advance(store.DefaultLease + time.Second)
+	if got := must(s.Claim(ctx, "B", 1, store.DefaultLease)); len(got) != 1 || got[0].ID != j.ID || got[0].Attempts != 2 {
+		t.Fatalf("B claimed %+v", got)
+	}
+	wantErr(t, s.Complete(ctx, j.ID, "A"), store.ErrNotRunning)
+	_, err := s.Fail(ctx, j.ID, "A", "late failure")
+	wantErr(t, err, store.ErrNotRunning)
+	if got := must(s.GetJob(ctx, j.ID)); got.Status != store.StatusRunning || got.LockedBy == nil || *got.LockedBy != "B" {
+		t.Fatalf("after A's stale calls: %+v", got)
+	}
+	if err := s.Complete(ctx, j.ID, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.GetJob(ctx, j.ID)); got.Status != store.StatusCompleted || got.CompletedAt == nil {
+		t.Fatalf("after B's Complete: %+v", got)
+	}
+	// Finished: nobody can complete or fail it again.
+	wantErr(t, s.Complete(ctx, j.ID, "B"), store.ErrNotRunning)
+	_, err = s.Fail(ctx, j.ID, "B", "x")
+	wantErr(t, err, store.ErrNotRunning)
+
+	// The same for Fail: a stale worker cannot fail the new holder's run.
+	k := enqueue(t, b, store.JobProduct, "https://x/stale2", 0)
+	must(s.Claim(ctx, "A", 1, 0))
+	b.clock.Advance(store.DefaultLease + time.Second)
+	must(s.Claim(ctx, "B", 1, store.DefaultLease))
+	_, err = s.Fail(ctx, k.ID, "A", "late")
+	wantErr(t, err, store.ErrNotRunning)
+	f := must(s.Fail(ctx, k.ID, "B", "real cause"))
+	if f.Status != store.StatusQueued || f.LastError == nil || *f.LastError != "real cause" {
+		t.Fatalf("after B's Fail: %+v", f)
+	}
+}
+
 func testBackoff(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/p", MaxAttempts: 4}))
@@ -664,7 +707,7 @@ func testBackoff(t *testing.T, b *bundle) {
 			t.Fatalf("attempt %d: claim = %+v", i+1, got)
 		}
 		msg := fmt.Sprintf("boom %d", i+1)
-		f := must(s.Fail(ctx, j.ID, msg))
+		f := must(s.Fail(ctx, j.ID, "w", msg))
 		if f.Status != store.StatusQueued || f.LastError == nil || *f.LastError != msg || f.CompletedAt != nil ||
 			!f.RunAfter.Equal(b.clock.Now().Add(d)) || f.LockedBy != nil {
 			t.Fatalf("attempt %d: after fail = %+v, want run_after now+%v", i+1, f, d)
@@ -679,7 +722,7 @@ func testBackoff(t *testing.T, b *bundle) {
 	if len(last) != 1 || last[0].Attempts != 4 {
 		t.Fatalf("last claim = %+v", last)
 	}
-	f := must(s.Fail(ctx, j.ID, "final"))
+	f := must(s.Fail(ctx, j.ID, "w", "final"))
 	if f.Status != store.StatusFailed || f.CompletedAt == nil || !f.CompletedAt.Equal(b.clock.Now()) || *f.LastError != "final" {
 		t.Fatalf("exhausted job = %+v", f)
 	}
@@ -695,18 +738,18 @@ func testCleanup(t *testing.T, b *bundle) {
 	queued := enqueue(t, b, store.JobProduct, "https://x/q", -1)
 	for _, j := range must(s.Claim(ctx, "w", 2, 0)) {
 		if j.ID == failed.ID {
-			f := must(s.Fail(ctx, j.ID, "gone"))
+			f := must(s.Fail(ctx, j.ID, "w", "gone"))
 			if f.Status != store.StatusFailed || f.CompletedAt == nil {
 				t.Fatalf("failed job without completed_at: %+v", f)
 			}
-		} else if err := s.Complete(ctx, j.ID); err != nil {
+		} else if err := s.Complete(ctx, j.ID, "w"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b.clock.Advance(6 * 24 * time.Hour)
 	recent := enqueue(t, b, store.JobProduct, "https://x/r", 5)
 	must(s.Claim(ctx, "w", 1, 0))
-	if err := s.Complete(ctx, recent.ID); err != nil {
+	if err := s.Complete(ctx, recent.ID, "w"); err != nil {
 		t.Fatal(err)
 	}
 	if n := must(s.CleanupFinished(ctx, 0)); n != 0 {
@@ -736,7 +779,7 @@ func testStats(t *testing.T, b *bundle) {
 	enqueue(t, b, store.JobProduct, "https://x/3", 0)
 	enqueue(t, b, store.JobCategory, "https://x/c", 0)
 	claimed := must(s.Claim(ctx, "w", 2, 0)) // products 1 and 2
-	if err := s.Complete(ctx, claimed[0].ID); err != nil {
+	if err := s.Complete(ctx, claimed[0].ID, "w"); err != nil {
 		t.Fatal(err)
 	}
 	st := must(s.QueueStats(ctx))
@@ -773,12 +816,12 @@ func testStats(t *testing.T, b *bundle) {
 func testJobErrors(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	j := enqueue(t, b, store.JobProduct, "https://x/p", 0)
-	wantErr(t, s.Complete(ctx, j.ID), store.ErrNotRunning)
-	_, err := s.Fail(ctx, j.ID, "x")
+	wantErr(t, s.Complete(ctx, j.ID, "w"), store.ErrNotRunning)
+	_, err := s.Fail(ctx, j.ID, "w", "x")
 	wantErr(t, err, store.ErrNotRunning)
 	missing := "00000000-0000-4000-8000-000000000000"
-	wantErr(t, s.Complete(ctx, missing), store.ErrNotFound)
-	_, err = s.Fail(ctx, missing, "x")
+	wantErr(t, s.Complete(ctx, missing, "w"), store.ErrNotFound)
+	_, err = s.Fail(ctx, missing, "w", "x")
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetJob(ctx, missing)
 	wantErr(t, err, store.ErrNotFound)

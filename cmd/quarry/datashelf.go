@@ -17,6 +17,7 @@ import (
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/datashelf/api"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
+	"github.com/quarrydb/quarry/internal/datashelf/extract"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
@@ -78,6 +79,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	workers := fs.Int("workers", 4, "concurrent crawl workers")
 	lease := fs.Duration("lease", crawler.DefaultLease, "job lease: jobs left running by a crashed crawler are taken over once it expires")
 	allowPrivate := fs.Bool("allow-private", false, "allow private and loopback addresses (for local test sites only)")
+	profileFile := fs.String("profile", "", "JSON file of CSS selectors describing the site (default: World of Books)")
 	var startURL string
 	rest := args[1:]
 	if sub == "crawl" { // the URL may come before or after the flags
@@ -113,6 +115,18 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprint(stderr, "usage: quarry datashelf crawl [flags] URL\n")
 		return errUsage
 	}
+	profile := extract.WorldOfBooks()
+	if *profileFile != "" {
+		f, err := os.Open(*profileFile)
+		if err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		profile, err = extract.LoadProfile(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
 	fo := crawler.FetchOptions(version)
 	fo.AllowPrivate = *allowPrivate
 	fetcher := fetch.New(fo)
@@ -120,7 +134,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	interactive := isTerminal(stderr)
 	last := time.Now()
 	stats, err := crawler.Crawl(ctx, crawler.Options{
-		Store: st, Fetcher: fetcher, Blobs: blobs, Workers: *workers, MaxPages: *maxPages, Lease: *lease, Logger: log,
+		Store: st, Fetcher: fetcher, Blobs: blobs, Profile: profile, Workers: *workers, MaxPages: *maxPages, Lease: *lease, Logger: log,
 		Progress: func(s crawler.Stats) {
 			if interactive {
 				fmt.Fprintf(stderr, "\r\033[K%s", s.String())

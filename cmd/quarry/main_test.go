@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +162,12 @@ func TestDataShelfCrawlCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs syncBuffer
 	env := func(string) string { return "" }
-	code := run(context.Background(), []string{"datashelf", "crawl", srv.URL + "/en-gb", "--allow-private", "--data-dir", dir}, env, &out, &errs)
+	// A profile file that only names itself keeps every default selector.
+	profile := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(profile, []byte(`{"name": "fixture"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := run(context.Background(), []string{"datashelf", "crawl", srv.URL + "/en-gb", "--allow-private", "--profile", profile, "--data-dir", dir}, env, &out, &errs)
 	if code != 0 {
 		t.Fatalf("crawl exit %d: %s", code, errs.String())
 	}

@@ -100,6 +100,9 @@ type Options struct {
 	// RefreshAge: products scraped less than this long ago are not fetched
 	// again (default 24 h; negative means always refetch).
 	RefreshAge time.Duration
+	// RetainFinished is how long completed and failed jobs are kept before
+	// Run removes them (default 7 days).
+	RetainFinished time.Duration
 	// ImageURLPrefix is prepended to blob keys to form image_urls
 	// (default "/datashelf/images/").
 	ImageURLPrefix string
@@ -205,6 +208,9 @@ func New(o Options) (*Crawler, error) {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.RetainFinished <= 0 {
+		o.RetainFinished = 7 * 24 * time.Hour
 	}
 	if o.RefreshAge == 0 {
 		o.RefreshAge = DefaultRefreshAge

@@ -31,6 +31,13 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 	if err := c.load(ctx); err != nil {
 		return c.Stats(), err
 	}
+	// Finished jobs are kept RetainFinished (7 days) for inspection, then
+	// removed, as the document's cleanup function does.
+	if n, err := c.o.Store.CleanupFinished(ctx, c.o.RetainFinished); err != nil {
+		c.log.Warn("crawler: clean up finished jobs", "err", err)
+	} else if n > 0 {
+		c.log.Info("crawler: cleaned up finished jobs", "count", n)
+	}
 	jobs := make(chan store.Job, c.o.Workers)
 	finished := make(chan struct{}, c.o.Workers*2)
 	var wg sync.WaitGroup

@@ -21,7 +21,17 @@ if [ ! -f "$PG_DIR/data/PG_VERSION" ]; then
 	as_pg "$PGBIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$PG_DIR/initdb.log" 2>&1 ||
 		{ cat "$PG_DIR/initdb.log" >&2; exit 1; }
 fi
-if ! as_pg "$PGBIN/pg_ctl" -D "$PG_DIR/data" status >/dev/null 2>&1; then
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if as_pg "$PGBIN/pg_ctl" -D "$PG_DIR/data" status >/dev/null 2>&1; then
+	# Already running (an earlier make test): reuse it on its own port.
+	PG_PORT=$(sed -n 4p "$PG_DIR/data/postmaster.pid")
+else
+	# Another server may hold the port (a developer's own PostgreSQL, another
+	# checkout's tests): take the next free one.
+	for _ in $(seq 20); do
+		port_busy "$PG_PORT" || break
+		PG_PORT=$((PG_PORT + 1))
+	done
 	as_pg "$PGBIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
 		-o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $PG_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null ||
 		{ tail -20 "$PG_DIR/server.log" >&2; exit 1; }

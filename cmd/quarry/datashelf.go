@@ -80,6 +80,8 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	lease := fs.Duration("lease", crawler.DefaultLease, "job lease: jobs left running by a crashed crawler are taken over once it expires")
 	allowPrivate := fs.Bool("allow-private", false, "allow private and loopback addresses (for local test sites only)")
 	profileFile := fs.String("profile", "", "JSON file of CSS selectors describing the site (default: World of Books)")
+	refreshAge := fs.Duration("refresh-age", crawler.DefaultRefreshAge, "products scraped more recently than this are not fetched again")
+	shopifyJSON := fs.Bool("shopify-json", false, "read products and collection listings from Shopify's JSON endpoints (when the profile says the site is a Shopify store)")
 	var startURL string
 	rest := args[1:]
 	if sub == "crawl" { // the URL may come before or after the flags
@@ -134,7 +136,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	interactive := isTerminal(stderr)
 	last := time.Now()
 	stats, err := crawler.Crawl(ctx, crawler.Options{
-		Store: st, Fetcher: fetcher, Blobs: blobs, Profile: profile, Workers: *workers, MaxPages: *maxPages, Lease: *lease, Logger: log,
+		Store: st, Fetcher: fetcher, Blobs: blobs, Profile: profile, RefreshAge: *refreshAge, ShopifyJSON: *shopifyJSON, Workers: *workers, MaxPages: *maxPages, Lease: *lease, Logger: log,
 		Progress: func(s crawler.Stats) {
 			if interactive {
 				fmt.Fprintf(stderr, "\r\033[K%s", s.String())

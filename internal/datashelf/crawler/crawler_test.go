@@ -76,7 +76,10 @@ func newEnv(t *testing.T, o fixture.Options) *env {
 
 func (e *env) crawl(t *testing.T, o Options) Stats {
 	t.Helper()
-	o.Store, o.Fetcher, o.Blobs = e.st, e.fetch, e.blobs
+	o.Store, o.Blobs = e.st, e.blobs
+	if o.Fetcher == nil {
+		o.Fetcher = e.fetch
+	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 5 * time.Millisecond
 	}
@@ -375,9 +378,27 @@ func TestMaxPages(t *testing.T) {
 	}
 }
 
+// countingDoer counts the fetched URLs that contain a substring.
+type countingDoer struct {
+	fetch.Doer
+	substr string
+	n      atomic.Int64
+}
+
+func (d *countingDoer) Get(ctx context.Context, u string) (*fetch.Response, error) {
+	if strings.Contains(u, d.substr) {
+		d.n.Add(1)
+	}
+	return d.Doer.Get(ctx, u)
+}
+
 func TestShopifyJSON(t *testing.T) {
 	e := newEnv(t, fixture.Options{Products: 60, Seed: 4, CrawlDelay: -1})
-	st := e.crawl(t, Options{ShopifyJSON: true, Profile: extract.WorldOfBooks()})
+	counter := &countingDoer{Doer: e.fetch, substr: "/products.json?"}
+	st := e.crawl(t, Options{ShopifyJSON: true, Profile: extract.WorldOfBooks(), Fetcher: counter})
+	if counter.n.Load() == 0 {
+		t.Error("no collection products.json was read in Shopify mode")
+	}
 	if st.Failures != 0 {
 		t.Errorf("failures = %d", st.Failures)
 	}

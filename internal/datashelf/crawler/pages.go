@@ -144,7 +144,17 @@ func (c *Crawler) category(ctx context.Context, j store.Job) error {
 	c.cats[catURL] = cat
 	c.mu.Unlock()
 
-	for _, p := range cp.ProductURLs {
+	productURLs := cp.ProductURLs
+	if c.o.ShopifyJSON && c.o.Profile.Shopify && canonical(u) == catURL {
+		// On a collection's first page, list every product of the collection
+		// from Shopify's JSON (the HTML grid may be filled by JavaScript).
+		more, err := c.shopifyCollection(ctx, u)
+		if err != nil {
+			return err
+		}
+		productURLs = append(productURLs, more...)
+	}
+	for _, p := range productURLs {
 		pu, err := url.Parse(p)
 		if err != nil {
 			continue
@@ -366,4 +376,44 @@ func (c *Crawler) download(ctx context.Context, rawURL string) (string, error) {
 	}
 	c.images.Add(1)
 	return key, nil
+}
+
+// maxShopifyPages bounds the pages read from one collection's products.json.
+const maxShopifyPages = 1000
+
+// shopifyCollection lists the product URLs of the collection at u through
+// Shopify's /collections/{handle}/products.json?page=N, page by page until
+// an empty page.
+func (c *Crawler) shopifyCollection(ctx context.Context, u *url.URL) ([]string, error) {
+	prefix, handle, ok := strings.Cut(u.Path, "/collections/")
+	if !ok || handle == "" || strings.Contains(handle, "/") {
+		return nil, nil
+	}
+	var out []string
+	for page := 1; page <= maxShopifyPages; page++ {
+		api := *u
+		api.Path = "/collections/" + handle + "/products.json"
+		api.RawQuery = fmt.Sprintf("page=%d&limit=250", page)
+		resp, _, err := c.fetchPage(ctx, api.String(), false)
+		if err != nil {
+			return nil, err
+		}
+		products, err := extract.ShopifyCollection(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if len(products) == 0 {
+			return out, nil
+		}
+		for _, p := range products {
+			if p.Handle == "" {
+				continue
+			}
+			pu := *u
+			pu.Path = prefix + "/products/" + p.Handle
+			pu.RawQuery = ""
+			out = append(out, pu.String())
+		}
+	}
+	return out, nil
 }

@@ -23,6 +23,8 @@ Usage:
   quarry ddb serve [flags]    run only the DynamoDB-compatible store
   quarry datashelf crawl URL  crawl a bookshop into DataShelf (live progress; exits when the queue drains)
   quarry datashelf jobs       print DataShelf's job queue statistics
+  quarry wallcrawler project create|key create|key revoke
+                              administer Wallcrawler's projects and API keys
   quarry version              print the version
 
 Run "quarry <command> -h" for a command's flags. Every flag can also be set
@@ -51,6 +53,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return 2
 		}
 		err = cmdDDBServe(ctx, args[2:], getenv, stderr)
+	case "wallcrawler":
+		err = cmdWallcrawler(ctx, args[1:], getenv, stdout, stderr)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
 	case "datashelf":
 		err = cmdDataShelf(ctx, args[1:], getenv, stdout, stderr)
 		if errors.Is(err, errUsage) {

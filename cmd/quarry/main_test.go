@@ -221,3 +221,63 @@ func TestDataShelfCrawlCommand(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestWallcrawlerKeys creates a project and a key with the CLI while
+// `quarry serve` owns the data directory (the CLI then talks to its DynamoDB
+// endpoint), and uses the key against the Wallcrawler API.
+func TestWallcrawlerKeys(t *testing.T) {
+	dir := t.TempDir()
+	api, store := freeAddr(t), freeAddr(t)
+	env := func(string) string { return "" }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", dir}, env, &logs, &logs)
+	}()
+	waitFor(t, "listeners", func() bool { return strings.Contains(logs.String(), "listening on "+store) })
+
+	cli := func(args ...string) string {
+		t.Helper()
+		var out, errs syncBuffer
+		args = append(args, "--data-dir", dir, "--ddb-listen", store)
+		if code := run(context.Background(), args, env, &out, &errs); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	if out := cli("wallcrawler", "project", "create", "--name", "Acme", "--id", "project_acme", "--concurrency", "3"); !strings.Contains(out, "project_acme") {
+		t.Fatalf("project create: %q", out)
+	}
+	key := cli("wallcrawler", "key", "create", "--project", "project_acme")
+	if !strings.HasPrefix(key, "wc_") {
+		t.Fatalf("raw key %q", key)
+	}
+	get := func(key string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+api+"/wallcrawler/v1/projects/project_acme", nil)
+		if key != "" {
+			req.Header.Set("X-BB-API-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(key); code != 200 {
+		t.Fatalf("with the key: %d", code)
+	}
+	if code := get(""); code != 401 {
+		t.Fatalf("without a key: %d", code)
+	}
+	if out := cli("wallcrawler", "key", "revoke", "--key", key); out != "revoked" {
+		t.Fatalf("revoke: %q", out)
+	}
+	if code := get(key); code != 401 {
+		t.Fatalf("revoked key: %d", code)
+	}
+	cancel()
+	<-done
+}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/sigv4"
@@ -53,11 +52,15 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(c, stderr)
-	store, err := openStore(filepath.Join(c.DataDir, "ddb"), c, log)
+	client, store, closeStore, err := dynamoClient(ctx, c, log, false)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer closeStore()
+	wcHandler, err := wallcrawlerHandler(ctx, c, client, log)
+	if err != nil {
+		return err
+	}
 
 	ds, blobs, err := openDataShelf(ctx, c)
 	if err != nil {
@@ -72,13 +75,14 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.Health(nil))
 	mux.Handle("/datashelf/", dsHandler)
+	mux.Handle("/wallcrawler/", wcHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		json.NewEncoder(w).Encode(map[string]string{"error": "not found: " + r.URL.Path})
 	})
 	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log}}
-	if c.DDBListen != "off" {
+	if c.DDBListen != "off" && store != nil {
 		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log})
 	}
 	return serveAll(ctx, c, log, servers)

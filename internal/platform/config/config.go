@@ -35,6 +35,12 @@ type Config struct {
 	// Credentials is a file of access key ids and secrets; when set, the
 	// store's endpoint verifies AWS Signature V4 on every request.
 	Credentials string
+	// DynamoDBEndpoint, when set, points the DynamoDB systems at another
+	// DynamoDB endpoint (AWS, ScyllaDB Alternator) instead of the embedded
+	// store; credentials and region come from the AWS environment.
+	DynamoDBEndpoint string
+	// WallcrawlerTablePrefix prefixes Wallcrawler's table names.
+	WallcrawlerTablePrefix string
 	// DataShelfDB selects DataShelf's database: empty for SQLite under
 	// DataDir, or a postgres:// URL.
 	DataShelfDB string
@@ -74,6 +80,8 @@ func (c *Config) fields(which []string) []field {
 		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil},
 		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout},
 		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval},
+		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil},
+		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil},
 		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil},
 		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil},
 		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil},

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/platform/config"
+)
+
+// dynamoClient returns the DynamoDB client the systems use: an external
+// endpoint when --dynamodb-endpoint is set, else the embedded store
+// (in-process, no socket). store is the embedded store when quarry opened
+// it (nil otherwise); the caller MUST call closeFn.
+func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allowRunning bool) (client *dynamodb.Client, store *ddb.Store, closeFn func(), err error) {
+	if c.DynamoDBEndpoint != "" {
+		client, err := remoteDynamo(ctx, c.DynamoDBEndpoint, c.Region)
+		return client, nil, func() {}, err
+	}
+	dir := filepath.Join(c.DataDir, "ddb")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := openStore(dir, c, log)
+	if errors.Is(err, ddb.ErrLocked) && allowRunning && c.DDBListen != "off" {
+		// A running `quarry serve` owns the data directory: talk to its
+		// DynamoDB endpoint instead.
+		client, err := remoteDynamo(ctx, "http://"+c.DDBListen, c.Region)
+		return client, nil, func() {}, err
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ddb.NewClient(s), s, func() { s.Close() }, nil
+}
+
+func remoteDynamo(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region))
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		// Local endpoints accept any credentials.
+		cfg.Credentials = aws.AnonymousCredentials{}
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+}

@@ -154,44 +154,26 @@ func (p *parser) requireCond(e pexpr) *cond {
 	return nil
 }
 
-func (p *parser) parseOr() pexpr {
-	left := p.parseAnd()
-	if p.err != nil || !p.peek().isKeyword(p.src, "OR") {
-		return left
-	}
-	first := p.requireCond(left)
-	if p.err != nil {
-		return pexpr{}
-	}
-	n := &cond{op: cOr, kids: []*cond{first}}
-	for p.err == nil && p.peek().isKeyword(p.src, "OR") {
-		p.advance()
-		right := p.parseAnd()
-		if p.err != nil {
-			return pexpr{}
-		}
-		c := p.requireCond(right)
-		if p.err != nil {
-			return pexpr{}
-		}
-		n.kids = append(n.kids, c)
-	}
-	return pexpr{c: n, ps: -1, pe: -1}
-}
+func (p *parser) parseOr() pexpr { return p.parseJunction("OR", cOr, p.parseAnd) }
 
-func (p *parser) parseAnd() pexpr {
-	left := p.parseNot()
-	if p.err != nil || !p.peek().isKeyword(p.src, "AND") {
+func (p *parser) parseAnd() pexpr { return p.parseJunction("AND", cAnd, p.parseNot) }
+
+// parseJunction parses operands of the next tighter level joined by the
+// keyword (AND or OR) into one n-ary node of op; a lone operand is returned
+// as it is.
+func (p *parser) parseJunction(keyword string, op condOp, next func() pexpr) pexpr {
+	left := next()
+	if p.err != nil || !p.peek().isKeyword(p.src, keyword) {
 		return left
 	}
 	first := p.requireCond(left)
 	if p.err != nil {
 		return pexpr{}
 	}
-	n := &cond{op: cAnd, kids: []*cond{first}}
-	for p.err == nil && p.peek().isKeyword(p.src, "AND") {
+	n := &cond{op: op, kids: []*cond{first}}
+	for p.err == nil && p.peek().isKeyword(p.src, keyword) {
 		p.advance()
-		right := p.parseNot()
+		right := next()
 		if p.err != nil {
 			return pexpr{}
 		}

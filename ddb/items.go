@@ -370,8 +370,9 @@ func (w *writeInput) condition() (*expr.Condition, error) {
 
 // applyWrite runs one conditional single-item write on t: it locks the
 // item, reads it, checks cond, computes the new item with change (nil
-// deletes; the returned item is validated) and commits. It returns the old
-// and new items.
+// deletes) and commits. It returns the old and new items. change MUST
+// return a valid item (validateItem): PutItem's is validated before the
+// key is computed, UpdateItem validates what its update produced.
 func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailure string, change func(old attr.Item) (attr.Item, error)) (old, new attr.Item, err error) {
 	defer s.lockKeys(key)()
 	old, err = s.getItem(key)
@@ -383,11 +384,6 @@ func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailu
 	}
 	if new, err = change(old); err != nil {
 		return nil, nil, err
-	}
-	if new != nil {
-		if err := t.validateItem(new); err != nil {
-			return nil, nil, err
-		}
 	}
 	if old == nil && new == nil {
 		return nil, nil, nil
@@ -588,10 +584,19 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 		if base == nil {
 			base = t.keyOf(in.Key)
 		}
+		next := base
 		if upd == nil {
-			return base.Clone(), nil
+			next = base.Clone()
+		} else {
+			var err error
+			if next, err = upd.Apply(base); err != nil {
+				return nil, err
+			}
 		}
-		return upd.Apply(base)
+		if err := t.validateItem(next); err != nil {
+			return nil, err
+		}
+		return next, nil
 	})
 	if err != nil {
 		return nil, err

@@ -867,21 +867,32 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 
 // backfill writes the index entries of every existing item of t into b.
 func (s *Store) backfill(b *pebble.Batch, t *table, ix *index) *Error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: t.prefix, UpperBound: prefixSuccessor(t.prefix)})
-	if err != nil {
-		return internal(err)
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		item, err := decodeItem(it.Value())
-		if err != nil {
-			return internal(err)
-		}
+	err := s.forEachItem(t, func(_ []byte, item attr.Item) {
 		if k := ix.entryKey(t, item); k != nil {
 			b.Set(k, encodeItem(ix.project(t, item)), nil)
 		}
+	})
+	if err != nil {
+		return internal(err)
 	}
 	return nil
 }
 
-var _ = attr.KindS
+// forEachItem calls fn with the storage key and the decoded item of every
+// item of t, in key order. The key is only valid during the call.
+func (s *Store) forEachItem(t *table, fn func(key []byte, item attr.Item)) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: t.prefix, UpperBound: prefixSuccessor(t.prefix)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		item, err := decodeItem(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		fn(it.Key(), item)
+	}
+	return it.Close()
+}
+

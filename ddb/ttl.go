@@ -149,21 +149,12 @@ func (s *Store) UpdateTimeToLive(in *UpdateTimeToLiveInput) (*UpdateTimeToLiveOu
 	b.DeleteRange(ep, prefixSuccessor(ep), nil)
 	t := newTable(&m)
 	if m.TTLAttribute != "" {
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: t.prefix, UpperBound: prefixSuccessor(t.prefix)})
-		if err != nil {
-			return nil, internal(err)
-		}
-		for it.First(); it.Valid(); it.Next() {
-			item, err := decodeItem(it.Value())
-			if err != nil {
-				it.Close()
-				return nil, internal(err)
-			}
+		err := s.forEachItem(t, func(key []byte, item attr.Item) {
 			if sec, ok := expirySeconds(item, m.TTLAttribute); ok {
-				b.Set(expiryKey(m.ID, sec, append([]byte(nil), it.Key()...)), nil, nil)
+				b.Set(expiryKey(m.ID, sec, key), nil, nil)
 			}
-		}
-		if err := it.Close(); err != nil {
+		})
+		if err != nil {
 			return nil, internal(err)
 		}
 	}

@@ -895,4 +895,3 @@ func (s *Store) forEachItem(t *table, fn func(key []byte, item attr.Item)) error
 	}
 	return it.Close()
 }
-

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -188,23 +189,16 @@ func (s *server) listCategories(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) getCategory(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err == nil {
-		_, err = parseQuery(r)
-	}
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	c, err := s.opts.Store.GetCategory(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, r, http.StatusOK, cachePublic, c)
+	getByID(s, w, r, s.opts.Store.GetCategory)
 }
 
 func (s *server) getProduct(w http.ResponseWriter, r *http.Request) {
+	getByID(s, w, r, s.opts.Store.GetProduct)
+}
+
+// getByID answers GET …/{id}: the id is validated, no query parameters are
+// accepted, and the record found by get is returned.
+func getByID[T any](s *server, w http.ResponseWriter, r *http.Request, get func(context.Context, string) (T, error)) {
 	id, err := pathID(r)
 	if err == nil {
 		_, err = parseQuery(r)
@@ -213,12 +207,12 @@ func (s *server) getProduct(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := s.opts.Store.GetProduct(r.Context(), id)
+	v, err := get(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, cachePublic, p)
+	writeJSON(w, r, http.StatusOK, cachePublic, v)
 }
 
 func pathID(r *http.Request) (string, error) {

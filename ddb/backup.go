@@ -159,32 +159,24 @@ func tableNameParam(s string) string {
 }
 
 // checkTableRef validates a TableName parameter that accepts a name or an ARN.
-func checkTableRef(c *constraintErrors, field string, v *string) {
-	if v == nil {
-		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", field)
-		return
-	}
-	if len(*v) < 1 {
-		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 1", *v, field)
-	}
-	if len(*v) > 1024 {
-		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 1024", *v, field)
-	}
-}
+func checkTableRef(c *constraintErrors, field string, v *string) { checkLength(c, field, v, 1, 1024) }
 
 func checkBackupArn(c *constraintErrors, v *string) { checkArnField(c, "backupArn", v) }
 
 // checkArnField validates a backup ARN parameter (37 to 1024 characters).
-func checkArnField(c *constraintErrors, field string, v *string) {
+func checkArnField(c *constraintErrors, field string, v *string) { checkLength(c, field, v, 37, 1024) }
+
+// checkLength validates a required string parameter of min to max bytes.
+func checkLength(c *constraintErrors, field string, v *string, min, max int) {
 	if v == nil {
 		c.add("Value null at '%s' failed to satisfy constraint: Member must not be null", field)
 		return
 	}
-	if len(*v) < 37 {
-		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 37", *v, field)
+	if len(*v) < min {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length greater than or equal to %d", *v, field, min)
 	}
-	if len(*v) > 1024 {
-		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 1024", *v, field)
+	if len(*v) > max {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to %d", *v, field, max)
 	}
 }
 

@@ -143,8 +143,12 @@ func (t *table) validateItem(item attr.Item) *Error {
 }
 
 // getItem reads the item stored under key, or nil.
-func (s *Store) getItem(key []byte) (attr.Item, error) {
-	v, closer, err := s.db.Get(key)
+func (s *Store) getItem(key []byte) (attr.Item, error) { return readItem(s.db, key) }
+
+// readItem reads the item stored under key in r (the database or a
+// snapshot of it), or nil.
+func readItem(r pebble.Reader, key []byte) (attr.Item, error) {
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}

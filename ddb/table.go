@@ -160,10 +160,7 @@ func (t *table) isKeyAttr(name string) bool {
 // The caller MUST have validated the key.
 func (t *table) itemKey(item attr.Item) []byte {
 	hv := item[t.hash.Name]
-	k := make([]byte, 0, len(t.prefix)+4+32)
-	k = append(k, t.prefix...)
-	k = binary.BigEndian.AppendUint32(k, attr.Hash32(hv))
-	k = attr.AppendKey(k, hv)
+	k := hashedPrefix(t.prefix, hv)
 	if t.rng != nil {
 		k = attr.AppendKey(k, item[t.rng.Name])
 	}
@@ -171,8 +168,13 @@ func (t *table) itemKey(item attr.Item) []byte {
 }
 
 // partitionPrefix returns the storage prefix of all items with partition key hv.
-func (t *table) partitionPrefix(hv attr.Value) []byte {
-	k := append([]byte(nil), t.prefix...)
+func (t *table) partitionPrefix(hv attr.Value) []byte { return hashedPrefix(t.prefix, hv) }
+
+// hashedPrefix returns prefix, the 32-bit hash of partition key hv and hv's
+// encoding: the start of every key of that partition in a table or index.
+func hashedPrefix(prefix []byte, hv attr.Value) []byte {
+	k := make([]byte, 0, len(prefix)+4+32)
+	k = append(k, prefix...)
 	k = binary.BigEndian.AppendUint32(k, attr.Hash32(hv))
 	return attr.AppendKey(k, hv)
 }
@@ -191,9 +193,7 @@ func (ix *index) entryKey(t *table, item attr.Item) []byte {
 			return nil
 		}
 	}
-	k := append([]byte(nil), ix.prefix...)
-	k = binary.BigEndian.AppendUint32(k, attr.Hash32(hv))
-	k = attr.AppendKey(k, hv)
+	k := hashedPrefix(ix.prefix, hv)
 	if ix.rng != nil {
 		k = attr.AppendKey(k, rv)
 	}
@@ -204,11 +204,7 @@ func (ix *index) entryKey(t *table, item attr.Item) []byte {
 	return k
 }
 
-func (ix *index) partitionPrefix(hv attr.Value) []byte {
-	k := append([]byte(nil), ix.prefix...)
-	k = binary.BigEndian.AppendUint32(k, attr.Hash32(hv))
-	return attr.AppendKey(k, hv)
-}
+func (ix *index) partitionPrefix(hv attr.Value) []byte { return hashedPrefix(ix.prefix, hv) }
 
 // project returns the attributes of item that the index stores.
 func (ix *index) project(t *table, item attr.Item) attr.Item {

@@ -3,14 +3,12 @@ package ddb
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	"github.com/quarrydb/quarry/ddb/attr"
 	"github.com/quarrydb/quarry/ddb/expr"
 )
@@ -651,7 +649,7 @@ func (s *Store) TransactGetItems(in *TransactGetItemsInput) (*TransactGetItemsOu
 	var caps tableCapacities
 	size := 0
 	for i, k := range keys {
-		item, err := snapshotItem(snap, k)
+		item, err := readItem(snap, k)
 		if err != nil {
 			return nil, internal(err)
 		}
@@ -667,17 +665,4 @@ func (s *Store) TransactGetItems(in *TransactGetItemsInput) (*TransactGetItemsOu
 	}
 	out.ConsumedCapacity = caps.consumed(in.ReturnConsumedCapacity, splitRead)
 	return out, nil
-}
-
-// snapshotItem reads the item stored under key in snap, or nil.
-func snapshotItem(snap *pebble.Snapshot, key []byte) (attr.Item, error) {
-	v, closer, err := snap.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return decodeItem(v)
 }

@@ -851,20 +851,7 @@ func (s *Store) restoredMeta(src *tableMeta, target string, o *restoreOverrides)
 		return nil, err
 	}
 	m.Indexes = append(lsis, gsis...)
-	used := map[string]bool{}
-	for _, e := range m.KeySchema {
-		used[e.AttributeName] = true
-	}
-	for _, im := range m.Indexes {
-		for _, e := range im.KeySchema {
-			used[e.AttributeName] = true
-		}
-	}
-	for _, d := range src.AttributeDefinitions {
-		if used[d.AttributeName] {
-			m.AttributeDefinitions = append(m.AttributeDefinitions, d)
-		}
-	}
+	m.keepUsedDefinitions(src.AttributeDefinitions)
 	return m, nil
 }
 

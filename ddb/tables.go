@@ -816,28 +816,7 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 			}
 		}
 	}
-	// Keep only the attribute definitions some key schema uses.
-	used := map[string]bool{}
-	for _, e := range m.KeySchema {
-		used[e.AttributeName] = true
-	}
-	for _, im := range m.Indexes {
-		for _, e := range im.KeySchema {
-			used[e.AttributeName] = true
-		}
-	}
-	var newDefs []AttributeDefinition
-	for _, d := range m.AttributeDefinitions {
-		if used[d.AttributeName] {
-			newDefs = append(newDefs, d)
-		}
-	}
-	for _, d := range in.AttributeDefinitions {
-		if used[d.AttributeName] && attrKind(newDefs, d.AttributeName) == 0 {
-			newDefs = append(newDefs, d)
-		}
-	}
-	m.AttributeDefinitions = newDefs
+	m.keepUsedDefinitions(m.AttributeDefinitions, in.AttributeDefinitions)
 	t := newTable(&m)
 	for _, im := range created {
 		if err := s.backfill(b, t, t.index(im.Name)); err != nil {
@@ -894,4 +873,28 @@ func (s *Store) forEachItem(t *table, fn func(key []byte, item attr.Item)) error
 		fn(it.Key(), item)
 	}
 	return it.Close()
+}
+
+// keepUsedDefinitions sets m's attribute definitions to those, taken from
+// the candidate lists in order (the first definition of a name wins), that
+// a key schema of the table or of one of its indexes uses.
+func (m *tableMeta) keepUsedDefinitions(candidates ...[]AttributeDefinition) {
+	used := map[string]bool{}
+	for _, e := range m.KeySchema {
+		used[e.AttributeName] = true
+	}
+	for _, im := range m.Indexes {
+		for _, e := range im.KeySchema {
+			used[e.AttributeName] = true
+		}
+	}
+	var defs []AttributeDefinition
+	for _, list := range candidates {
+		for _, d := range list {
+			if used[d.AttributeName] && attrKind(defs, d.AttributeName) == 0 {
+				defs = append(defs, d)
+			}
+		}
+	}
+	m.AttributeDefinitions = defs
 }

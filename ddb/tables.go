@@ -230,6 +230,19 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 	}
 	names := map[string]bool{}
 	nonKey := 0
+	// register records a validated index: its name (once), its projected
+	// attributes and its key attributes.
+	register := func(ix IndexSpec) *Error {
+		if names[ix.IndexName] {
+			return invalidParam("Duplicate index name: %s", ix.IndexName)
+		}
+		names[ix.IndexName] = true
+		nonKey += len(ix.Projection.NonKeyAttributes)
+		for _, e := range ix.KeySchema {
+			used[e.AttributeName] = true
+		}
+		return nil
+	}
 	for _, ix := range in.LocalSecondaryIndexes {
 		if len(in.KeySchema) < 2 {
 			return nil, invalidParam("Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
@@ -246,13 +259,8 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
 			return nil, err
 		}
-		if names[ix.IndexName] {
-			return nil, invalidParam("Duplicate index name: %s", ix.IndexName)
-		}
-		names[ix.IndexName] = true
-		nonKey += len(ix.Projection.NonKeyAttributes)
-		for _, e := range ix.KeySchema {
-			used[e.AttributeName] = true
+		if err := register(ix); err != nil {
+			return nil, err
 		}
 	}
 	for _, ix := range in.GlobalSecondaryIndexes {
@@ -265,13 +273,8 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		if err := validateThroughput(mode, ix.ProvisionedThroughput, ix.IndexName); err != nil {
 			return nil, err
 		}
-		if names[ix.IndexName] {
-			return nil, invalidParam("Duplicate index name: %s", ix.IndexName)
-		}
-		names[ix.IndexName] = true
-		nonKey += len(ix.Projection.NonKeyAttributes)
-		for _, e := range ix.KeySchema {
-			used[e.AttributeName] = true
+		if err := register(ix); err != nil {
+			return nil, err
 		}
 	}
 	if nonKey > maxProjectedAttrs {

@@ -17,7 +17,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 )
 
 // Request headers carrying credentials. Both the Browserbase family and the
@@ -49,6 +51,10 @@ type Options struct {
 	Usage UsageSource
 	// Logger receives server-side errors; default slog.Default().
 	Logger *slog.Logger
+	// Contexts serves /v1/contexts; nil leaves those routes unanswered (404).
+	Contexts *contexts.Store
+	// Uploads signs the contexts' uploadUrl; required with Contexts.
+	Uploads *blob.Signer
 }
 
 // Handler serves the Wallcrawler API. Every request must carry a valid API
@@ -73,6 +79,7 @@ func New(store *auth.Store, opts *Options) *Handler {
 	h.mux.HandleFunc("GET /v1/projects", h.listProjects)
 	h.mux.HandleFunc("GET /v1/projects/{id}", h.getProject)
 	h.mux.HandleFunc("GET /v1/projects/{id}/usage", h.projectUsage)
+	h.registerContextRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Route "+r.Method+":"+r.URL.Path+" not found")
 	})
@@ -184,6 +191,24 @@ func (h *Handler) projectUsage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, u)
+}
+
+// origin returns the scheme and host the client used to reach the server
+// ("http://127.0.0.1:8080"), honouring X-Forwarded-Proto and
+// X-Forwarded-Host from a reverse proxy.
+func origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	host := r.Host
+	if fh := r.Header.Get("X-Forwarded-Host"); fh != "" {
+		host = fh
+	}
+	return scheme + "://" + host
 }
 
 // errorJSON is the error body Browserbase's API returns.

@@ -1,0 +1,4 @@
+package api
+
+// registerContextRoutes adds the /v1/contexts routes.
+func (h *Handler) registerContextRoutes() {}

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/config"
 )
@@ -51,4 +53,26 @@ func remoteDynamo(ctx context.Context, endpoint, region string) (*dynamodb.Clien
 		cfg.Credentials = aws.AnonymousCredentials{}
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+}
+
+// streamsClient returns a DynamoDB Streams client for the same store as
+// dynamoClient: in-process for the embedded store, else the endpoint's.
+func streamsClient(ctx context.Context, c *config.Config, store *ddb.Store) (*dynamodbstreams.Client, error) {
+	if store != nil {
+		return ddb.NewStreamsClient(store), nil
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(c.Region))
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		cfg.Credentials = aws.AnonymousCredentials{}
+	}
+	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		// AWS's streams endpoint differs from DynamoDB's; other stores
+		// (quarry, Alternator) serve both on one endpoint.
+		if c.DynamoDBEndpoint != "" && !strings.Contains(c.DynamoDBEndpoint, "amazonaws.com") {
+			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+		}
+	}), nil
 }

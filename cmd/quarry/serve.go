@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/sigv4"
@@ -57,10 +58,24 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer closeStore()
-	wcHandler, err := wallcrawlerHandler(ctx, c, client, log)
+	streams, err := streamsClient(ctx, c, store)
 	if err != nil {
 		return err
 	}
+	wc, err := startWallcrawler(ctx, c, client, streams, store != nil, log)
+	if err != nil {
+		return err
+	}
+	wcCtx, stopWC := context.WithCancel(ctx)
+	wcDone := make(chan struct{})
+	go func() { defer close(wcDone); wc.run(wcCtx, log) }()
+	defer func() {
+		stopWC()
+		<-wcDone
+		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout+15*time.Second)
+		defer cancel()
+		wc.stop(sctx) // before the store closes: sessions end with a final write
+	}()
 
 	ds, blobs, err := openDataShelf(ctx, c)
 	if err != nil {
@@ -75,7 +90,8 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.Health(nil))
 	mux.Handle("/datashelf/", dsHandler)
-	mux.Handle("/wallcrawler/", wcHandler)
+	mux.Handle("/wallcrawler/", wc.handler)
+	mux.Handle(uploadPrefix, wc.uploads)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

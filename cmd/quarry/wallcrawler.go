@@ -1,19 +1,31 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	wcapi "github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
+	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
+	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 
@@ -96,13 +108,130 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 	return nil
 }
 
-// wallcrawlerHandler creates Wallcrawler's tables when missing and returns
-// its API, to be mounted at /wallcrawler.
-func wallcrawlerHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, log *slog.Logger) (http.Handler, error) {
+// wallcrawler is the running Wallcrawler system.
+type wallcrawler struct {
+	handler http.Handler // mounted at /wallcrawler/
+	uploads http.Handler // mounted at /wallcrawler/uploads/
+	manager *sessions.Manager
+	pool    *browser.Pool
+}
+
+// uploadPrefix is where signed context upload URLs point.
+const uploadPrefix = "/wallcrawler/uploads/"
+
+// startWallcrawler creates Wallcrawler's tables when missing, kills the
+// browsers and reconciles the sessions a previous process left, and
+// returns the system ready to mount. run starts its background work;
+// stop ends every session and must run before the store closes.
+func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, log *slog.Logger) (*wallcrawler, error) {
+	log = log.With("system", "wallcrawler")
 	names, err := tables.EnsureTables(ctx, client, c.WallcrawlerTablePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	h := wcapi.New(auth.New(client, names, nil), &wcapi.Options{Logger: log.With("system", "wallcrawler")})
-	return http.StripPrefix("/wallcrawler", h), nil
+	root := filepath.Join(c.DataDir, "wallcrawler")
+	secret, err := loadSecret(c.WallcrawlerSecret, filepath.Join(root, "secret"))
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := blob.NewDir(filepath.Join(root, "blobs"))
+	if err != nil {
+		return nil, err
+	}
+	workDir := filepath.Join(root, "browsers")
+	if n, err := browser.KillLeftovers(workDir); err != nil {
+		log.Warn("look for leftover browsers", "err", err)
+	} else if n > 0 {
+		log.Warn("killed browsers left by a previous process", "count", n)
+	}
+	if err := os.RemoveAll(workDir); err != nil {
+		return nil, fmt.Errorf("wallcrawler: clear %s: %w", workDir, err)
+	}
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, Logger: log})
+	if err != nil {
+		// Sessions cannot start, but projects, keys and contexts work.
+		log.Warn("no browser: sessions will fail to start", "err", err)
+	}
+	w := &wallcrawler{}
+	var provider browser.Provider = missingBrowser{err}
+	if chromium != nil {
+		provider = chromium
+		if c.WallcrawlerPool > 0 {
+			w.pool = browser.NewPool(ctx, chromium, c.WallcrawlerPool, log)
+			provider = w.pool
+		}
+	}
+	authStore := auth.New(client, names, nil)
+	ctxStore := contexts.New(client, names, blobs, nil)
+	repo := sessions.NewRepo(client, names, nil)
+	poll := 250 * time.Millisecond
+	if embedded {
+		poll = 5 * time.Millisecond // in-process: polling is a function call
+	}
+	w.manager = sessions.NewManager(sessions.Deps{
+		Repo: repo, Auth: authStore, Contexts: ctxStore, Blobs: blobs, Browsers: provider,
+		Tokens:   sessions.NewTokens(secret, nil),
+		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
+	}, sessions.Options{WorkDir: root, IdleGrace: c.WallcrawlerIdleGrace, Logger: log})
+	if n, err := w.manager.Reconcile(ctx); err != nil {
+		return nil, fmt.Errorf("wallcrawler: reconcile sessions: %w", err)
+	} else if n > 0 {
+		log.Warn("sessions of a previous process marked FAILED", "count", n)
+	}
+	signer := blob.NewSigner(secret, uploadPrefix, nil)
+	w.uploads = signer.Handler(blobs, maxContextArchive)
+	h := wcapi.New(authStore, &wcapi.Options{
+		Logger: log, Contexts: ctxStore, Uploads: signer, Sessions: w.manager,
+		CDP: cdp.NewProxy(w.manager, log),
+	})
+	w.handler = http.StripPrefix("/wallcrawler", h)
+	return w, nil
+}
+
+// maxContextArchive bounds an uploaded profile archive.
+const maxContextArchive = 512 << 20
+
+// run runs the session reaper and stream notifier until ctx ends.
+func (w *wallcrawler) run(ctx context.Context, log *slog.Logger) {
+	if err := w.manager.Run(ctx); err != nil {
+		log.Error("wallcrawler: sessions stopped working", "err", err)
+	}
+}
+
+// stop ends every session of this process and closes the warm pool.
+func (w *wallcrawler) stop(ctx context.Context) {
+	w.manager.Close(ctx)
+	if w.pool != nil {
+		_ = w.pool.Close(ctx)
+	}
+}
+
+// missingBrowser is the provider when no Chromium was found.
+type missingBrowser struct{ err error }
+
+func (m missingBrowser) Launch(context.Context, browser.LaunchOptions) (browser.Browser, error) {
+	return nil, m.err
+}
+
+// loadSecret returns the configured secret, or the one kept in path,
+// creating it (32 random bytes, hex, mode 0600) on first use.
+func loadSecret(configured, path string) ([]byte, error) {
+	if configured != "" {
+		return []byte(configured), nil
+	}
+	if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) >= 32 {
+		return bytes.TrimSpace(data), nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	secret := []byte(hex.EncodeToString(b[:]))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("wallcrawler: secret: %w", err)
+	}
+	if err := os.WriteFile(path, secret, 0o600); err != nil {
+		return nil, fmt.Errorf("wallcrawler: secret: %w", err)
+	}
+	return secret, nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +42,17 @@ type Config struct {
 	DynamoDBEndpoint string
 	// WallcrawlerTablePrefix prefixes Wallcrawler's table names.
 	WallcrawlerTablePrefix string
+	// WallcrawlerSecret signs Wallcrawler's signingKey JWTs and context
+	// upload URLs; empty: a random secret kept in DataDir. Processes
+	// sharing one store must share it.
+	WallcrawlerSecret string
+	// WallcrawlerPool is the number of pre-launched browsers (0: off).
+	WallcrawlerPool int
+	// WallcrawlerIdleGrace ends a session without keepAlive after this long
+	// without a CDP client.
+	WallcrawlerIdleGrace time.Duration
+	// Chromium is the browser binary; empty: chromium on PATH.
+	Chromium string
 	// DataShelfDB selects DataShelf's database: empty for SQLite under
 	// DataDir, or a postgres:// URL.
 	DataShelfDB string
@@ -60,6 +72,8 @@ func Defaults() Config {
 		Region:          "us-east-1",
 		ShutdownTimeout: 10 * time.Second,
 		TTLInterval:     10 * time.Second,
+
+		WallcrawlerIdleGrace: 120 * time.Second,
 	}
 }
 
@@ -68,23 +82,28 @@ type field struct {
 	flag, env, usage string
 	str              *string
 	dur              *time.Duration
+	num              *int
 }
 
 func (c *Config) fields(which []string) []field {
 	all := []field{
-		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil},
-		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil},
-		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil},
-		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil},
-		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil},
-		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil},
-		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout},
-		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval},
-		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil},
-		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil},
-		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil},
-		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil},
-		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil},
+		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil},
+		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil},
+		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil},
+		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil},
+		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil, nil},
+		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil},
+		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil},
+		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil},
+		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil},
+		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil},
+		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil},
+		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool},
+		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil},
+		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil},
+		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil},
+		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil},
+		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil},
 	}
 	if which == nil {
 		return all
@@ -113,6 +132,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 		}
 		if f.str != nil {
 			*f.str = v
+		} else if f.num != nil {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s=%q: not a whole number", f.env, v)
+			}
+			*f.num = n
 		} else {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -125,6 +150,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 		usage := fmt.Sprintf("%s (env %s)", f.usage, f.env)
 		if f.str != nil {
 			fs.StringVar(f.str, f.flag, *f.str, usage)
+		} else if f.num != nil {
+			fs.IntVar(f.num, f.flag, *f.num, usage)
 		} else {
 			fs.DurationVar(f.dur, f.flag, *f.dur, usage)
 		}
@@ -186,6 +213,15 @@ func (c *Config) Validate() error {
 		if st, err := os.Stat(f.path); err != nil || st.IsDir() {
 			errs = append(errs, fmt.Errorf("config: %s %q: not a readable file", f.name, f.path))
 		}
+	}
+	if c.WallcrawlerPool < 0 || c.WallcrawlerPool > 64 {
+		errs = append(errs, fmt.Errorf("config: wallcrawler-pool %d: want 0 to 64", c.WallcrawlerPool))
+	}
+	if c.WallcrawlerIdleGrace <= 0 {
+		errs = append(errs, fmt.Errorf("config: wallcrawler-idle-grace %v: must be positive", c.WallcrawlerIdleGrace))
+	}
+	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
+		errs = append(errs, errors.New("config: wallcrawler-secret: want at least 16 characters"))
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

@@ -15,11 +15,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 )
 
 // Request headers carrying credentials. Both the Browserbase family and the
@@ -55,6 +57,11 @@ type Options struct {
 	Contexts *contexts.Store
 	// Uploads signs the contexts' uploadUrl; required with Contexts.
 	Uploads *blob.Signer
+	// Sessions serves /v1/sessions (and project usage when Usage is nil);
+	// nil leaves those routes unanswered (404).
+	Sessions *sessions.Manager
+	// CDP serves /cdp/... (authenticated by signingKey, not API key).
+	CDP http.Handler
 }
 
 // Handler serves the Wallcrawler API. Every request must carry a valid API
@@ -79,7 +86,11 @@ func New(store *auth.Store, opts *Options) *Handler {
 	h.mux.HandleFunc("GET /v1/projects", h.listProjects)
 	h.mux.HandleFunc("GET /v1/projects/{id}", h.getProject)
 	h.mux.HandleFunc("GET /v1/projects/{id}/usage", h.projectUsage)
+	if h.opts.Usage == nil && h.opts.Sessions != nil {
+		h.opts.Usage = sessionUsage{h.opts.Sessions}
+	}
 	h.registerContextRoutes()
+	h.registerSessionRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Route "+r.Method+":"+r.URL.Path+" not found")
 	})
@@ -88,6 +99,10 @@ func New(store *auth.Store, opts *Options) *Handler {
 
 // ServeHTTP authorizes the request and dispatches it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.CDP != nil && strings.HasPrefix(r.URL.Path, "/cdp/") {
+		h.opts.CDP.ServeHTTP(w, r) // authenticated by the signingKey
+		return
+	}
 	key := r.Header.Get(HeaderBBAPIKey)
 	if key == "" {
 		key = r.Header.Get(HeaderWCAPIKey)

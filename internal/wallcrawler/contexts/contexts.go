@@ -1,7 +1,271 @@
 // Package contexts holds Wallcrawler's browser contexts: the
 // wallcrawler-contexts table and the Chrome profile archives kept in the
 // blob store at <projectId>/<contextId>/profile.tar.gz.
+//
+// Everything goes through aws-sdk-go-v2 and the blob.Store interface, so the
+// package runs unchanged against quarry's embedded store or DynamoDB and S3.
 package contexts
 
-// Store reads and writes contexts and their archives.
-type Store struct{}
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
+)
+
+// Errors returned by the package. Callers match them with errors.Is; the
+// returned errors may wrap them with detail.
+var (
+	// ErrNotFound means the context does not exist or belongs to a project
+	// the caller did not name (the two are indistinguishable on purpose).
+	ErrNotFound = errors.New("contexts: not found")
+	// ErrUnsafeArchive means an archive holds an entry that would land
+	// outside the target directory.
+	ErrUnsafeArchive = errors.New("contexts: unsafe archive entry")
+)
+
+// StatusCreated is the status of every context; the schema reserves the
+// attribute for future lifecycle states.
+const StatusCreated = "CREATED"
+
+// timeLayout is the ISO8601 form of every stored timestamp (as in package
+// auth): UTC, fixed width, so that it sorts as text.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// Context is an item of the wallcrawler-contexts table.
+type Context struct {
+	ID         string // "ctx_" + 32 hex digits
+	ProjectID  string // owning project
+	Name       string // optional label
+	StorageKey string // blob key of the profile archive
+	Status     string // StatusCreated
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Options configures a Store. The zero value of each field means its
+// default.
+type Options struct {
+	// Now returns the current time; default time.Now.
+	Now func() time.Time
+	// Rand is the source of identifiers; default crypto/rand.Reader.
+	Rand io.Reader
+}
+
+// Store reads and writes contexts and their archives. It is safe for
+// concurrent use and holds no state beyond its configuration.
+type Store struct {
+	client *dynamodb.Client
+	names  tables.Names
+	blobs  blob.Store
+	opts   Options
+}
+
+// New returns a Store over the contexts table named by names (see
+// tables.EnsureTables) keeping archives in blobs. opts may be nil.
+func New(client *dynamodb.Client, names tables.Names, blobs blob.Store, opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	return &Store{client: client, names: names, blobs: blobs, opts: o}
+}
+
+// StorageKey returns the blob key of a context's profile archive:
+// "<projectId>/<contextId>/profile.tar.gz".
+func StorageKey(projectID, contextID string) string {
+	return projectID + "/" + contextID + "/profile.tar.gz"
+}
+
+// Create writes a new context of project projectID with an optional name.
+func (s *Store) Create(ctx context.Context, projectID, name string) (Context, error) {
+	if projectID == "" {
+		return Context{}, errors.New("contexts: create: project id is required")
+	}
+	b := make([]byte, 16)
+	if _, err := io.ReadFull(s.opts.Rand, b); err != nil {
+		return Context{}, fmt.Errorf("contexts: random: %w", err)
+	}
+	now := s.now()
+	c := Context{
+		ID:        "ctx_" + hex.EncodeToString(b),
+		ProjectID: projectID,
+		Name:      name,
+		Status:    StatusCreated,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	c.StorageKey = StorageKey(projectID, c.ID)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.names.Contexts),
+		Item:                item(c),
+		ConditionExpression: aws.String("attribute_not_exists(contextId)"),
+	})
+	if err != nil {
+		return Context{}, fmt.Errorf("contexts: create: %w", err)
+	}
+	return c, nil
+}
+
+// Get reads context id of project projectID (strongly consistent). It
+// fails with ErrNotFound when the context does not exist or belongs to
+// another project.
+func (s *Store) Get(ctx context.Context, projectID, id string) (Context, error) {
+	return s.GetIn(ctx, []string{projectID}, id)
+}
+
+// GetIn reads context id when it belongs to one of projectIDs (for API keys
+// that may use several projects); otherwise it fails with ErrNotFound.
+func (s *Store) GetIn(ctx context.Context, projectIDs []string, id string) (Context, error) {
+	if id == "" {
+		return Context{}, fmt.Errorf("%w: context %q", ErrNotFound, id)
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.names.Contexts),
+		Key:            key(id),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Context{}, fmt.Errorf("contexts: get: %w", err)
+	}
+	if out.Item == nil {
+		return Context{}, fmt.Errorf("%w: context %s", ErrNotFound, id)
+	}
+	c := parse(out.Item)
+	for _, p := range projectIDs {
+		if p != "" && p == c.ProjectID {
+			return c, nil
+		}
+	}
+	return Context{}, fmt.Errorf("%w: context %s", ErrNotFound, id)
+}
+
+// Touch sets the context's updatedAt to now and returns the context. It
+// fails with ErrNotFound when the context does not exist or belongs to
+// another project.
+func (s *Store) Touch(ctx context.Context, projectID, id string) (Context, error) {
+	if id == "" || projectID == "" {
+		return Context{}, fmt.Errorf("%w: context %q", ErrNotFound, id)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.names.Contexts),
+		Key:                 key(id),
+		UpdateExpression:    aws.String("SET updatedAt = :u"),
+		ConditionExpression: aws.String("projectId = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":u": &types.AttributeValueMemberS{Value: formatTime(s.now())},
+			":p": &types.AttributeValueMemberS{Value: projectID},
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		return Context{}, fmt.Errorf("%w: context %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Context{}, fmt.Errorf("contexts: touch: %w", err)
+	}
+	return parse(out.Attributes), nil
+}
+
+// Delete removes the context and its archive. It fails with ErrNotFound
+// when the context does not exist or belongs to another project. The
+// archive goes first, so that a failed Delete can simply be retried.
+func (s *Store) Delete(ctx context.Context, projectID, id string) error {
+	c, err := s.Get(ctx, projectID, id)
+	if err != nil {
+		return err
+	}
+	if err := s.blobs.Delete(ctx, c.StorageKey); err != nil {
+		return fmt.Errorf("contexts: delete archive: %w", err)
+	}
+	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:           aws.String(s.names.Contexts),
+		Key:                 key(id),
+		ConditionExpression: aws.String("projectId = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p": &types.AttributeValueMemberS{Value: projectID},
+		},
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("%w: context %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("contexts: delete: %w", err)
+	}
+	return nil
+}
+
+// now is the current time at the precision that is stored.
+func (s *Store) now() time.Time { return s.opts.Now().UTC().Truncate(time.Millisecond) }
+
+func key(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"contextId": &types.AttributeValueMemberS{Value: id}}
+}
+
+func item(c Context) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{
+		"contextId":  &types.AttributeValueMemberS{Value: c.ID},
+		"projectId":  &types.AttributeValueMemberS{Value: c.ProjectID},
+		"storageKey": &types.AttributeValueMemberS{Value: c.StorageKey},
+		"status":     &types.AttributeValueMemberS{Value: c.Status},
+		"createdAt":  &types.AttributeValueMemberS{Value: formatTime(c.CreatedAt)},
+		"updatedAt":  &types.AttributeValueMemberS{Value: formatTime(c.UpdatedAt)},
+	}
+	if c.Name != "" {
+		it["name"] = &types.AttributeValueMemberS{Value: c.Name}
+	}
+	return it
+}
+
+func parse(it map[string]types.AttributeValue) Context {
+	c := Context{
+		ID:         str(it, "contextId"),
+		ProjectID:  str(it, "projectId"),
+		Name:       str(it, "name"),
+		StorageKey: str(it, "storageKey"),
+		Status:     str(it, "status"),
+		CreatedAt:  parseTime(str(it, "createdAt")),
+		UpdatedAt:  parseTime(str(it, "updatedAt")),
+	}
+	if c.StorageKey == "" {
+		c.StorageKey = StorageKey(c.ProjectID, c.ID)
+	}
+	return c
+}
+
+func str(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(v string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}

@@ -1,0 +1,337 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
+)
+
+// maxBody bounds JSON request bodies.
+const maxBody = 1 << 20
+
+// registerSessionRoutes adds the /v1/sessions routes.
+func (h *Handler) registerSessionRoutes() {
+	if h.opts.Sessions == nil {
+		return
+	}
+	h.mux.HandleFunc("POST /v1/sessions", h.createSession)
+	h.mux.HandleFunc("GET /v1/sessions", h.listSessions)
+	h.mux.HandleFunc("GET /v1/sessions/{id}", h.getSession)
+	h.mux.HandleFunc("POST /v1/sessions/{id}", h.updateSession)
+	h.mux.HandleFunc("GET /v1/sessions/{id}/debug", h.debugSession)
+	h.mux.HandleFunc("GET /v1/sessions/{id}/logs", h.sessionLogs)
+	h.mux.HandleFunc("GET /v1/sessions/{id}/downloads", h.sessionDownloads)
+}
+
+// sessionUsage adapts the session manager to UsageSource.
+type sessionUsage struct{ m *sessions.Manager }
+
+func (u sessionUsage) ProjectUsage(ctx context.Context, projectID string) (Usage, error) {
+	x, err := u.m.ProjectUsage(ctx, projectID)
+	return Usage{BrowserMinutes: x.BrowserMinutes, ProxyBytes: x.ProxyBytes}, err
+}
+
+// sessionJSON is a Session as Browserbase returns it.
+type sessionJSON struct {
+	ID                string         `json:"id"`
+	CreatedAt         string         `json:"createdAt"`
+	UpdatedAt         string         `json:"updatedAt"`
+	ProjectID         string         `json:"projectId"`
+	StartedAt         string         `json:"startedAt"`
+	EndedAt           string         `json:"endedAt,omitempty"`
+	ExpiresAt         string         `json:"expiresAt"`
+	Status            string         `json:"status"`
+	ProxyBytes        int64          `json:"proxyBytes"`
+	KeepAlive         bool           `json:"keepAlive"`
+	ContextID         string         `json:"contextId,omitempty"`
+	Region            string         `json:"region"`
+	UserMetadata      map[string]any `json:"userMetadata,omitempty"`
+	ConnectURL        string         `json:"connectUrl,omitempty"`
+	SigningKey        string         `json:"signingKey,omitempty"`
+	SeleniumRemoteURL *string        `json:"seleniumRemoteUrl,omitempty"`
+}
+
+func jsonTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// toSessionJSON renders x; withConnect adds connectUrl, signingKey and
+// seleniumRemoteUrl (null) while the session runs.
+func toSessionJSON(x sessions.Session, withConnect bool) sessionJSON {
+	started := x.StartedAt
+	if started.IsZero() {
+		started = x.CreatedAt
+	}
+	j := sessionJSON{
+		ID: x.ID, CreatedAt: jsonTime(x.CreatedAt), UpdatedAt: jsonTime(x.UpdatedAt),
+		ProjectID: x.ProjectID, StartedAt: jsonTime(started), EndedAt: jsonTime(x.EndedAt),
+		ExpiresAt: jsonTime(x.ExpiresAt), Status: x.Status, ProxyBytes: x.ProxyBytes,
+		KeepAlive: x.KeepAlive, ContextID: x.ContextID, Region: x.Region, UserMetadata: x.UserMetadata,
+	}
+	if withConnect && x.Status == sessions.StatusRunning {
+		j.ConnectURL, j.SigningKey = x.ConnectURL, x.SigningKey
+	}
+	return j
+}
+
+// writeSessionCreated answers a create: connectUrl, signingKey and a null
+// seleniumRemoteUrl are always present.
+func writeSessionCreated(w http.ResponseWriter, x sessions.Session) {
+	j := toSessionJSON(x, true)
+	body, _ := json.Marshal(j)
+	// seleniumRemoteUrl is null: quarry offers CDP only.
+	body = append(body[:len(body)-1], []byte(`,"seleniumRemoteUrl":null}`)...)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// createRequest is the body of POST /v1/sessions.
+type createRequest struct {
+	ProjectID       string `json:"projectId"`
+	ExtensionID     string `json:"extensionId"`
+	BrowserSettings struct {
+		Context *struct {
+			ID      string `json:"id"`
+			Persist bool   `json:"persist"`
+		} `json:"context"`
+		Viewport *struct {
+			Width  int `json:"width"`
+			Height int `json:"height"`
+		} `json:"viewport"`
+	} `json:"browserSettings"`
+	KeepAlive    bool            `json:"keepAlive"`
+	Proxies      json.RawMessage `json:"proxies"`
+	Region       string          `json:"region"`
+	Timeout      *int            `json:"timeout"`
+	UserMetadata map[string]any  `json:"userMetadata"`
+}
+
+// decodeJSON reads a JSON body into v; an empty body is an empty object.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large")
+		return false
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return true
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		writeError(w, http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// proxiesOff reports whether a proxies value asks for no proxy: absent,
+// null, false, "none" or an empty list.
+func proxiesOff(raw json.RawMessage) bool {
+	switch strings.TrimSpace(string(raw)) {
+	case "", "null", "false", `"none"`, "[]":
+		return true
+	}
+	return false
+}
+
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	var req createRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if !proxiesOff(req.Proxies) {
+		writeError(w, http.StatusBadRequest, "proxies are not supported by this server: omit them or pass false")
+		return
+	}
+	if req.ExtensionID != "" {
+		writeError(w, http.StatusBadRequest, "extensions are not supported by this server")
+		return
+	}
+	in := sessions.CreateInput{
+		ProjectID: req.ProjectID, KeepAlive: req.KeepAlive, Region: req.Region, UserMetadata: req.UserMetadata,
+	}
+	if req.Timeout != nil {
+		if *req.Timeout <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("timeout must be between %d and %d seconds", sessions.MinTimeout, sessions.MaxTimeout))
+			return
+		}
+		in.Timeout = *req.Timeout
+	}
+	if c := req.BrowserSettings.Context; c != nil {
+		if c.ID == "" {
+			writeError(w, http.StatusBadRequest, "browserSettings.context.id is required")
+			return
+		}
+		in.ContextID, in.ContextPersist = c.ID, c.Persist
+	}
+	if v := req.BrowserSettings.Viewport; v != nil {
+		in.Width, in.Height = v.Width, v.Height
+	}
+	x, err := h.opts.Sessions.Create(r.Context(), pr, in, origin(r))
+	if err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	writeSessionCreated(w, x)
+}
+
+func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	status := r.URL.Query().Get("status")
+	switch status {
+	case "", sessions.StatusRunning, sessions.StatusCompleted, sessions.StatusError, sessions.StatusTimedOut:
+	case "PENDING":
+		writeJSON(w, http.StatusOK, []sessionJSON{}) // sessions are never pending here
+		return
+	default:
+		writeError(w, http.StatusBadRequest, "status must be one of RUNNING, ERROR, TIMED_OUT, COMPLETED, PENDING")
+		return
+	}
+	list, err := h.opts.Sessions.List(r.Context(), pr, status, r.URL.Query().Get("q"))
+	if err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	out := make([]sessionJSON, len(list))
+	for i, x := range list {
+		out[i] = toSessionJSON(x, false)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) getSession(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	x, err := h.opts.Sessions.Get(r.Context(), pr, r.PathValue("id"))
+	if err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionJSON(x, true))
+}
+
+func (h *Handler) updateSession(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	var req struct {
+		Status    string `json:"status"`
+		ProjectID string `json:"projectId"`
+	}
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if req.Status != "REQUEST_RELEASE" {
+		writeError(w, http.StatusBadRequest, `status must be "REQUEST_RELEASE"`)
+		return
+	}
+	if req.ProjectID != "" && !pr.CanUse(req.ProjectID) {
+		writeError(w, http.StatusNotFound, "Session not found")
+		return
+	}
+	x, err := h.opts.Sessions.Release(r.Context(), pr, r.PathValue("id"))
+	if err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionJSON(x, false))
+}
+
+// debugJSON is GET /v1/sessions/{id}/debug.
+type debugJSON struct {
+	DebuggerURL           string          `json:"debuggerUrl"`
+	DebuggerFullscreenURL string          `json:"debuggerFullscreenUrl"`
+	WSURL                 string          `json:"wsUrl"`
+	Pages                 []debugPageJSON `json:"pages"`
+}
+
+type debugPageJSON struct {
+	ID                    string `json:"id"`
+	URL                   string `json:"url"`
+	Title                 string `json:"title"`
+	FaviconURL            string `json:"faviconUrl"`
+	DebuggerURL           string `json:"debuggerUrl"`
+	DebuggerFullscreenURL string `json:"debuggerFullscreenUrl"`
+}
+
+// devtoolsURL opens Chrome's bundled DevTools on a WebSocket served by
+// the CDP proxy (wsURL without its scheme, as DevTools expects).
+func devtoolsURL(wsURL string) string {
+	scheme, rest, _ := strings.Cut(wsURL, "://")
+	return "devtools://devtools/bundled/inspector.html?" + scheme + "=" + url.QueryEscape(rest)
+}
+
+func (h *Handler) debugSession(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	x, pages, err := h.opts.Sessions.Pages(r.Context(), pr, r.PathValue("id"))
+	if err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	base, query, _ := strings.Cut(x.ConnectURL, "?")
+	out := debugJSON{WSURL: x.ConnectURL, Pages: []debugPageJSON{}}
+	out.DebuggerURL = devtoolsURL(x.ConnectURL)
+	out.DebuggerFullscreenURL = out.DebuggerURL
+	for i, p := range pages {
+		u := devtoolsURL(base + "/page/" + p.ID + "?" + query)
+		out.Pages = append(out.Pages, debugPageJSON{ID: p.ID, URL: p.URL, Title: p.Title, FaviconURL: p.FaviconURL, DebuggerURL: u, DebuggerFullscreenURL: u})
+		if i == 0 {
+			out.DebuggerURL, out.DebuggerFullscreenURL = u, u
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) sessionLogs(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	entries, err := h.opts.Sessions.Logs(r.Context(), pr, r.PathValue("id"))
+	if err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+func (h *Handler) sessionDownloads(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	var buf bytes.Buffer
+	if err := h.opts.Sessions.Downloads(r.Context(), pr, r.PathValue("id"), &buf); err != nil {
+		h.sessionError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", `attachment; filename="downloads.zip"`)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// sessionError maps the session manager's errors to HTTP answers.
+func (h *Handler) sessionError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, sessions.ErrInvalid):
+		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), sessions.ErrInvalid.Error()+": "))
+	case errors.Is(err, sessions.ErrNotFound):
+		writeError(w, http.StatusNotFound, "Session not found")
+	case errors.Is(err, auth.ErrConcurrencyLimit):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "The project's concurrency limit is reached: release a session first")
+	case errors.Is(err, sessions.ErrState):
+		writeError(w, http.StatusConflict, "Session is not running")
+	case errors.Is(err, sessions.ErrUnavailable):
+		h.opts.Logger.WarnContext(r.Context(), "wallcrawler: session failed to start", "err", err)
+		w.Header().Set("x-should-retry", "false")
+		writeError(w, http.StatusServiceUnavailable, "The browser could not be started: "+err.Error())
+	default:
+		h.serverError(w, r, err)
+	}
+}

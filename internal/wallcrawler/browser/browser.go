@@ -1,0 +1,82 @@
+// Package browser is the browser provider of Wallcrawler, the
+// Browserbase-compatible remote-browser service. It launches local headless
+// Chromium processes, exposes their Chrome DevTools Protocol (CDP) endpoints
+// and manages their lifetime: graceful shutdown (so that profiles are flushed
+// to disk), process-group cleanup, crash detection, downloads, a warm pool of
+// pre-launched browsers and the removal of orphans left behind by a crashed
+// server.
+package browser
+
+import (
+	"context"
+)
+
+// DefaultWidth is the window width in pixels used when LaunchOptions.Width is 0.
+const DefaultWidth = 1280
+
+// DefaultHeight is the window height in pixels used when LaunchOptions.Height is 0.
+const DefaultHeight = 720
+
+// LaunchOptions configures one browser.
+type LaunchOptions struct {
+	// UserDataDir is the Chrome profile directory to use (e.g. one restored
+	// from an archive). Empty: the provider creates a fresh one inside the
+	// browser's work dir.
+	UserDataDir string
+	// Width and Height are the window size in pixels; 0 means
+	// DefaultWidth x DefaultHeight.
+	Width, Height int
+}
+
+// size returns the effective window size of o.
+func (o LaunchOptions) size() (width, height int) {
+	width, height = o.Width, o.Height
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	if height <= 0 {
+		height = DefaultHeight
+	}
+	return width, height
+}
+
+// Browser is one running browser process.
+type Browser interface {
+	// ID returns the unique id assigned by the provider.
+	ID() string
+	// WebSocketURL returns the browser target's CDP endpoint,
+	// ws://127.0.0.1:PORT/devtools/browser/<uuid>.
+	WebSocketURL() string
+	// DebugAddr returns 127.0.0.1:PORT, which serves the DevTools HTTP
+	// endpoints (/json/version, /json/list).
+	DebugAddr() string
+	// PID returns the process id of the browser's main process (which is
+	// also the id of its process group).
+	PID() int
+	// UserDataDir returns the profile directory in use.
+	UserDataDir() string
+	// DownloadDir returns the directory into which the browser's downloads
+	// are saved (inside the work dir).
+	DownloadDir() string
+	// Done returns a channel that is closed when the process has exited
+	// (crash or Close).
+	Done() <-chan struct{}
+	// Err reports, after Done is closed, why the process exited. It is nil
+	// after a Close and before the process exited.
+	Err() error
+	// Close stops the browser: gracefully via CDP Browser.close first, then
+	// SIGTERM and finally SIGKILL of its process group. It returns nil once
+	// no process of the browser is alive any more. It is idempotent and safe
+	// for concurrent use.
+	Close(ctx context.Context) error
+	// Remove deletes the browser's work dir. Call it after Close, once the
+	// caller has archived the profile. It never deletes a caller-provided
+	// UserDataDir.
+	Remove() error
+}
+
+// Provider launches browsers.
+type Provider interface {
+	// Launch starts a browser and returns once its CDP endpoint answers.
+	Launch(ctx context.Context, opts LaunchOptions) (Browser, error)
+}

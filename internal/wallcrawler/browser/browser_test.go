@@ -1,0 +1,438 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+)
+
+// newTestProvider returns a Chromium provider with a temporary work dir, or
+// skips the test when no browser is installed. Leftovers are killed and
+// reported at cleanup.
+func newTestProvider(t *testing.T) (*Chromium, string) {
+	t.Helper()
+	if _, err := findBrowser(""); err != nil {
+		t.Skipf("no chromium: %v", err)
+	}
+	workDir := t.TempDir()
+	c, err := NewChromium(ChromiumOptions{WorkDir: workDir, StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n, err := KillLeftovers(workDir)
+		if err != nil {
+			t.Errorf("KillLeftovers: %v", err)
+		}
+		if n > 0 {
+			t.Errorf("%d leftover processes killed at cleanup", n)
+		}
+	})
+	return c, workDir
+}
+
+// launch launches a browser and registers its Close with t.Cleanup.
+func launch(t *testing.T, p Provider, opts LaunchOptions) Browser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	start := time.Now()
+	b, err := p.Launch(ctx, opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Logf("launched %s pid %d in %v", b.ID(), b.PID(), time.Since(start))
+	t.Cleanup(func() {
+		if err := b.Close(context.Background()); err != nil {
+			t.Errorf("cleanup Close: %v", err)
+		}
+	})
+	return b
+}
+
+// browserCtx returns a chromedp context attached to b.
+func browserCtx(t *testing.T, b Browser) context.Context {
+	t.Helper()
+	actx, cancelA := remote.NewAllocator(t.Context(), b.WebSocketURL(), remote.NoModifyURL)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 20*time.Second)
+	t.Cleanup(func() {
+		cancelT()
+		cancelC()
+		cancelA()
+	})
+	return ctx
+}
+
+// assertNoLeftovers fails when a process carrying dir is alive.
+func assertNoLeftovers(t *testing.T, dir string) {
+	t.Helper()
+	pids, err := Leftovers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) > 0 {
+		t.Fatalf("leftover processes for %s: %v", dir, pids)
+	}
+}
+
+// groupAlive reports whether a non-zombie member of process group pgid lives.
+func groupAlive(t *testing.T, pgid int) bool {
+	t.Helper()
+	procs, err := listProcs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(procs, func(p procInfo) bool { return p.pgid == pgid })
+}
+
+func closeBrowser(t *testing.T, b Browser) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := b.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return time.Since(start)
+}
+
+func TestLaunchNavigateClose(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	b := launch(t, c, LaunchOptions{})
+
+	if !strings.HasPrefix(b.WebSocketURL(), "ws://127.0.0.1:") || !strings.Contains(b.WebSocketURL(), "/devtools/browser/") {
+		t.Errorf("WebSocketURL = %q", b.WebSocketURL())
+	}
+	host, port, err := net.SplitHostPort(b.DebugAddr())
+	if err != nil || host != "127.0.0.1" {
+		t.Fatalf("DebugAddr = %q (%v)", b.DebugAddr(), err)
+	}
+	if !strings.HasPrefix(b.UserDataDir(), filepath.Join(workDir, b.ID())) || !strings.HasPrefix(b.DownloadDir(), filepath.Join(workDir, b.ID())) {
+		t.Errorf("dirs not inside work dir: %q %q", b.UserDataDir(), b.DownloadDir())
+	}
+	// Loopback only: the port must not answer on another local address.
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.IsLoopback() || ipn.IP.To4() == nil {
+				continue
+			}
+			if conn, err := net.DialTimeout("tcp", net.JoinHostPort(ipn.IP.String(), port), time.Second); err == nil {
+				_ = conn.Close()
+				t.Errorf("debug port answers on %s", ipn.IP)
+			}
+		}
+	}
+	resp, err := http.Get("http://" + b.DebugAddr() + "/json/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), b.WebSocketURL()) {
+		t.Fatalf("/json/version: %s %s", resp.Status, body)
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><head><title>Hello Wallcrawler</title></head><body>hi</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	ctx := browserCtx(t, b)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	if err != nil || title != "Hello Wallcrawler" {
+		t.Fatalf("title = %q, %v", title, err)
+	}
+	width, err := chromedp.Run(ctx, chromedp.Evaluate[int]("window.outerWidth"))
+	t.Logf("window.outerWidth = %d (%v)", width, err)
+
+	pid := b.PID()
+	t.Logf("Close took %v", closeBrowser(t, b))
+	select {
+	case <-b.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+	if b.Err() != nil {
+		t.Errorf("Err after Close = %v", b.Err())
+	}
+	if groupAlive(t, pid) {
+		t.Error("process group alive after Close")
+	}
+	assertNoLeftovers(t, workDir)
+	if err := b.Close(context.Background()); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := b.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workDir, b.ID())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work dir still there: %v", err)
+	}
+}
+
+func TestCrash(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	b := launch(t, c, LaunchOptions{})
+	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after kill -9")
+	}
+	if b.Err() == nil {
+		t.Fatal("Err nil after crash")
+	}
+	t.Logf("Err = %v", b.Err())
+	closeBrowser(t, b)
+	if groupAlive(t, b.PID()) {
+		t.Error("process group alive after Close")
+	}
+	assertNoLeftovers(t, workDir)
+	if err := b.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConcurrentClose(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	b := launch(t, c, LaunchOptions{Width: 800, Height: 600})
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- b.Close(t.Context()) }()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+	assertNoLeftovers(t, workDir)
+}
+
+func TestDownload(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	b := launch(t, c, LaunchOptions{})
+	const content = "quarterly numbers\n42\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Disposition", "attachment; filename=report.txt")
+		fmt.Fprint(w, content)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := browserCtx(t, b)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/report")); err != nil {
+		t.Logf("navigate (download): %v", err) // net::ERR_ABORTED is expected
+	}
+	file := filepath.Join(b.DownloadDir(), "report.txt")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		data, err := os.ReadFile(file)
+		if err == nil && string(data) == content {
+			break
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(b.DownloadDir())
+			t.Fatalf("download not found: %v; dir: %v", err, entries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	closeBrowser(t, b)
+	assertNoLeftovers(t, workDir)
+}
+
+func TestProfilePersistence(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	profile := filepath.Join(t.TempDir(), "profile")
+	t.Cleanup(func() { _, _ = KillLeftovers(profile) })
+	got := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/set":
+			w.Header().Set("Set-Cookie", "session=s3cr3t; Max-Age=3600; Path=/")
+			fmt.Fprint(w, "<title>set</title>")
+		default:
+			v := ""
+			if ck, err := r.Cookie("session"); err == nil {
+				v = ck.Value
+			}
+			got <- v
+			fmt.Fprint(w, "<title>check</title>")
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	b1 := launch(t, c, LaunchOptions{UserDataDir: profile})
+	if b1.UserDataDir() != profile {
+		t.Fatalf("UserDataDir = %q", b1.UserDataDir())
+	}
+	ctx1 := browserCtx(t, b1)
+	if err := chromedp.Do(ctx1, chromedp.Navigate(srv.URL+"/set")); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("graceful Close took %v", closeBrowser(t, b1))
+	assertNoLeftovers(t, workDir)
+	assertNoLeftovers(t, profile)
+	if err := b1.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(profile, "Default")); err != nil {
+		t.Fatalf("Remove touched caller profile: %v", err)
+	}
+
+	b2 := launch(t, c, LaunchOptions{UserDataDir: profile})
+	ctx2 := browserCtx(t, b2)
+	if err := chromedp.Do(ctx2, chromedp.Navigate(srv.URL+"/check")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != "s3cr3t" {
+			t.Fatalf("cookie after relaunch = %q, want s3cr3t", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("check request not seen")
+	}
+	jsCookie, err := chromedp.Run(ctx2, chromedp.Evaluate[string]("document.cookie"))
+	if err != nil || !strings.Contains(jsCookie, "session=s3cr3t") {
+		t.Errorf("document.cookie = %q, %v", jsCookie, err)
+	}
+	closeBrowser(t, b2)
+	assertNoLeftovers(t, profile)
+}
+
+func TestPool(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	pool := NewPool(t.Context(), c, 2, nil)
+	t.Cleanup(func() { _ = pool.Close(context.Background()) })
+
+	waitReady := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(40 * time.Second)
+		for pool.Ready() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("Ready() = %d, want %d", pool.Ready(), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	waitReady(2)
+	t.Logf("pool warm (2) after %v", time.Since(start))
+
+	entries, err := os.ReadDir(workDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warm []string
+	for _, e := range entries {
+		warm = append(warm, e.Name())
+	}
+
+	start = time.Now()
+	b, err := pool.Launch(t.Context(), LaunchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pool Launch took %v", time.Since(start))
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	if !slices.Contains(warm, b.ID()) {
+		t.Fatalf("Launch returned %s, not a warm browser %v", b.ID(), warm)
+	}
+	if _, err := http.Get("http://" + b.DebugAddr() + "/json/version"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	waitReady(2)
+	t.Logf("refilled after %v", time.Since(start))
+
+	closeBrowser(t, b)
+	if err := b.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := pool.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pool Close took %v", time.Since(start))
+	if pool.Ready() != 0 {
+		t.Errorf("Ready after Close = %d", pool.Ready())
+	}
+	assertNoLeftovers(t, workDir)
+	if entries, _ := os.ReadDir(workDir); len(entries) != 0 {
+		t.Errorf("work dirs left after pool Close: %v", entries)
+	}
+}
+
+func TestLaunchFailure(t *testing.T) {
+	if _, err := exec.LookPath("false"); err != nil {
+		t.Skip("no false binary")
+	}
+	workDir := t.TempDir()
+	c, err := NewChromium(ChromiumOptions{Path: "false", WorkDir: workDir, StartTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Launch(t.Context(), LaunchOptions{})
+	if err == nil {
+		_ = b.Close(context.Background())
+		t.Fatal("Launch of /bin/false succeeded")
+	}
+	t.Logf("Launch error: %v", err)
+	assertNoLeftovers(t, workDir)
+	if entries, _ := os.ReadDir(workDir); len(entries) != 0 {
+		t.Errorf("work dir left after failed launch: %v", entries)
+	}
+}
+
+func TestStartTimeout(t *testing.T) {
+	// A process that never writes DevToolsActivePort: launch must time out
+	// and kill its whole group.
+	script := filepath.Join(t.TempDir(), "fake-chrome")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 60 &\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	workDir := t.TempDir()
+	c, err := NewChromium(ChromiumOptions{Path: script, WorkDir: workDir, StartTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Launch(t.Context(), LaunchOptions{}); err == nil {
+		t.Fatal("Launch succeeded")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want deadline exceeded", err)
+	}
+	assertNoLeftovers(t, workDir)
+}
+
+func TestTailBuffer(t *testing.T) {
+	tb := newTailBuffer(8)
+	_, _ = tb.Write([]byte("hello"))
+	_, _ = tb.Write([]byte("world"))
+	if got := tb.String(); got != "lloworld" {
+		t.Errorf("got %q", got)
+	}
+	_, _ = tb.Write([]byte("0123456789"))
+	if got := tb.String(); got != "23456789" {
+		t.Errorf("got %q", got)
+	}
+}

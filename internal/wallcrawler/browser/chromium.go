@@ -1,0 +1,560 @@
+package browser
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Timing constants of the browser lifecycle.
+const (
+	defaultStartTimeout = 20 * time.Second
+	gracefulTimeout     = 5 * time.Second
+	termTimeout         = 2 * time.Second
+	killTimeout         = 10 * time.Second
+	pollInterval        = 20 * time.Millisecond
+	stderrTail          = 8 << 10
+)
+
+// ChromiumOptions configures a Chromium provider.
+type ChromiumOptions struct {
+	// Path is the Chromium binary. Default: the first of chromium,
+	// chromium-browser and google-chrome found on PATH.
+	Path string
+	// WorkDir is the root of the per-browser work dirs (<WorkDir>/<id>/...).
+	// Required.
+	WorkDir string
+	// ExtraArgs are appended to the command line.
+	ExtraArgs []string
+	// StartTimeout bounds a launch: it fails when CDP does not answer in time
+	// (and the process group is killed). Default 20s.
+	StartTimeout time.Duration
+	// Logger receives lifecycle logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// Chromium is a Provider that launches local headless Chromium processes.
+type Chromium struct {
+	path         string
+	workDir      string
+	extraArgs    []string
+	startTimeout time.Duration
+	logger       *slog.Logger
+	httpClient   *http.Client
+}
+
+var _ Provider = (*Chromium)(nil)
+
+// NewChromium returns a Chromium provider. It creates opts.WorkDir when
+// missing and resolves the browser binary.
+func NewChromium(opts ChromiumOptions) (*Chromium, error) {
+	if opts.WorkDir == "" {
+		return nil, errors.New("browser: chromium: WorkDir is required")
+	}
+	workDir, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("browser: chromium: work dir: %w", err)
+	}
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return nil, fmt.Errorf("browser: chromium: work dir: %w", err)
+	}
+	path, err := findBrowser(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("browser: chromium: %w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	return &Chromium{
+		path:         path,
+		workDir:      workDir,
+		extraArgs:    append([]string(nil), opts.ExtraArgs...),
+		startTimeout: timeout,
+		logger:       logger,
+		httpClient: &http.Client{
+			Timeout:   5 * time.Second,
+			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		},
+	}, nil
+}
+
+// findBrowser resolves path, or the first known Chromium binary on PATH when
+// path is empty.
+func findBrowser(path string) (string, error) {
+	if path != "" {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("browser binary %q: %w", path, err)
+		}
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no chromium, chromium-browser or google-chrome on PATH")
+}
+
+// Path returns the browser binary the provider runs.
+func (c *Chromium) Path() string { return c.path }
+
+// WorkDir returns the root of the per-browser work dirs.
+func (c *Chromium) WorkDir() string { return c.workDir }
+
+// newID returns a random 32-character hex id.
+func newID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("random id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Launch starts a headless Chromium and returns once its CDP endpoint
+// answers and downloads are routed into the browser's download dir. On
+// failure the process group is killed and the work dir removed.
+func (c *Chromium) Launch(ctx context.Context, opts LaunchOptions) (Browser, error) {
+	id, err := newID()
+	if err != nil {
+		return nil, fmt.Errorf("browser: launch: %w", err)
+	}
+	b := &chromiumBrowser{
+		id:          id,
+		workDir:     filepath.Join(c.workDir, id),
+		downloadDir: filepath.Join(c.workDir, id, "downloads"),
+		userDataDir: opts.UserDataDir,
+		logger:      c.logger.With("browser", id),
+		output:      newTailBuffer(stderrTail),
+		done:        make(chan struct{}),
+		closeSem:    make(chan struct{}, 1),
+	}
+	if b.userDataDir == "" {
+		b.userDataDir = filepath.Join(b.workDir, "profile")
+	} else if b.userDataDir, err = filepath.Abs(b.userDataDir); err != nil {
+		return nil, fmt.Errorf("browser: launch: user data dir: %w", err)
+	}
+	start := time.Now()
+	if err := c.start(ctx, b, opts); err != nil {
+		b.abort()
+		if out := strings.TrimSpace(b.output.String()); out != "" {
+			err = fmt.Errorf("%w\nchromium output (tail):\n%s", err, out)
+		}
+		return nil, fmt.Errorf("browser: launch %s: %w", id, err)
+	}
+	b.logger.Info("browser launched", "pid", b.pid, "addr", b.debugAddr, "user_data_dir", b.userDataDir, "elapsed", time.Since(start))
+	return b, nil
+}
+
+// start runs the launch steps of b; the caller cleans up on error.
+func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
+	defer cancel()
+
+	for _, dir := range []string{b.workDir, b.downloadDir, b.userDataDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create dir: %w", err)
+		}
+	}
+	// A stale DevToolsActivePort would announce a dead port; Singleton*
+	// files of a profile restored from another host make Chromium refuse
+	// to start ("profile in use by another process").
+	for _, name := range []string{"DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"} {
+		if err := os.Remove(filepath.Join(b.userDataDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", name, err)
+		}
+	}
+
+	width, height := opts.size()
+	args := []string{
+		"--headless=new",
+		"--remote-debugging-port=0",
+		"--remote-debugging-address=127.0.0.1",
+		"--user-data-dir=" + b.userDataDir,
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-sync",
+		"--disable-default-apps",
+		"--metrics-recording-only",
+		"--mute-audio",
+		"--disable-gpu",
+		"--disable-dev-shm-usage",
+		"--password-store=basic",
+		"--use-mock-keychain",
+		fmt.Sprintf("--window-size=%d,%d", width, height),
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox")
+	}
+	args = append(args, c.extraArgs...)
+	args = append(args, "about:blank")
+
+	cmd := exec.Command(c.path, args...)
+	// Chromium's crashpad handlers leave the process group (they setsid);
+	// pointing their database into the work dir puts the work dir on their
+	// command line, so Leftovers and Close find them.
+	cmd.Env = append(os.Environ(), "BREAKPAD_DUMP_LOCATION="+filepath.Join(b.workDir, "crashpad"))
+	cmd.Dir = b.workDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Own pipe rather than an io.Writer: exec.Cmd.Wait would otherwise also
+	// wait for every child that inherited stderr.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	_ = pw.Close()
+	if err != nil {
+		_ = pr.Close()
+		return fmt.Errorf("start %s: %w", c.path, err)
+	}
+	go func() {
+		_, _ = io.Copy(b.output, pr)
+		_ = pr.Close()
+	}()
+	b.cmd = cmd
+	b.pid = cmd.Process.Pid
+	go b.wait()
+
+	port, path, err := b.waitActivePort(ctx)
+	if err != nil {
+		return err
+	}
+	b.debugAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	v, err := b.waitVersion(ctx, c.httpClient)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(v.WebSocketDebuggerURL)
+	if err != nil {
+		return fmt.Errorf("webSocketDebuggerUrl %q: %w", v.WebSocketDebuggerURL, err)
+	}
+	if u.Path != path {
+		return fmt.Errorf("webSocketDebuggerUrl %q does not match DevToolsActivePort path %q", v.WebSocketDebuggerURL, path)
+	}
+	b.wsURL = (&url.URL{Scheme: "ws", Host: b.debugAddr, Path: path}).String()
+
+	// Chromium resets the download behavior when the DevTools session
+	// that set it disconnects, so the connection stays open until the
+	// browser is closed.
+	conn, err := cdpHold(ctx, b.wsURL, "Browser.setDownloadBehavior", map[string]any{
+		"behavior":      "allow",
+		"downloadPath":  b.downloadDir,
+		"eventsEnabled": false,
+	})
+	if err != nil {
+		return fmt.Errorf("set download behavior: %w", err)
+	}
+	b.holdConn = conn
+	go func() {
+		<-b.done
+		_ = conn.CloseNow()
+	}()
+	return nil
+}
+
+// chromiumBrowser is a running Chromium process.
+type chromiumBrowser struct {
+	id          string
+	workDir     string
+	userDataDir string
+	downloadDir string
+	wsURL       string
+	debugAddr   string
+	pid         int
+	cmd         *exec.Cmd
+	logger      *slog.Logger
+	output      *tailBuffer
+	holdConn    *websocket.Conn // keeps the download behavior in force
+
+	done           chan struct{}
+	err            error // written before done is closed
+	closeRequested atomic.Bool
+
+	closeSem chan struct{} // serializes Close
+	closed   bool          // guarded by closeSem
+}
+
+var _ Browser = (*chromiumBrowser)(nil)
+
+// ID implements Browser.
+func (b *chromiumBrowser) ID() string { return b.id }
+
+// WebSocketURL implements Browser.
+func (b *chromiumBrowser) WebSocketURL() string { return b.wsURL }
+
+// DebugAddr implements Browser.
+func (b *chromiumBrowser) DebugAddr() string { return b.debugAddr }
+
+// PID implements Browser.
+func (b *chromiumBrowser) PID() int { return b.pid }
+
+// UserDataDir implements Browser.
+func (b *chromiumBrowser) UserDataDir() string { return b.userDataDir }
+
+// DownloadDir implements Browser.
+func (b *chromiumBrowser) DownloadDir() string { return b.downloadDir }
+
+// Done implements Browser.
+func (b *chromiumBrowser) Done() <-chan struct{} { return b.done }
+
+// Err implements Browser.
+func (b *chromiumBrowser) Err() error {
+	select {
+	case <-b.done:
+		return b.err
+	default:
+		return nil
+	}
+}
+
+// exited reports whether the main process has exited.
+func (b *chromiumBrowser) exited() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait reaps the main process and closes done.
+func (b *chromiumBrowser) wait() {
+	err := b.cmd.Wait()
+	if !b.closeRequested.Load() {
+		if err == nil {
+			err = errors.New("exited on its own with status 0")
+		}
+		b.err = fmt.Errorf("browser %s (pid %d) exited: %w", b.id, b.pid, err)
+		b.logger.Warn("browser exited unexpectedly", "pid", b.pid, "err", err, "output", b.output.String())
+	}
+	close(b.done)
+}
+
+// waitActivePort polls the DevToolsActivePort file until Chromium has
+// written it, and returns its port and browser target path.
+func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, error) {
+	file := filepath.Join(b.userDataDir, "DevToolsActivePort")
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		if data, err := os.ReadFile(file); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) >= 2 && strings.HasPrefix(lines[1], "/devtools/browser/") {
+				port, err := strconv.Atoi(strings.TrimSpace(lines[0]))
+				if err == nil && port > 0 && port < 65536 {
+					return port, strings.TrimSpace(lines[1]), nil
+				}
+			}
+		}
+		select {
+		case <-b.done:
+			return 0, "", fmt.Errorf("exited during start-up: %w", b.exitErr())
+		case <-ctx.Done():
+			return 0, "", fmt.Errorf("waiting for DevToolsActivePort: %w", ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// waitVersion polls /json/version until it answers.
+func (b *chromiumBrowser) waitVersion(ctx context.Context, client *http.Client) (versionInfo, error) {
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		v, err := fetchVersion(ctx, client, b.debugAddr)
+		if err == nil {
+			return v, nil
+		}
+		select {
+		case <-b.done:
+			return v, fmt.Errorf("exited during start-up: %w", b.exitErr())
+		case <-ctx.Done():
+			return v, fmt.Errorf("waiting for CDP: %w (last error: %w)", ctx.Err(), err)
+		case <-ticker.C:
+		}
+	}
+}
+
+// exitErr returns the error of an exited process, never nil.
+func (b *chromiumBrowser) exitErr() error {
+	if b.err != nil {
+		return b.err
+	}
+	return errors.New("process exited")
+}
+
+// abort kills a browser whose launch failed and removes its work dir.
+func (b *chromiumBrowser) abort() {
+	if b.cmd != nil {
+		b.closeRequested.Store(true)
+		_ = syscall.Kill(-b.pid, syscall.SIGKILL)
+		select {
+		case <-b.done:
+		case <-time.After(killTimeout):
+			b.logger.Error("browser did not exit after SIGKILL", "pid", b.pid)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+		defer cancel()
+		if err := b.reap(ctx); err != nil {
+			b.logger.Error("browser cleanup after failed launch", "err", err)
+		}
+	}
+	if err := os.RemoveAll(b.workDir); err != nil {
+		b.logger.Error("remove work dir after failed launch", "err", err)
+	}
+}
+
+// Close implements Browser.
+func (b *chromiumBrowser) Close(ctx context.Context) error {
+	select {
+	case b.closeSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("browser %s: close: %w", b.id, ctx.Err())
+	}
+	defer func() { <-b.closeSem }()
+	if b.closed {
+		return nil
+	}
+	b.closeRequested.Store(true)
+	start := time.Now()
+	how := "exited before close"
+
+	if !b.exited() && ctx.Err() == nil {
+		// Graceful: Browser.close makes Chromium flush cookies and other
+		// profile state to disk.
+		how = "Browser.close"
+		gctx, cancel := context.WithTimeout(ctx, gracefulTimeout)
+		if _, err := cdpCall(gctx, b.wsURL, "Browser.close", nil, false); err != nil {
+			b.logger.Debug("graceful close failed", "err", err)
+		}
+		select {
+		case <-b.done:
+		case <-gctx.Done():
+		}
+		cancel()
+	}
+	if !b.exited() && ctx.Err() == nil {
+		how = "SIGTERM"
+		_ = syscall.Kill(-b.pid, syscall.SIGTERM)
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+		case <-time.After(termTimeout):
+		}
+	}
+	if !b.exited() {
+		how = "SIGKILL"
+		_ = syscall.Kill(-b.pid, syscall.SIGKILL)
+		// Waiting for a SIGKILLed process is bounded by the kernel, not by
+		// ctx: return only once it is gone.
+		select {
+		case <-b.done:
+		case <-time.After(killTimeout):
+			return fmt.Errorf("browser %s: close: pid %d did not exit after SIGKILL", b.id, b.pid)
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+	defer cancel()
+	if err := b.reap(rctx); err != nil {
+		return fmt.Errorf("browser %s: close: %w", b.id, err)
+	}
+	b.closed = true
+	b.logger.Info("browser closed", "pid", b.pid, "how", how, "elapsed", time.Since(start))
+	return nil
+}
+
+// reap kills what is left of the browser after its main process exited: the
+// members of its process group and processes that carry its work dir on the
+// command line (crashpad handlers). It returns once none is alive.
+func (b *chromiumBrowser) reap(ctx context.Context) error {
+	needle := b.workDir + string(filepath.Separator)
+	for first := true; ; first = false {
+		procs, err := listProcs()
+		if err != nil {
+			return err
+		}
+		var left []procInfo
+		for _, p := range procs {
+			if p.pgid == b.pid || strings.Contains(p.cmdline, needle) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if first {
+			// Give processes that are already shutting down (after
+			// Browser.close) a moment before killing them.
+			select {
+			case <-time.After(100 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		killProcs(left)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d processes still alive: %w", len(left), ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// Remove implements Browser.
+func (b *chromiumBrowser) Remove() error {
+	if !b.exited() {
+		return fmt.Errorf("browser %s: remove: still running", b.id)
+	}
+	// The work dir holds the provider-created profile, the downloads and
+	// crash dumps; a caller-provided UserDataDir lives elsewhere, unless the
+	// caller put it inside the work dir, in which case it is kept.
+	if rel, err := filepath.Rel(b.workDir, b.userDataDir); err == nil && rel != "profile" && !strings.HasPrefix(rel, "..") {
+		if rel == "." {
+			return nil
+		}
+		entries, err := os.ReadDir(b.workDir)
+		if err != nil {
+			return fmt.Errorf("browser %s: remove: %w", b.id, err)
+		}
+		top := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+		for _, e := range entries {
+			if e.Name() == top {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(b.workDir, e.Name())); err != nil {
+				return fmt.Errorf("browser %s: remove: %w", b.id, err)
+			}
+		}
+		return nil
+	}
+	if err := os.RemoveAll(b.workDir); err != nil {
+		return fmt.Errorf("browser %s: remove: %w", b.id, err)
+	}
+	return nil
+}

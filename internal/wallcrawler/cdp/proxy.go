@@ -1,0 +1,227 @@
+// Package cdp is Wallcrawler's authenticating Chrome DevTools Protocol
+// proxy: a client (Playwright's connectOverCDP, chromedp, Puppeteer)
+// connects to a session's connectUrl with its signingKey, and the proxy
+// relays WebSocket messages to the browser target of the session's
+// Chromium, counting the bytes and logging command/response pairs.
+package cdp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Errors a Resolver returns (wrapped) to choose the HTTP status.
+var (
+	// ErrUnauthorized: missing, bad, expired or other-session signingKey (401).
+	ErrUnauthorized = errors.New("cdp: unauthorized")
+	// ErrNotFound: no live browser for the session (404).
+	ErrNotFound = errors.New("cdp: session not live")
+)
+
+// Target is where an authorized connection goes and whom to tell.
+type Target struct {
+	// URL is the browser target's WebSocket URL on loopback.
+	URL string
+	// Log receives command/response pairs; nil disables logging.
+	Log *Log
+	// Opened is called when a client connection is established; Closed
+	// when it ends. Either may be nil.
+	Opened, Closed func()
+	// Count is called with the bytes relayed (both directions) since the
+	// previous call: every few seconds while connected and at the end.
+	Count func(bytes int64)
+}
+
+// Resolver authorizes a connection to a session and finds its browser.
+type Resolver interface {
+	// Resolve returns the target of a session's browser (pageID "") or of
+	// one of its pages (a DevTools target id).
+	Resolve(ctx context.Context, sessionID, pageID, signingKey string) (Target, error)
+}
+
+// Proxy serves /cdp/{sessionId}?signingKey=JWT (the browser target) and
+// /cdp/{sessionId}/page/{targetId}?signingKey=JWT (one page, for DevTools).
+type Proxy struct {
+	res           Resolver
+	log           *slog.Logger
+	countInterval time.Duration
+}
+
+// NewProxy returns a Proxy resolving sessions through res.
+func NewProxy(res Resolver, logger *slog.Logger) *Proxy {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Proxy{res: res, log: logger, countInterval: 5 * time.Second}
+}
+
+// ServeHTTP authorizes and relays one WebSocket connection. The token
+// comes from the signingKey query parameter (or an "Authorization: Bearer"
+// header).
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest := r.URL.Path[strings.Index(r.URL.Path, "/cdp/")+len("/cdp/"):]
+	id, page, _ := strings.Cut(rest, "/page/")
+	if id == "" || strings.Contains(id, "/") || strings.Contains(page, "/") {
+		httpError(w, http.StatusNotFound, "Session not found")
+		return
+	}
+	token := r.URL.Query().Get("signingKey")
+	if token == "" {
+		token = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	t, err := p.res.Resolve(r.Context(), id, page, token)
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		httpError(w, http.StatusUnauthorized, "Invalid or expired signingKey")
+		return
+	case errors.Is(err, ErrNotFound):
+		httpError(w, http.StatusNotFound, "Session is not running")
+		return
+	case err != nil:
+		p.log.ErrorContext(r.Context(), "cdp: resolve", "session", id, "err", err)
+		httpError(w, http.StatusInternalServerError, "Internal server error")
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		httpError(w, http.StatusBadRequest, "Expected a WebSocket upgrade")
+		return
+	}
+	// Dial the browser first so a dead browser is an HTTP error, not a
+	// WebSocket that closes at once.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	up, _, err := websocket.Dial(ctx, t.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		p.log.WarnContext(r.Context(), "cdp: browser unreachable", "session", id, "err", err)
+		httpError(w, http.StatusBadGateway, "Browser unreachable")
+		return
+	}
+	defer up.CloseNow()
+	down, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return
+	}
+	defer down.CloseNow()
+	up.SetReadLimit(-1)
+	down.SetReadLimit(-1)
+	if t.Opened != nil {
+		t.Opened()
+	}
+	if t.Closed != nil {
+		defer t.Closed()
+	}
+
+	var relayed atomic.Int64
+	flush := func() {
+		if n := relayed.Swap(0); n > 0 && t.Count != nil {
+			t.Count(n)
+		}
+	}
+	defer flush()
+	ticker := time.NewTicker(p.countInterval)
+	defer ticker.Stop()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				flush()
+			}
+		}
+	}()
+
+	pending := &pendingMap{m: map[int64]int64{}}
+	errc := make(chan error, 2)
+	go func() { errc <- pump(ctx, down, up, &relayed, func(b []byte) { pending.request(t.Log, b) }) }()
+	go func() { errc <- pump(ctx, up, down, &relayed, func(b []byte) { pending.response(t.Log, b) }) }()
+	err = <-errc
+	cancel()
+	status := websocket.CloseStatus(err)
+	if status == -1 {
+		status = websocket.StatusGoingAway
+	}
+	up.Close(websocket.StatusNormalClosure, "")
+	down.Close(status, "")
+}
+
+// pump copies messages from src to dst until either fails.
+func pump(ctx context.Context, src, dst *websocket.Conn, n *atomic.Int64, observe func([]byte)) error {
+	for {
+		typ, data, err := src.Read(ctx)
+		if err != nil {
+			return err
+		}
+		n.Add(int64(len(data)))
+		observe(data)
+		if err := dst.Write(ctx, typ, data); err != nil {
+			return err
+		}
+	}
+}
+
+// pendingMap matches responses to the commands of one connection.
+type pendingMap struct {
+	mu sync.Mutex
+	m  map[int64]int64 // command id → log sequence
+}
+
+func (p *pendingMap) request(l *Log, b []byte) {
+	if l == nil {
+		return
+	}
+	var m struct {
+		ID        *int64          `json:"id"`
+		Method    string          `json:"method"`
+		SessionID string          `json:"sessionId"`
+		Params    json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(b, &m) != nil || m.ID == nil || m.Method == "" {
+		return
+	}
+	seq := l.request(time.Now(), m.Method, m.SessionID, m.Params, b)
+	p.mu.Lock()
+	p.m[*m.ID] = seq
+	p.mu.Unlock()
+}
+
+func (p *pendingMap) response(l *Log, b []byte) {
+	if l == nil || !strings.HasPrefix(string(b[:min(len(b), 16)]), `{"id":`) {
+		return // events ({"method":...}) are not logged
+	}
+	var m struct {
+		ID     *int64          `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &m) != nil || m.ID == nil {
+		return
+	}
+	p.mu.Lock()
+	seq, ok := p.m[*m.ID]
+	delete(p.m, *m.ID)
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	res := m.Result
+	if res == nil {
+		res = m.Error
+	}
+	l.respond(seq, time.Now(), res, b)
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"statusCode": status, "error": http.StatusText(status), "message": msg})
+}

@@ -1,0 +1,899 @@
+package sessions
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
+	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
+	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+)
+
+// Limits and defaults of session parameters.
+const (
+	MinTimeout         = 60
+	MaxTimeout         = 21600
+	DefaultRegion      = "us-west-2"
+	DefaultReadyWait   = 30 * time.Second
+	DefaultIdleGrace   = 120 * time.Second
+	DefaultReapEvery   = 2 * time.Second
+	defaultCloseBudget = 15 * time.Second
+)
+
+// Regions are the region values the API accepts (informational here).
+var Regions = []string{"us-west-2", "us-east-1", "eu-central-1", "ap-southeast-1"}
+
+// Options configures a Manager. Zero values mean the defaults.
+type Options struct {
+	// NodeID names this quarry process in ecsTaskArn ("local:<node>:…"),
+	// so a restarted process finds the sessions it owned. Default: the
+	// host name.
+	NodeID string
+	// WorkDir holds the profiles restored from contexts. Required.
+	WorkDir string
+	// ReadyWait bounds how long create waits for READY (default 30s,
+	// well under the SDK's 60s client timeout).
+	ReadyWait time.Duration
+	// IdleGrace: a session without keepAlive ends when no CDP client has
+	// been connected for this long (default 120s).
+	IdleGrace time.Duration
+	// ReapEvery is the reaper's period (default 2s).
+	ReapEvery time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Deps are the Manager's collaborators.
+type Deps struct {
+	Repo     *Repo
+	Auth     *auth.Store
+	Contexts *contexts.Store
+	Blobs    blob.Store
+	Browsers browser.Provider
+	Tokens   *Tokens
+	Notifier *Notifier
+}
+
+// Manager runs sessions: it creates them (taking a concurrency slot,
+// launching a browser and waiting for READY), releases them, stops the
+// expired and idle ones, and reconciles what a previous process left.
+type Manager struct {
+	d    Deps
+	o    Options
+	log  *slog.Logger
+	mu   sync.Mutex
+	live map[string]*live
+	wg   sync.WaitGroup
+}
+
+// live is a session whose browser runs in this process.
+type live struct {
+	id, projectID string
+	b             browser.Browser
+	log           *cdp.Log
+	keepAlive     bool
+	profileDir    string // restored profile to delete at the end ("" if the provider owns it)
+	context       *contexts.Context
+	persist       bool
+
+	mu        sync.Mutex
+	clients   int
+	idleSince time.Time
+	stopping  bool
+}
+
+// NewManager returns a Manager. Call Reconcile before serving and Run for
+// the reaper and the stream notifier.
+func NewManager(d Deps, o Options) *Manager {
+	if o.NodeID == "" {
+		o.NodeID, _ = os.Hostname()
+	}
+	if o.ReadyWait <= 0 {
+		o.ReadyWait = DefaultReadyWait
+	}
+	if o.IdleGrace <= 0 {
+		o.IdleGrace = DefaultIdleGrace
+	}
+	if o.ReapEvery <= 0 {
+		o.ReapEvery = DefaultReapEvery
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+}
+
+func (m *Manager) now() time.Time { return m.o.Now().UTC() }
+
+func (m *Manager) taskPrefix() string { return "local:" + m.o.NodeID + ":" }
+
+// CreateInput is a validated POST /v1/sessions.
+type CreateInput struct {
+	// ProjectID must be one of the principal's projects ("" = its own).
+	ProjectID      string
+	ContextID      string
+	ContextPersist bool
+	Width, Height  int
+	KeepAlive      bool
+	// Timeout in seconds; 0 means the project's defaultTimeout.
+	Timeout      int
+	Region       string
+	UserMetadata map[string]any
+}
+
+// Create starts a session and returns it once READY. origin is the
+// scheme and host clients reach quarry at ("http://127.0.0.1:8080"); the
+// connectUrl is built from it.
+func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, origin string) (Session, error) {
+	project := p.Project
+	if in.ProjectID != "" && in.ProjectID != p.ProjectID {
+		if !p.CanUse(in.ProjectID) {
+			return Session{}, fmt.Errorf("%w: project %s", ErrNotFound, in.ProjectID)
+		}
+		var err error
+		if project, err = m.d.Auth.GetProject(ctx, in.ProjectID); err != nil {
+			return Session{}, err
+		}
+		if project.Status != auth.StatusActive {
+			return Session{}, fmt.Errorf("%w: project %s is not active", ErrInvalid, project.ID)
+		}
+	}
+	if in.Timeout == 0 {
+		in.Timeout = project.DefaultTimeout
+		if in.Timeout <= 0 {
+			in.Timeout = auth.DefaultSessionTimeout
+		}
+	}
+	if in.Timeout < MinTimeout || in.Timeout > MaxTimeout {
+		return Session{}, fmt.Errorf("%w: timeout must be between %d and %d seconds", ErrInvalid, MinTimeout, MaxTimeout)
+	}
+	if in.Region == "" {
+		in.Region = DefaultRegion
+	}
+	if !contains(Regions, in.Region) {
+		return Session{}, fmt.Errorf("%w: region must be one of %s", ErrInvalid, strings.Join(Regions, ", "))
+	}
+	if in.Width < 0 || in.Height < 0 || in.Width > 7680 || in.Height > 4320 {
+		return Session{}, fmt.Errorf("%w: viewport must be at most 7680x4320", ErrInvalid)
+	}
+	var ctxRec *contexts.Context
+	if in.ContextID != "" {
+		if m.d.Contexts == nil {
+			return Session{}, fmt.Errorf("%w: contexts are not enabled", ErrInvalid)
+		}
+		c, err := m.d.Contexts.Get(ctx, project.ID, in.ContextID)
+		if errors.Is(err, contexts.ErrNotFound) {
+			return Session{}, fmt.Errorf("%w: context %s not found", ErrInvalid, in.ContextID)
+		}
+		if err != nil {
+			return Session{}, err
+		}
+		ctxRec = &c
+	}
+
+	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
+		return Session{}, err
+	}
+	now := m.now()
+	id, err := newID("sess_")
+	if err != nil {
+		m.releaseSlot(project.ID)
+		return Session{}, err
+	}
+	expires := now.Add(time.Duration(in.Timeout) * time.Second).Truncate(time.Second)
+	token, err := m.d.Tokens.Sign(id, project.ID, expires)
+	if err != nil {
+		m.releaseSlot(project.ID)
+		return Session{}, err
+	}
+	x := Session{
+		ID: id, ProjectID: project.ID, InternalStatus: StateCreating,
+		CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, LastEventAt: now,
+		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(),
+		SigningKey: token, ConnectURL: connectURL(origin, id, token),
+		Timeout: in.Timeout, Width: in.Width, Height: in.Height,
+		UserMetadata: in.UserMetadata,
+		Events:       []Event{newEvent(now, "", StateCreating, "create")},
+	}
+	if ctxRec != nil {
+		x.ContextID, x.ContextPersist, x.ContextKey = ctxRec.ID, in.ContextPersist, ctxRec.StorageKey
+	}
+	if err := m.d.Repo.Insert(ctx, x); err != nil {
+		m.releaseSlot(project.ID)
+		return Session{}, err
+	}
+	ready, cancel := m.d.Notifier.Watch(id)
+	defer cancel()
+	if _, err := m.d.Repo.Transition(ctx, id, []string{StateCreating}, StateProvisioning, "launch browser", nil); err != nil {
+		m.fail(id, project.ID, []string{StateCreating}, err.Error())
+		return Session{}, err
+	}
+	m.wg.Add(1)
+	go m.provision(x, ctxRec, in)
+
+	timer := time.NewTimer(m.o.ReadyWait)
+	defer timer.Stop()
+	var reason string
+	select {
+	case st := <-ready:
+		if st == StateReady {
+			return m.d.Repo.Get(ctx, id)
+		}
+		cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id)
+		if err == nil && cur.Error != "" {
+			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
+		}
+		return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, st)
+	case <-timer.C:
+		reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
+	case <-ctx.Done():
+		reason = "client went away before the browser was ready"
+	}
+	// The stream may lag; trust the table before giving up.
+	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {
+		return cur, nil
+	}
+	m.fail(id, project.ID, []string{StateProvisioning}, reason)
+	return Session{}, fmt.Errorf("%w: %s", ErrUnavailable, reason)
+}
+
+// provision launches the browser of a PROVISIONING session and marks it
+// READY (or FAILED). It runs detached from the create request.
+func (m *Manager) provision(x Session, ctxRec *contexts.Context, in CreateInput) {
+	defer m.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.ReadyWait+5*time.Second)
+	defer cancel()
+	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist}
+	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height}
+	if ctxRec != nil {
+		l.profileDir = filepath.Join(m.o.WorkDir, "profiles", x.ID)
+		if _, err := m.d.Contexts.Restore(ctx, *ctxRec, l.profileDir); err != nil {
+			_ = os.RemoveAll(l.profileDir)
+			m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "restore context: "+err.Error())
+			return
+		}
+		opts.UserDataDir = l.profileDir
+	}
+	b, err := m.d.Browsers.Launch(ctx, opts)
+	if err != nil {
+		if l.profileDir != "" {
+			_ = os.RemoveAll(l.profileDir)
+		}
+		m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "launch browser: "+err.Error())
+		return
+	}
+	l.b = b
+	l.idleSince = m.now()
+	m.mu.Lock()
+	m.live[x.ID] = l
+	m.mu.Unlock()
+	_, err = m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
+		"startedAt":  s(formatTime(m.now())),
+		"publicIP":   s("127.0.0.1"),
+		"ecsTaskArn": s(m.taskPrefix() + b.ID()),
+	})
+	if err != nil {
+		// Released, timed out or failed meanwhile: nobody wants it.
+		m.log.Info("wallcrawler: browser launched for a session that moved on", "session", x.ID, "err", err)
+		m.mu.Lock()
+		mine := m.live[x.ID] == l
+		if mine {
+			delete(m.live, x.ID)
+		}
+		m.mu.Unlock()
+		if mine { // else the stopper took it and cleans up
+			m.dropLive(ctx, l)
+		}
+		return
+	}
+	m.wg.Add(1)
+	go m.watchCrash(l)
+}
+
+// watchCrash ends a session whose browser exits on its own.
+func (m *Manager) watchCrash(l *live) {
+	defer m.wg.Done()
+	<-l.b.Done()
+	l.mu.Lock()
+	stopping := l.stopping
+	l.mu.Unlock()
+	if stopping {
+		return
+	}
+	reason := "browser exited"
+	if err := l.b.Err(); err != nil {
+		reason += ": " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	defer cancel()
+	_, _ = m.stop(ctx, l.id, StateFailed, reason)
+}
+
+// fail moves a session from one of from to FAILED and frees its slot.
+func (m *Manager) fail(id, projectID string, from []string, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	defer cancel()
+	_, err := m.d.Repo.Transition(ctx, id, from, StateFailed, reason, map[string]av{
+		"endedAt": s(formatTime(m.now())), "error": s(reason),
+	})
+	if err != nil {
+		m.log.Warn("wallcrawler: could not mark session failed", "session", id, "err", err)
+		return
+	}
+	m.releaseSlot(projectID)
+}
+
+func (m *Manager) releaseSlot(projectID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	defer cancel()
+	if err := m.d.Auth.ReleaseSlot(ctx, projectID); err != nil {
+		m.log.Warn("wallcrawler: release concurrency slot", "project", projectID, "err", err)
+	}
+}
+
+// Get returns a session of one of the principal's projects.
+func (m *Manager) Get(ctx context.Context, p auth.Principal, id string) (Session, error) {
+	x, err := m.d.Repo.Get(ctx, id)
+	if err != nil {
+		return Session{}, err
+	}
+	if !p.CanUse(x.ProjectID) {
+		return Session{}, fmt.Errorf("%w: session %s", ErrNotFound, id)
+	}
+	return x, nil
+}
+
+// List returns the sessions of the principal's selected project, newest
+// first, optionally only those of an SDK status and those whose
+// userMetadata matches q (see MatchQuery).
+func (m *Manager) List(ctx context.Context, p auth.Principal, status, q string) ([]Session, error) {
+	all, err := m.d.Repo.ListByProject(ctx, p.ProjectID, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, x := range all {
+		if status != "" && x.Status != status {
+			continue
+		}
+		if q != "" && !MatchQuery(x.UserMetadata, q) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// Release ends a session on the client's request (REQUEST_RELEASE): it is
+// idempotent, and returns the session as it stands afterwards.
+func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Session, error) {
+	if _, err := m.Get(ctx, p, id); err != nil {
+		return Session{}, err
+	}
+	return m.stop(ctx, id, StateStopped, "REQUEST_RELEASE")
+}
+
+// stop ends a session: TERMINATING, browser closed, profile archived when
+// the context persists, downloads and logs kept, then final (STOPPED,
+// TIMED_OUT or FAILED) with endedAt, and its slot freed. When another
+// caller is already stopping it, or it has ended, stop returns it as is.
+func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason, nil)
+	if errors.Is(err, ErrState) {
+		if x.InternalStatus == StateCreating {
+			return x, err
+		}
+		return x, nil
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	m.mu.Lock()
+	l := m.live[id]
+	delete(m.live, id)
+	m.mu.Unlock()
+	if l != nil {
+		m.finishBrowser(ctx, l)
+	}
+	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, map[string]av{
+		"endedAt": s(formatTime(m.now())),
+	})
+	if err != nil {
+		return x, err
+	}
+	m.releaseSlot(x.ProjectID)
+	return x, nil
+}
+
+// finishBrowser closes a live browser and keeps what outlives it.
+func (m *Manager) finishBrowser(ctx context.Context, l *live) {
+	l.mu.Lock()
+	l.stopping = true
+	l.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
+	defer cancel()
+	if err := l.b.Close(cctx); err != nil {
+		m.log.Warn("wallcrawler: close browser", "session", l.id, "err", err)
+	}
+	if l.persist && l.context != nil {
+		if err := m.d.Contexts.Persist(ctx, *l.context, l.b.UserDataDir()); err != nil {
+			m.log.Error("wallcrawler: persist context", "session", l.id, "context", l.context.ID, "err", err)
+		}
+	}
+	if m.d.Blobs != nil {
+		var buf bytes.Buffer
+		if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
+			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
+				m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
+			}
+		}
+		if entries := l.log.Entries(); len(entries) > 0 {
+			data, _ := json.Marshal(entries)
+			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
+				m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
+			}
+		}
+	}
+	m.dropLive(ctx, l)
+}
+
+// dropLive closes (if needed) and deletes a browser's files.
+func (m *Manager) dropLive(ctx context.Context, l *live) {
+	l.mu.Lock()
+	l.stopping = true
+	l.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
+	defer cancel()
+	_ = l.b.Close(cctx)
+	if err := l.b.Remove(); err != nil {
+		m.log.Warn("wallcrawler: remove browser files", "session", l.id, "err", err)
+	}
+	if l.profileDir != "" {
+		_ = os.RemoveAll(l.profileDir)
+	}
+}
+
+func artifactKey(projectID, sessionID, name string) string {
+	return projectID + "/" + sessionID + "/" + name
+}
+
+// Resolve implements cdp.Resolver: the signingKey must be valid and for
+// this session, and the session's browser must run here.
+func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (cdp.Target, error) {
+	c, err := m.d.Tokens.Verify(token)
+	if err != nil {
+		return cdp.Target{}, fmt.Errorf("%w: %v", cdp.ErrUnauthorized, err)
+	}
+	if c.SessionID != sessionID {
+		return cdp.Target{}, fmt.Errorf("%w: token of another session", cdp.ErrUnauthorized)
+	}
+	m.mu.Lock()
+	l := m.live[sessionID]
+	m.mu.Unlock()
+	if l == nil {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	target := l.b.WebSocketURL()
+	if pageID != "" {
+		if !validTargetID(pageID) {
+			return cdp.Target{}, cdp.ErrNotFound
+		}
+		target = "ws://" + l.b.DebugAddr() + "/devtools/page/" + pageID
+	}
+	return cdp.Target{
+		URL: target,
+		Log: l.log,
+		Opened: func() {
+			l.mu.Lock()
+			l.clients++
+			l.mu.Unlock()
+		},
+		Closed: func() {
+			l.mu.Lock()
+			l.clients--
+			if l.clients == 0 {
+				l.idleSince = m.now()
+			}
+			l.mu.Unlock()
+		},
+		Count: func(n int64) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := m.d.Repo.AddProxyBytes(ctx, sessionID, n); err != nil {
+				m.log.Warn("wallcrawler: count proxy bytes", "session", sessionID, "err", err)
+			}
+		},
+	}, nil
+}
+
+func validTargetID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Run runs the stream notifier and the reaper until ctx ends.
+func (m *Manager) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- m.d.Notifier.Run(ctx) }()
+	t := time.NewTicker(m.o.ReapEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("sessions: stream notifier: %w", err)
+		case <-t.C:
+			m.Reap(ctx)
+		}
+	}
+}
+
+// Reap stops the sessions past expiresAt (TIMED_OUT), found through
+// status-expiresAt-index, and this process's idle sessions without
+// keepAlive (STOPPED).
+func (m *Manager) Reap(ctx context.Context) {
+	now := m.now()
+	ids, err := m.d.Repo.ExpiredRunning(ctx, now)
+	if err != nil {
+		m.log.Warn("wallcrawler: reaper query", "err", err)
+	}
+	for _, id := range ids {
+		if _, err := m.stop(ctx, id, StateTimedOut, "timeout"); err != nil && !errors.Is(err, ErrNotFound) {
+			m.log.Warn("wallcrawler: time out session", "session", id, "err", err)
+		}
+	}
+	var idle []string
+	m.mu.Lock()
+	for id, l := range m.live {
+		l.mu.Lock()
+		if !l.keepAlive && l.clients == 0 && now.Sub(l.idleSince) >= m.o.IdleGrace {
+			idle = append(idle, id)
+		}
+		l.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, id := range idle {
+		if _, err := m.stop(ctx, id, StateStopped, "no CDP client connected"); err != nil {
+			m.log.Warn("wallcrawler: stop idle session", "session", id, "err", err)
+		}
+	}
+}
+
+// Reconcile ends the sessions a previous process on this node left
+// running (their browsers died with it): they become FAILED and free
+// their slots. Call it at start, before serving.
+func (m *Manager) Reconcile(ctx context.Context) (int, error) {
+	ids, err := m.d.Repo.Running(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		x, err := m.d.Repo.Get(ctx, id)
+		if err != nil || !strings.HasPrefix(x.TaskARN, m.taskPrefix()) {
+			continue
+		}
+		m.mu.Lock()
+		_, mine := m.live[id]
+		m.mu.Unlock()
+		if mine {
+			continue
+		}
+		_, err = m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
+			"quarry restarted; the browser was lost", map[string]av{"endedAt": s(formatTime(m.now())), "error": s("quarry restarted")})
+		if err != nil {
+			continue
+		}
+		m.releaseSlot(x.ProjectID)
+		n++
+	}
+	return n, nil
+}
+
+// Close stops every session running in this process (quarry shutdown) and
+// waits for background work.
+func (m *Manager) Close(ctx context.Context) {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.live))
+	for id := range m.live {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := m.stop(ctx, id, StateStopped, "quarry shutdown"); err != nil {
+				m.log.Warn("wallcrawler: stop session at shutdown", "session", id, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	m.wg.Wait()
+}
+
+// Live reports how many sessions have a browser in this process.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+// Usage is a project's consumption.
+type Usage struct {
+	BrowserMinutes float64
+	ProxyBytes     int64
+}
+
+// ProjectUsage sums the browser minutes (startedAt to endedAt, or now)
+// and proxy bytes of a project's sessions.
+func (m *Manager) ProjectUsage(ctx context.Context, projectID string) (Usage, error) {
+	all, err := m.d.Repo.ListByProject(ctx, projectID, 0)
+	if err != nil {
+		return Usage{}, err
+	}
+	var u Usage
+	now := m.now()
+	for _, x := range all {
+		u.ProxyBytes += x.ProxyBytes
+		if x.StartedAt.IsZero() {
+			continue
+		}
+		end := x.EndedAt
+		if end.IsZero() {
+			end = now
+		}
+		if d := end.Sub(x.StartedAt); d > 0 {
+			u.BrowserMinutes += d.Minutes()
+		}
+	}
+	return u, nil
+}
+
+// Page is one page of a live session, as /debug lists it.
+type Page struct {
+	ID, URL, Title, FaviconURL string
+}
+
+// Pages lists the page targets of a live session's browser.
+func (m *Manager) Pages(ctx context.Context, p auth.Principal, id string) (Session, []Page, error) {
+	x, err := m.Get(ctx, p, id)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l == nil || x.InternalStatus != StateReady {
+		return x, nil, fmt.Errorf("%w: session %s is not running here", ErrState, id)
+	}
+	// Target.getTargets sees every page, also those of browser contexts
+	// that /json/list leaves out (Playwright's, chromedp's).
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(cctx, l.b.WebSocketURL(), nil)
+	if err != nil {
+		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(-1)
+	if err := conn.Write(cctx, websocket.MessageText, []byte(`{"id":1,"method":"Target.getTargets"}`)); err != nil {
+		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
+	}
+	var reply struct {
+		ID     int `json:"id"`
+		Result struct {
+			TargetInfos []struct {
+				TargetID, Type, Title, URL string
+			} `json:"targetInfos"`
+		} `json:"result"`
+	}
+	for reply.ID != 1 {
+		_, data, err := conn.Read(cctx)
+		if err != nil {
+			return x, nil, fmt.Errorf("sessions: list pages: %w", err)
+		}
+		_ = json.Unmarshal(data, &reply)
+	}
+	conn.Close(websocket.StatusNormalClosure, "")
+	pages := []Page{}
+	for _, t := range reply.Result.TargetInfos {
+		if t.Type == "page" {
+			pages = append(pages, Page{ID: t.TargetID, URL: t.URL, Title: t.Title})
+		}
+	}
+	return x, pages, nil
+}
+
+// Logs returns the CDP command/response pairs of a session: live from the
+// proxy while it runs, from the blob store afterwards.
+func (m *Manager) Logs(ctx context.Context, p auth.Principal, id string) ([]cdp.Entry, error) {
+	x, err := m.Get(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l != nil {
+		return l.log.Entries(), nil
+	}
+	entries := []cdp.Entry{}
+	if m.d.Blobs == nil {
+		return entries, nil
+	}
+	rc, err := m.d.Blobs.Get(ctx, artifactKey(x.ProjectID, id, "logs.json"))
+	if errors.Is(err, blob.ErrNotFound) {
+		return entries, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if err := json.NewDecoder(rc).Decode(&entries); err != nil {
+		return nil, fmt.Errorf("sessions: read logs: %w", err)
+	}
+	return entries, nil
+}
+
+// Downloads writes a zip of the files the session's browser downloaded.
+func (m *Manager) Downloads(ctx context.Context, p auth.Principal, id string, w io.Writer) error {
+	x, err := m.Get(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l != nil {
+		_, err := zipDir(w, l.b.DownloadDir())
+		return err
+	}
+	if m.d.Blobs != nil {
+		rc, err := m.d.Blobs.Get(ctx, artifactKey(x.ProjectID, id, "downloads.zip"))
+		if err == nil {
+			defer rc.Close()
+			_, err = io.Copy(w, rc)
+			return err
+		}
+		if !errors.Is(err, blob.ErrNotFound) {
+			return err
+		}
+	}
+	_, err = zipDir(w, "")
+	return err
+}
+
+// zipDir writes a zip of the regular files under dir (none when dir is
+// "" or missing; Chrome's partial ".crdownload" files are skipped) and
+// returns how many it wrote.
+func zipDir(w io.Writer, dir string) (int, error) {
+	zw := zip.NewWriter(w)
+	n := 0
+	if dir != "" {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !d.Type().IsRegular() || strings.HasSuffix(path, ".crdownload") {
+				return nil
+			}
+			rel, _ := filepath.Rel(dir, path)
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			zf, err := zw.Create(filepath.ToSlash(rel))
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(zf, f); err != nil {
+				return err
+			}
+			n++
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("sessions: zip downloads: %w", err)
+		}
+	}
+	return n, zw.Close()
+}
+
+// MatchQuery reports whether userMetadata matches a ?q= query. The query
+// is Browserbase's metadata filter: user_metadata['key']:'value' (nested
+// keys as ['a']['b']); a bare word matches any string value containing
+// it.
+func MatchQuery(md map[string]any, q string) bool {
+	q = strings.TrimSpace(q)
+	if rest, ok := strings.CutPrefix(q, "user_metadata"); ok {
+		var path []string
+		for strings.HasPrefix(rest, "[") {
+			end := strings.Index(rest, "]")
+			if end < 0 {
+				return false
+			}
+			path = append(path, strings.Trim(rest[1:end], `'"`))
+			rest = rest[end+1:]
+		}
+		val, ok := strings.CutPrefix(rest, ":")
+		if !ok || len(path) == 0 {
+			return false
+		}
+		val = strings.Trim(val, `'"`)
+		var cur any = md
+		for _, k := range path {
+			mm, ok := cur.(map[string]any)
+			if !ok {
+				return false
+			}
+			cur = mm[k]
+		}
+		return fmt.Sprint(cur) == val
+	}
+	data, _ := json.Marshal(md)
+	return q == "" || strings.Contains(strings.ToLower(string(data)), strings.ToLower(q))
+}
+
+func connectURL(origin, id, token string) string {
+	ws := "ws" + strings.TrimPrefix(origin, "http")
+	return ws + "/wallcrawler/cdp/" + id + "?signingKey=" + url.QueryEscape(token)
+}
+
+func newID(prefix string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

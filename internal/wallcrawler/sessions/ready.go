@@ -1,0 +1,105 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/quarrydb/quarry/ddb/consumer"
+)
+
+// Notifier follows the sessions table's stream (the document's
+// sessions-stream-processor → SNS wallcrawler-session-ready) and wakes the
+// callers waiting for a session to leave PROVISIONING.
+type Notifier struct {
+	streams  *dynamodbstreams.Client
+	client   *dynamodb.Client
+	table    string
+	interval time.Duration
+
+	mu      sync.Mutex
+	waiters map[string][]chan string
+	onError func(error)
+}
+
+// NewNotifier returns a Notifier of table's stream polling every interval
+// when idle (the embedded store is cheap to poll: a few milliseconds;
+// AWS: 250ms). onError may be nil.
+func NewNotifier(client *dynamodb.Client, streams *dynamodbstreams.Client, table string, interval time.Duration, onError func(error)) *Notifier {
+	if onError == nil {
+		onError = func(error) {}
+	}
+	return &Notifier{streams: streams, client: client, table: table, interval: interval, waiters: map[string][]chan string{}, onError: onError}
+}
+
+// Run consumes the stream from its latest position until ctx ends.
+func (n *Notifier) Run(ctx context.Context) error {
+	out, err := n.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(n.table)})
+	if err != nil {
+		return fmt.Errorf("sessions: describe %s: %w", n.table, err)
+	}
+	arn := aws.ToString(out.Table.LatestStreamArn)
+	if arn == "" {
+		return fmt.Errorf("sessions: table %s has no stream", n.table)
+	}
+	c := consumer.New(n.streams, arn, consumer.NewMemoryCheckpointer(), n.handle, consumer.Options{
+		StartPosition: streamtypes.ShardIteratorTypeLatest,
+		PollInterval:  n.interval,
+		RetryBackoff:  100 * time.Millisecond,
+		MaxBackoff:    2 * time.Second,
+		OnError:       n.onError,
+	})
+	return c.Run(ctx)
+}
+
+func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error {
+	for _, r := range records {
+		if r.Dynamodb == nil || r.Dynamodb.NewImage == nil {
+			continue
+		}
+		img := r.Dynamodb.NewImage
+		id, _ := img["sessionId"].(*streamtypes.AttributeValueMemberS)
+		st, _ := img["internalStatus"].(*streamtypes.AttributeValueMemberS)
+		if id == nil || st == nil || st.Value == StateCreating || st.Value == StateProvisioning {
+			continue
+		}
+		n.mu.Lock()
+		ws := n.waiters[id.Value]
+		delete(n.waiters, id.Value)
+		n.mu.Unlock()
+		for _, w := range ws {
+			w <- st.Value
+		}
+	}
+	return nil
+}
+
+// Watch registers interest in session id leaving PROVISIONING; the
+// returned channel receives the new internal status once. cancel
+// unregisters. Register before the write that may trigger the record.
+func (n *Notifier) Watch(id string) (ch <-chan string, cancel func()) {
+	c := make(chan string, 1)
+	n.mu.Lock()
+	n.waiters[id] = append(n.waiters[id], c)
+	n.mu.Unlock()
+	return c, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		ws := n.waiters[id]
+		for i, w := range ws {
+			if w == c {
+				n.waiters[id] = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(n.waiters[id]) == 0 {
+			delete(n.waiters, id)
+		}
+	}
+}

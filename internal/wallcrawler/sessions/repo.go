@@ -1,0 +1,366 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
+)
+
+// timeLayout is the ISO8601 form of every stored timestamp: UTC with
+// milliseconds, fixed width, so that createdAt sorts as text.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(v string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// Repo reads and writes the wallcrawler-sessions table.
+type Repo struct {
+	client *dynamodb.Client
+	table  string
+	now    func() time.Time
+}
+
+// NewRepo returns a Repo over names.Sessions. now nil means time.Now.
+func NewRepo(client *dynamodb.Client, names tables.Names, now func() time.Time) *Repo {
+	if now == nil {
+		now = time.Now
+	}
+	return &Repo{client: client, table: names.Sessions, now: now}
+}
+
+// Table is the sessions table's name.
+func (r *Repo) Table() string { return r.table }
+
+type av = types.AttributeValue
+
+func s(v string) av { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) av  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func b(v bool) av   { return &types.AttributeValueMemberBOOL{Value: v} }
+
+func eventItem(e Event) av {
+	m := map[string]av{
+		"source":     s(e.Source),
+		"detailType": s(e.DetailType),
+		"time":       s(formatTime(e.Time)),
+		"to":         s(e.To),
+	}
+	if e.From != "" {
+		m["from"] = s(e.From)
+	}
+	if e.Reason != "" {
+		m["reason"] = s(e.Reason)
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+func newEvent(at time.Time, from, to, reason string) Event {
+	return Event{Source: "wallcrawler.sessions", DetailType: "SessionStateChange", Time: at, From: from, To: to, Reason: reason}
+}
+
+// item encodes a new session. Zero-valued optional attributes are left out.
+func item(x Session) (map[string]av, error) {
+	it := map[string]av{
+		"sessionId":          s(x.ID),
+		"projectId":          s(x.ProjectID),
+		"status":             s(SDKStatus(x.InternalStatus)),
+		"internalStatus":     s(x.InternalStatus),
+		"createdAt":          s(formatTime(x.CreatedAt)),
+		"updatedAt":          s(formatTime(x.UpdatedAt)),
+		"expiresAt":          n(x.ExpiresAt.Unix()),
+		"keepAlive":          b(x.KeepAlive),
+		"region":             s(x.Region),
+		"signingKey":         s(x.SigningKey),
+		"connectUrl":         s(x.ConnectURL),
+		"proxyBytes":         n(x.ProxyBytes),
+		"retryCount":         n(int64(x.RetryCount)),
+		"lastEventTimestamp": s(formatTime(x.LastEventAt)),
+		"timeout":            n(int64(x.Timeout)),
+		"viewportWidth":      n(int64(x.Width)),
+		"viewportHeight":     n(int64(x.Height)),
+	}
+	if x.TaskARN != "" {
+		it["ecsTaskArn"] = s(x.TaskARN)
+	}
+	evs := make([]av, len(x.Events))
+	for i, e := range x.Events {
+		evs[i] = eventItem(e)
+	}
+	it["eventHistory"] = &types.AttributeValueMemberL{Value: evs}
+	if x.ContextID != "" {
+		it["contextId"] = s(x.ContextID)
+		it["contextPersist"] = b(x.ContextPersist)
+		it["contextStorageKey"] = s(x.ContextKey)
+	}
+	if len(x.UserMetadata) > 0 {
+		m, err := attributevalue.MarshalMap(x.UserMetadata)
+		if err != nil {
+			return nil, fmt.Errorf("%w: userMetadata: %v", ErrInvalid, err)
+		}
+		it["userMetadata"] = &types.AttributeValueMemberM{Value: m}
+	}
+	return it, nil
+}
+
+func str(it map[string]av, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func num(it map[string]av, k string) int64 {
+	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
+		x, _ := strconv.ParseFloat(v.Value, 64)
+		return int64(x)
+	}
+	return 0
+}
+
+func boolean(it map[string]av, k string) bool {
+	v, ok := it[k].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+// parse decodes an item; unknown or mistyped attributes read as zero.
+func parse(it map[string]av) Session {
+	x := Session{
+		ID:             str(it, "sessionId"),
+		ProjectID:      str(it, "projectId"),
+		Status:         str(it, "status"),
+		InternalStatus: str(it, "internalStatus"),
+		CreatedAt:      parseTime(str(it, "createdAt")),
+		UpdatedAt:      parseTime(str(it, "updatedAt")),
+		StartedAt:      parseTime(str(it, "startedAt")),
+		EndedAt:        parseTime(str(it, "endedAt")),
+		ExpiresAt:      time.Unix(num(it, "expiresAt"), 0).UTC(),
+		KeepAlive:      boolean(it, "keepAlive"),
+		Region:         str(it, "region"),
+		PublicIP:       str(it, "publicIP"),
+		TaskARN:        str(it, "ecsTaskArn"),
+		ConnectURL:     str(it, "connectUrl"),
+		SigningKey:     str(it, "signingKey"),
+		ContextID:      str(it, "contextId"),
+		ContextPersist: boolean(it, "contextPersist"),
+		ContextKey:     str(it, "contextStorageKey"),
+		ProxyBytes:     num(it, "proxyBytes"),
+		LastEventAt:    parseTime(str(it, "lastEventTimestamp")),
+		RetryCount:     int(num(it, "retryCount")),
+		Timeout:        int(num(it, "timeout")),
+		Width:          int(num(it, "viewportWidth")),
+		Height:         int(num(it, "viewportHeight")),
+		Error:          str(it, "error"),
+	}
+	if l, ok := it["eventHistory"].(*types.AttributeValueMemberL); ok {
+		for _, e := range l.Value {
+			m, ok := e.(*types.AttributeValueMemberM)
+			if !ok {
+				continue
+			}
+			x.Events = append(x.Events, Event{
+				Source: str(m.Value, "source"), DetailType: str(m.Value, "detailType"),
+				Time: parseTime(str(m.Value, "time")), From: str(m.Value, "from"),
+				To: str(m.Value, "to"), Reason: str(m.Value, "reason"),
+			})
+		}
+	}
+	if m, ok := it["userMetadata"].(*types.AttributeValueMemberM); ok {
+		var md map[string]any
+		if attributevalue.UnmarshalMap(m.Value, &md) == nil {
+			x.UserMetadata = md
+		}
+	}
+	return x
+}
+
+// Insert writes a new session (its InternalStatus normally CREATING); it
+// fails if the id is taken.
+func (r *Repo) Insert(ctx context.Context, x Session) error {
+	it, err := item(x)
+	if err != nil {
+		return err
+	}
+	_, err = r.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(r.table),
+		Item:                it,
+		ConditionExpression: aws.String("attribute_not_exists(sessionId)"),
+	})
+	if err != nil {
+		return fmt.Errorf("sessions: insert %s: %w", x.ID, err)
+	}
+	return nil
+}
+
+// Get reads a session by id (strongly consistent).
+func (r *Repo) Get(ctx context.Context, id string) (Session, error) {
+	out, err := r.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(r.table),
+		Key:            map[string]av{"sessionId": s(id)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("sessions: get %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return Session{}, fmt.Errorf("%w: session %s", ErrNotFound, id)
+	}
+	return parse(out.Item), nil
+}
+
+// Transition moves a session from one of the states in from to the state
+// to, setting the extra attributes in set, with one conditional write that
+// also updates status (the SDK mapping), updatedAt and
+// lastEventTimestamp and appends an event to eventHistory. It fails with
+// ErrState (wrapping the current state) when the session is not in one of
+// from, and with ErrNotFound when it does not exist.
+func (r *Repo) Transition(ctx context.Context, id string, from []string, to, reason string, set map[string]av) (Session, error) {
+	now := r.now()
+	cur := from[0]
+	if len(from) > 1 {
+		cur = ""
+	}
+	values := map[string]av{
+		":to":    s(to),
+		":sdk":   s(SDKStatus(to)),
+		":now":   s(formatTime(now)),
+		":ev":    &types.AttributeValueMemberL{Value: []av{eventItem(newEvent(now, cur, to, reason))}},
+		":empty": &types.AttributeValueMemberL{Value: []av{}},
+	}
+	names := map[string]string{"#st": "status", "#is": "internalStatus"}
+	update := "SET #is = :to, #st = :sdk, updatedAt = :now, lastEventTimestamp = :now, eventHistory = list_append(if_not_exists(eventHistory, :empty), :ev)"
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		ph := "#s" + strconv.Itoa(i)
+		names[ph] = k
+		values[":s"+strconv.Itoa(i)] = set[k]
+		update += ", " + ph + " = :s" + strconv.Itoa(i)
+	}
+	cond := "attribute_exists(sessionId) AND #is IN ("
+	for i, f := range from {
+		if i > 0 {
+			cond += ", "
+		}
+		ph := ":f" + strconv.Itoa(i)
+		values[ph] = s(f)
+		cond += ph
+	}
+	cond += ")"
+	out, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(r.table),
+		Key:                                 map[string]av{"sessionId": s(id)},
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if ccf.Item == nil {
+			return Session{}, fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		old := parse(ccf.Item)
+		return old, fmt.Errorf("%w: session %s is %s, not %v", ErrState, id, old.InternalStatus, from)
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("sessions: %s → %s: %w", id, to, err)
+	}
+	return parse(out.Attributes), nil
+}
+
+// AddProxyBytes adds n to a session's proxyBytes counter.
+func (r *Repo) AddProxyBytes(ctx context.Context, id string, bytes int64) error {
+	if bytes <= 0 {
+		return nil
+	}
+	_, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(r.table),
+		Key:                       map[string]av{"sessionId": s(id)},
+		UpdateExpression:          aws.String("ADD proxyBytes :n"),
+		ConditionExpression:       aws.String("attribute_exists(sessionId)"),
+		ExpressionAttributeValues: map[string]av{":n": n(bytes)},
+	})
+	if err != nil {
+		return fmt.Errorf("sessions: add proxy bytes to %s: %w", id, err)
+	}
+	return nil
+}
+
+// ListByProject returns a project's sessions, newest first, through
+// projectId-createdAt-index.
+func (r *Repo) ListByProject(ctx context.Context, projectID string, limit int) ([]Session, error) {
+	var out []Session
+	p := dynamodb.NewQueryPaginator(r.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(r.table),
+		IndexName:                 aws.String(tables.SessionsByProjectIndex),
+		KeyConditionExpression:    aws.String("projectId = :p"),
+		ExpressionAttributeValues: map[string]av{":p": s(projectID)},
+		ScanIndexForward:          aws.Bool(false),
+	})
+	for p.HasMorePages() && (limit <= 0 || len(out) < limit) {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sessions: list project %s: %w", projectID, err)
+		}
+		for _, it := range page.Items {
+			out = append(out, parse(it))
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ExpiredRunning returns the ids of RUNNING sessions whose expiresAt is at
+// or before t, through status-expiresAt-index (KEYS_ONLY).
+func (r *Repo) ExpiredRunning(ctx context.Context, t time.Time) ([]string, error) {
+	return r.runningIDs(ctx, aws.String("#st = :s AND expiresAt <= :t"), map[string]av{":s": s(StatusRunning), ":t": n(t.Unix())})
+}
+
+// Running returns the ids of all RUNNING sessions.
+func (r *Repo) Running(ctx context.Context) ([]string, error) {
+	return r.runningIDs(ctx, aws.String("#st = :s"), map[string]av{":s": s(StatusRunning)})
+}
+
+func (r *Repo) runningIDs(ctx context.Context, cond *string, values map[string]av) ([]string, error) {
+	var ids []string
+	p := dynamodb.NewQueryPaginator(r.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(r.table),
+		IndexName:                 aws.String(tables.SessionsByStatusIndex),
+		KeyConditionExpression:    cond,
+		ExpressionAttributeNames:  map[string]string{"#st": "status"},
+		ExpressionAttributeValues: values,
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sessions: query running: %w", err)
+		}
+		for _, it := range page.Items {
+			ids = append(ids, str(it, "sessionId"))
+		}
+	}
+	return ids, nil
+}

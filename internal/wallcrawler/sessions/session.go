@@ -1,0 +1,107 @@
+// Package sessions runs Wallcrawler's browser sessions: the
+// wallcrawler-sessions table (one item per session, every lifecycle step a
+// conditional write on the previous state that appends to eventHistory),
+// the signingKey JWTs that open the CDP proxy, the wait for READY through
+// the table's stream, and the Manager that launches, releases, times out
+// and reconciles the browsers behind the sessions.
+package sessions
+
+import (
+	"errors"
+	"time"
+)
+
+// Internal (lifecycle) statuses, the document's internalStatus.
+const (
+	StateCreating     = "CREATING"
+	StateProvisioning = "PROVISIONING"
+	StateReady        = "READY"
+	StateTerminating  = "TERMINATING"
+	StateStopped      = "STOPPED"
+	StateFailed       = "FAILED"
+	StateTimedOut     = "TIMED_OUT"
+)
+
+// SDK-visible statuses, the document's status attribute.
+const (
+	StatusRunning   = "RUNNING"
+	StatusCompleted = "COMPLETED"
+	StatusError     = "ERROR"
+	StatusTimedOut  = "TIMED_OUT"
+)
+
+// SDKStatus maps an internal status to the status the Browserbase SDK
+// sees: CREATING…TERMINATING are RUNNING, STOPPED is COMPLETED, FAILED is
+// ERROR, TIMED_OUT is TIMED_OUT, and anything unknown is ERROR.
+func SDKStatus(internal string) string {
+	switch internal {
+	case StateCreating, StateProvisioning, "STARTING", StateReady, "ACTIVE", StateTerminating:
+		return StatusRunning
+	case StateStopped:
+		return StatusCompleted
+	case StateTimedOut:
+		return StatusTimedOut
+	default:
+		return StatusError
+	}
+}
+
+// Terminal reports whether an internal status is final.
+func Terminal(internal string) bool {
+	return internal == StateStopped || internal == StateFailed || internal == StateTimedOut
+}
+
+// Errors of the package, matched with errors.Is.
+var (
+	// ErrNotFound: no such session (or one of another project).
+	ErrNotFound = errors.New("sessions: not found")
+	// ErrState: the session is not in a state that allows the operation
+	// (the conditional write on the previous state failed).
+	ErrState = errors.New("sessions: wrong state")
+	// ErrInvalid: a request parameter failed validation.
+	ErrInvalid = errors.New("sessions: invalid request")
+	// ErrUnavailable: the browser could not be started.
+	ErrUnavailable = errors.New("sessions: browser unavailable")
+)
+
+// Event is one entry of a session's eventHistory: an EventBridge-style
+// envelope recording a state change.
+type Event struct {
+	Source     string
+	DetailType string
+	Time       time.Time
+	From       string
+	To         string
+	Reason     string
+}
+
+// Session is one item of wallcrawler-sessions.
+type Session struct {
+	ID             string
+	ProjectID      string
+	Status         string // SDK status
+	InternalStatus string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StartedAt      time.Time
+	EndedAt        time.Time
+	ExpiresAt      time.Time // whole seconds
+	KeepAlive      bool
+	Region         string
+	PublicIP       string
+	TaskARN        string // the document's ecsTaskArn: "local:<node>:<browser id>"
+	ConnectURL     string
+	SigningKey     string
+	ContextID      string
+	ContextPersist bool
+	ContextKey     string // contextStorageKey
+	ProxyBytes     int64
+	Events         []Event
+	LastEventAt    time.Time
+	RetryCount     int
+	UserMetadata   map[string]any
+	// Extensions (documented in docs/wallcrawler.md).
+	Timeout       int // seconds
+	Width, Height int // viewport
+	Error         string
+}

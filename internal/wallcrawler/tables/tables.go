@@ -11,13 +11,13 @@ package tables
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/platform/ddbtable"
 )
 
 // Base table names, before the configurable prefix is applied.
@@ -140,152 +140,16 @@ func Definitions(n Names) []*dynamodb.CreateTableInput {
 // processes at once. It returns the table names.
 func EnsureTables(ctx context.Context, client *dynamodb.Client, prefix string) (Names, error) {
 	names := NewNames(prefix)
+	var specs []ddbtable.Spec
 	for _, def := range Definitions(names) {
-		if err := ensureTable(ctx, client, def); err != nil {
-			return names, fmt.Errorf("wallcrawler: table %s: %w", aws.ToString(def.TableName), err)
+		s := ddbtable.Spec{Def: def, PITR: true}
+		if aws.ToString(def.TableName) == names.Sessions {
+			s.TTLAttribute = TTLAttribute
 		}
+		specs = append(specs, s)
 	}
-	if err := ensureTTL(ctx, client, names.Sessions); err != nil {
-		return names, fmt.Errorf("wallcrawler: table %s: TTL: %w", names.Sessions, err)
-	}
-	for _, name := range names.All() {
-		if err := ensurePITR(ctx, client, name); err != nil {
-			return names, fmt.Errorf("wallcrawler: table %s: point-in-time recovery: %w", name, err)
-		}
+	if err := ddbtable.Ensure(ctx, client, specs...); err != nil {
+		return names, fmt.Errorf("wallcrawler: %w", err)
 	}
 	return names, nil
-}
-
-func ensureTable(ctx context.Context, client *dynamodb.Client, def *dynamodb.CreateTableInput) error {
-	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: def.TableName})
-	var notFound *types.ResourceNotFoundException
-	switch {
-	case errors.As(err, &notFound):
-		_, err = client.CreateTable(ctx, def)
-		var inUse *types.ResourceInUseException
-		if err != nil && !errors.As(err, &inUse) {
-			return fmt.Errorf("create: %w", err)
-		}
-		desc, err := waitActive(ctx, client, def.TableName)
-		if err != nil {
-			return err
-		}
-		return ensureStream(ctx, client, def, desc)
-	case err != nil:
-		return fmt.Errorf("describe: %w", err)
-	}
-	desc := out.Table
-	if desc.TableStatus != types.TableStatusActive {
-		if desc, err = waitActive(ctx, client, def.TableName); err != nil {
-			return err
-		}
-	}
-	return ensureStream(ctx, client, def, desc)
-}
-
-// ensureStream enables the documented stream on an existing table that
-// lacks it.
-func ensureStream(ctx context.Context, client *dynamodb.Client, def *dynamodb.CreateTableInput, desc *types.TableDescription) error {
-	if def.StreamSpecification == nil {
-		return nil
-	}
-	if s := desc.StreamSpecification; s != nil && aws.ToBool(s.StreamEnabled) {
-		if s.StreamViewType != def.StreamSpecification.StreamViewType {
-			return fmt.Errorf("stream view type is %s, want %s", s.StreamViewType, def.StreamSpecification.StreamViewType)
-		}
-		return nil
-	}
-	if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-		TableName:           def.TableName,
-		StreamSpecification: def.StreamSpecification,
-	}); err != nil {
-		return fmt.Errorf("enable stream: %w", err)
-	}
-	_, err := waitActive(ctx, client, def.TableName)
-	return err
-}
-
-// waitActive polls DescribeTable until the table is ACTIVE (the embedded
-// store creates tables ACTIVE at once; AWS takes seconds).
-func waitActive(ctx context.Context, client *dynamodb.Client, name *string) (*types.TableDescription, error) {
-	delay := 50 * time.Millisecond
-	for {
-		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: name})
-		if err != nil {
-			return nil, fmt.Errorf("describe: %w", err)
-		}
-		if out.Table.TableStatus == types.TableStatusActive {
-			return out.Table, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		if delay < 2*time.Second {
-			delay *= 2
-		}
-	}
-}
-
-// ttlEnabled reports whether TTL is enabled (or being enabled) on the
-// documented attribute, and fails when it is enabled on another one.
-func ttlEnabled(ctx context.Context, client *dynamodb.Client, name string) (bool, error) {
-	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
-	if err != nil {
-		return false, fmt.Errorf("describe: %w", err)
-	}
-	if d := out.TimeToLiveDescription; d != nil {
-		switch d.TimeToLiveStatus {
-		case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
-			if aws.ToString(d.AttributeName) != TTLAttribute {
-				return false, fmt.Errorf("TTL attribute is %q, want %q", aws.ToString(d.AttributeName), TTLAttribute)
-			}
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func ensureTTL(ctx context.Context, client *dynamodb.Client, name string) error {
-	ok, err := ttlEnabled(ctx, client, name)
-	if err != nil || ok {
-		return err
-	}
-	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(TTLAttribute),
-			Enabled:       aws.Bool(true),
-		},
-	})
-	if err != nil {
-		// A concurrent EnsureTables may have enabled it in the meantime.
-		if ok, derr := ttlEnabled(ctx, client, name); derr == nil && ok {
-			return nil
-		}
-		return fmt.Errorf("update: %w", err)
-	}
-	return nil
-}
-
-func ensurePITR(ctx context.Context, client *dynamodb.Client, name string) error {
-	out, err := client.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)})
-	if err != nil {
-		return fmt.Errorf("describe: %w", err)
-	}
-	if d := out.ContinuousBackupsDescription; d != nil && d.PointInTimeRecoveryDescription != nil &&
-		d.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus == types.PointInTimeRecoveryStatusEnabled {
-		return nil
-	}
-	_, err = client.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{
-		TableName: aws.String(name),
-		PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: aws.Bool(true),
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("update: %w", err)
-	}
-	return nil
 }

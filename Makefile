@@ -4,7 +4,7 @@ DATA_DIR  ?= ./data
 PEERS_DIR ?= $(CURDIR)/.cache/peers
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: run build test test-deps test-peer bench bench-datashelf fuzz lint clean
+.PHONY: run build test test-deps test-peer bench bench-datashelf bench-wallcrawler fuzz lint clean
 
 ## run: start quarry serve on embedded defaults (data under ./data)
 run:
@@ -18,7 +18,7 @@ build:
 test: test-deps
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
-	url="$$(bash scripts/pg-start.sh)" && QUARRY_TEST_POSTGRES_URL="$$url" $(GO) test -race -timeout 20m ./...
+	url="$$(bash scripts/pg-start.sh)" && QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race -timeout 20m ./...
 
 ## test-deps: install what the tests need (Debian packages when root, npm peers)
 test-deps:
@@ -37,6 +37,10 @@ bench-datashelf: test-deps
 	cd bench/crawlee && npm install --no-audit --no-fund --silent
 	$(GO) run ./bench/crawlbench -products 5000 -concurrency 8 -out bench/RESULTS.md
 	url="$$(bash scripts/pg-start.sh)" && $(GO) run ./bench/queuebench -postgres "$$url" -jobs 20000 -workers 8 -out bench/RESULTS.md
+
+## bench-wallcrawler: Wallcrawler session start, cold and with a warm pool; appends to bench/RESULTS.md
+bench-wallcrawler: test-deps
+	PEERS_DIR=$(PEERS_DIR) bash bench/wallcrawlerbench/run.sh
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/quarrydb/quarry/ddb"
@@ -34,13 +35,22 @@ func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allow
 	if errors.Is(err, ddb.ErrLocked) && allowRunning && c.DDBListen != "off" {
 		// A running `quarry serve` owns the data directory: talk to its
 		// DynamoDB endpoint instead.
-		client, err := remoteDynamo(ctx, "http://"+c.DDBListen, c.Region)
-		return client, nil, func() {}, err
+		return localDynamo("http://"+c.DDBListen, c.Region), nil, func() {}, nil
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return ddb.NewClient(s), s, func() { s.Close() }, nil
+}
+
+// localDynamo is a client of a quarry store endpoint, which accepts any
+// credentials (without --credentials): no AWS credential chain is consulted.
+func localDynamo(endpoint, region string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("quarry", "quarry", ""),
+	})
 }
 
 func remoteDynamo(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {

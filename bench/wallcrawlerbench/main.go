@@ -1,0 +1,707 @@
+// Command wallcrawlerbench measures how fast Wallcrawler (`quarry serve`,
+// mounted at /wallcrawler) starts a browser session and hands it to a CDP
+// client, without a warm pool and with one. For each mode it starts its own
+// `quarry serve` on loopback ports with a fresh data directory, creates a
+// project and an API key with the CLI, serves a tiny page on loopback, and
+// runs -sessions sessions one after the other, timing each phase:
+//
+//   - create: POST /v1/sessions until its 201 answer;
+//   - connect: WebSocket to connectUrl opened and Browser.getVersion answered;
+//   - page: the first page target attached (Target.attachToTarget, flat),
+//     Page.enable, Page.navigate to the loopback page, Page.loadEventFired,
+//     and document.title read (checked against the page's title);
+//   - release: WebSocket closed, then POST /v1/sessions/{id}
+//     {"status":"REQUEST_RELEASE"} until its 200 answer;
+//   - total: from the create request to the release answer.
+//
+// Results (nearest-rank p50, p95, max per phase) are printed and appended to
+// a Markdown file with the machine and the command.
+//
+//	go run ./bench/wallcrawlerbench -sessions 50 -out bench/RESULTS.md
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/quarrydb/quarry/bench/internal/report"
+)
+
+const (
+	pageTitle = "wallcrawlerbench page"
+	projectID = "project_bench"
+)
+
+type config struct {
+	quarry      string
+	sessions    int
+	pools       []int
+	warmWait    time.Duration
+	between     time.Duration
+	concurrency int
+	out         string
+	commandLine string
+}
+
+func main() {
+	var c config
+	pools := flag.String("pools", "0,4", "comma-separated --wallcrawler-pool values, one mode each (0 = cold)")
+	flag.StringVar(&c.quarry, "quarry", "", "quarry binary (default: go build ./cmd/quarry into a temp dir; run from the repository root)")
+	flag.IntVar(&c.sessions, "sessions", 50, "sessions per mode, run one after the other")
+	flag.DurationVar(&c.warmWait, "warm-wait", 60*time.Second, "longest wait for a warm pool to fill before the first session")
+	flag.DurationVar(&c.between, "between", 0, "pause between two sessions (0: back to back)")
+	flag.IntVar(&c.concurrency, "concurrency", 64, "the project's concurrency quota")
+	flag.StringVar(&c.out, "out", "", "Markdown file to append results to (default: stdout only)")
+	flag.Parse()
+	for _, f := range strings.Split(*pools, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			fail(fmt.Errorf("-pools %q: want non-negative integers", *pools))
+		}
+		c.pools = append(c.pools, n)
+	}
+	if c.sessions < 1 {
+		fail(errors.New("-sessions must be positive"))
+	}
+	c.commandLine = "go run ./bench/wallcrawlerbench " + strings.Join(os.Args[1:], " ")
+	if via := os.Getenv("WALLCRAWLERBENCH_VIA"); via != "" { // set by run.sh
+		c.commandLine = via + " → wallcrawlerbench " + strings.Join(os.Args[1:], " ")
+	}
+	if err := run(&c); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "wallcrawlerbench:", err)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "wallcrawlerbench: "+format+"\n", args...)
+}
+
+// phases are the measured steps, in order.
+var phases = []string{"create", "connect", "page", "release", "total"}
+
+var phaseNames = map[string]string{
+	"create":  "create (POST /v1/sessions → 201)",
+	"connect": "CDP connected (WebSocket + Browser.getVersion)",
+	"page":    "first page loaded (attach, navigate, load event, title)",
+	"release": "release (REQUEST_RELEASE → 200)",
+	"total":   "total",
+}
+
+// modeResult is one mode's measurements.
+type modeResult struct {
+	pool      int
+	lat       map[string][]time.Duration
+	errors    int
+	firstErr  string
+	warmAfter time.Duration // time the pool took to fill
+	leftovers int           // processes of the data dir left after the server stopped
+	notes     []string
+}
+
+func run(c *config) error {
+	bin := c.quarry
+	version := "given binary"
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "wallcrawlerbench-bin")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "quarry")
+		logf("building ./cmd/quarry")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/quarry")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/quarry: %w", err)
+		}
+		version = "built from this tree (go build ./cmd/quarry)"
+	}
+	if out, err := exec.Command("git", "describe", "--always", "--dirty=+uncommitted changes").Output(); err == nil {
+		version += ", commit " + strings.TrimSpace(string(out))
+	}
+	chromium := "chromium"
+	if p, err := exec.LookPath("chromium"); err == nil {
+		if out, err := exec.Command(p, "--version").Output(); err == nil {
+			chromium = strings.TrimSpace(string(out))
+		}
+	}
+
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><html><head><title>%s</title></head><body><p>hello</p></body></html>", pageTitle)
+	}))
+	defer site.Close()
+
+	loadBefore := report.LoadAvg()
+	start := time.Now().UTC()
+	var results []*modeResult
+	for _, pool := range c.pools {
+		r, err := runMode(c, bin, pool, site.URL+"/page")
+		if err != nil {
+			return fmt.Errorf("pool %d: %w", pool, err)
+		}
+		results = append(results, r)
+	}
+	md := markdown(c, results, start, loadBefore, report.LoadAvg(), version, chromium)
+	fmt.Print(md)
+	if c.out != "" {
+		f, err := os.OpenFile(c.out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString("\n" + md)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		logf("appended to %s", c.out)
+	}
+	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// server is one running `quarry serve`.
+type server struct {
+	bin, dir, api, store string
+	cmd                  *exec.Cmd
+	logPath              string
+	exited               chan error
+}
+
+func startServer(bin string, pool int) (*server, error) {
+	dir, err := os.MkdirTemp("", "wallcrawlerbench-data")
+	if err != nil {
+		return nil, err
+	}
+	s := &server{bin: bin, dir: dir, logPath: filepath.Join(dir, "serve.log"), exited: make(chan error, 1)}
+	if s.api, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if s.store, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(bin, "serve", "--listen", s.api, "--ddb-listen", s.store, "--data-dir", filepath.Join(dir, "data"),
+		"--wallcrawler-pool", strconv.Itoa(pool))
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	go func() { s.exited <- s.cmd.Wait(); logFile.Close() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.api + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+		select {
+		case err := <-s.exited:
+			return nil, fmt.Errorf("quarry serve exited (%v): %s", err, s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("quarry serve not healthy after 30s: %s", s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *server) logTail() string {
+	b, _ := os.ReadFile(s.logPath)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// countLog counts the server log lines containing what.
+func (s *server) countLog(what string) int {
+	b, _ := os.ReadFile(s.logPath)
+	return bytes.Count(b, []byte(what))
+}
+
+// cli runs a quarry CLI command against the running server's store.
+func (s *server) cli(args ...string) (string, error) {
+	args = append(args, "--data-dir", filepath.Join(s.dir, "data"), "--ddb-listen", s.store)
+	var out, errb bytes.Buffer
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("quarry %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// stop sends SIGTERM, waits up to a minute (then kills), and returns the
+// number of processes whose command line still names the data directory.
+func (s *server) stop() int {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(60 * time.Second):
+		logf("quarry serve did not stop within 60s; killing it")
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	var left int
+	for range 50 {
+		if left = len(processesOf(s.dir)); left == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return left
+}
+
+func processesOf(dir string) []string {
+	var found []string
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(dir)) {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+func runMode(c *config, bin string, pool int, pageURL string) (*modeResult, error) {
+	logf("pool %d: starting quarry serve", pool)
+	s, err := startServer(bin, pool)
+	if err != nil {
+		return nil, err
+	}
+	r := &modeResult{pool: pool, lat: map[string][]time.Duration{}}
+	stopped := false
+	defer func() {
+		if !stopped {
+			s.stop()
+		}
+		if r.leftovers == 0 {
+			os.RemoveAll(s.dir)
+		} else {
+			logf("kept %s (processes left)", s.dir)
+		}
+	}()
+	if _, err := s.cli("wallcrawler", "project", "create", "--name", "bench", "--id", projectID, "--concurrency", strconv.Itoa(c.concurrency)); err != nil {
+		return nil, err
+	}
+	key, err := s.cli("wallcrawler", "key", "create", "--project", projectID)
+	if err != nil {
+		return nil, err
+	}
+	if pool > 0 {
+		// The pool logs "browser launched" once a browser answers on its
+		// DevTools port; wait for pool of them, then let the machine settle.
+		t0 := time.Now()
+		for s.countLog("browser launched") < pool {
+			if time.Since(t0) > c.warmWait {
+				return nil, fmt.Errorf("pool not warm after %v (%d of %d browsers): %s", c.warmWait, s.countLog("browser launched"), pool, s.logTail())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		r.warmAfter = time.Since(t0)
+		logf("pool %d: warm after %v", pool, r.warmAfter.Round(time.Millisecond))
+		time.Sleep(2 * time.Second)
+	}
+	base := "http://" + s.api + "/wallcrawler"
+	hc := &http.Client{Timeout: 90 * time.Second}
+	for i := range c.sessions {
+		if i > 0 && c.between > 0 {
+			time.Sleep(c.between)
+		}
+		d, err := oneSession(hc, base, key, pageURL)
+		if err != nil {
+			r.errors++
+			if r.firstErr == "" {
+				r.firstErr = err.Error()
+			}
+			logf("pool %d: session %d: %v", pool, i+1, err)
+			continue
+		}
+		for k, v := range d {
+			r.lat[k] = append(r.lat[k], v)
+		}
+		if (i+1)%10 == 0 {
+			logf("pool %d: %d sessions", pool, i+1)
+		}
+	}
+	if n := s.countLog("level=ERROR"); n > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("server logged %d ERROR lines", n))
+	}
+	stopped = true
+	r.leftovers = s.stop()
+	return r, nil
+}
+
+// oneSession runs one session's life and returns each phase's duration.
+func oneSession(hc *http.Client, base, key, pageURL string) (map[string]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := map[string]time.Duration{}
+	t0 := time.Now()
+
+	var sess struct {
+		ID         string `json:"id"`
+		Status     string `json:"status"`
+		ConnectURL string `json:"connectUrl"`
+	}
+	if err := call(ctx, hc, http.MethodPost, base+"/v1/sessions", key, map[string]any{"projectId": projectID}, http.StatusCreated, &sess); err != nil {
+		return nil, fmt.Errorf("create: %w", err)
+	}
+	d["create"] = time.Since(t0)
+	if sess.ConnectURL == "" || sess.Status != "RUNNING" {
+		return nil, fmt.Errorf("create: status %q, connectUrl %q", sess.Status, sess.ConnectURL)
+	}
+	release := func() error {
+		return call(context.Background(), hc, http.MethodPost, base+"/v1/sessions/"+sess.ID, key,
+			map[string]any{"status": "REQUEST_RELEASE", "projectId": projectID}, http.StatusOK, nil)
+	}
+
+	t1 := time.Now()
+	conn, err := dialCDP(ctx, sess.ConnectURL)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if _, err := conn.call(ctx, "", "Browser.getVersion", nil); err != nil {
+		conn.close()
+		release()
+		return nil, fmt.Errorf("connect: Browser.getVersion: %w", err)
+	}
+	d["connect"] = time.Since(t1)
+
+	t2 := time.Now()
+	title, err := conn.load(ctx, pageURL)
+	if err != nil {
+		conn.close()
+		release()
+		return nil, fmt.Errorf("page: %w", err)
+	}
+	if title != pageTitle {
+		conn.close()
+		release()
+		return nil, fmt.Errorf("page: title %q, want %q", title, pageTitle)
+	}
+	d["page"] = time.Since(t2)
+
+	t3 := time.Now()
+	conn.close()
+	if err := release(); err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	d["release"] = time.Since(t3)
+	d["total"] = time.Since(t0)
+	return d, nil
+}
+
+// call sends a JSON request with the API key and decodes the answer.
+func call(ctx context.Context, hc *http.Client, method, url, key string, body any, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-BB-API-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// cdpConn is a minimal sequential CDP client: one call at a time, events
+// kept until asked for.
+type cdpConn struct {
+	ws     *websocket.Conn
+	next   int
+	events []cdpMsg
+}
+
+type cdpMsg struct {
+	ID        int             `json:"id"`
+	Method    string          `json:"method"`
+	SessionID string          `json:"sessionId"`
+	Params    json.RawMessage `json:"params"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func dialCDP(ctx context.Context, url string) (*cdpConn, error) {
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(64 << 20)
+	return &cdpConn{ws: ws}, nil
+}
+
+func (c *cdpConn) close() { _ = c.ws.Close(websocket.StatusNormalClosure, "") }
+
+func (c *cdpConn) call(ctx context.Context, sessionID, method string, params any) (json.RawMessage, error) {
+	c.next++
+	id := c.next
+	msg := map[string]any{"id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if sessionID != "" {
+		msg["sessionId"] = sessionID
+	}
+	if err := wsjson.Write(ctx, c.ws, msg); err != nil {
+		return nil, err
+	}
+	for {
+		var m cdpMsg
+		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		if m.ID == id {
+			if m.Error != nil {
+				return nil, fmt.Errorf("%s: CDP error %d: %s", method, m.Error.Code, m.Error.Message)
+			}
+			return m.Result, nil
+		}
+		if m.Method != "" {
+			c.events = append(c.events, m)
+		}
+	}
+}
+
+// waitEvent returns once method has arrived for sessionID.
+func (c *cdpConn) waitEvent(ctx context.Context, sessionID, method string) error {
+	for {
+		for i, e := range c.events {
+			if e.Method == method && e.SessionID == sessionID {
+				c.events = append(c.events[:i], c.events[i+1:]...)
+				return nil
+			}
+		}
+		var m cdpMsg
+		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
+			return fmt.Errorf("waiting for %s: %w", method, err)
+		}
+		if m.Method != "" {
+			c.events = append(c.events, m)
+		}
+	}
+}
+
+// load attaches to the browser's first page (creating one when there is
+// none), navigates it to url, waits for its load event and returns its
+// title.
+func (c *cdpConn) load(ctx context.Context, url string) (string, error) {
+	raw, err := c.call(ctx, "", "Target.getTargets", nil)
+	if err != nil {
+		return "", err
+	}
+	var targets struct {
+		TargetInfos []struct {
+			TargetID string `json:"targetId"`
+			Type     string `json:"type"`
+		} `json:"targetInfos"`
+	}
+	if err := json.Unmarshal(raw, &targets); err != nil {
+		return "", err
+	}
+	targetID := ""
+	for _, t := range targets.TargetInfos {
+		if t.Type == "page" {
+			targetID = t.TargetID
+			break
+		}
+	}
+	if targetID == "" {
+		raw, err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"})
+		if err != nil {
+			return "", err
+		}
+		var created struct {
+			TargetID string `json:"targetId"`
+		}
+		if err := json.Unmarshal(raw, &created); err != nil {
+			return "", err
+		}
+		targetID = created.TargetID
+	}
+	raw, err = c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true})
+	if err != nil {
+		return "", err
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(raw, &att); err != nil {
+		return "", err
+	}
+	if _, err := c.call(ctx, att.SessionID, "Page.enable", nil); err != nil {
+		return "", err
+	}
+	c.events = c.events[:0]
+	raw, err = c.call(ctx, att.SessionID, "Page.navigate", map[string]any{"url": url})
+	if err != nil {
+		return "", err
+	}
+	var nav struct {
+		ErrorText string `json:"errorText"`
+	}
+	if err := json.Unmarshal(raw, &nav); err == nil && nav.ErrorText != "" {
+		return "", fmt.Errorf("Page.navigate: %s", nav.ErrorText)
+	}
+	if err := c.waitEvent(ctx, att.SessionID, "Page.loadEventFired"); err != nil {
+		return "", err
+	}
+	raw, err = c.call(ctx, att.SessionID, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
+	if err != nil {
+		return "", err
+	}
+	var ev struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return "", err
+	}
+	return ev.Result.Value, nil
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+func modeName(pool int) string {
+	if pool == 0 {
+		return "cold (pool 0)"
+	}
+	return fmt.Sprintf("warm (pool %d)", pool)
+}
+
+func markdown(c *config, results []*modeResult, start time.Time, loadBefore, loadAfter, version, chromium string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s — Wallcrawler session start: cold vs warm pool, %d sequential sessions (wallcrawlerbench)\n\n", start.Format("2006-01-02 15:04 UTC"), c.sessions)
+	fmt.Fprintf(&b, "- Machine: %s\n", report.Machine())
+	fmt.Fprintf(&b, "- Load average (1/5/15 min) before: %s, after: %s\n", loadBefore, loadAfter)
+	fmt.Fprintf(&b, "- Command: `%s`\n", c.commandLine)
+	fmt.Fprintf(&b, "- quarry: `quarry serve --wallcrawler-pool N` %s, fresh data dir per mode, embedded store; %s\n", version, chromium)
+	fmt.Fprintf(&b, "- Workload: per mode one project (concurrency %d) and key made with the CLI; sessions run one after the other (pause %v), each: POST /v1/sessions `{projectId}` → 201; WebSocket (github.com/coder/websocket) to connectUrl + `Browser.getVersion`; attach to the first page target (flat), `Page.enable`, `Page.navigate` to a loopback httptest page, wait for `Page.loadEventFired`, read `document.title` (checked); close the WebSocket and POST /v1/sessions/{id} `REQUEST_RELEASE` → 200. Client, server and Chromium share the machine; nearest-rank percentiles over the successful sessions.\n", c.concurrency, c.between)
+	for _, r := range results {
+		if r.pool > 0 {
+			fmt.Fprintf(&b, "- %s: the pool held %d launched browsers %v after the server answered /healthz; the first session started 2 s later; refills run in the background while the sessions go on\n", modeName(r.pool), r.pool, r.warmAfter.Round(time.Millisecond))
+		}
+	}
+	b.WriteString("\n| mode | phase | p50 | p95 | max | sessions | errors |\n|---|---|--:|--:|--:|--:|--:|\n")
+	for _, r := range results {
+		for _, p := range phases {
+			l := r.lat[p]
+			name := phaseNames[p]
+			if p == "total" {
+				name = "**total**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d |\n", modeName(r.pool), name,
+				fmtDur(report.Percentile(l, 50)), fmtDur(report.Percentile(l, 95)), fmtDur(report.Percentile(l, 100)), len(l), r.errors)
+		}
+	}
+	b.WriteString("\n")
+	var targets []string
+	for _, r := range results {
+		p50 := report.Percentile(r.lat["create"], 50)
+		limit, label := 300*time.Millisecond, "under 300 ms cold"
+		if r.pool > 0 {
+			limit, label = 50*time.Millisecond, "under 50 ms warm"
+		}
+		verdict := "met"
+		if len(r.lat["create"]) == 0 || p50 >= limit {
+			verdict = "missed"
+		}
+		targets = append(targets, fmt.Sprintf("%s create p50 %s (%s, %s)", modeName(r.pool), fmtDur(p50), label, verdict))
+	}
+	fmt.Fprintf(&b, "Targets (p50 create under 300 ms cold, under 50 ms warm): %s. Published peer figures, not measured here: Browserbase p50 create 112 ms (connect 255 ms, lifecycle 578 ms), Steel p50 create 170 ms (lifecycle 972 ms).\n", strings.Join(targets, "; "))
+	for _, r := range results {
+		if r.errors > 0 {
+			fmt.Fprintf(&b, "\n- %s: %d failed sessions, first: %s\n", modeName(r.pool), r.errors, oneLine(r.firstErr))
+		}
+		if r.leftovers > 0 {
+			fmt.Fprintf(&b, "\n- %s: %d processes of the data directory still running after quarry serve stopped\n", modeName(r.pool), r.leftovers)
+		}
+		for _, n := range r.notes {
+			fmt.Fprintf(&b, "\n- %s: %s\n", modeName(r.pool), n)
+		}
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	if sc.Scan() {
+		return sc.Text()
+	}
+	return s
+}

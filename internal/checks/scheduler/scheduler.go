@@ -1,0 +1,530 @@
+// Package scheduler runs Checks' monitors on time. Each process keeps the
+// ACTIVE checks in a heap ordered by nextRunAt (loaded from the
+// type-status index and refreshed periodically); when a check is due it
+// claims the run with one conditional write on the check (see
+// store.Claim), so that several processes sharing a store never run a
+// check twice in one period, runs the probe, records the result and, when
+// the alert condition changed, sends one alert.
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/checks/alert"
+	"github.com/quarrydb/quarry/internal/checks/probe"
+	"github.com/quarrydb/quarry/internal/checks/store"
+)
+
+// Runner executes one run of a check (probe.Prober).
+type Runner interface {
+	Run(ctx context.Context, s probe.Spec) probe.Result
+}
+
+// Alerter delivers alerts (alert.Dispatcher).
+type Alerter interface {
+	Send(a alert.Alert, t alert.Target) error
+}
+
+// Options configures a Scheduler. Zero values mean the defaults.
+type Options struct {
+	// Owner names this process in leases; default a random id.
+	Owner string
+	// Types are the check types to run; default AVAILABILITY and EBAY.
+	Types []string
+	// Refresh is how often the ACTIVE set is reloaded (checks created,
+	// paused or deleted by other processes); default 10s.
+	Refresh time.Duration
+	// RunTimeout bounds one run; default 30s.
+	RunTimeout time.Duration
+	// Concurrency bounds runs in flight; default 512.
+	Concurrency int
+	// FailAfter consecutive unparseable runs make a check FAILED; default 3.
+	FailAfter int
+	// Retention keeps each run in the check's history; default 7 days;
+	// negative keeps none.
+	Retention time.Duration
+	// UserCache is how long a user's status and alert targets are cached;
+	// default 5s.
+	UserCache time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// OnRun, when set, is told of each run: the check, when it was due and
+	// when it started (lateness = started - due).
+	OnRun func(id string, due, started time.Time)
+}
+
+// Scheduler runs the checks of one store. Create it with New.
+type Scheduler struct {
+	st  *store.Store
+	run Runner
+	al  Alerter
+	o   Options
+	log *slog.Logger
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	mu    sync.Mutex
+	queue dueHeap
+	index map[string]*entry
+	wake  chan struct{}
+	users map[string]cachedUser
+}
+
+type cachedUser struct {
+	u  store.User
+	at time.Time
+}
+
+// New returns a Scheduler.
+func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
+	if o.Owner == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.Owner = "sched-" + hex.EncodeToString(b[:])
+	}
+	if len(o.Types) == 0 {
+		o.Types = []string{probe.TypeAvailability, probe.TypeEbay}
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 10 * time.Second
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = 30 * time.Second
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 512
+	}
+	if o.FailAfter <= 0 {
+		o.FailAfter = 3
+	}
+	if o.Retention == 0 {
+		o.Retention = 7 * 24 * time.Hour
+	}
+	if o.UserCache <= 0 {
+		o.UserCache = 5 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Scheduler{
+		st: st, run: r, al: a, o: o, log: o.Logger,
+		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
+		wake: make(chan struct{}, 1), users: map[string]cachedUser{},
+	}
+}
+
+// Owner is the name this scheduler claims runs under.
+func (s *Scheduler) Owner() string { return s.o.Owner }
+
+// Len is the number of checks scheduled.
+func (s *Scheduler) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Schedule (re)schedules a check at t; the API calls it after a create,
+// resume, update or run-now so that the change takes effect at once.
+func (s *Scheduler) Schedule(id string, t time.Time) {
+	s.mu.Lock()
+	if e, ok := s.index[id]; ok {
+		e.due = t
+		heap.Fix(&s.queue, e.i)
+	} else {
+		e := &entry{id: id, due: t}
+		s.index[id] = e
+		heap.Push(&s.queue, e)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Remove unschedules a check (paused, deleted, failed).
+func (s *Scheduler) Remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.index[id]; ok {
+		heap.Remove(&s.queue, e.i)
+		delete(s.index, id)
+	}
+}
+
+// Refresh reloads the ACTIVE checks: new ones are scheduled at their
+// nextRunAt, vanished ones removed.
+func (s *Scheduler) Refresh(ctx context.Context) error {
+	var active []store.Due
+	for _, t := range s.o.Types {
+		ds, err := s.st.ActiveChecks(ctx, t)
+		if err != nil {
+			return err
+		}
+		active = append(active, ds...)
+	}
+	seen := make(map[string]bool, len(active))
+	var fresh []store.Due
+	s.mu.Lock()
+	for _, d := range active {
+		seen[d.ID] = true
+		if _, ok := s.index[d.ID]; !ok {
+			fresh = append(fresh, d)
+		}
+	}
+	var gone []string
+	for id := range s.index {
+		if !seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range gone {
+		s.Remove(id)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	fresh, err := s.st.NextRuns(ctx, fresh)
+	if err != nil {
+		return err
+	}
+	for _, d := range fresh {
+		s.Schedule(d.ID, d.NextRunAt)
+	}
+	return nil
+}
+
+// Run schedules until ctx ends: it refreshes the ACTIVE set every
+// Refresh, and starts each check's run when it is due (waiting on the
+// earliest due time, so start lateness is the claim's latency). It waits
+// for runs in flight before returning.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if err := s.Refresh(ctx); err != nil {
+		s.log.Warn("checks: scheduler refresh", "err", err)
+	}
+	refresh := time.NewTicker(s.o.Refresh)
+	defer refresh.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	defer s.wg.Wait()
+	for {
+		wait := s.startDue(ctx, s.o.Now())
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-refresh.C:
+			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("checks: scheduler refresh", "err", err)
+			}
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// startDue starts the runs due at now (asynchronously, bounded by
+// Concurrency) and returns how long until the next one is due.
+func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return time.Minute
+		}
+		e := s.queue[0]
+		if e.due.After(now) {
+			s.mu.Unlock()
+			return e.due.Sub(now)
+		}
+		// Park it until the run reschedules it.
+		e.due = now.Add(s.o.RunTimeout + time.Minute)
+		heap.Fix(&s.queue, e.i)
+		s.mu.Unlock()
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return time.Minute
+		}
+		s.wg.Add(1)
+		go func(id string) {
+			defer s.wg.Done()
+			defer func() { <-s.sem }()
+			s.runOne(ctx, id, s.o.Now())
+		}(e.id)
+	}
+}
+
+// RunDue runs every check due at now synchronously and returns how many
+// runs it performed. Tests drive the scheduler with it and a fake clock.
+func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
+	var ids []string
+	s.mu.Lock()
+	for len(s.queue) > 0 && !s.queue[0].due.After(now) {
+		e := s.queue[0]
+		ids = append(ids, e.id)
+		e.due = now.Add(s.o.RunTimeout + time.Minute)
+		heap.Fix(&s.queue, e.i)
+	}
+	s.mu.Unlock()
+	n := 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		s.sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-s.sem }()
+			if s.runOne(ctx, id, now) {
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return n
+}
+
+// runOne claims and performs one run; it reports whether it ran.
+func (s *Scheduler) runOne(ctx context.Context, id string, now time.Time) bool {
+	lease := s.o.RunTimeout + 30*time.Second
+	c, due, err := s.st.Claim(ctx, id, s.o.Owner, now, lease)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.Remove(id)
+		return false
+	case errors.Is(err, store.ErrLost):
+		if c.Status != store.CheckActive {
+			s.Remove(id)
+			return false
+		}
+		next := c.NextRunAt
+		if c.LeaseUntil.After(next) && c.LeaseOwner != s.o.Owner {
+			next = c.LeaseUntil
+		}
+		s.Schedule(id, next)
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Warn("checks: claim", "check", id, "err", err)
+		}
+		s.Schedule(id, now.Add(5*time.Second))
+		return false
+	}
+	s.Schedule(id, c.NextRunAt)
+	u, err := s.user(ctx, c.UserID, now)
+	if err != nil || u.Status != store.UserActive {
+		// A suspended user's checks do not run; the period is skipped.
+		_ = s.st.Release(ctx, id, s.o.Owner)
+		return false
+	}
+	started := s.o.Now()
+	if s.o.OnRun != nil {
+		s.o.OnRun(id, due, started)
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.o.RunTimeout)
+	res := s.run.Run(rctx, probe.Spec{Type: c.Type, URL: c.URL, Attributes: c.Attributes, Timeout: s.o.RunTimeout})
+	cancel()
+	out := s.outcome(c, res, now)
+	if err := s.st.Complete(ctx, id, s.o.Owner, out); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("checks: record run", "check", id, "err", err)
+		}
+		return true
+	}
+	if out.Fail != "" {
+		s.Remove(id)
+	}
+	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
+		s.sendAlert(c, u, ev, out)
+	}
+	return true
+}
+
+// outcome turns a probe result into what the run leaves on the check.
+func (s *Scheduler) outcome(c store.Check, res probe.Result, now time.Time) store.Outcome {
+	o := store.Outcome{Result: ResultMap(res, now), At: now, AlertState: c.AlertState, Retention: s.o.Retention}
+	if s.o.Retention < 0 {
+		o.Retention = 0
+	}
+	switch {
+	case res.Permanent:
+		o.Fail = "cannot check this target: " + res.Error
+	case res.Unparseable:
+		o.FailCount = c.FailCount + 1
+		if o.FailCount >= s.o.FailAfter {
+			o.Fail = fmt.Sprintf("page not understood %d times in a row: %s", o.FailCount, res.Error)
+		}
+	default:
+		o.AlertState = res.Condition
+	}
+	return o
+}
+
+func (s *Scheduler) sendAlert(c store.Check, u store.User, event string, out store.Outcome) {
+	t := alert.Target{WebhookURL: u.WebhookURL, WebhookSecret: u.WebhookSecret, Email: u.AlertEmail}
+	if t.WebhookURL == "" && t.Email == "" {
+		return
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	a := alert.Alert{
+		ID: "alt_" + hex.EncodeToString(b[:]), CheckID: c.ID, UserID: c.UserID, URL: c.URL, CheckType: c.Type,
+		Event: event, Previous: c.AlertState, Message: Message(event, c.URL, out.Result),
+		Result: out.Result, At: out.At,
+	}
+	if err := s.al.Send(a, t); err != nil {
+		s.log.Warn("checks: alert not queued", "check", c.ID, "event", event, "err", err)
+	}
+}
+
+func (s *Scheduler) user(ctx context.Context, id string, now time.Time) (store.User, error) {
+	s.mu.Lock()
+	cu, ok := s.users[id]
+	s.mu.Unlock()
+	if ok && now.Sub(cu.at) < s.o.UserCache && now.Sub(cu.at) >= 0 {
+		return cu.u, nil
+	}
+	u, err := s.st.GetUser(ctx, id)
+	if err != nil {
+		return store.User{}, err
+	}
+	s.mu.Lock()
+	s.users[id] = cachedUser{u: u, at: now}
+	s.mu.Unlock()
+	return u, nil
+}
+
+// ForgetUser drops a user from the cache (after a suspension, say).
+func (s *Scheduler) ForgetUser(id string) {
+	s.mu.Lock()
+	delete(s.users, id)
+	s.mu.Unlock()
+}
+
+// Transition decides whether moving from alert condition prev to cur is
+// an alert, and names it. The first run starts from "ok". Conditions are
+// the probe's: ok, down, keyword-missing, keyword-present,
+// price-below-threshold.
+func Transition(prev, cur string) (string, bool) {
+	if prev == "" {
+		prev = "ok"
+	}
+	if cur == "" || cur == prev {
+		return "", false
+	}
+	if cur != "ok" {
+		return cur, true
+	}
+	switch prev {
+	case "down":
+		return "up", true
+	case "keyword-missing":
+		return "keyword-found", true
+	case "keyword-present":
+		return "keyword-gone", true
+	case "price-below-threshold":
+		return "price-above-threshold", true
+	}
+	return "recovered", true
+}
+
+// Message is an alert's one-line text.
+func Message(event, url string, r map[string]any) string {
+	switch event {
+	case "down":
+		return fmt.Sprintf("%s is DOWN: %v", url, r["error"])
+	case "up":
+		return fmt.Sprintf("%s is UP again (%vms)", url, r["responseTime"])
+	case "keyword-missing":
+		return fmt.Sprintf("%s no longer contains the keyword", url)
+	case "keyword-found":
+		return fmt.Sprintf("%s contains the keyword again", url)
+	case "keyword-present":
+		return fmt.Sprintf("%s now contains the keyword", url)
+	case "keyword-gone":
+		return fmt.Sprintf("%s no longer contains the keyword", url)
+	case "price-below-threshold":
+		return fmt.Sprintf("%s: price %v %v is below your threshold", url, r["price"], r["currency"])
+	case "price-above-threshold":
+		return fmt.Sprintf("%s: price %v %v is above your threshold again", url, r["price"], r["currency"])
+	}
+	return fmt.Sprintf("%s: %s", url, event)
+}
+
+// ResultMap is a run's lastResult: the document's fields (status,
+// responseTime, keywordFound) and ours.
+func ResultMap(r probe.Result, at time.Time) map[string]any {
+	m := map[string]any{
+		"status":       r.Status,
+		"responseTime": r.ResponseTime,
+		"httpStatus":   r.HTTPStatus,
+		"alerting":     r.Alerting,
+		"condition":    r.Condition,
+		"timestamp":    at.UTC().Format("2006-01-02T15:04:05.000Z"),
+	}
+	if r.KeywordFound != nil {
+		m["keywordFound"] = *r.KeywordFound
+	}
+	if r.Price != nil {
+		m["price"] = *r.Price
+		m["currency"] = r.Currency
+	}
+	if r.Shipping != nil {
+		m["shipping"] = *r.Shipping
+	}
+	if r.Error != "" {
+		m["error"] = r.Error
+	}
+	return m
+}
+
+// entry is one scheduled check.
+type entry struct {
+	id  string
+	due time.Time
+	i   int
+}
+
+// dueHeap orders entries by due time.
+type dueHeap []*entry
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].i, h[j].i = i, j
+}
+func (h *dueHeap) Push(x any) {
+	e := x.(*entry)
+	e.i = len(*h)
+	*h = append(*h, e)
+}
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,418 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/checks/alert"
+	"github.com/quarrydb/quarry/internal/checks/probe"
+	"github.com/quarrydb/quarry/internal/checks/scheduler"
+	"github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// target is a loopback site whose health the test flips.
+type target struct {
+	*httptest.Server
+	down atomic.Bool
+	hits atomic.Int64
+}
+
+func newTarget(t *testing.T) *target {
+	tg := &target{}
+	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tg.hits.Add(1)
+		if tg.down.Load() {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "<html><title>shop</title><body>In stock</body></html>")
+	}))
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+type env struct {
+	st    *store.Store
+	clock *clock
+	user  store.User
+	prb   *probe.Prober
+	log   *slog.Logger
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	s, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	client := ddb.NewClient(s)
+	names, err := tables.EnsureTables(context.Background(), client, tables.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	e := &env{clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.st = store.New(client, names, &store.Options{Now: clk.now, Limits: map[string]int{store.TierFree: 5, store.TierPro: 1000}})
+	if e.user, _, err = e.st.CreateUser(context.Background(), "ops@example.com", store.TierPro); err != nil {
+		t.Fatal(err)
+	}
+	e.prb = probe.New(probe.Options{Fetch: fetch.Options{AllowPrivate: true}})
+	t.Cleanup(e.prb.Close)
+	return e
+}
+
+func (e *env) sched(t *testing.T, owner string, a scheduler.Alerter, onRun func(id string, due, started time.Time)) *scheduler.Scheduler {
+	s := scheduler.New(e.st, e.prb, a, scheduler.Options{Owner: owner, Now: e.clock.now, Logger: e.log, OnRun: onRun, RunTimeout: 5 * time.Second})
+	if err := s.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) check(t *testing.T, url string, delay time.Duration, first time.Time, attrs map[string]any) store.Check {
+	t.Helper()
+	c, err := e.st.CreateCheck(context.Background(), store.Check{UserID: e.user.ID, URL: url, Type: probe.TypeAvailability, DelayMs: delay.Milliseconds(), Attributes: attrs}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// runLog records runs by (check, due).
+type runLog struct {
+	mu   sync.Mutex
+	runs map[string][]time.Time // check → due times
+	late []time.Duration
+}
+
+func (l *runLog) record(id string, due, started time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.runs == nil {
+		l.runs = map[string][]time.Time{}
+	}
+	l.runs[id] = append(l.runs[id], due)
+	l.late = append(l.late, started.Sub(due))
+}
+
+func TestScheduleAccuracy(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	t0 := e.clock.now()
+	var ids []string
+	for i := 0; i < 20; i++ {
+		ids = append(ids, e.check(t, tg.URL, 10*time.Second, t0.Add(time.Duration(i)*500*time.Millisecond), nil).ID)
+	}
+	var log runLog
+	s := e.sched(t, "a", nil, log.record)
+	step := 250 * time.Millisecond
+	for now := t0; now.Before(t0.Add(5 * time.Minute)); now = now.Add(step) {
+		e.clock.set(now)
+		s.RunDue(context.Background(), now)
+	}
+	for i, id := range ids {
+		dues := log.runs[id]
+		if len(dues) != 30 {
+			t.Fatalf("check %d ran %d times in 5 minutes at 10 s, want 30", i, len(dues))
+		}
+		for k := 1; k < len(dues); k++ {
+			if gap := dues[k].Sub(dues[k-1]); gap != 10*time.Second {
+				t.Fatalf("check %d: runs %v apart, want exactly 10s", i, gap)
+			}
+		}
+	}
+	for _, l := range log.late {
+		if l < 0 || l >= step {
+			t.Fatalf("lateness %v outside [0, %v)", l, step)
+		}
+	}
+	if got := tg.hits.Load(); got != 600 {
+		t.Fatalf("target hit %d times, want 600", got)
+	}
+}
+
+func TestTwoSchedulersNeverRunTwice(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	t0 := e.clock.now()
+	for i := 0; i < 10; i++ {
+		e.check(t, tg.URL, 10*time.Second, t0.Add(time.Duration(i)*time.Second), nil)
+	}
+	var log runLog
+	a, b := e.sched(t, "node-a", nil, log.record), e.sched(t, "node-b", nil, log.record)
+	for now := t0; now.Before(t0.Add(2 * time.Minute)); now = now.Add(500 * time.Millisecond) {
+		e.clock.set(now)
+		var wg sync.WaitGroup
+		for _, s := range []*scheduler.Scheduler{a, b} {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.RunDue(context.Background(), now) }()
+		}
+		wg.Wait()
+	}
+	total := 0
+	for id, dues := range log.runs {
+		seen := map[time.Time]bool{}
+		for _, d := range dues {
+			if seen[d] {
+				t.Fatalf("check %s ran twice for the period due %v", id, d)
+			}
+			seen[d] = true
+		}
+		if len(dues) != 12 {
+			t.Fatalf("check %s ran %d times in 2 minutes at 10 s, want 12", id, len(dues))
+		}
+		total += len(dues)
+	}
+	if int(tg.hits.Load()) != total {
+		t.Fatalf("target hit %d times for %d runs", tg.hits.Load(), total)
+	}
+}
+
+func TestAfterDowntimeRunsOnce(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	t0 := e.clock.now()
+	c := e.check(t, tg.URL, 10*time.Second, t0, nil)
+	s := e.sched(t, "a", nil, nil)
+	later := t0.Add(5 * time.Minute) // 30 periods missed
+	e.clock.set(later)
+	if n := s.RunDue(context.Background(), later); n != 1 {
+		t.Fatalf("ran %d times after downtime, want 1", n)
+	}
+	got, _ := e.st.GetCheck(context.Background(), "", c.ID)
+	if !got.NextRunAt.Equal(later.Add(10 * time.Second)) {
+		t.Fatalf("next run %v, want %v", got.NextRunAt, later.Add(10*time.Second))
+	}
+	if got.LastResult["status"] != "UP" || got.LastExecutedAt == "" {
+		t.Fatalf("lastResult %v lastExecutedAt %q", got.LastResult, got.LastExecutedAt)
+	}
+	if n := s.RunDue(context.Background(), later.Add(time.Second)); n != 0 {
+		t.Fatalf("ran again %d", n)
+	}
+}
+
+func TestCheckLimitUnderConcurrentCreates(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	free, _, err := e.st.CreateUser(ctx, "free@example.com", store.TierFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, limited atomic.Int64
+	var wg sync.WaitGroup
+	var ids sync.Map
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := e.st.CreateCheck(ctx, store.Check{UserID: free.ID, URL: "https://example.com/", Type: probe.TypeAvailability, DelayMs: 60000}, e.clock.now())
+			switch {
+			case err == nil:
+				ok.Add(1)
+				ids.Store(c.ID, true)
+			case errors.Is(err, store.ErrLimit):
+				limited.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 5 || limited.Load() != 15 {
+		t.Fatalf("%d created, %d refused; want 5 and 15", ok.Load(), limited.Load())
+	}
+	list, _ := e.st.ListChecks(ctx, free.ID)
+	u, _ := e.st.GetUser(ctx, free.ID)
+	if len(list) != 5 || u.CheckCount != 5 {
+		t.Fatalf("list %d, checkCount %d", len(list), u.CheckCount)
+	}
+	// Deleting one frees a slot.
+	if err := e.st.DeleteCheck(ctx, free.ID, list[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.CreateCheck(ctx, store.Check{UserID: free.ID, URL: "https://example.com/", Type: probe.TypeAvailability, DelayMs: 60000}, e.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	// Another user cannot delete it.
+	if err := e.st.DeleteCheck(ctx, e.user.ID, list[1].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("foreign delete: %v", err)
+	}
+}
+
+func TestUniqueEmailUnderConcurrentSignups(t *testing.T) {
+	e := newEnv(t)
+	var ok, dup atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := e.st.CreateUser(context.Background(), "Same@Example.com", "")
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, store.ErrExists):
+				dup.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || dup.Load() != 9 {
+		t.Fatalf("%d created, %d duplicates", ok.Load(), dup.Load())
+	}
+	u, err := e.st.UserByEmail(context.Background(), "same@example.com")
+	if err != nil || u.Tier != store.TierFree || u.CheckLimit != 5 {
+		t.Fatalf("%+v %v", u, err)
+	}
+}
+
+func TestSuspendedUserChecksDoNotRun(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	e.check(t, tg.URL, 10*time.Second, t0, nil)
+	s := e.sched(t, "a", nil, nil)
+	if _, err := e.st.SetUserStatus(ctx, e.user.ID, store.UserSuspended); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		now := t0.Add(time.Duration(i) * 10 * time.Second)
+		e.clock.set(now)
+		s.RunDue(ctx, now)
+	}
+	if tg.hits.Load() != 0 {
+		t.Fatalf("a suspended user's check hit the target %d times", tg.hits.Load())
+	}
+	if _, err := e.st.CreateCheck(ctx, store.Check{UserID: e.user.ID, URL: tg.URL, Type: probe.TypeAvailability, DelayMs: 10000}, t0); !errors.Is(err, store.ErrSuspended) {
+		t.Fatalf("create while suspended: %v", err)
+	}
+	if _, err := e.st.SetUserStatus(ctx, e.user.ID, store.UserActive); err != nil {
+		t.Fatal(err)
+	}
+	s.ForgetUser(e.user.ID)
+	now := t0.Add(70 * time.Second)
+	e.clock.set(now)
+	if n := s.RunDue(ctx, now); n != 1 || tg.hits.Load() != 1 {
+		t.Fatalf("after reactivation ran %d, hits %d", n, tg.hits.Load())
+	}
+}
+
+func TestAlertsOnChangesOnly(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []alert.Alert
+	secret := []byte("hook-secret")
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := alert.VerifyWebhook(secret, r.Header.Get("X-Checks-Signature"), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("webhook signature: %v", err)
+		}
+		var a alert.Alert
+		_ = json.Unmarshal(body, &a)
+		mu.Lock()
+		got = append(got, a)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	if _, err := e.st.SetAlerts(ctx, e.user.ID, hook.URL, string(secret), ""); err != nil {
+		t.Fatal(err)
+	}
+	d := alert.New(alert.Options{Logger: e.log})
+	dctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(dctx) }()
+	t0 := e.clock.now()
+	e.check(t, tg.URL, 10*time.Second, t0, map[string]any{"keyword": "in stock"})
+	s := e.sched(t, "a", d, nil)
+	// up, up, down, down, down, up, up
+	for i, down := range []bool{false, false, true, true, true, false, false} {
+		tg.down.Store(down)
+		now := t0.Add(time.Duration(i) * 10 * time.Second)
+		e.clock.set(now)
+		if n := s.RunDue(ctx, now); n != 1 {
+			t.Fatalf("step %d ran %d", i, n)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Event != "down" || got[1].Event != "up" {
+		t.Fatalf("alerts %+v, want down then up", got)
+	}
+	if got[0].Result["httpStatus"] != float64(503) {
+		t.Fatalf("down alert result %v", got[0].Result)
+	}
+}
+
+func TestUnparseableEbayPageFails(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t) // no price on it
+	ctx := context.Background()
+	t0 := e.clock.now()
+	c, err := e.st.CreateCheck(ctx, store.Check{UserID: e.user.ID, URL: tg.URL, Type: probe.TypeEbay, DelayMs: 10000, Attributes: map[string]any{"threshold": 50}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.sched(t, "a", nil, nil)
+	for i := 0; i < 5; i++ {
+		now := t0.Add(time.Duration(i) * 10 * time.Second)
+		e.clock.set(now)
+		s.RunDue(ctx, now)
+	}
+	got, _ := e.st.GetCheck(ctx, "", c.ID)
+	if got.Status != store.CheckFailed || got.FailureReason == "" {
+		t.Fatalf("status %s reason %q", got.Status, got.FailureReason)
+	}
+	if tg.hits.Load() != 3 {
+		t.Fatalf("ran %d times, want 3 (FailAfter) then stop", tg.hits.Load())
+	}
+	runs, err := e.st.Results(ctx, e.user.ID, c.ID, 10)
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("history %d %v", len(runs), err)
+	}
+	// Resuming clears the failure.
+	r, err := e.st.SetCheckStatus(ctx, e.user.ID, c.ID, []string{store.CheckFailed, store.CheckPaused}, store.CheckActive)
+	if err != nil || r.Status != store.CheckActive || r.FailureReason != "" {
+		t.Fatalf("resume %+v %v", r, err)
+	}
+}

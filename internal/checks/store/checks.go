@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/checks/tables"
+)
+
+// Check is a CHECK item.
+type Check struct {
+	ID             string         `json:"id"`
+	UserID         string         `json:"userid"`
+	URL            string         `json:"url"`
+	Type           string         `json:"checkType"`
+	DelayMs        int64          `json:"delayMs"`
+	Status         string         `json:"status"`
+	Attributes     map[string]any `json:"attributes"`
+	CreatedAt      string         `json:"createdAt"`
+	UpdatedAt      string         `json:"updatedAt"`
+	LastExecutedAt string         `json:"lastExecutedAt,omitempty"`
+	LastResult     map[string]any `json:"lastResult,omitempty"`
+	// Scheduling state (extensions).
+	NextRunAt     time.Time `json:"nextRunAt"`
+	LeaseOwner    string    `json:"-"`
+	LeaseUntil    time.Time `json:"-"`
+	FailCount     int       `json:"-"`
+	AlertState    string    `json:"alertState,omitempty"`
+	FailureReason string    `json:"failureReason,omitempty"`
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMs(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+func parseCheck(it map[string]av) Check {
+	return Check{
+		ID: str(it, "PK"), UserID: str(it, "userid"), URL: str(it, "url"), Type: str(it, "checkType"),
+		DelayMs: num(it, "delayMs"), Status: str(it, "status"), Attributes: anyMap(it, "attributes"),
+		CreatedAt: str(it, "createdAt"), UpdatedAt: str(it, "updatedAt"),
+		LastExecutedAt: str(it, "lastExecutedAt"), LastResult: anyMap(it, "lastResult"),
+		NextRunAt: fromMs(num(it, "nextRunAt")), LeaseOwner: str(it, "leaseOwner"),
+		LeaseUntil: fromMs(num(it, "leaseUntil")), FailCount: int(num(it, "failCount")),
+		AlertState: str(it, "alertState"), FailureReason: str(it, "failureReason"),
+	}
+}
+
+// CreateCheck writes a new ACTIVE check for a user, in one transaction
+// with the user's checkCount increment conditioned on the user being
+// ACTIVE and under checkLimit: the limit holds however many creates race.
+// firstRun is when it first runs (the caller spreads them with jitter).
+func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (Check, error) {
+	id, err := s.randomID("chk_", 12)
+	if err != nil {
+		return Check{}, err
+	}
+	now := formatTime(s.now())
+	c.ID, c.Status, c.CreatedAt, c.UpdatedAt, c.NextRunAt = id, CheckActive, now, now, firstRun.UTC()
+	attrs, err := mapValue(c.Attributes)
+	if err != nil {
+		return Check{}, err
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                 aws.String(s.names.Users),
+			Key:                       key(c.UserID, skUser),
+			UpdateExpression:          aws.String("SET checkCount = if_not_exists(checkCount, :zero) + :one"),
+			ConditionExpression:       aws.String("#s = :active AND (attribute_not_exists(checkCount) OR checkCount < checkLimit)"),
+			ExpressionAttributeNames:  map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]av{":zero": nv(0), ":one": nv(1), ":active": sv(UserActive)},
+		}},
+		{Put: &types.Put{
+			TableName: aws.String(s.names.Checks),
+			Item: map[string]av{
+				"PK": sv(id), "SK": sv(skCheck), "userid": sv(c.UserID), "url": sv(c.URL),
+				"checkType": sv(c.Type), "delayMs": nv(c.DelayMs), "status": sv(CheckActive),
+				"attributes": attrs, "createdAt": sv(now), "updatedAt": sv(now),
+				"nextRunAt": nv(ms(c.NextRunAt)), "failCount": nv(0),
+			},
+			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		}},
+	}})
+	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		u, gerr := s.GetUser(ctx, c.UserID)
+		switch {
+		case gerr != nil:
+			return Check{}, gerr
+		case u.Status != UserActive:
+			return Check{}, fmt.Errorf("%w: user %s", ErrSuspended, u.ID)
+		default:
+			return Check{}, fmt.Errorf("%w: %d of %d checks (tier %s)", ErrLimit, u.CheckCount, u.CheckLimit, u.Tier)
+		}
+	}
+	if err != nil {
+		return Check{}, fmt.Errorf("checks: create check: %w", err)
+	}
+	return c, nil
+}
+
+// GetCheck reads a check; ErrNotFound also for another user's check
+// (userID "" skips the ownership test: the scheduler).
+func (s *Store) GetCheck(ctx context.Context, userID, id string) (Check, error) {
+	if id == "" {
+		return Check{}, fmt.Errorf("%w: check", ErrNotFound)
+	}
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Check{}, fmt.Errorf("checks: get check: %w", err)
+	}
+	if out.Item == nil {
+		return Check{}, fmt.Errorf("%w: check %s", ErrNotFound, id)
+	}
+	c := parseCheck(out.Item)
+	if userID != "" && c.UserID != userID {
+		return Check{}, fmt.Errorf("%w: check %s", ErrNotFound, id)
+	}
+	return c, nil
+}
+
+// ListChecks returns a user's checks through the user-check index.
+func (s *Store) ListChecks(ctx context.Context, userID string) ([]Check, error) {
+	var out []Check
+	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: aws.String(s.names.Checks), IndexName: aws.String(tables.UserChecksIndex),
+		KeyConditionExpression:    aws.String("userid = :u"),
+		ExpressionAttributeValues: map[string]av{":u": sv(userID)},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("checks: list checks: %w", err)
+		}
+		for _, it := range page.Items {
+			out = append(out, parseCheck(it))
+		}
+	}
+	return out, nil
+}
+
+// Patch is a partial update of a check; nil fields are left alone.
+type Patch struct {
+	URL        *string
+	DelayMs    *int64
+	Attributes map[string]any
+}
+
+// UpdateCheck applies a patch to a user's check. A changed URL or
+// attributes clear the alert state (the new target starts afresh).
+func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Check, error) {
+	update := "SET updatedAt = :now"
+	values := map[string]av{":now": sv(formatTime(s.now())), ":u": sv(userID)}
+	remove := ""
+	if p.URL != nil {
+		update += ", #url = :url"
+		values[":url"] = sv(*p.URL)
+		remove = " REMOVE alertState"
+	}
+	if p.DelayMs != nil {
+		update += ", delayMs = :d"
+		values[":d"] = nv(*p.DelayMs)
+	}
+	if p.Attributes != nil {
+		a, err := mapValue(p.Attributes)
+		if err != nil {
+			return Check{}, err
+		}
+		update += ", attributes = :a"
+		values[":a"] = a
+		remove = " REMOVE alertState"
+	}
+	return s.updateCheck(ctx, id, update+remove, "userid = :u", values, map[string]string{"#url": "url"})
+}
+
+// SetCheckStatus moves a user's check from one of from to status. Resuming
+// (to ACTIVE) makes it due at once and clears the failure state.
+func (s *Store) SetCheckStatus(ctx context.Context, userID, id string, from []string, status string) (Check, error) {
+	values := map[string]av{":now": sv(formatTime(s.now())), ":u": sv(userID), ":to": sv(status)}
+	update := "SET #s = :to, updatedAt = :now"
+	if status == CheckActive {
+		update += ", nextRunAt = :next, failCount = :zero REMOVE failureReason"
+		values[":next"], values[":zero"] = nv(ms(s.now())), nv(0)
+	}
+	cond := "userid = :u AND #s IN ("
+	for i, f := range from {
+		if i > 0 {
+			cond += ", "
+		}
+		ph := fmt.Sprintf(":f%d", i)
+		values[ph] = sv(f)
+		cond += ph
+	}
+	return s.updateCheck(ctx, id, update, cond+")", values, map[string]string{"#s": "status"})
+}
+
+// RunNow makes a user's ACTIVE check due at once.
+func (s *Store) RunNow(ctx context.Context, userID, id string) (Check, error) {
+	return s.updateCheck(ctx, id, "SET nextRunAt = :next", "userid = :u AND #s = :active",
+		map[string]av{":next": nv(ms(s.now())), ":u": sv(userID), ":active": sv(CheckActive)}, map[string]string{"#s": "status"})
+}
+
+func (s *Store) updateCheck(ctx context.Context, id, update, cond string, values map[string]av, names map[string]string) (Check, error) {
+	for k := range names {
+		if !containsWord(update, k) && !containsWord(cond, k) {
+			delete(names, k)
+		}
+	}
+	if len(names) == 0 {
+		names = nil
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String("attribute_exists(PK) AND " + cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if ccf.Item == nil {
+			return Check{}, fmt.Errorf("%w: check %s", ErrNotFound, id)
+		}
+		old := parseCheck(ccf.Item)
+		if u, ok := values[":u"].(*types.AttributeValueMemberS); ok && old.UserID != u.Value {
+			return Check{}, fmt.Errorf("%w: check %s", ErrNotFound, id)
+		}
+		return old, fmt.Errorf("%w: check %s is %s", ErrState, id, old.Status)
+	}
+	if err != nil {
+		return Check{}, fmt.Errorf("checks: update check: %w", err)
+	}
+	return parseCheck(out.Attributes), nil
+}
+
+func containsWord(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if s[i:i+len(w)] == w {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteCheck deletes a user's check and gives back its slot, in one
+// transaction. Its run history expires by TTL.
+func (s *Store) DeleteCheck(ctx context.Context, userID, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: check", ErrNotFound)
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+			ConditionExpression:       aws.String("userid = :u"),
+			ExpressionAttributeValues: map[string]av{":u": sv(userID)},
+		}},
+		{Update: &types.Update{
+			TableName: aws.String(s.names.Users), Key: key(userID, skUser),
+			UpdateExpression:          aws.String("SET checkCount = checkCount - :one"),
+			ConditionExpression:       aws.String("checkCount > :zero"),
+			ExpressionAttributeValues: map[string]av{":one": nv(1), ":zero": nv(0)},
+		}},
+	}})
+	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("%w: check %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: delete check: %w", err)
+	}
+	return nil
+}

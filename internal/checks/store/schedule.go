@@ -1,0 +1,236 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/checks/tables"
+)
+
+// Due is what the scheduler keeps of a check.
+type Due struct {
+	ID        string
+	UserID    string
+	NextRunAt time.Time
+}
+
+// ActiveChecks lists the ACTIVE checks of a type through the type-status
+// index (it projects PK, userid and createdAt).
+func (s *Store) ActiveChecks(ctx context.Context, checkType string) ([]Due, error) {
+	var out []Due
+	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: aws.String(s.names.Checks), IndexName: aws.String(tables.TypeStatusIndex),
+		KeyConditionExpression:    aws.String("checkType = :t AND #s = :a"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]av{":t": sv(checkType), ":a": sv(CheckActive)},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("checks: active checks: %w", err)
+		}
+		for _, it := range page.Items {
+			out = append(out, Due{ID: str(it, "PK"), UserID: str(it, "userid")})
+		}
+	}
+	return out, nil
+}
+
+// NextRuns reads nextRunAt of checks (BatchGetItem, 100 at a time),
+// filling in ds; checks that vanished are dropped.
+func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
+	byID := make(map[string]*Due, len(ds))
+	for i := range ds {
+		byID[ds[i].ID] = &ds[i]
+	}
+	found := map[string]bool{}
+	for start := 0; start < len(ds); start += 100 {
+		keys := make([]map[string]av, 0, 100)
+		for _, d := range ds[start:min(start+100, len(ds))] {
+			keys = append(keys, key(d.ID, skCheck))
+		}
+		req := map[string]types.KeysAndAttributes{s.names.Checks: {
+			Keys: keys, ProjectionExpression: aws.String("PK, nextRunAt, userid"),
+		}}
+		for attempt := 0; len(req) > 0; attempt++ {
+			out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+			if err != nil {
+				return nil, fmt.Errorf("checks: next runs: %w", err)
+			}
+			for _, it := range out.Responses[s.names.Checks] {
+				if d := byID[str(it, "PK")]; d != nil {
+					d.NextRunAt = fromMs(num(it, "nextRunAt"))
+					d.UserID = str(it, "userid")
+					found[d.ID] = true
+				}
+			}
+			req = out.UnprocessedKeys
+			if attempt > 10 {
+				return nil, errors.New("checks: next runs: keys left unprocessed")
+			}
+		}
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if found[d.ID] {
+			out = append(out, *byID[d.ID])
+		}
+	}
+	return out, nil
+}
+
+// Claim takes the run of a check that is due at or before now: one
+// conditional update that moves nextRunAt to the next period and sets a
+// lease, so that of several schedulers exactly one runs each period. The
+// next period is nextRunAt + delayMs, or now + delayMs when that is already
+// past (after downtime a check runs once, not once per missed period).
+// It also returns the time the run was due. When the claim fails it
+// returns the check as it stands and ErrLost; a run still leased by
+// another owner (a slow run longer than the period) is not claimed.
+func (s *Store) Claim(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Check, time.Time, error) {
+	c, err := s.GetCheck(ctx, "", id)
+	if err != nil {
+		return Check{}, time.Time{}, err
+	}
+	due := c.NextRunAt
+	if c.Status != CheckActive || c.NextRunAt.After(now) || (c.LeaseUntil.After(now) && c.LeaseOwner != owner) {
+		return c, due, ErrLost
+	}
+	next := c.NextRunAt.Add(time.Duration(c.DelayMs) * time.Millisecond)
+	if !next.After(now) {
+		next = now.Add(time.Duration(c.DelayMs) * time.Millisecond)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+		UpdateExpression:         aws.String("SET nextRunAt = :next, leaseOwner = :me, leaseUntil = :lease"),
+		ConditionExpression:      aws.String("#s = :active AND nextRunAt = :was"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]av{
+			":next": nv(ms(next)), ":me": sv(owner), ":lease": nv(ms(now.Add(lease))),
+			":active": sv(CheckActive), ":was": nv(ms(c.NextRunAt)),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if ccf.Item == nil {
+			return Check{}, due, fmt.Errorf("%w: check %s", ErrNotFound, id)
+		}
+		return parseCheck(ccf.Item), due, ErrLost
+	}
+	if err != nil {
+		return Check{}, due, fmt.Errorf("checks: claim %s: %w", id, err)
+	}
+	return parseCheck(out.Attributes), due, nil
+}
+
+// Outcome is what a run leaves on its check.
+type Outcome struct {
+	Result     map[string]any
+	At         time.Time
+	AlertState string
+	FailCount  int
+	// Fail, when set, makes the check FAILED with this reason.
+	Fail string
+	// Retention keeps the run in the history for this long (0: not kept).
+	Retention time.Duration
+}
+
+// Complete records a run: lastResult, lastExecutedAt, alertState and the
+// failure state, conditioned on the caller still holding the lease (so an
+// alert transition is recorded once), and a history item.
+func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error {
+	res, err := mapValue(o.Result)
+	if err != nil {
+		return err
+	}
+	at := formatTime(o.At)
+	update := "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc REMOVE leaseOwner, leaseUntil"
+	values := map[string]av{":r": res, ":at": sv(at), ":st": sv(o.AlertState), ":fc": nv(int64(o.FailCount)), ":me": sv(owner)}
+	names := map[string]string(nil)
+	if o.Fail != "" {
+		update = "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc, #s = :failed, failureReason = :why, updatedAt = :at REMOVE leaseOwner, leaseUntil"
+		values[":failed"], values[":why"] = sv(CheckFailed), sv(o.Fail)
+		names = map[string]string{"#s": "status"}
+	}
+	items := []types.TransactWriteItem{{Update: &types.Update{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("leaseOwner = :me"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}}}
+	if o.Retention > 0 {
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.names.Checks),
+			Item: map[string]av{
+				"PK": sv(id), "SK": sv(skResult + at), "result": res,
+				tables.TTLAttribute: nv(o.At.Add(o.Retention).Unix()),
+			},
+		}})
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("%w: check %s", ErrLost, id)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: complete %s: %w", id, err)
+	}
+	return nil
+}
+
+// Run is one entry of a check's history.
+type Run struct {
+	At     string         `json:"at"`
+	Result map[string]any `json:"result"`
+}
+
+// Results returns a user's check's history, newest first.
+func (s *Store) Results(ctx context.Context, userID, id string, limit int) ([]Run, error) {
+	if _, err := s.GetCheck(ctx, userID, id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.names.Checks),
+		KeyConditionExpression:    aws.String("PK = :id AND begins_with(SK, :r)"),
+		ExpressionAttributeValues: map[string]av{":id": sv(id), ":r": sv(skResult)},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checks: results: %w", err)
+	}
+	runs := make([]Run, 0, len(out.Items))
+	for _, it := range out.Items {
+		runs = append(runs, Run{At: str(it, "SK")[len(skResult):], Result: anyMap(it, "result")})
+	}
+	return runs, nil
+}
+
+// Release gives up a claimed run without recording one (the user is
+// suspended, say): the lease is removed, nextRunAt stays advanced.
+func (s *Store) Release(ctx context.Context, id, owner string) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+		UpdateExpression:          aws.String("REMOVE leaseOwner, leaseUntil"),
+		ConditionExpression:       aws.String("leaseOwner = :me"),
+		ExpressionAttributeValues: map[string]av{":me": sv(owner)},
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("%w: check %s", ErrLost, id)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: release %s: %w", id, err)
+	}
+	return nil
+}

@@ -377,10 +377,21 @@ func (s *Scheduler) outcome(c store.Check, res probe.Result, now time.Time) stor
 		if o.FailCount >= s.o.FailAfter {
 			o.Fail = fmt.Sprintf("page not understood %d times in a row: %s", o.FailCount, res.Error)
 		}
-	default:
+	case isAlertCondition(res.Condition):
 		o.AlertState = res.Condition
 	}
+	// Other conditions (canceled, internal-error) leave the state alone.
 	return o
+}
+
+// isAlertCondition reports whether a probe condition defines alert state.
+func isAlertCondition(c string) bool {
+	switch c {
+	case probe.ConditionOK, probe.ConditionDown, probe.ConditionKeywordMissing,
+		probe.ConditionKeywordPresent, probe.ConditionPriceBelowThreshold:
+		return true
+	}
+	return false
 }
 
 func (s *Scheduler) sendAlert(c store.Check, u store.User, event string, out store.Outcome) {

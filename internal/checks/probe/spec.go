@@ -1,0 +1,147 @@
+package probe
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// spec is a Spec with its attributes decoded and checked.
+type spec struct {
+	typ       string
+	timeout   time.Duration
+	keyword   string
+	opposite  bool
+	expected  []int // nil: any 2xx
+	threshold float64
+}
+
+// statusExpected reports whether status counts as UP.
+func (s spec) statusExpected(status int) bool {
+	if s.expected == nil {
+		return status >= 200 && status <= 299
+	}
+	for _, e := range s.expected {
+		if e == status {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSpec checks everything about s that needs no network. Errors wrap
+// ErrInvalid.
+func parseSpec(s Spec) (spec, error) {
+	ps := spec{typ: s.Type, timeout: s.Timeout}
+	switch s.Type {
+	case TypeAvailability, TypeEbay:
+	default:
+		return ps, fmt.Errorf("%w: unknown check type %q", ErrInvalid, s.Type)
+	}
+	if s.Timeout < 0 {
+		return ps, fmt.Errorf("%w: negative timeout %s", ErrInvalid, s.Timeout)
+	}
+	if ps.timeout == 0 {
+		ps.timeout = DefaultTimeout
+	}
+	if err := checkURL(s.URL); err != nil {
+		return ps, err
+	}
+	a := s.Attributes
+	if v, ok := a["keyword"]; ok && v != nil {
+		kw, ok := v.(string)
+		if !ok {
+			return ps, fmt.Errorf("%w: attributes.keyword must be a string, not %T", ErrInvalid, v)
+		}
+		if normalize(kw) == "" {
+			return ps, fmt.Errorf("%w: attributes.keyword is empty", ErrInvalid)
+		}
+		ps.keyword = kw
+	}
+	if v, ok := a["opposite"]; ok && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			return ps, fmt.Errorf("%w: attributes.opposite must be a boolean, not %T", ErrInvalid, v)
+		}
+		ps.opposite = b
+	}
+	if v, ok := a["expectedStatus"]; ok && v != nil {
+		codes, err := statusCodes(v)
+		if err != nil {
+			return ps, err
+		}
+		ps.expected = codes
+	}
+	if v, ok := a["threshold"]; ok && v != nil {
+		t, ok := number(v)
+		if !ok || math.IsNaN(t) || math.IsInf(t, 0) {
+			return ps, fmt.Errorf("%w: attributes.threshold must be a number, not %T", ErrInvalid, v)
+		}
+		if t <= 0 {
+			return ps, fmt.Errorf("%w: attributes.threshold must be > 0, not %v", ErrInvalid, t)
+		}
+		ps.threshold = t
+	}
+	if s.Type == TypeEbay && ps.threshold == 0 {
+		return ps, fmt.Errorf("%w: attributes.threshold (a number > 0) is required for %s checks", ErrInvalid, TypeEbay)
+	}
+	return ps, nil
+}
+
+// statusCodes decodes expectedStatus: a number or a non-empty list of
+// numbers, each an integer HTTP status 100..599.
+func statusCodes(v any) ([]int, error) {
+	var items []any
+	switch t := v.(type) {
+	case []any:
+		items = t
+	case []float64:
+		for _, f := range t {
+			items = append(items, f)
+		}
+	case []int:
+		for _, i := range t {
+			items = append(items, i)
+		}
+	default:
+		items = []any{v}
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("%w: attributes.expectedStatus is an empty list", ErrInvalid)
+	}
+	codes := make([]int, 0, len(items))
+	for _, it := range items {
+		f, ok := number(it)
+		if !ok {
+			return nil, fmt.Errorf("%w: attributes.expectedStatus must be a number or a list of numbers, found %T", ErrInvalid, it)
+		}
+		if f != math.Trunc(f) || f < 100 || f > 599 {
+			return nil, fmt.Errorf("%w: attributes.expectedStatus %v is not an HTTP status", ErrInvalid, f)
+		}
+		codes = append(codes, int(f))
+	}
+	return codes, nil
+}
+
+// number converts the numeric types a decoder may produce to float64.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	}
+	return 0, false
+}

@@ -25,6 +25,8 @@ Usage:
   quarry datashelf jobs       print DataShelf's job queue statistics
   quarry wallcrawler project create|key create|key revoke
                               administer Wallcrawler's projects and API keys
+  quarry checks user create|suspend|activate|tier|token
+                              administer Checks' users and their API tokens
   quarry version              print the version
 
 Run "quarry <command> -h" for a command's flags. Every flag can also be set
@@ -55,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = cmdDDBServe(ctx, args[2:], getenv, stderr)
 	case "wallcrawler":
 		err = cmdWallcrawler(ctx, args[1:], getenv, stdout, stderr)
+	case "checks":
+		err = cmdChecks(ctx, args[1:], getenv, stdout, stderr)
 		if errors.Is(err, errUsage) {
 			return 2
 		}

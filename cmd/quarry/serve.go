@@ -66,12 +66,19 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	ck, err := startChecks(ctx, c, client, log)
+	if err != nil {
+		return err
+	}
 	wcCtx, stopWC := context.WithCancel(ctx)
 	wcDone := make(chan struct{})
+	ckDone := make(chan struct{})
 	go func() { defer close(wcDone); wc.run(wcCtx, log) }()
+	go func() { defer close(ckDone); ck.run(wcCtx, log) }()
 	defer func() {
 		stopWC()
 		<-wcDone
+		<-ckDone
 		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout+15*time.Second)
 		defer cancel()
 		wc.stop(sctx) // before the store closes: sessions end with a final write
@@ -92,6 +99,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	mux.Handle("/datashelf/", dsHandler)
 	mux.Handle("/wallcrawler/", wc.handler)
 	mux.Handle(uploadPrefix, wc.uploads)
+	mux.Handle("/checks/", ck.handler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

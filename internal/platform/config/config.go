@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -53,6 +54,20 @@ type Config struct {
 	WallcrawlerIdleGrace time.Duration
 	// Chromium is the browser binary; empty: chromium on PATH.
 	Chromium string
+	// ChecksTablePrefix prefixes Checks' USER and CHECK tables.
+	ChecksTablePrefix string
+	// ChecksMinInterval is the shortest period a check may have.
+	ChecksMinInterval time.Duration
+	// ChecksAllowNetworks lets checks reach private networks: "" none,
+	// "all", or comma-separated CIDRs.
+	ChecksAllowNetworks string
+	// ChecksRetention keeps each run in a check's history this long.
+	ChecksRetention time.Duration
+	// ChecksFreeLimit and ChecksProLimit are the tiers' checkLimit.
+	ChecksFreeLimit, ChecksProLimit int
+	// ChecksSMTP (host:port) enables email alerts, sent from ChecksSMTPFrom,
+	// authenticated with ChecksSMTPUser/ChecksSMTPPassword when set.
+	ChecksSMTP, ChecksSMTPFrom, ChecksSMTPUser, ChecksSMTPPassword string
 	// DataShelfDB selects DataShelf's database: empty for SQLite under
 	// DataDir, or a postgres:// URL.
 	DataShelfDB string
@@ -74,6 +89,12 @@ func Defaults() Config {
 		TTLInterval:     10 * time.Second,
 
 		WallcrawlerIdleGrace: 120 * time.Second,
+
+		ChecksTablePrefix: "checks-",
+		ChecksMinInterval: 10 * time.Second,
+		ChecksRetention:   7 * 24 * time.Hour,
+		ChecksFreeLimit:   5,
+		ChecksProLimit:    100,
 	}
 }
 
@@ -101,6 +122,16 @@ func (c *Config) fields(which []string) []field {
 		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool},
 		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil},
 		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil},
+		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil},
+		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil},
+		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", `private networks checks and webhooks may reach: "all" or CIDRs (default none)`, &c.ChecksAllowNetworks, nil, nil},
+		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil},
+		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit},
+		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit},
+		{"checks-smtp", "QUARRY_CHECKS_SMTP", "SMTP server (host:port) for email alerts; empty: no email", &c.ChecksSMTP, nil, nil},
+		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil},
+		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil},
+		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil},
 		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil},
 		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil},
 		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil},
@@ -223,10 +254,45 @@ func (c *Config) Validate() error {
 	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
 		errs = append(errs, errors.New("config: wallcrawler-secret: want at least 16 characters"))
 	}
+	if c.ChecksMinInterval < time.Second {
+		errs = append(errs, fmt.Errorf("config: checks-min-interval %v: at least 1s", c.ChecksMinInterval))
+	}
+	if c.ChecksRetention < 0 {
+		errs = append(errs, fmt.Errorf("config: checks-retention %v: must not be negative", c.ChecksRetention))
+	}
+	if c.ChecksFreeLimit < 0 || c.ChecksProLimit < 0 {
+		errs = append(errs, errors.New("config: checks-free-limit and checks-pro-limit must not be negative"))
+	}
+	if _, err := ParseNetworks(c.ChecksAllowNetworks); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ChecksSMTP != "" {
+		checkAddr("checks-smtp", c.ChecksSMTP, false)
+		if c.ChecksSMTPFrom == "" {
+			errs = append(errs, errors.New("config: checks-smtp needs checks-smtp-from"))
+		}
+	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))
 	}
 	return errors.Join(errs...)
+}
+
+// ParseNetworks parses an allow list: "" (none), "all" (every address;
+// all is true), or comma-separated CIDRs.
+func ParseNetworks(v string) (prefixes []netip.Prefix, err error) {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "all" {
+		return nil, nil
+	}
+	for _, p := range strings.Split(v, ",") {
+		pfx, perr := netip.ParsePrefix(strings.TrimSpace(p))
+		if perr != nil {
+			return nil, fmt.Errorf("config: checks-allow-networks %q: want \"all\" or CIDRs like 10.0.0.0/8", p)
+		}
+		prefixes = append(prefixes, pfx)
+	}
+	return prefixes, nil
 }
 
 // ParseLevel parses a log level name.

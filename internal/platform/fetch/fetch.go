@@ -224,6 +224,14 @@ func New(o Options) *Fetcher {
 	return f
 }
 
+// Client returns an http.Client that connects only where the fetcher may
+// (the same address checks at connect time), follows no redirects (a 3xx
+// is returned) and bounds each exchange by Options.Timeout: for requests
+// other than GET to user-supplied URLs, such as webhooks.
+func (f *Fetcher) Client() *http.Client {
+	return &http.Client{Transport: f.client.Transport, CheckRedirect: f.client.CheckRedirect, Timeout: f.o.Timeout}
+}
+
 // Close releases idle connections.
 func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
 

@@ -556,3 +556,22 @@ func TestBadURL(t *testing.T) {
 		}
 	}
 }
+
+func TestClientRefusesPrivateAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	}))
+	defer srv.Close()
+	_, err := New(Options{}).Client().Post(srv.URL, "application/json", strings.NewReader("{}"))
+	if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("POST to loopback: %v, want ErrBlocked", err)
+	}
+	resp, err := New(Options{AllowPrivate: true}).Client().Post(srv.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("redirect followed: %d", resp.StatusCode)
+	}
+}

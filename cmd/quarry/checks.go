@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/quarrydb/quarry/internal/checks/alert"
+	checksapi "github.com/quarrydb/quarry/internal/checks/api"
+	"github.com/quarrydb/quarry/internal/checks/probe"
+	"github.com/quarrydb/quarry/internal/checks/scheduler"
+	"github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
+)
+
+const checksUsage = `usage:
+  quarry checks user create --email E [--tier FREE|PRO]   (prints the user's API token once)
+  quarry checks user suspend --email E
+  quarry checks user activate --email E
+  quarry checks user tier --email E --tier FREE|PRO
+  quarry checks user token --email E                        (issues another API token)
+`
+
+// checksStore opens Checks' store (creating its tables when missing).
+func checksStore(ctx context.Context, c *config.Config, client *dynamodb.Client) (*store.Store, error) {
+	names, err := tables.EnsureTables(ctx, client, c.ChecksTablePrefix)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(client, names, &store.Options{Limits: map[string]int{store.TierFree: c.ChecksFreeLimit, store.TierPro: c.ChecksProLimit}}), nil
+}
+
+// cmdChecks runs Checks' administration commands.
+func cmdChecks(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) < 2 || args[0] != "user" {
+		fmt.Fprint(stderr, checksUsage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("quarry checks user "+args[1], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	email := fs.String("email", "", "the user's email address")
+	tier := fs.String("tier", "", "FREE or PRO")
+	c, err := config.Load(fs, args[2:], getenv, config.Defaults(),
+		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "checks-table-prefix", "checks-free-limit", "checks-pro-limit", "region", "log-level", "log-format"})
+	if err != nil {
+		return err
+	}
+	if *email == "" {
+		fmt.Fprint(stderr, checksUsage)
+		return errUsage
+	}
+	client, _, closeFn, err := dynamoClient(ctx, c, newLogger(c, stderr), true)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	st, err := checksStore(ctx, c, client)
+	if err != nil {
+		return err
+	}
+	if args[1] == "create" {
+		u, token, err := st.CreateUser(ctx, *email, *tier)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "user %s (%s, %s, checkLimit %d); only the token's hash is stored, so this is the only time it is shown:\n", u.ID, u.Email, u.Tier, u.CheckLimit)
+		fmt.Fprintln(stdout, token)
+		return nil
+	}
+	u, err := st.UserByEmail(ctx, *email)
+	if err != nil {
+		return err
+	}
+	switch args[1] {
+	case "suspend":
+		u, err = st.SetUserStatus(ctx, u.ID, store.UserSuspended)
+	case "activate":
+		u, err = st.SetUserStatus(ctx, u.ID, store.UserActive)
+	case "tier":
+		u, err = st.SetTier(ctx, u.ID, *tier)
+	case "token":
+		token, err := st.NewToken(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, token)
+		return nil
+	default:
+		fmt.Fprint(stderr, checksUsage)
+		return errUsage
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "user %s (%s): %s, %s, checkLimit %d\n", u.ID, u.Email, u.Status, u.Tier, u.CheckLimit)
+	return nil
+}
+
+// checks is the running Checks system.
+type checks struct {
+	handler http.Handler // mounted at /checks/
+	sched   *scheduler.Scheduler
+	alerts  *alert.Dispatcher
+	prober  *probe.Prober
+}
+
+// startChecks creates Checks' tables when missing and assembles the API,
+// the scheduler and the alert dispatcher.
+func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client, log *slog.Logger) (*checks, error) {
+	log = log.With("system", "checks")
+	st, err := checksStore(ctx, c, client)
+	if err != nil {
+		return nil, err
+	}
+	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)"}
+	if c.ChecksAllowNetworks == "all" {
+		fo.AllowPrivate = true
+	} else {
+		fo.AllowPrefixes, _ = config.ParseNetworks(c.ChecksAllowNetworks) // validated at load
+	}
+	prober := probe.New(probe.Options{Fetch: fo})
+	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client()}
+	if c.ChecksSMTP != "" {
+		aopts.SMTP = &alert.SMTPConfig{Addr: c.ChecksSMTP, From: c.ChecksSMTPFrom, Username: c.ChecksSMTPUser, Password: c.ChecksSMTPPassword}
+	}
+	dispatcher := alert.New(aopts)
+	host, _ := os.Hostname()
+	retention := c.ChecksRetention
+	if retention == 0 {
+		retention = -1 // no history
+	}
+	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: host + "-" + fmt.Sprint(os.Getpid()), Retention: retention, Logger: log})
+	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, Logger: log})
+	return &checks{handler: http.StripPrefix("/checks", h), sched: sched, alerts: dispatcher, prober: prober}, nil
+}
+
+// run runs the scheduler and the alert dispatcher until ctx ends.
+func (k *checks) run(ctx context.Context, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := k.alerts.Run(ctx); err != nil {
+			log.Error("checks: alert dispatcher stopped", "err", err)
+		}
+	}()
+	if err := k.sched.Run(ctx); err != nil {
+		log.Error("checks: scheduler stopped", "err", err)
+	}
+	<-done
+	k.prober.Close()
+}

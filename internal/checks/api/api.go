@@ -1,0 +1,366 @@
+// Package api is Checks' REST API, mounted at /checks: users manage their
+// monitors with an API token (Authorization: Bearer). Errors are JSON
+// {"error": "..."}.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/checks/probe"
+	"github.com/quarrydb/quarry/internal/checks/store"
+)
+
+// Validator checks a check's target and attributes (probe.Prober).
+type Validator interface {
+	Validate(ctx context.Context, s probe.Spec) error
+}
+
+// Scheduler is told of changes so they take effect at once
+// (scheduler.Scheduler).
+type Scheduler interface {
+	Schedule(id string, at time.Time)
+	Remove(id string)
+}
+
+// Options configures the API. Zero values mean defaults.
+type Options struct {
+	// MinDelay is the shortest allowed delayMs; default 10s.
+	MinDelay time.Duration
+	// Now is the clock; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// maxDelay is the longest allowed period.
+const maxDelay = 30 * 24 * time.Hour
+
+// Handler serves the API.
+type Handler struct {
+	st    *store.Store
+	val   Validator
+	sched Scheduler
+	o     Options
+	mux   *http.ServeMux
+}
+
+// New returns the API over st; sched may be nil (no scheduler in this
+// process: others pick changes up on their refresh).
+func New(st *store.Store, val Validator, sched Scheduler, o Options) *Handler {
+	if o.MinDelay <= 0 {
+		o.MinDelay = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &Handler{st: st, val: val, sched: sched, o: o, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /v1/me", h.me)
+	h.mux.HandleFunc("PUT /v1/me/alerts", h.setAlerts)
+	h.mux.HandleFunc("POST /v1/checks", h.create)
+	h.mux.HandleFunc("GET /v1/checks", h.list)
+	h.mux.HandleFunc("GET /v1/checks/{id}", h.get)
+	h.mux.HandleFunc("PATCH /v1/checks/{id}", h.update)
+	h.mux.HandleFunc("DELETE /v1/checks/{id}", h.delete)
+	h.mux.HandleFunc("POST /v1/checks/{id}/pause", h.pause)
+	h.mux.HandleFunc("POST /v1/checks/{id}/resume", h.resume)
+	h.mux.HandleFunc("POST /v1/checks/{id}/run", h.runNow)
+	h.mux.HandleFunc("GET /v1/checks/{id}/results", h.results)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+	})
+	return h
+}
+
+type userKey struct{}
+
+// ServeHTTP authenticates the bearer token and dispatches.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "missing API token: send Authorization: Bearer <token>")
+		return
+	}
+	u, err := h.st.Authenticate(r.Context(), strings.TrimSpace(token))
+	if errors.Is(err, store.ErrUnauthorized) {
+		writeError(w, http.StatusUnauthorized, "invalid API token")
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+}
+
+func user(r *http.Request) store.User { u, _ := r.Context().Value(userKey{}).(store.User); return u }
+
+func (h *Handler) me(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, user(r))
+}
+
+func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		WebhookURL    string `json:"webhookUrl"`
+		WebhookSecret string `json:"webhookSecret"`
+		Email         string `json:"email"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.WebhookURL != "" {
+		if err := h.val.Validate(r.Context(), probe.Spec{Type: probe.TypeAvailability, URL: in.WebhookURL}); err != nil {
+			writeError(w, http.StatusBadRequest, "webhookUrl: "+err.Error())
+			return
+		}
+	}
+	u, err := h.st.SetAlerts(r.Context(), user(r).ID, in.WebhookURL, in.WebhookSecret, in.Email)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
+// checkInput is the body of create and update.
+type checkInput struct {
+	URL        *string        `json:"url"`
+	CheckType  string         `json:"checkType"`
+	DelayMs    *int64         `json:"delayMs"`
+	Attributes map[string]any `json:"attributes"`
+}
+
+func (h *Handler) validDelay(d int64) error {
+	if time.Duration(d)*time.Millisecond < h.o.MinDelay || time.Duration(d)*time.Millisecond > maxDelay {
+		return fmt.Errorf("%w: delayMs must be between %d and %d", store.ErrInvalid, h.o.MinDelay.Milliseconds(), maxDelay.Milliseconds())
+	}
+	return nil
+}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
+	var in checkInput
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.URL == nil || in.CheckType == "" || in.DelayMs == nil {
+		writeError(w, http.StatusBadRequest, "url, checkType and delayMs are required")
+		return
+	}
+	in.CheckType = strings.ToUpper(in.CheckType)
+	if err := h.validDelay(*in.DelayMs); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	spec := probe.Spec{Type: in.CheckType, URL: *in.URL, Attributes: in.Attributes}
+	if err := h.val.Validate(r.Context(), spec); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	u := user(r)
+	first := h.o.Now().Add(jitter(time.Duration(*in.DelayMs) * time.Millisecond))
+	c, err := h.st.CreateCheck(r.Context(), store.Check{UserID: u.ID, URL: *in.URL, Type: in.CheckType, DelayMs: *in.DelayMs, Attributes: in.Attributes}, first)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if h.sched != nil {
+		h.sched.Schedule(c.ID, c.NextRunAt)
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+// jitter spreads first runs over the period (at most a minute) so that
+// checks created together do not run together.
+func jitter(period time.Duration) time.Duration {
+	span := min(period, time.Minute)
+	if span <= 0 {
+		return 0
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return time.Duration(binary.LittleEndian.Uint64(b[:]) % uint64(span))
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	cs, err := h.st.ListChecks(r.Context(), user(r).ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if cs == nil {
+		cs = []store.Check{}
+	}
+	writeJSON(w, http.StatusOK, cs)
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	c, err := h.st.GetCheck(r.Context(), user(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
+	var in checkInput
+	if !decode(w, r, &in) {
+		return
+	}
+	u := user(r)
+	cur, err := h.st.GetCheck(r.Context(), u.ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if in.CheckType != "" && !strings.EqualFold(in.CheckType, cur.Type) {
+		writeError(w, http.StatusBadRequest, "checkType cannot be changed: create another check")
+		return
+	}
+	if in.DelayMs != nil {
+		if err := h.validDelay(*in.DelayMs); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	spec := probe.Spec{Type: cur.Type, URL: cur.URL, Attributes: cur.Attributes}
+	if in.URL != nil {
+		spec.URL = *in.URL
+	}
+	if in.Attributes != nil {
+		spec.Attributes = in.Attributes
+	}
+	if err := h.val.Validate(r.Context(), spec); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := h.st.DeleteCheck(r.Context(), user(r).ID, id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if h.sched != nil {
+		h.sched.Remove(id)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) pause(w http.ResponseWriter, r *http.Request) {
+	c, err := h.st.SetCheckStatus(r.Context(), user(r).ID, r.PathValue("id"), []string{store.CheckActive, store.CheckPaused}, store.CheckPaused)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if h.sched != nil {
+		h.sched.Remove(c.ID)
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
+	c, err := h.st.SetCheckStatus(r.Context(), user(r).ID, r.PathValue("id"), []string{store.CheckActive, store.CheckPaused, store.CheckFailed}, store.CheckActive)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if h.sched != nil {
+		h.sched.Schedule(c.ID, c.NextRunAt)
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *Handler) runNow(w http.ResponseWriter, r *http.Request) {
+	c, err := h.st.RunNow(r.Context(), user(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if h.sched != nil {
+		h.sched.Schedule(c.ID, c.NextRunAt)
+	}
+	writeJSON(w, http.StatusAccepted, c)
+}
+
+func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "limit must be 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	runs, err := h.st.Results(r.Context(), user(r).ID, r.PathValue("id"), limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+// fail maps store errors to statuses.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "check not found")
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, probe.ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, store.ErrLimit):
+		writeError(w, http.StatusForbidden, err.Error()+": upgrade the tier or delete a check")
+	case errors.Is(err, store.ErrSuspended):
+		writeError(w, http.StatusForbidden, "the account is suspended")
+	case errors.Is(err, store.ErrState):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		h.o.Logger.ErrorContext(r.Context(), "checks: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+}
+
+// decode reads a JSON body (≤ 64 KiB; unknown fields refused).
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body too large")
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -27,6 +27,8 @@ Usage:
                               administer Wallcrawler's projects and API keys
   quarry checks user create|suspend|activate|tier|token
                               administer Checks' users and their API tokens
+  quarry eecar company create|key create
+                              administer EECAR's companies and their API keys
   quarry version              print the version
 
 Run "quarry <command> -h" for a command's flags. Every flag can also be set
@@ -59,14 +61,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = cmdWallcrawler(ctx, args[1:], getenv, stdout, stderr)
 	case "checks":
 		err = cmdChecks(ctx, args[1:], getenv, stdout, stderr)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
+	case "eecar":
+		err = cmdEECAR(ctx, args[1:], getenv, stdout, stderr)
 	case "datashelf":
 		err = cmdDataShelf(ctx, args[1:], getenv, stdout, stderr)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
 	case "version", "--version":
 		fmt.Fprintln(stdout, "quarry", version)
 		return 0
@@ -77,8 +75,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "quarry: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	if err == flag.ErrHelp {
+	if errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if errors.Is(err, errUsage) {
+		return 2 // the usage is already printed
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "quarry:", err)

@@ -70,15 +70,22 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	ee, err := startEECAR(ctx, c, client, streams, store != nil, log)
+	if err != nil {
+		return err
+	}
 	wcCtx, stopWC := context.WithCancel(ctx)
 	wcDone := make(chan struct{})
 	ckDone := make(chan struct{})
 	go func() { defer close(wcDone); wc.run(wcCtx, log) }()
 	go func() { defer close(ckDone); ck.run(wcCtx, log) }()
+	eeDone := make(chan struct{})
+	go func() { defer close(eeDone); ee.run(wcCtx, log) }()
 	defer func() {
 		stopWC()
 		<-wcDone
 		<-ckDone
+		<-eeDone
 		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout+15*time.Second)
 		defer cancel()
 		wc.stop(sctx) // before the store closes: sessions end with a final write
@@ -100,6 +107,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	mux.Handle("/wallcrawler/", wc.handler)
 	mux.Handle(uploadPrefix, wc.uploads)
 	mux.Handle("/checks/", ck.handler)
+	mux.Handle("/eecar/", ee.handler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

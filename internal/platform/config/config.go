@@ -68,6 +68,13 @@ type Config struct {
 	// ChecksSMTP (host:port) enables email alerts, sent from ChecksSMTPFrom,
 	// authenticated with ChecksSMTPUser/ChecksSMTPPassword when set.
 	ChecksSMTP, ChecksSMTPFrom, ChecksSMTPUser, ChecksSMTPPassword string
+	// EECARTablePrefix prefixes eecar-parts-table.
+	EECARTablePrefix string
+	// EECAREmbeddingsURL, when set, is an OpenAI-compatible base URL whose
+	// /v1/embeddings makes EECAR's vectors (with EECAREmbeddingsModel,
+	// EECAREmbeddingsDim and EECAREmbeddingsKey); empty: the local embedder.
+	EECAREmbeddingsURL, EECAREmbeddingsModel, EECAREmbeddingsKey string
+	EECAREmbeddingsDim                                           int
 	// DataShelfDB selects DataShelf's database: empty for SQLite under
 	// DataDir, or a postgres:// URL.
 	DataShelfDB string
@@ -132,6 +139,11 @@ func (c *Config) fields(which []string) []field {
 		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil},
 		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil},
 		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil},
+		{"eecar-table-prefix", "QUARRY_EECAR_TABLE_PREFIX", "prefix of eecar-parts-table", &c.EECARTablePrefix, nil, nil},
+		{"eecar-embeddings-url", "QUARRY_EECAR_EMBEDDINGS_URL", "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", &c.EECAREmbeddingsURL, nil, nil},
+		{"eecar-embeddings-model", "QUARRY_EECAR_EMBEDDINGS_MODEL", "embedding model name at eecar-embeddings-url", &c.EECAREmbeddingsModel, nil, nil},
+		{"eecar-embeddings-key", "QUARRY_EECAR_EMBEDDINGS_KEY", "API key for eecar-embeddings-url", &c.EECAREmbeddingsKey, nil, nil},
+		{"eecar-embeddings-dim", "QUARRY_EECAR_EMBEDDINGS_DIM", "dimension of the embeddings at eecar-embeddings-url", nil, nil, &c.EECAREmbeddingsDim},
 		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil},
 		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil},
 		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil},
@@ -271,6 +283,9 @@ func (c *Config) Validate() error {
 		if c.ChecksSMTPFrom == "" {
 			errs = append(errs, errors.New("config: checks-smtp needs checks-smtp-from"))
 		}
+	}
+	if c.EECAREmbeddingsURL != "" && (c.EECAREmbeddingsModel == "" || c.EECAREmbeddingsDim <= 0) {
+		errs = append(errs, errors.New("config: eecar-embeddings-url needs eecar-embeddings-model and a positive eecar-embeddings-dim"))
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/quarrydb/quarry/ddb/consumer"
+	eecarapi "github.com/quarrydb/quarry/internal/eecar/api"
+	"github.com/quarrydb/quarry/internal/eecar/embed"
+	"github.com/quarrydb/quarry/internal/eecar/market"
+	"github.com/quarrydb/quarry/internal/eecar/notify"
+	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
+)
+
+const eecarUsage = `usage:
+  quarry eecar company create --name N [--industry I]   (prints the company's API key once)
+  quarry eecar key create --company ID                   (issues another API key)
+`
+
+// cmdEECAR runs EECAR's administration commands.
+func cmdEECAR(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) < 2 {
+		fmt.Fprint(stderr, eecarUsage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("quarry eecar "+args[0]+" "+args[1], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "", "company name")
+	industry := fs.String("industry", "", "company industry")
+	companyID := fs.String("company", "", "company id")
+	c, err := config.Load(fs, args[2:], getenv, config.Defaults(),
+		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "eecar-table-prefix", "region", "log-level", "log-format"})
+	if err != nil {
+		return err
+	}
+	client, _, closeFn, err := dynamoClient(ctx, c, newLogger(c, stderr), true)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	table, err := store.EnsureTable(ctx, client, c.EECARTablePrefix)
+	if err != nil {
+		return err
+	}
+	st := store.New(client, table, nil)
+	switch args[0] + " " + args[1] {
+	case "company create":
+		co, key, err := st.CreateCompany(ctx, *name, *industry)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "company %s (%s); only the key's hash is stored, so this is the only time it is shown:\n", co.ID, co.Name)
+		fmt.Fprintln(stdout, key)
+	case "key create":
+		key, err := st.NewKey(ctx, *companyID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, key)
+	default:
+		fmt.Fprint(stderr, eecarUsage)
+		return errUsage
+	}
+	return nil
+}
+
+// eecar is the running EECAR system.
+type eecar struct {
+	handler http.Handler // mounted at /eecar/
+	market  *market.Market
+	hooks   *notify.Webhooks
+	client  *dynamodb.Client
+	streams *dynamodbstreams.Client
+	poll    time.Duration
+}
+
+// startEECAR creates eecar-parts-table when missing, loads the search
+// index and the active watches, and returns the API.
+func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, log *slog.Logger) (*eecar, error) {
+	log = log.With("system", "eecar")
+	table, err := store.EnsureTable(ctx, client, c.EECARTablePrefix)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := blob.NewDir(filepath.Join(c.DataDir, "eecar", "blobs"))
+	if err != nil {
+		return nil, err
+	}
+	st := store.New(client, table, nil)
+	hooks := notify.New(st, fetch.New(fetch.Options{}).Client(), log)
+	opts := market.Options{Logger: log, Notify: hooks.Notify}
+	if c.EECAREmbeddingsURL != "" {
+		opts.Embedder = embed.NewOpenAI(c.EECAREmbeddingsURL, c.EECAREmbeddingsKey, c.EECAREmbeddingsModel, c.EECAREmbeddingsDim, nil)
+	}
+	m := market.New(st, blobs, opts)
+	if err := m.Load(ctx); err != nil {
+		return nil, fmt.Errorf("eecar: load: %w", err)
+	}
+	poll := 250 * time.Millisecond
+	if embedded {
+		poll = 20 * time.Millisecond
+	}
+	e := &eecar{market: m, hooks: hooks, client: client, streams: streams, poll: poll}
+	e.handler = http.StripPrefix("/eecar", eecarapi.New(m, log))
+	return e, nil
+}
+
+// run follows the table's stream (index, watch triggers) until ctx ends.
+func (e *eecar) run(ctx context.Context, log *slog.Logger) {
+	err := e.market.Follow(ctx, e.client, e.streams, consumer.Options{
+		PollInterval: e.poll, RetryBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		OnError: func(err error) { log.Warn("eecar: stream", "err", err) },
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("eecar: stream follower stopped", "err", err)
+	}
+	e.hooks.Wait()
+}

@@ -1,0 +1,523 @@
+// Package api is EECAR's REST API, mounted at /eecar. Every request
+// carries a company's API key (Authorization: Bearer ek_…, or X-API-Key);
+// errors are JSON {"error": "..."}.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/quarrydb/quarry/internal/eecar/market"
+	"github.com/quarrydb/quarry/internal/eecar/store"
+)
+
+// Handler serves the API.
+type Handler struct {
+	m   *market.Market
+	st  *store.Store
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New returns the API over a market.
+func New(m *market.Market, logger *slog.Logger) *Handler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	h := &Handler{m: m, st: m.Store(), log: logger, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /me", h.me)
+	h.mux.HandleFunc("PUT /me/webhook", h.setWebhook)
+	h.mux.HandleFunc("POST /parts", h.createPart)
+	h.mux.HandleFunc("GET /parts", h.listParts)
+	h.mux.HandleFunc("GET /parts/{id}", h.getPart)
+	h.mux.HandleFunc("PUT /parts/{id}", h.updatePart)
+	h.mux.HandleFunc("DELETE /parts/{id}", h.deletePart)
+	h.mux.HandleFunc("POST /search", h.search)
+	h.mux.HandleFunc("POST /needs", h.createNeed)
+	h.mux.HandleFunc("GET /needs", h.listNeeds)
+	h.mux.HandleFunc("GET /needs/{id}", h.getNeed)
+	h.mux.HandleFunc("PUT /needs/{id}", h.updateNeed)
+	h.mux.HandleFunc("DELETE /needs/{id}", h.deleteNeed)
+	h.mux.HandleFunc("GET /needs/{id}/matches", h.needMatches)
+	h.mux.HandleFunc("POST /watch", h.createWatch)
+	h.mux.HandleFunc("POST /watches", h.createWatch)
+	h.mux.HandleFunc("GET /watches", h.listWatches)
+	h.mux.HandleFunc("GET /watches/{id}", h.getWatch)
+	h.mux.HandleFunc("DELETE /watches/{id}", h.cancelWatch)
+	h.mux.HandleFunc("GET /watches/{id}/triggers", h.watchTriggers)
+	h.mux.HandleFunc("POST /proposals", h.createProposal)
+	h.mux.HandleFunc("GET /proposals", h.listProposals)
+	h.mux.HandleFunc("GET /proposals/{id}", h.getProposal)
+	h.mux.HandleFunc("POST /proposals/{id}/respond", h.respond)
+	h.mux.HandleFunc("GET /notifications", h.notifications)
+	h.mux.HandleFunc("POST /notifications/{id}/read", h.markRead)
+	h.mux.HandleFunc("POST /battery-health", h.batteryHealth)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+	})
+	return h
+}
+
+type companyKey struct{}
+
+// ServeHTTP authenticates the API key and dispatches. The caller mounts it
+// with http.StripPrefix("/eecar", h); "/api/..." paths (the original's)
+// are accepted too.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		key = r.Header.Get("X-API-Key")
+	}
+	c, err := h.st.Authenticate(r.Context(), strings.TrimSpace(key))
+	if errors.Is(err, store.ErrUnauthorized) {
+		writeError(w, http.StatusUnauthorized, "missing or invalid API key")
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if p, ok := strings.CutPrefix(r.URL.Path, "/api"); ok && strings.HasPrefix(p, "/") {
+		r.URL.Path = p
+	}
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), companyKey{}, c)))
+}
+
+func company(r *http.Request) store.Company {
+	c, _ := r.Context().Value(companyKey{}).(store.Company)
+	return c
+}
+
+func (h *Handler) me(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, company(r)) }
+
+func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		WebhookURL string `json:"webhookUrl"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.WebhookURL != "" && !strings.HasPrefix(in.WebhookURL, "https://") && !strings.HasPrefix(in.WebhookURL, "http://") {
+		writeError(w, http.StatusBadRequest, "webhookUrl must be an http(s) URL")
+		return
+	}
+	c, err := h.st.SetWebhook(r.Context(), company(r).ID, in.WebhookURL)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (h *Handler) createPart(w http.ResponseWriter, r *http.Request) {
+	var in market.PartInput
+	if !decode(w, r, &in) {
+		return
+	}
+	p, err := h.m.RegisterPart(r.Context(), company(r).ID, in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func (h *Handler) listParts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	cat := q.Get("category")
+	if !store.ValidCategory(cat) {
+		writeError(w, http.StatusBadRequest, "category is required: one of "+strings.Join(store.Categories(), ", "))
+		return
+	}
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, http.StatusBadRequest, "limit must be 1 to 100")
+			return
+		}
+		limit = n
+	}
+	parts, next, err := h.st.ListByCategory(r.Context(), cat, limit, q.Get("cursor"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := map[string]any{"parts": parts}
+	if next != "" {
+		out["nextCursor"] = next
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) getPart(w http.ResponseWriter, r *http.Request) {
+	p, err := h.st.GetPart(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (h *Handler) updatePart(w http.ResponseWriter, r *http.Request) {
+	var in market.PartInput
+	if !decode(w, r, &in) {
+		return
+	}
+	p, err := h.m.UpdatePart(r.Context(), company(r).ID, r.PathValue("id"), in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (h *Handler) deletePart(w http.ResponseWriter, r *http.Request) {
+	if err := h.m.DeletePart(r.Context(), company(r).ID, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
+	var in market.SearchRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	out, err := h.m.Search(r.Context(), in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// needInput is the body of POST/PUT /needs.
+type needInput struct {
+	CompanyName       string              `json:"companyName"`
+	Industry          string              `json:"industry"`
+	RequiredSpecs     store.RequiredSpecs `json:"requiredSpecs"`
+	ProductionProcess string              `json:"productionProcess"`
+	TargetApplication string              `json:"targetApplication"`
+	Priority          string              `json:"priority"`
+	Status            string              `json:"status"`
+	ExpiresAt         string              `json:"expiresAt"`
+}
+
+func (in needInput) need(c store.Company) store.Need {
+	name := in.CompanyName
+	if name == "" {
+		name = c.Name
+	}
+	if in.Priority == "" {
+		in.Priority = "medium"
+	}
+	return store.Need{CompanyID: c.ID, CompanyName: name, Industry: in.Industry, RequiredSpecs: in.RequiredSpecs,
+		ProductionProcess: in.ProductionProcess, TargetApplication: in.TargetApplication, Priority: in.Priority,
+		Status: in.Status, ExpiresAt: in.ExpiresAt}
+}
+
+func (h *Handler) createNeed(w http.ResponseWriter, r *http.Request) {
+	var in needInput
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.RequiredSpecs.Category != "" && !store.ValidCategory(in.RequiredSpecs.Category) {
+		writeError(w, http.StatusBadRequest, "requiredSpecs.category must be one of "+strings.Join(store.Categories(), ", "))
+		return
+	}
+	n := in.need(company(r))
+	var err error
+	if n.ID, err = h.st.NewID("need_"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if n, err = h.st.PutNeed(r.Context(), n); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, n)
+}
+
+func (h *Handler) listNeeds(w http.ResponseWriter, r *http.Request) {
+	ns, err := h.st.ListNeeds(r.Context(), company(r).ID, r.URL.Query().Get("status"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ns)
+}
+
+func (h *Handler) getNeed(w http.ResponseWriter, r *http.Request) {
+	n, err := h.st.GetNeed(r.Context(), company(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, n)
+}
+
+func (h *Handler) updateNeed(w http.ResponseWriter, r *http.Request) {
+	c := company(r)
+	cur, err := h.st.GetNeed(r.Context(), c.ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var in needInput
+	if !decode(w, r, &in) {
+		return
+	}
+	n := in.need(c)
+	n.ID, n.CreatedAt = cur.ID, cur.CreatedAt
+	if n, err = h.st.PutNeed(r.Context(), n); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, n)
+}
+
+func (h *Handler) deleteNeed(w http.ResponseWriter, r *http.Request) {
+	if err := h.st.DeleteNeed(r.Context(), company(r).ID, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) needMatches(w http.ResponseWriter, r *http.Request) {
+	n, err := h.st.GetNeed(r.Context(), company(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	topK, _ := strconv.Atoi(r.URL.Query().Get("topK"))
+	out, err := h.m.NeedMatches(r.Context(), n, topK)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) createWatch(w http.ResponseWriter, r *http.Request) {
+	var in store.Watch
+	if !decode(w, r, &in) {
+		return
+	}
+	c := company(r)
+	if in.BuyerID != "" && in.BuyerID != c.ID {
+		writeError(w, http.StatusForbidden, "buyerId must be your own company id")
+		return
+	}
+	wt, err := h.m.CreateWatch(r.Context(), c.ID, in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, wt)
+}
+
+func (h *Handler) listWatches(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.st.ListWatches(r.Context(), company(r).ID, r.URL.Query().Get("status"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ws)
+}
+
+func (h *Handler) getWatch(w http.ResponseWriter, r *http.Request) {
+	wt, err := h.st.GetWatch(r.Context(), company(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wt)
+}
+
+func (h *Handler) cancelWatch(w http.ResponseWriter, r *http.Request) {
+	wt, err := h.m.CancelWatch(r.Context(), company(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wt)
+}
+
+func (h *Handler) watchTriggers(w http.ResponseWriter, r *http.Request) {
+	wt, err := h.st.GetWatch(r.Context(), company(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ts, err := h.st.Triggers(r.Context(), wt.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ts)
+}
+
+func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
+	var in store.Proposal
+	if !decode(w, r, &in) {
+		return
+	}
+	c := company(r)
+	var errs []string
+	if in.ToCompanyID == "" || in.ToCompanyID == c.ID {
+		errs = append(errs, "toCompanyId must be another company")
+	} else if _, err := h.st.GetCompany(r.Context(), in.ToCompanyID); err != nil {
+		errs = append(errs, "toCompanyId: no such company")
+	}
+	if in.ProposalType != "buy" && in.ProposalType != "sell" {
+		errs = append(errs, "proposalType must be buy or sell")
+	}
+	if len(in.PartIDs) == 0 || len(in.PartIDs) > 50 {
+		errs = append(errs, "partIds must list 1 to 50 parts")
+	}
+	if in.Quantity < 0 || in.PriceOffer < 0 {
+		errs = append(errs, "quantity and priceOffer must be ≥ 0")
+	}
+	if len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, strings.Join(errs, "; "))
+		return
+	}
+	for _, id := range in.PartIDs {
+		if _, err := h.st.GetPart(r.Context(), id); err != nil {
+			writeError(w, http.StatusBadRequest, "partIds: no such part "+id)
+			return
+		}
+	}
+	in.FromCompanyID = c.ID
+	var err error
+	if in.ID, err = h.st.NewID("prop_"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p, err := h.st.CreateProposal(r.Context(), in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request) {
+	c := company(r)
+	q := r.URL.Query()
+	if id := q.Get("companyId"); id != "" && id != c.ID {
+		writeError(w, http.StatusForbidden, "companyId must be your own company id")
+		return
+	}
+	ps, err := h.st.ListProposals(r.Context(), c.ID, q.Get("status"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ps)
+}
+
+func (h *Handler) getProposal(w http.ResponseWriter, r *http.Request) {
+	p, err := h.st.GetProposal(r.Context(), company(r).ID, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request) {
+	var in store.Response
+	if !decode(w, r, &in) {
+		return
+	}
+	p, err := h.st.Respond(r.Context(), company(r).ID, r.PathValue("id"), in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (h *Handler) notifications(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	ns, err := h.st.Notifications(r.Context(), company(r).ID, limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ns)
+}
+
+func (h *Handler) markRead(w http.ResponseWriter, r *http.Request) {
+	if err := h.st.MarkRead(r.Context(), company(r).ID, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) batteryHealth(w http.ResponseWriter, r *http.Request) {
+	var in market.BatteryRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	out, err := h.m.BatteryHealth(r.Context(), in)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, store.ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, store.ErrState), errors.Is(err, store.ErrExists):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		h.log.ErrorContext(r.Context(), "eecar: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+}
+
+// decode reads a JSON body (≤ 1 MiB); an empty body is an empty object.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "body too large (1 MiB)")
+		return false
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return true
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

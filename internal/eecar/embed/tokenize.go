@@ -1,0 +1,175 @@
+package embed
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// token is one word produced by the tokenizer. Derived tokens are the
+// number and unit split off a token such as "800v"; they count as words
+// but do not take part in word bigrams.
+type token struct {
+	text    string
+	derived bool
+}
+
+// Tokenize splits text into lower-cased word tokens (letters/digits,
+// Hangul syllables kept together, numbers with units like 800V or 75kWh
+// kept as one token and also split into number + unit), with Korean
+// particles stripped; exported for BM25.
+//
+// A change of script between Hangul and anything else ends a token
+// ("Tesla배터리" → "tesla", "배터리"); a '.' between digits is kept
+// ("3.5kW" → "3.5kw", "3.5", "kw") and a ',' between digits is dropped
+// ("1,000" → "1000"). Korean particles (은/는/이/가/을/를/의/에/에서/로/
+// 으로/와/과/도) are stripped from the end of Hangul words of two or more
+// syllables, except for a few common words that merely end that way
+// (유리, 강도, 길이, 회로, …).
+func Tokenize(text string) []string {
+	toks := tokenize(text)
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.text
+	}
+	return out
+}
+
+// runeClass classifies runes for tokenization.
+type runeClass uint8
+
+const (
+	classOther runeClass = iota
+	classHangul
+	classWord // non-Hangul letter or digit
+)
+
+func classify(r rune) runeClass {
+	switch {
+	case isHangul(r):
+		return classHangul
+	case unicode.IsLetter(r) || unicode.IsDigit(r):
+		return classWord
+	default:
+		return classOther
+	}
+}
+
+// isHangul reports whether r is a Hangul syllable or jamo.
+func isHangul(r rune) bool {
+	return (r >= 0xAC00 && r <= 0xD7A3) || // syllables
+		(r >= 0x1100 && r <= 0x11FF) || // jamo
+		(r >= 0x3130 && r <= 0x318F) || // compatibility jamo
+		(r >= 0xA960 && r <= 0xA97F) || (r >= 0xD7B0 && r <= 0xD7FF)
+}
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+// tokenize is Tokenize keeping the derived flag.
+func tokenize(text string) []token {
+	var out []token
+	var cur strings.Builder
+	curClass := classOther
+	flush := func() {
+		if cur.Len() == 0 {
+			return
+		}
+		w := cur.String()
+		cur.Reset()
+		if curClass == classHangul {
+			if w = stripParticle(w); w != "" {
+				out = append(out, token{text: w})
+			}
+			return
+		}
+		w = strings.ToLower(w)
+		out = append(out, token{text: w})
+		if num, unit, ok := splitNumberUnit(w); ok {
+			out = append(out, token{text: num, derived: true}, token{text: unit, derived: true})
+		}
+	}
+	var prev rune
+	for i, r := range text {
+		c := classify(r)
+		if c == classOther {
+			// Keep '.' and ',' between digits: "3.5", "1,000".
+			if (r == '.' || r == ',') && isDigit(prev) && curClass == classWord {
+				next, _ := utf8.DecodeRuneInString(text[i+1:])
+				if isDigit(next) {
+					if r == '.' {
+						cur.WriteRune(r)
+					}
+					prev = r
+					continue
+				}
+			}
+			flush()
+			curClass = classOther
+			prev = r
+			continue
+		}
+		if c != curClass {
+			flush()
+			curClass = c
+		}
+		cur.WriteRune(r)
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// splitNumberUnit splits "800v" into "800" and "v", "3.5kw" into "3.5"
+// and "kw". It reports false for anything that is not a number followed
+// by letters only.
+func splitNumberUnit(w string) (num, unit string, ok bool) {
+	i := 0
+	for i < len(w) && (isDigit(rune(w[i])) || (w[i] == '.' && i > 0)) {
+		i++
+	}
+	if i == 0 || i == len(w) || w[i-1] == '.' {
+		return "", "", false
+	}
+	for _, r := range w[i:] {
+		if !unicode.IsLetter(r) {
+			return "", "", false
+		}
+	}
+	return w[:i], w[i:], true
+}
+
+// stripParticle removes one trailing Korean particle from a Hangul word
+// of at least two syllables, leaving at least one syllable.
+func stripParticle(w string) string {
+	if keepsEnding(w) {
+		return w
+	}
+	n := utf8.RuneCountInString(w)
+	if n < 2 {
+		return w
+	}
+	for _, p := range [...]string{"에서", "으로"} {
+		if n >= 3 && strings.HasSuffix(w, p) {
+			return strings.TrimSuffix(w, p)
+		}
+	}
+	last, size := utf8.DecodeLastRuneInString(w)
+	switch last {
+	case '은', '는', '이', '가', '을', '를', '의', '에', '로', '와', '과', '도':
+		return w[:len(w)-size]
+	}
+	return w
+}
+
+// keepsEnding lists common words that end in a particle-like syllable
+// but must not lose it.
+func keepsEnding(w string) bool {
+	switch w {
+	case "강도", "밀도", "온도", "속도", "습도", "경도", "용도", "정도", "전도", "각도", "순도", "농도", "고도", "철도", "보도",
+		"길이", "높이", "넓이", "깊이", "차이", "아이", "하이", "레이", "릴레이", "디스플레이", "트레이", "스프레이", "플레이",
+		"회로", "경로", "도로", "선로", "제로", "마이크로", "니로", "프로", "하이드로", "유로",
+		"나이", "사이":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,366 @@
+// Package market is EECAR's behaviour over its store: registering parts
+// (embedding them, keeping the vector in the blob store and the index
+// current), hybrid search with a result cache keyed by catalogue version,
+// matching company needs, watch lists triggered from the table's stream,
+// proposals, notifications and battery-health screening.
+package market
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/eecar/embed"
+	"github.com/quarrydb/quarry/internal/eecar/search"
+	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
+)
+
+// Options configures a Market.
+type Options struct {
+	// Embedder makes the vectors; default embed.NewLocal(256).
+	Embedder embed.Embedder
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Notify, when set, is told of each notification written for a
+	// company (webhook delivery).
+	Notify func(ctx context.Context, n store.Notification)
+}
+
+// Market is EECAR's service layer. Safe for concurrent use.
+type Market struct {
+	st    *store.Store
+	blobs blob.Store
+	emb   embed.Embedder
+	local *embed.Local
+	idx   *search.Index
+	log   *slog.Logger
+	o     Options
+
+	mu      sync.RWMutex
+	watches map[string]store.Watch
+}
+
+// New returns a Market. Call Load before serving and Follow to keep it in
+// step with writes of other processes.
+func New(st *store.Store, blobs blob.Store, o Options) *Market {
+	local := embed.NewLocal(256)
+	if o.Embedder == nil {
+		o.Embedder = local
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Market{
+		st: st, blobs: blobs, emb: o.Embedder, local: local, log: o.Logger, o: o,
+		idx: search.NewIndex(local.Tokens), watches: map[string]store.Watch{},
+	}
+}
+
+// Store is the underlying store.
+func (m *Market) Store() *store.Store { return m.st }
+
+// Index is the search index (for benchmarks and tests).
+func (m *Market) Index() *search.Index { return m.idx }
+
+// PartInput is a part as POST /eecar/parts accepts it.
+type PartInput struct {
+	Name         string          `json:"name"`
+	Category     string          `json:"category"`
+	Manufacturer string          `json:"manufacturer"`
+	Model        string          `json:"model"`
+	Year         int             `json:"year"`
+	Condition    string          `json:"condition"`
+	Price        *float64        `json:"price"`
+	Quantity     *int            `json:"quantity"`
+	Description  string          `json:"description"`
+	Images       []string        `json:"images"`
+	Specs        map[string]any  `json:"specs"`
+	UseCases     []store.UseCase `json:"useCases"`
+}
+
+// conditions maps accepted condition words (English and the document's
+// Korean) to the stored value.
+func normalizeCondition(c string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(c)) {
+	case "new", "신품":
+		return "new", true
+	case "used", "중고":
+		return "used", true
+	case "refurbished", "재생":
+		return "refurbished", true
+	}
+	return "", false
+}
+
+// validate checks a part input and returns the part to store.
+func (m *Market) validate(in PartInput) (store.Part, error) {
+	var errs []string
+	in.Name = strings.TrimSpace(in.Name)
+	if in.Name == "" || len(in.Name) > 300 {
+		errs = append(errs, "name is required (at most 300 characters)")
+	}
+	if !store.ValidCategory(in.Category) {
+		errs = append(errs, "category must be one of "+strings.Join(store.Categories(), ", "))
+	}
+	if strings.TrimSpace(in.Manufacturer) == "" {
+		errs = append(errs, "manufacturer is required")
+	}
+	cond, ok := normalizeCondition(in.Condition)
+	if !ok {
+		errs = append(errs, "condition must be new, used or refurbished (신품, 중고, 재생)")
+	}
+	if in.Price == nil || *in.Price < 0 || math.IsNaN(*in.Price) || math.IsInf(*in.Price, 0) {
+		errs = append(errs, "price is required and must be ≥ 0")
+	}
+	qty := 1
+	if in.Quantity != nil {
+		qty = *in.Quantity
+	}
+	if qty < 0 {
+		errs = append(errs, "quantity must be ≥ 0")
+	}
+	if in.Year != 0 && (in.Year < 1990 || in.Year > m.st.Now().Year()+1) {
+		errs = append(errs, fmt.Sprintf("year must be between 1990 and %d", m.st.Now().Year()+1))
+	}
+	if len(in.Description) > 20000 {
+		errs = append(errs, "description is too long (20,000 characters)")
+	}
+	if len(errs) > 0 {
+		return store.Part{}, fmt.Errorf("%w: %s", store.ErrInvalid, strings.Join(errs, "; "))
+	}
+	return store.Part{
+		Name: in.Name, Category: in.Category, Manufacturer: strings.TrimSpace(in.Manufacturer), Model: in.Model,
+		Year: in.Year, Condition: cond, Price: *in.Price, Quantity: qty, Description: in.Description,
+		Images: in.Images, Specs: in.Specs, UseCases: in.UseCases,
+	}, nil
+}
+
+// PartText is the searchable text of a part: everything a buyer might type.
+func PartText(p store.Part) string {
+	var b strings.Builder
+	add := func(v ...string) {
+		for _, s := range v {
+			if s != "" {
+				b.WriteString(s)
+				b.WriteByte(' ')
+			}
+		}
+	}
+	add(p.Name, p.Category, p.Manufacturer, p.Model, p.Condition, p.Description)
+	if p.Year != 0 {
+		add(strconv.Itoa(p.Year))
+	}
+	for _, kv := range FlattenSpecs(p.Specs) {
+		add(kv[0][strings.LastIndexByte(kv[0], '.')+1:], kv[1])
+	}
+	for _, u := range p.UseCases {
+		add(u.Industry, u.Application, u.Description)
+	}
+	return b.String()
+}
+
+// FlattenSpecs flattens nested specs into sorted ("a.b", "value") pairs.
+func FlattenSpecs(specs map[string]any) [][2]string {
+	var out [][2]string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, y := range x {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, y)
+			}
+		case []any:
+			for _, y := range x {
+				walk(prefix, y)
+			}
+		case nil:
+		default:
+			out = append(out, [2]string{prefix, fmt.Sprint(x)})
+		}
+	}
+	walk("", specs)
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] || out[i][0] == out[j][0] && out[i][1] < out[j][1] })
+	return out
+}
+
+// vectorKey is where a part's embedding lives in the blob store.
+func vectorKey(partID string) string { return "vectors/" + partID + ".f32" }
+
+func encodeVector(v []float32) []byte {
+	buf := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
+	}
+	return buf
+}
+
+func decodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// embedPart computes a part's vector, stores it and returns its VECTOR
+// reference.
+func (m *Market) embedPart(ctx context.Context, p store.Part) (*store.VectorRef, []float32, error) {
+	vs, err := m.emb.Embed(ctx, []string{PartText(p)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("eecar: embed part: %w", err)
+	}
+	k := vectorKey(p.ID)
+	if err := m.blobs.Put(ctx, k, bytes.NewReader(encodeVector(vs[0]))); err != nil {
+		return nil, nil, fmt.Errorf("eecar: store vector: %w", err)
+	}
+	return &store.VectorRef{S3Key: k, EmbeddingModel: m.emb.Model(), Dimension: m.emb.Dimension(), CreatedAt: store.FormatTime(m.st.Now())}, vs[0], nil
+}
+
+// RegisterPart validates, embeds and writes a new part for a seller.
+func (m *Market) RegisterPart(ctx context.Context, sellerID string, in PartInput) (store.Part, error) {
+	p, err := m.validate(in)
+	if err != nil {
+		return store.Part{}, err
+	}
+	if p.ID, err = m.st.NewID("part_"); err != nil {
+		return store.Part{}, err
+	}
+	p.SellerID = sellerID
+	ref, vec, err := m.embedPart(ctx, p)
+	if err != nil {
+		return store.Part{}, err
+	}
+	p.Vector = ref
+	if p, err = m.st.PutPart(ctx, p, nil); err != nil {
+		_ = m.blobs.Delete(ctx, ref.S3Key)
+		return store.Part{}, err
+	}
+	m.indexPart(p, vec)
+	return p, nil
+}
+
+// UpdatePart replaces a seller's part (re-embedding it).
+func (m *Market) UpdatePart(ctx context.Context, sellerID, id string, in PartInput) (store.Part, error) {
+	prev, err := m.st.GetPart(ctx, id)
+	if err != nil {
+		return store.Part{}, err
+	}
+	if prev.SellerID != sellerID {
+		return store.Part{}, fmt.Errorf("%w: only the seller may change part %s", store.ErrForbidden, id)
+	}
+	p, err := m.validate(in)
+	if err != nil {
+		return store.Part{}, err
+	}
+	p.ID, p.SellerID = id, sellerID
+	ref, vec, err := m.embedPart(ctx, p)
+	if err != nil {
+		return store.Part{}, err
+	}
+	p.Vector = ref
+	if p, err = m.st.PutPart(ctx, p, &prev); err != nil {
+		return store.Part{}, err
+	}
+	m.indexPart(p, vec)
+	return p, nil
+}
+
+// DeletePart deletes a seller's part and its vector.
+func (m *Market) DeletePart(ctx context.Context, sellerID, id string) error {
+	p, err := m.st.DeletePart(ctx, id, sellerID)
+	if err != nil {
+		return err
+	}
+	m.idx.Delete(id)
+	if p.Vector != nil {
+		_ = m.blobs.Delete(ctx, p.Vector.S3Key)
+	}
+	return nil
+}
+
+// indexPart puts a part into the search index.
+func (m *Market) indexPart(p store.Part, vec []float32) {
+	specs := map[string]string{}
+	for _, kv := range FlattenSpecs(p.Specs) {
+		specs[kv[0]] = kv[1]
+	}
+	created, _ := time.Parse(time.RFC3339Nano, p.CreatedAt)
+	m.idx.Put(search.Doc{
+		ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer, Price: p.Price, Quantity: p.Quantity,
+		Text: PartText(p), Specs: specs, Vector: vec, CreatedAt: created,
+	})
+}
+
+// reindex reloads one part from the store (and its vector from the blob
+// store) into the index, or removes it when it is gone.
+func (m *Market) reindex(ctx context.Context, id string) (store.Part, bool, error) {
+	p, err := m.st.GetPart(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		m.idx.Delete(id)
+		return store.Part{}, false, nil
+	}
+	if err != nil {
+		return store.Part{}, false, err
+	}
+	var vec []float32
+	if p.Vector != nil {
+		rc, err := m.blobs.Get(ctx, p.Vector.S3Key)
+		if err == nil {
+			data, rerr := io.ReadAll(rc)
+			rc.Close()
+			if rerr == nil {
+				vec = decodeVector(data)
+			}
+		}
+	}
+	if len(vec) != m.emb.Dimension() {
+		// Missing, or from another model: embed again.
+		ref, v, err := m.embedPart(ctx, p)
+		if err != nil {
+			return store.Part{}, false, err
+		}
+		_ = ref
+		vec = v
+	}
+	m.indexPart(p, vec)
+	return p, true, nil
+}
+
+// Load builds the index and the active-watch list from the table.
+func (m *Market) Load(ctx context.Context) error {
+	parts, err := m.st.AllParts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, _, err := m.reindex(ctx, p.ID); err != nil {
+			return err
+		}
+	}
+	ws, err := m.st.ActiveWatches(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	for _, w := range ws {
+		m.watches[w.ID] = w
+	}
+	m.mu.Unlock()
+	m.log.Info("eecar: loaded", "parts", len(parts), "watches", len(ws))
+	return nil
+}

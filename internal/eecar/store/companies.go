@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Company is a buyer or seller (an extension entity: PK COMPANY#{id},
+// SK PROFILE, next to the document's NEED# items of the same company).
+type Company struct {
+	ID         string `json:"companyId"`
+	Name       string `json:"name"`
+	Industry   string `json:"industry,omitempty"`
+	WebhookURL string `json:"webhookUrl,omitempty"`
+	CreatedAt  string `json:"createdAt"`
+}
+
+// HashKey is how an API key is stored: SHA-256 hex.
+func HashKey(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateCompany creates a company and its first API key (returned once;
+// only its hash is stored, at PK APIKEY#{hash}).
+func (s *Store) CreateCompany(ctx context.Context, name, industry string) (Company, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return Company{}, "", fmt.Errorf("%w: name is required (at most 200 characters)", ErrInvalid)
+	}
+	id, err := s.NewID("co_")
+	if err != nil {
+		return Company{}, "", err
+	}
+	c := Company{ID: id, Name: name, Industry: industry, CreatedAt: FormatTime(s.Now())}
+	raw, put, err := s.keyPut(id)
+	if err != nil {
+		return Company{}, "", err
+	}
+	item, err := marshal(c, map[string]av{"PK": sv("COMPANY#" + id), "SK": sv("PROFILE")})
+	if err != nil {
+		return Company{}, "", err
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: put},
+	}})
+	if err != nil {
+		return Company{}, "", fmt.Errorf("eecar: create company: %w", err)
+	}
+	return c, raw, nil
+}
+
+func (s *Store) keyPut(companyID string) (string, *types.Put, error) {
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(s.rand, b); err != nil {
+		return "", nil, fmt.Errorf("eecar: random: %w", err)
+	}
+	raw := "ek_" + base64.RawURLEncoding.EncodeToString(b)
+	return raw, &types.Put{
+		TableName: aws.String(s.table),
+		Item: map[string]av{
+			"PK": sv("APIKEY#" + HashKey(raw)), "SK": sv("METADATA"),
+			"companyId": sv(companyID), "createdAt": sv(FormatTime(s.Now())),
+		},
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	}, nil
+}
+
+// NewKey issues another API key for a company.
+func (s *Store) NewKey(ctx context.Context, companyID string) (string, error) {
+	if _, err := s.GetCompany(ctx, companyID); err != nil {
+		return "", err
+	}
+	raw, put, err := s.keyPut(companyID)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression}); err != nil {
+		return "", fmt.Errorf("eecar: new key: %w", err)
+	}
+	return raw, nil
+}
+
+// RevokeKey deletes an API key.
+func (s *Store) RevokeKey(ctx context.Context, raw string) error {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key("APIKEY#"+HashKey(raw), "METADATA")})
+	if err != nil {
+		return fmt.Errorf("eecar: revoke key: %w", err)
+	}
+	return nil
+}
+
+// Authenticate returns the company of a raw API key.
+func (s *Store) Authenticate(ctx context.Context, raw string) (Company, error) {
+	if raw == "" || len(raw) > 200 {
+		return Company{}, ErrUnauthorized
+	}
+	h := "APIKEY#" + HashKey(raw)
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(h, "METADATA"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Company{}, fmt.Errorf("eecar: authenticate: %w", err)
+	}
+	if out.Item == nil || subtle.ConstantTimeCompare([]byte(str(out.Item, "PK")), []byte(h)) != 1 {
+		return Company{}, ErrUnauthorized
+	}
+	c, err := s.GetCompany(ctx, str(out.Item, "companyId"))
+	if err != nil {
+		return Company{}, ErrUnauthorized
+	}
+	return c, nil
+}
+
+// GetCompany reads a company.
+func (s *Store) GetCompany(ctx context.Context, id string) (Company, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("COMPANY#"+id, "PROFILE")})
+	if err != nil {
+		return Company{}, fmt.Errorf("eecar: get company: %w", err)
+	}
+	if out.Item == nil {
+		return Company{}, fmt.Errorf("%w: company %s", ErrNotFound, id)
+	}
+	var c Company
+	if err := unmarshal(out.Item, &c); err != nil {
+		return Company{}, fmt.Errorf("eecar: company %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// SetWebhook sets where a company's notifications are also delivered.
+func (s *Store) SetWebhook(ctx context.Context, id, url string) (Company, error) {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key("COMPANY#"+id, "PROFILE"),
+		UpdateExpression:          aws.String("SET webhookUrl = :u"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]av{":u": sv(url)},
+	})
+	if isConditionFailed(err) {
+		return Company{}, fmt.Errorf("%w: company %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Company{}, fmt.Errorf("eecar: set webhook: %w", err)
+	}
+	return s.GetCompany(ctx, id)
+}

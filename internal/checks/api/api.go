@@ -143,7 +143,7 @@ type checkInput struct {
 }
 
 func (h *Handler) validDelay(d int64) error {
-	if time.Duration(d)*time.Millisecond < h.o.MinDelay || time.Duration(d)*time.Millisecond > maxDelay {
+	if d < h.o.MinDelay.Milliseconds() || d > maxDelay.Milliseconds() {
 		return fmt.Errorf("%w: delayMs must be between %d and %d", store.ErrInvalid, h.o.MinDelay.Milliseconds(), maxDelay.Milliseconds())
 	}
 	return nil
@@ -167,6 +167,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	if err := h.val.Validate(r.Context(), spec); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	if in.Attributes == nil {
+		in.Attributes = map[string]any{}
 	}
 	u := user(r)
 	first := h.o.Now().Add(jitter(time.Duration(*in.DelayMs) * time.Millisecond))

@@ -254,8 +254,9 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 		}
 		e := s.queue[0]
 		if e.due.After(now) {
+			wait := e.due.Sub(now)
 			s.mu.Unlock()
-			return e.due.Sub(now)
+			return wait
 		}
 		// Park it until the run reschedules it.
 		e.due = now.Add(s.o.RunTimeout + time.Minute)

@@ -260,6 +260,7 @@ func TestProposalsAccessPattern3AndStateMachine(t *testing.T) {
 	if err != nil || p.Status != store.ProposalPending {
 		t.Fatalf("%+v %v", p, err)
 	}
+	e.clock.add(time.Second) // notifications are listed by sent time
 	pending, _ := e.st.ListProposals(ctx, e.buyer.ID, store.ProposalPending)
 	if len(pending) != 1 {
 		t.Fatalf("buyer's pending %d", len(pending))
@@ -282,6 +283,7 @@ func TestProposalsAccessPattern3AndStateMachine(t *testing.T) {
 	if len(negotiating) != 1 {
 		t.Fatalf("seller's negotiating %d", len(negotiating))
 	}
+	e.clock.add(time.Second)
 	// Two racing accepts: exactly one applies.
 	var ok, lost atomic.Int64
 	var wg sync.WaitGroup

@@ -211,6 +211,15 @@ type needInput struct {
 	ExpiresAt         string              `json:"expiresAt"`
 }
 
+// valid answers 400 for a category outside the document's list.
+func (in needInput) valid(w http.ResponseWriter) bool {
+	if in.RequiredSpecs.Category != "" && !store.ValidCategory(in.RequiredSpecs.Category) {
+		writeError(w, http.StatusBadRequest, "requiredSpecs.category must be one of "+strings.Join(store.Categories(), ", "))
+		return false
+	}
+	return true
+}
+
 func (in needInput) need(c store.Company) store.Need {
 	name := in.CompanyName
 	if name == "" {
@@ -226,11 +235,7 @@ func (in needInput) need(c store.Company) store.Need {
 
 func (h *Handler) createNeed(w http.ResponseWriter, r *http.Request) {
 	var in needInput
-	if !decode(w, r, &in) {
-		return
-	}
-	if in.RequiredSpecs.Category != "" && !store.ValidCategory(in.RequiredSpecs.Category) {
-		writeError(w, http.StatusBadRequest, "requiredSpecs.category must be one of "+strings.Join(store.Categories(), ", "))
+	if !decode(w, r, &in) || !in.valid(w) {
 		return
 	}
 	n := in.need(company(r))
@@ -272,7 +277,7 @@ func (h *Handler) updateNeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in needInput
-	if !decode(w, r, &in) {
+	if !decode(w, r, &in) || !in.valid(w) {
 		return
 	}
 	n := in.need(c)

@@ -4,7 +4,7 @@ DATA_DIR  ?= ./data
 PEERS_DIR ?= $(CURDIR)/.cache/peers
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: run build test test-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks fuzz lint clean
+.PHONY: run build test test-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar fuzz lint clean
 
 ## run: start quarry serve on embedded defaults (data under ./data)
 run:
@@ -45,6 +45,10 @@ bench-wallcrawler: test-deps
 ## bench-checks: 10,000 checks at 60 s for 5 minutes (start lateness, missed runs, CPU); appends to bench/RESULTS.md
 bench-checks:
 	$(GO) run ./bench/checksbench -checks 10000 -interval 60s -duration 5m -out bench/RESULTS.md
+
+## bench-eecar: EECAR search quality (recall@5, MRR) and latency at 5,000 and 100,000 parts; appends to bench/RESULTS.md
+bench-eecar:
+	$(GO) run ./bench/eecarbench -quality -latency -out bench/RESULTS.md
 
 ## fuzz: run each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s

@@ -77,9 +77,9 @@ func TestLocalModelAndDimension(t *testing.T) {
 		wantDim   int
 		wantModel string
 	}{
-		{0, 256, "quarry-local-hash-v1-256"},
-		{-3, 256, "quarry-local-hash-v1-256"},
-		{64, 64, "quarry-local-hash-v1-64"},
+		{0, 256, "quarry-local-hash-v2-256"},
+		{-3, 256, "quarry-local-hash-v2-256"},
+		{64, 64, "quarry-local-hash-v2-64"},
 	}
 	for _, tt := range tests {
 		l := NewLocal(tt.dim)
@@ -109,8 +109,8 @@ func TestLocalDeterministicAndGolden(t *testing.T) {
 	}
 	// The first four components, then the first four non-zero ones.
 	golden := map[int]float32{
-		0: 0, 1: 0, 2: 0, 3: 0.21233341,
-		10: 0.03729631, 11: -0.22377785, 16: 0.03729631, 17: 0.025851863,
+		0: 0, 1: 0, 2: 0, 3: 0.064831026,
+		11: -0.15316091, 16: 0.03829023, 17: 0.064831026, 18: -0.03829023,
 	}
 	for i, want := range golden {
 		if got := a[0][i]; math.Abs(float64(got-want)) > 1e-6 {

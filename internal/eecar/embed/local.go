@@ -45,8 +45,8 @@ func NewLocal(dim int) *Local {
 	return &Local{dim: dim, glossary: buildGlossary()}
 }
 
-// Model returns the model name, e.g. "quarry-local-hash-v1-256".
-func (l *Local) Model() string { return fmt.Sprintf("quarry-local-hash-v1-%d", l.dim) }
+// Model returns the model name, e.g. "quarry-local-hash-v2-256".
+func (l *Local) Model() string { return fmt.Sprintf("quarry-local-hash-v2-%d", l.dim) }
 
 // Dimension returns the vector length.
 func (l *Local) Dimension() int { return l.dim }
@@ -208,7 +208,7 @@ func buildGlossary() map[string]string {
 		"refurbished":  {"재생", "재생품", "리퍼", "refurb", "remanufactured"},
 		"recycling":    {"재활용", "recycle", "recycled"},
 		"capacity":     {"용량"},
-		"voltage":      {"전압"},
+		"voltage":      {"전압", "고전압"},
 		"power":        {"출력", "전력"},
 		"weight":       {"무게", "중량"},
 		"strength":     {"강도"},
@@ -226,6 +226,20 @@ func buildGlossary() map[string]string {
 		"tool":         {"공구", "tools"},
 		"condition":    {"상태"},
 		"model":        {"모델"},
+		"harness":      {"하네스", "배선", "와이어링", "wiring"},
+		"orange":       {"오렌지"},
+		"station":      {"충전소", "스테이션"},
+		"fast":         {"급속"},
+		"conversion":   {"개조", "컨버전"},
+		"underbody":    {"언더바디"},
+		"casting":      {"캐스팅", "주조"},
+		"roof":         {"루프", "지붕"},
+		"panoramic":    {"파노라마", "파노라믹"},
+		"rear":         {"후면", "리어"},
+		"front":        {"전면", "프론트"},
+		"copper":       {"구리"},
+		"reuse":        {"재사용"},
+		"second-life":  {"세컨드라이프"},
 	}
 	g := make(map[string]string)
 	for canon, variants := range groups {

@@ -154,6 +154,9 @@ func stripParticle(w string) string {
 		}
 	}
 	last, size := utf8.DecodeLastRuneInString(w)
+	if last == '용' && n >= 3 {
+		return w[:len(w)-size] // 지게차용 ("for forklifts") → 지게차
+	}
 	switch last {
 	case '은', '는', '이', '가', '을', '를', '의', '에', '로', '와', '과', '도':
 		return w[:len(w)-size]
@@ -168,7 +171,8 @@ func keepsEnding(w string) bool {
 	case "강도", "밀도", "온도", "속도", "습도", "경도", "용도", "정도", "전도", "각도", "순도", "농도", "고도", "철도", "보도",
 		"길이", "높이", "넓이", "깊이", "차이", "아이", "하이", "레이", "릴레이", "디스플레이", "트레이", "스프레이", "플레이",
 		"회로", "경로", "도로", "선로", "제로", "마이크로", "니로", "프로", "하이드로", "유로",
-		"나이", "사이":
+		"나이", "사이",
+		"재사용", "재활용", "미사용", "비사용":
 		return true
 	}
 	return false

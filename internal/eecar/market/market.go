@@ -328,14 +328,20 @@ func (m *Market) reindex(ctx context.Context, id string) (store.Part, bool, erro
 			}
 		}
 	}
-	if len(vec) != m.emb.Dimension() {
-		// Missing, or from another model: embed again.
+	if len(vec) != m.emb.Dimension() || p.Vector == nil || p.Vector.EmbeddingModel != m.emb.Model() {
+		// Missing, or from another model: embed again (and record it).
 		ref, v, err := m.embedPart(ctx, p)
 		if err != nil {
 			return store.Part{}, false, err
 		}
-		_ = ref
 		vec = v
+		if err := m.st.SetVector(ctx, p.ID, *ref); errors.Is(err, store.ErrNotFound) {
+			m.idx.Delete(id) // deleted meanwhile
+			return store.Part{}, false, nil
+		} else if err != nil {
+			return store.Part{}, false, err
+		}
+		p.Vector = ref
 	}
 	m.indexPart(p, vec)
 	return p, true, nil

@@ -393,3 +393,27 @@ func (s *Store) AllParts(ctx context.Context) ([]Part, error) {
 	}
 	return out, nil
 }
+
+// SetVector replaces a part's VECTOR item (after re-embedding with another
+// model). It does not bump the catalogue version: the part is unchanged.
+func (s *Store) SetVector(ctx context.Context, id string, v VectorRef) error {
+	it, err := marshal(v, map[string]av{"PK": sv(partPK(id)), "SK": sv("VECTOR")})
+	if err != nil {
+		return err
+	}
+	// Only while the part exists (a transaction with a check on METADATA).
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{
+			TableName: aws.String(s.table), Key: key(partPK(id), "METADATA"),
+			ConditionExpression: aws.String("attribute_exists(PK)"),
+		}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: it}},
+	}})
+	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("%w: part %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("eecar: set vector: %w", err)
+	}
+	return nil
+}

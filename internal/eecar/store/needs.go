@@ -135,22 +135,11 @@ func (s *Store) ListNeeds(ctx context.Context, companyID, status string) ([]Need
 // NeedsByStatus lists all companies' needs of a status through GSI1, high
 // priority first, oldest first within a priority.
 func (s *Store) NeedsByStatus(ctx context.Context, status string, limit int) ([]Need, error) {
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryInto[Need](ctx, s, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :p AND begins_with(GSI1SK, :r)"),
 		ExpressionAttributeValues: map[string]av{":p": sv("NEED#" + status), ":r": sv("PRIORITY#")},
 	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Need, 0, len(items))
-	for _, it := range items {
-		var n Need
-		if unmarshal(it, &n) == nil {
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }
 
 // DeleteNeed deletes a need.
@@ -377,22 +366,11 @@ func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notific
 
 // Triggers lists a watch's triggers.
 func (s *Store) Triggers(ctx context.Context, watchID string) ([]Trigger, error) {
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryInto[Trigger](ctx, s, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("PK = :w AND begins_with(SK, :t)"),
 		ExpressionAttributeValues: map[string]av{":w": sv("WATCH#" + watchID), ":t": sv("TRIGGER#")},
 	}, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Trigger, 0, len(items))
-	for _, it := range items {
-		var t Trigger
-		if unmarshal(it, &t) == nil {
-			out = append(out, t)
-		}
-	}
-	return out, nil
 }
 
 // Notify writes a notification.
@@ -412,24 +390,13 @@ func (s *Store) Notifications(ctx context.Context, recipientID string, limit int
 	if limit <= 0 || limit > 100 {
 		limit = 50
 	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryInto[Notification](ctx, s, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :r AND begins_with(GSI1SK, :s)"),
 		ExpressionAttributeValues: map[string]av{":r": sv("RECIPIENT#" + recipientID), ":s": sv("SENT#")},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(limit)),
 	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Notification, 0, len(items))
-	for _, it := range items {
-		var n Notification
-		if unmarshal(it, &n) == nil {
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }
 
 // MarkRead marks a recipient's notification read.

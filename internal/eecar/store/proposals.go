@@ -291,23 +291,12 @@ func (s *Store) PutMatch(ctx context.Context, m CachedMatch) error {
 // TopCached lists cached results by hit count, most hit first (access
 // pattern 4).
 func (s *Store) TopCached(ctx context.Context, limit int) ([]CachedMatch, error) {
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryInto[CachedMatch](ctx, s, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :h)"),
 		ExpressionAttributeValues: map[string]av{":c": sv("CACHE"), ":h": sv("HIT_COUNT#")},
 		ScanIndexForward:          aws.Bool(false),
 	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]CachedMatch, 0, len(items))
-	for _, it := range items {
-		var m CachedMatch
-		if unmarshal(it, &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out, nil
 }
 
 // IsNotFound reports whether err is ErrNotFound.

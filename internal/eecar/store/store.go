@@ -198,3 +198,20 @@ func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, limit int
 	}
 	return out, nil
 }
+
+// queryInto runs a query to the end (or limit items) and decodes each item
+// into a T; items that do not decode are skipped.
+func queryInto[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, limit int) ([]T, error) {
+	items, err := s.queryAll(ctx, in, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		var v T
+		if unmarshal(it, &v) == nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}

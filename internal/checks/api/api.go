@@ -7,10 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/quarrydb/quarry/internal/checks/probe"
 	"github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/platform/jsonhttp"
 )
 
 // Validator checks a check's target and attributes (probe.Prober).
@@ -79,7 +78,7 @@ func New(st *store.Store, val Validator, sched Scheduler, o Options) *Handler {
 	h.mux.HandleFunc("POST /v1/checks/{id}/run", h.runNow)
 	h.mux.HandleFunc("GET /v1/checks/{id}/results", h.results)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
 	return h
 }
@@ -90,12 +89,12 @@ type userKey struct{}
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		writeError(w, http.StatusUnauthorized, "missing API token: send Authorization: Bearer <token>")
+		jsonhttp.Error(w, http.StatusUnauthorized, "missing API token: send Authorization: Bearer <token>")
 		return
 	}
 	u, err := h.st.Authenticate(r.Context(), strings.TrimSpace(token))
 	if errors.Is(err, store.ErrUnauthorized) {
-		writeError(w, http.StatusUnauthorized, "invalid API token")
+		jsonhttp.Error(w, http.StatusUnauthorized, "invalid API token")
 		return
 	}
 	if err != nil {
@@ -108,7 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func user(r *http.Request) store.User { u, _ := r.Context().Value(userKey{}).(store.User); return u }
 
 func (h *Handler) me(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, user(r))
+	jsonhttp.Write(w, http.StatusOK, user(r))
 }
 
 func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
@@ -117,12 +116,12 @@ func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
 		WebhookSecret string `json:"webhookSecret"`
 		Email         string `json:"email"`
 	}
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 64<<10, true) {
 		return
 	}
 	if in.WebhookURL != "" {
 		if err := h.val.Validate(r.Context(), probe.Spec{Type: probe.TypeAvailability, URL: in.WebhookURL}); err != nil {
-			writeError(w, http.StatusBadRequest, "webhookUrl: "+err.Error())
+			jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl: "+err.Error())
 			return
 		}
 	}
@@ -131,7 +130,7 @@ func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, u)
+	jsonhttp.Write(w, http.StatusOK, u)
 }
 
 // checkInput is the body of create and update.
@@ -151,11 +150,11 @@ func (h *Handler) validDelay(d int64) error {
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	var in checkInput
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 64<<10, true) {
 		return
 	}
 	if in.URL == nil || in.CheckType == "" || in.DelayMs == nil {
-		writeError(w, http.StatusBadRequest, "url, checkType and delayMs are required")
+		jsonhttp.Error(w, http.StatusBadRequest, "url, checkType and delayMs are required")
 		return
 	}
 	in.CheckType = strings.ToUpper(in.CheckType)
@@ -165,7 +164,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := probe.Spec{Type: in.CheckType, URL: *in.URL, Attributes: in.Attributes}
 	if err := h.val.Validate(r.Context(), spec); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if in.Attributes == nil {
@@ -181,7 +180,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	writeJSON(w, http.StatusCreated, c)
+	jsonhttp.Write(w, http.StatusCreated, c)
 }
 
 // jitter spreads first runs over the period (at most a minute) so that
@@ -205,7 +204,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	if cs == nil {
 		cs = []store.Check{}
 	}
-	writeJSON(w, http.StatusOK, cs)
+	jsonhttp.Write(w, http.StatusOK, cs)
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
@@ -214,12 +213,12 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, c)
 }
 
 func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 	var in checkInput
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 64<<10, true) {
 		return
 	}
 	u := user(r)
@@ -229,7 +228,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.CheckType != "" && !strings.EqualFold(in.CheckType, cur.Type) {
-		writeError(w, http.StatusBadRequest, "checkType cannot be changed: create another check")
+		jsonhttp.Error(w, http.StatusBadRequest, "checkType cannot be changed: create another check")
 		return
 	}
 	if in.DelayMs != nil {
@@ -246,7 +245,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		spec.Attributes = in.Attributes
 	}
 	if err := h.val.Validate(r.Context(), spec); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes})
@@ -254,7 +253,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, c)
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
@@ -278,7 +277,7 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Remove(c.ID)
 	}
-	writeJSON(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, c)
 }
 
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
@@ -290,7 +289,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	writeJSON(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, c)
 }
 
 func (h *Handler) runNow(w http.ResponseWriter, r *http.Request) {
@@ -302,7 +301,7 @@ func (h *Handler) runNow(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	writeJSON(w, http.StatusAccepted, c)
+	jsonhttp.Write(w, http.StatusAccepted, c)
 }
 
 func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
@@ -310,7 +309,7 @@ func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, "limit must be 1 to 1000")
+			jsonhttp.Error(w, http.StatusBadRequest, "limit must be 1 to 1000")
 			return
 		}
 		limit = n
@@ -320,50 +319,24 @@ func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runs)
+	jsonhttp.Write(w, http.StatusOK, runs)
 }
 
 // fail maps store errors to statuses.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "check not found")
+		jsonhttp.Error(w, http.StatusNotFound, "check not found")
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, probe.ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrLimit):
-		writeError(w, http.StatusForbidden, err.Error()+": upgrade the tier or delete a check")
+		jsonhttp.Error(w, http.StatusForbidden, err.Error()+": upgrade the tier or delete a check")
 	case errors.Is(err, store.ErrSuspended):
-		writeError(w, http.StatusForbidden, "the account is suspended")
+		jsonhttp.Error(w, http.StatusForbidden, "the account is suspended")
 	case errors.Is(err, store.ErrState):
-		writeError(w, http.StatusConflict, err.Error())
+		jsonhttp.Error(w, http.StatusConflict, err.Error())
 	default:
 		h.o.Logger.ErrorContext(r.Context(), "checks: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "internal error")
+		jsonhttp.Error(w, http.StatusInternalServerError, "internal error")
 	}
-}
-
-// decode reads a JSON body (≤ 64 KiB; unknown fields refused).
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body too large")
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return false
-	}
-	return true
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -5,9 +5,7 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/quarrydb/quarry/internal/eecar/market"
 	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/jsonhttp"
 )
 
 // Handler serves the API.
@@ -59,7 +58,7 @@ func New(m *market.Market, logger *slog.Logger) *Handler {
 	h.mux.HandleFunc("POST /notifications/{id}/read", h.markRead)
 	h.mux.HandleFunc("POST /battery-health", h.batteryHealth)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
 	return h
 }
@@ -76,7 +75,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := h.st.Authenticate(r.Context(), strings.TrimSpace(key))
 	if errors.Is(err, store.ErrUnauthorized) {
-		writeError(w, http.StatusUnauthorized, "missing or invalid API key")
+		jsonhttp.Error(w, http.StatusUnauthorized, "missing or invalid API key")
 		return
 	}
 	if err != nil {
@@ -94,17 +93,19 @@ func company(r *http.Request) store.Company {
 	return c
 }
 
-func (h *Handler) me(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, company(r)) }
+func (h *Handler) me(w http.ResponseWriter, r *http.Request) {
+	jsonhttp.Write(w, http.StatusOK, company(r))
+}
 
 func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		WebhookURL string `json:"webhookUrl"`
 	}
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	if in.WebhookURL != "" && !strings.HasPrefix(in.WebhookURL, "https://") && !strings.HasPrefix(in.WebhookURL, "http://") {
-		writeError(w, http.StatusBadRequest, "webhookUrl must be an http(s) URL")
+		jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl must be an http(s) URL")
 		return
 	}
 	c, err := h.st.SetWebhook(r.Context(), company(r).ID, in.WebhookURL)
@@ -112,12 +113,12 @@ func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, c)
 }
 
 func (h *Handler) createPart(w http.ResponseWriter, r *http.Request) {
 	var in market.PartInput
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	p, err := h.m.RegisterPart(r.Context(), company(r).ID, in)
@@ -125,21 +126,21 @@ func (h *Handler) createPart(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, p)
+	jsonhttp.Write(w, http.StatusCreated, p)
 }
 
 func (h *Handler) listParts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	cat := q.Get("category")
 	if !store.ValidCategory(cat) {
-		writeError(w, http.StatusBadRequest, "category is required: one of "+strings.Join(store.Categories(), ", "))
+		jsonhttp.Error(w, http.StatusBadRequest, "category is required: one of "+strings.Join(store.Categories(), ", "))
 		return
 	}
 	limit := 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			writeError(w, http.StatusBadRequest, "limit must be 1 to 100")
+			jsonhttp.Error(w, http.StatusBadRequest, "limit must be 1 to 100")
 			return
 		}
 		limit = n
@@ -153,7 +154,7 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request) {
 	if next != "" {
 		out["nextCursor"] = next
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonhttp.Write(w, http.StatusOK, out)
 }
 
 func (h *Handler) getPart(w http.ResponseWriter, r *http.Request) {
@@ -162,12 +163,12 @@ func (h *Handler) getPart(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonhttp.Write(w, http.StatusOK, p)
 }
 
 func (h *Handler) updatePart(w http.ResponseWriter, r *http.Request) {
 	var in market.PartInput
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	p, err := h.m.UpdatePart(r.Context(), company(r).ID, r.PathValue("id"), in)
@@ -175,7 +176,7 @@ func (h *Handler) updatePart(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonhttp.Write(w, http.StatusOK, p)
 }
 
 func (h *Handler) deletePart(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +189,7 @@ func (h *Handler) deletePart(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	var in market.SearchRequest
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	out, err := h.m.Search(r.Context(), in)
@@ -196,7 +197,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonhttp.Write(w, http.StatusOK, out)
 }
 
 // needInput is the body of POST/PUT /needs.
@@ -214,7 +215,7 @@ type needInput struct {
 // valid answers 400 for a category outside the document's list.
 func (in needInput) valid(w http.ResponseWriter) bool {
 	if in.RequiredSpecs.Category != "" && !store.ValidCategory(in.RequiredSpecs.Category) {
-		writeError(w, http.StatusBadRequest, "requiredSpecs.category must be one of "+strings.Join(store.Categories(), ", "))
+		jsonhttp.Error(w, http.StatusBadRequest, "requiredSpecs.category must be one of "+strings.Join(store.Categories(), ", "))
 		return false
 	}
 	return true
@@ -235,7 +236,7 @@ func (in needInput) need(c store.Company) store.Need {
 
 func (h *Handler) createNeed(w http.ResponseWriter, r *http.Request) {
 	var in needInput
-	if !decode(w, r, &in) || !in.valid(w) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) || !in.valid(w) {
 		return
 	}
 	n := in.need(company(r))
@@ -248,7 +249,7 @@ func (h *Handler) createNeed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, n)
+	jsonhttp.Write(w, http.StatusCreated, n)
 }
 
 func (h *Handler) listNeeds(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +258,7 @@ func (h *Handler) listNeeds(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ns)
+	jsonhttp.Write(w, http.StatusOK, ns)
 }
 
 func (h *Handler) getNeed(w http.ResponseWriter, r *http.Request) {
@@ -266,7 +267,7 @@ func (h *Handler) getNeed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, n)
+	jsonhttp.Write(w, http.StatusOK, n)
 }
 
 func (h *Handler) updateNeed(w http.ResponseWriter, r *http.Request) {
@@ -277,7 +278,7 @@ func (h *Handler) updateNeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in needInput
-	if !decode(w, r, &in) || !in.valid(w) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) || !in.valid(w) {
 		return
 	}
 	n := in.need(c)
@@ -286,7 +287,7 @@ func (h *Handler) updateNeed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, n)
+	jsonhttp.Write(w, http.StatusOK, n)
 }
 
 func (h *Handler) deleteNeed(w http.ResponseWriter, r *http.Request) {
@@ -309,17 +310,17 @@ func (h *Handler) needMatches(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonhttp.Write(w, http.StatusOK, out)
 }
 
 func (h *Handler) createWatch(w http.ResponseWriter, r *http.Request) {
 	var in store.Watch
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	c := company(r)
 	if in.BuyerID != "" && in.BuyerID != c.ID {
-		writeError(w, http.StatusForbidden, "buyerId must be your own company id")
+		jsonhttp.Error(w, http.StatusForbidden, "buyerId must be your own company id")
 		return
 	}
 	wt, err := h.m.CreateWatch(r.Context(), c.ID, in)
@@ -327,7 +328,7 @@ func (h *Handler) createWatch(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, wt)
+	jsonhttp.Write(w, http.StatusCreated, wt)
 }
 
 func (h *Handler) listWatches(w http.ResponseWriter, r *http.Request) {
@@ -336,7 +337,7 @@ func (h *Handler) listWatches(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ws)
+	jsonhttp.Write(w, http.StatusOK, ws)
 }
 
 func (h *Handler) getWatch(w http.ResponseWriter, r *http.Request) {
@@ -345,7 +346,7 @@ func (h *Handler) getWatch(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wt)
+	jsonhttp.Write(w, http.StatusOK, wt)
 }
 
 func (h *Handler) cancelWatch(w http.ResponseWriter, r *http.Request) {
@@ -354,7 +355,7 @@ func (h *Handler) cancelWatch(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wt)
+	jsonhttp.Write(w, http.StatusOK, wt)
 }
 
 func (h *Handler) watchTriggers(w http.ResponseWriter, r *http.Request) {
@@ -368,12 +369,12 @@ func (h *Handler) watchTriggers(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ts)
+	jsonhttp.Write(w, http.StatusOK, ts)
 }
 
 func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
 	var in store.Proposal
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	c := company(r)
@@ -393,12 +394,12 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, "quantity and priceOffer must be ≥ 0")
 	}
 	if len(errs) > 0 {
-		writeError(w, http.StatusBadRequest, strings.Join(errs, "; "))
+		jsonhttp.Error(w, http.StatusBadRequest, strings.Join(errs, "; "))
 		return
 	}
 	for _, id := range in.PartIDs {
 		if _, err := h.st.GetPart(r.Context(), id); err != nil {
-			writeError(w, http.StatusBadRequest, "partIds: no such part "+id)
+			jsonhttp.Error(w, http.StatusBadRequest, "partIds: no such part "+id)
 			return
 		}
 	}
@@ -413,14 +414,14 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, p)
+	jsonhttp.Write(w, http.StatusCreated, p)
 }
 
 func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request) {
 	c := company(r)
 	q := r.URL.Query()
 	if id := q.Get("companyId"); id != "" && id != c.ID {
-		writeError(w, http.StatusForbidden, "companyId must be your own company id")
+		jsonhttp.Error(w, http.StatusForbidden, "companyId must be your own company id")
 		return
 	}
 	ps, err := h.st.ListProposals(r.Context(), c.ID, q.Get("status"))
@@ -428,7 +429,7 @@ func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ps)
+	jsonhttp.Write(w, http.StatusOK, ps)
 }
 
 func (h *Handler) getProposal(w http.ResponseWriter, r *http.Request) {
@@ -437,12 +438,12 @@ func (h *Handler) getProposal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonhttp.Write(w, http.StatusOK, p)
 }
 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request) {
 	var in store.Response
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	p, err := h.st.Respond(r.Context(), company(r).ID, r.PathValue("id"), in)
@@ -450,7 +451,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	jsonhttp.Write(w, http.StatusOK, p)
 }
 
 func (h *Handler) notifications(w http.ResponseWriter, r *http.Request) {
@@ -460,7 +461,7 @@ func (h *Handler) notifications(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ns)
+	jsonhttp.Write(w, http.StatusOK, ns)
 }
 
 func (h *Handler) markRead(w http.ResponseWriter, r *http.Request) {
@@ -473,7 +474,7 @@ func (h *Handler) markRead(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) batteryHealth(w http.ResponseWriter, r *http.Request) {
 	var in market.BatteryRequest
-	if !decode(w, r, &in) {
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
 	out, err := h.m.BatteryHealth(r.Context(), in)
@@ -481,48 +482,21 @@ func (h *Handler) batteryHealth(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	jsonhttp.Write(w, http.StatusOK, out)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+		jsonhttp.Error(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, store.ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrForbidden):
-		writeError(w, http.StatusForbidden, err.Error())
+		jsonhttp.Error(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, store.ErrState), errors.Is(err, store.ErrExists):
-		writeError(w, http.StatusConflict, err.Error())
+		jsonhttp.Error(w, http.StatusConflict, err.Error())
 	default:
 		h.log.ErrorContext(r.Context(), "eecar: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "internal error")
+		jsonhttp.Error(w, http.StatusInternalServerError, "internal error")
 	}
-}
-
-// decode reads a JSON body (≤ 1 MiB); an empty body is an empty object.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "body too large (1 MiB)")
-		return false
-	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return true
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return false
-	}
-	return true
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

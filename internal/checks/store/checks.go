@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,13 +47,13 @@ func fromMs(v int64) time.Time {
 
 func parseCheck(it map[string]av) Check {
 	return Check{
-		ID: str(it, "PK"), UserID: str(it, "userid"), URL: str(it, "url"), Type: str(it, "checkType"),
-		DelayMs: num(it, "delayMs"), Status: str(it, "status"), Attributes: anyMap(it, "attributes"),
-		CreatedAt: str(it, "createdAt"), UpdatedAt: str(it, "updatedAt"),
-		LastExecutedAt: str(it, "lastExecutedAt"), LastResult: anyMap(it, "lastResult"),
-		NextRunAt: fromMs(num(it, "nextRunAt")), LeaseOwner: str(it, "leaseOwner"),
-		LeaseUntil: fromMs(num(it, "leaseUntil")), FailCount: int(num(it, "failCount")),
-		AlertState: str(it, "alertState"), FailureReason: str(it, "failureReason"),
+		ID: ddbitem.String(it, "PK"), UserID: ddbitem.String(it, "userid"), URL: ddbitem.String(it, "url"), Type: ddbitem.String(it, "checkType"),
+		DelayMs: ddbitem.Int(it, "delayMs"), Status: ddbitem.String(it, "status"), Attributes: anyMap(it, "attributes"),
+		CreatedAt: ddbitem.String(it, "createdAt"), UpdatedAt: ddbitem.String(it, "updatedAt"),
+		LastExecutedAt: ddbitem.String(it, "lastExecutedAt"), LastResult: anyMap(it, "lastResult"),
+		NextRunAt: fromMs(ddbitem.Int(it, "nextRunAt")), LeaseOwner: ddbitem.String(it, "leaseOwner"),
+		LeaseUntil: fromMs(ddbitem.Int(it, "leaseUntil")), FailCount: int(ddbitem.Int(it, "failCount")),
+		AlertState: ddbitem.String(it, "alertState"), FailureReason: ddbitem.String(it, "failureReason"),
 	}
 }
 
@@ -78,20 +79,20 @@ func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (C
 			UpdateExpression:          aws.String("SET checkCount = if_not_exists(checkCount, :zero) + :one"),
 			ConditionExpression:       aws.String("#s = :active AND (attribute_not_exists(checkCount) OR checkCount < checkLimit)"),
 			ExpressionAttributeNames:  map[string]string{"#s": "status"},
-			ExpressionAttributeValues: map[string]av{":zero": nv(0), ":one": nv(1), ":active": sv(UserActive)},
+			ExpressionAttributeValues: map[string]av{":zero": ddbitem.N(0), ":one": ddbitem.N(1), ":active": ddbitem.S(UserActive)},
 		}},
 		{Put: &types.Put{
 			TableName: aws.String(s.names.Checks),
 			Item: map[string]av{
-				"PK": sv(id), "SK": sv(skCheck), "userid": sv(c.UserID), "url": sv(c.URL),
-				"checkType": sv(c.Type), "delayMs": nv(c.DelayMs), "status": sv(CheckActive),
-				"attributes": attrs, "createdAt": sv(now), "updatedAt": sv(now),
-				"nextRunAt": nv(ms(c.NextRunAt)), "failCount": nv(0),
+				"PK": ddbitem.S(id), "SK": ddbitem.S(skCheck), "userid": ddbitem.S(c.UserID), "url": ddbitem.S(c.URL),
+				"checkType": ddbitem.S(c.Type), "delayMs": ddbitem.N(c.DelayMs), "status": ddbitem.S(CheckActive),
+				"attributes": attrs, "createdAt": ddbitem.S(now), "updatedAt": ddbitem.S(now),
+				"nextRunAt": ddbitem.N(ms(c.NextRunAt)), "failCount": ddbitem.N(0),
 			},
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),
 		}},
 	}})
-	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
 		u, gerr := s.GetUser(ctx, c.UserID)
 		switch {
 		case gerr != nil:
@@ -136,7 +137,7 @@ func (s *Store) ListChecks(ctx context.Context, userID string) ([]Check, error) 
 	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
 		TableName: aws.String(s.names.Checks), IndexName: aws.String(tables.UserChecksIndex),
 		KeyConditionExpression:    aws.String("userid = :u"),
-		ExpressionAttributeValues: map[string]av{":u": sv(userID)},
+		ExpressionAttributeValues: map[string]av{":u": ddbitem.S(userID)},
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -161,16 +162,16 @@ type Patch struct {
 // attributes clear the alert state (the new target starts afresh).
 func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Check, error) {
 	update := "SET updatedAt = :now"
-	values := map[string]av{":now": sv(formatTime(s.now())), ":u": sv(userID)}
+	values := map[string]av{":now": ddbitem.S(formatTime(s.now())), ":u": ddbitem.S(userID)}
 	remove := ""
 	if p.URL != nil {
 		update += ", #url = :url"
-		values[":url"] = sv(*p.URL)
+		values[":url"] = ddbitem.S(*p.URL)
 		remove = " REMOVE alertState"
 	}
 	if p.DelayMs != nil {
 		update += ", delayMs = :d"
-		values[":d"] = nv(*p.DelayMs)
+		values[":d"] = ddbitem.N(*p.DelayMs)
 	}
 	if p.Attributes != nil {
 		a, err := mapValue(p.Attributes)
@@ -187,11 +188,11 @@ func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Ch
 // SetCheckStatus moves a user's check from one of from to status. Resuming
 // (to ACTIVE) makes it due at once and clears the failure state.
 func (s *Store) SetCheckStatus(ctx context.Context, userID, id string, from []string, status string) (Check, error) {
-	values := map[string]av{":now": sv(formatTime(s.now())), ":u": sv(userID), ":to": sv(status)}
+	values := map[string]av{":now": ddbitem.S(formatTime(s.now())), ":u": ddbitem.S(userID), ":to": ddbitem.S(status)}
 	update := "SET #s = :to, updatedAt = :now"
 	if status == CheckActive {
 		update += ", nextRunAt = :next, failCount = :zero REMOVE failureReason"
-		values[":next"], values[":zero"] = nv(ms(s.now())), nv(0)
+		values[":next"], values[":zero"] = ddbitem.N(ms(s.now())), ddbitem.N(0)
 	}
 	cond := "userid = :u AND #s IN ("
 	for i, f := range from {
@@ -199,7 +200,7 @@ func (s *Store) SetCheckStatus(ctx context.Context, userID, id string, from []st
 			cond += ", "
 		}
 		ph := fmt.Sprintf(":f%d", i)
-		values[ph] = sv(f)
+		values[ph] = ddbitem.S(f)
 		cond += ph
 	}
 	return s.updateCheck(ctx, id, update, cond+")", values, map[string]string{"#s": "status"})
@@ -208,7 +209,7 @@ func (s *Store) SetCheckStatus(ctx context.Context, userID, id string, from []st
 // RunNow makes a user's ACTIVE check due at once.
 func (s *Store) RunNow(ctx context.Context, userID, id string) (Check, error) {
 	return s.updateCheck(ctx, id, "SET nextRunAt = :next", "userid = :u AND #s = :active",
-		map[string]av{":next": nv(ms(s.now())), ":u": sv(userID), ":active": sv(CheckActive)}, map[string]string{"#s": "status"})
+		map[string]av{":next": ddbitem.N(ms(s.now())), ":u": ddbitem.S(userID), ":active": ddbitem.S(CheckActive)}, map[string]string{"#s": "status"})
 }
 
 func (s *Store) updateCheck(ctx context.Context, id, update, cond string, values map[string]av, names map[string]string) (Check, error) {
@@ -265,16 +266,16 @@ func (s *Store) DeleteCheck(ctx context.Context, userID, id string) error {
 		{Delete: &types.Delete{
 			TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
 			ConditionExpression:       aws.String("userid = :u"),
-			ExpressionAttributeValues: map[string]av{":u": sv(userID)},
+			ExpressionAttributeValues: map[string]av{":u": ddbitem.S(userID)},
 		}},
 		{Update: &types.Update{
 			TableName: aws.String(s.names.Users), Key: key(userID, skUser),
 			UpdateExpression:          aws.String("SET checkCount = checkCount - :one"),
 			ConditionExpression:       aws.String("checkCount > :zero"),
-			ExpressionAttributeValues: map[string]av{":one": nv(1), ":zero": nv(0)},
+			ExpressionAttributeValues: map[string]av{":one": ddbitem.N(1), ":zero": ddbitem.N(0)},
 		}},
 	}})
-	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
 		return fmt.Errorf("%w: check %s", ErrNotFound, id)
 	}
 	if err != nil {

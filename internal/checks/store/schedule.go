@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,7 +29,7 @@ func (s *Store) ActiveChecks(ctx context.Context, checkType string) ([]Due, erro
 		TableName: aws.String(s.names.Checks), IndexName: aws.String(tables.TypeStatusIndex),
 		KeyConditionExpression:    aws.String("checkType = :t AND #s = :a"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]av{":t": sv(checkType), ":a": sv(CheckActive)},
+		ExpressionAttributeValues: map[string]av{":t": ddbitem.S(checkType), ":a": ddbitem.S(CheckActive)},
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -36,7 +37,7 @@ func (s *Store) ActiveChecks(ctx context.Context, checkType string) ([]Due, erro
 			return nil, fmt.Errorf("checks: active checks: %w", err)
 		}
 		for _, it := range page.Items {
-			out = append(out, Due{ID: str(it, "PK"), UserID: str(it, "userid")})
+			out = append(out, Due{ID: ddbitem.String(it, "PK"), UserID: ddbitem.String(it, "userid")})
 		}
 	}
 	return out, nil
@@ -64,9 +65,9 @@ func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
 				return nil, fmt.Errorf("checks: next runs: %w", err)
 			}
 			for _, it := range out.Responses[s.names.Checks] {
-				if d := byID[str(it, "PK")]; d != nil {
-					d.NextRunAt = fromMs(num(it, "nextRunAt"))
-					d.UserID = str(it, "userid")
+				if d := byID[ddbitem.String(it, "PK")]; d != nil {
+					d.NextRunAt = fromMs(ddbitem.Int(it, "nextRunAt"))
+					d.UserID = ddbitem.String(it, "userid")
 					found[d.ID] = true
 				}
 			}
@@ -112,8 +113,8 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now time.Time, leas
 		ConditionExpression:      aws.String("#s = :active AND nextRunAt = :was"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]av{
-			":next": nv(ms(next)), ":me": sv(owner), ":lease": nv(ms(now.Add(lease))),
-			":active": sv(CheckActive), ":was": nv(ms(c.NextRunAt)),
+			":next": ddbitem.N(ms(next)), ":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(now.Add(lease))),
+			":active": ddbitem.S(CheckActive), ":was": ddbitem.N(ms(c.NextRunAt)),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -153,11 +154,11 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 	}
 	at := formatTime(o.At)
 	update := "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc REMOVE leaseOwner, leaseUntil"
-	values := map[string]av{":r": res, ":at": sv(at), ":st": sv(o.AlertState), ":fc": nv(int64(o.FailCount)), ":me": sv(owner)}
+	values := map[string]av{":r": res, ":at": ddbitem.S(at), ":st": ddbitem.S(o.AlertState), ":fc": ddbitem.N(int64(o.FailCount)), ":me": ddbitem.S(owner)}
 	names := map[string]string(nil)
 	if o.Fail != "" {
 		update = "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc, #s = :failed, failureReason = :why, updatedAt = :at REMOVE leaseOwner, leaseUntil"
-		values[":failed"], values[":why"] = sv(CheckFailed), sv(o.Fail)
+		values[":failed"], values[":why"] = ddbitem.S(CheckFailed), ddbitem.S(o.Fail)
 		names = map[string]string{"#s": "status"}
 	}
 	items := []types.TransactWriteItem{{Update: &types.Update{
@@ -171,13 +172,13 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.names.Checks),
 			Item: map[string]av{
-				"PK": sv(id), "SK": sv(skResult + at), "result": res,
-				tables.TTLAttribute: nv(o.At.Add(o.Retention).Unix()),
+				"PK": ddbitem.S(id), "SK": ddbitem.S(skResult + at), "result": res,
+				tables.TTLAttribute: ddbitem.N(o.At.Add(o.Retention).Unix()),
 			},
 		}})
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
 		return fmt.Errorf("%w: check %s", ErrLost, id)
 	}
 	if err != nil {
@@ -203,7 +204,7 @@ func (s *Store) Results(ctx context.Context, userID, id string, limit int) ([]Ru
 	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.names.Checks),
 		KeyConditionExpression:    aws.String("PK = :id AND begins_with(SK, :r)"),
-		ExpressionAttributeValues: map[string]av{":id": sv(id), ":r": sv(skResult)},
+		ExpressionAttributeValues: map[string]av{":id": ddbitem.S(id), ":r": ddbitem.S(skResult)},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(limit)),
 	})
@@ -212,7 +213,7 @@ func (s *Store) Results(ctx context.Context, userID, id string, limit int) ([]Ru
 	}
 	runs := make([]Run, 0, len(out.Items))
 	for _, it := range out.Items {
-		runs = append(runs, Run{At: str(it, "SK")[len(skResult):], Result: anyMap(it, "result")})
+		runs = append(runs, Run{At: ddbitem.String(it, "SK")[len(skResult):], Result: anyMap(it, "result")})
 	}
 	return runs, nil
 }
@@ -224,9 +225,9 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
 		UpdateExpression:          aws.String("REMOVE leaseOwner, leaseUntil"),
 		ConditionExpression:       aws.String("leaseOwner = :me"),
-		ExpressionAttributeValues: map[string]av{":me": sv(owner)},
+		ExpressionAttributeValues: map[string]av{":me": ddbitem.S(owner)},
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("%w: check %s", ErrLost, id)
 	}
 	if err != nil {

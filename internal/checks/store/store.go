@@ -11,8 +11,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -126,29 +126,7 @@ func parseTime(v string) time.Time {
 
 type av = types.AttributeValue
 
-func sv(v string) av { return &types.AttributeValueMemberS{Value: v} }
-func nv(v int64) av  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
-
-func key(pk, sk string) map[string]av { return map[string]av{"PK": sv(pk), "SK": sv(sk)} }
-
-func str(it map[string]av, k string) string {
-	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func num(it map[string]av, k string) int64 {
-	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
-		n, err := strconv.ParseInt(v.Value, 10, 64)
-		if err != nil {
-			f, _ := strconv.ParseFloat(v.Value, 64)
-			n = int64(f)
-		}
-		return n
-	}
-	return 0
-}
+func key(pk, sk string) map[string]av { return map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S(sk)} }
 
 func anyMap(it map[string]av, k string) map[string]any {
 	m, ok := it[k].(*types.AttributeValueMemberM)
@@ -171,25 +149,4 @@ func mapValue(m map[string]any) (av, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return &types.AttributeValueMemberM{Value: item}, nil
-}
-
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
-}
-
-// cancelReasons returns the cancellation codes of a failed transaction
-// (nil when err is something else).
-func cancelReasons(err error) []string {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return nil
-	}
-	out := make([]string, len(tce.CancellationReasons))
-	for i, r := range tce.CancellationReasons {
-		if r.Code != nil {
-			out[i] = *r.Code
-		}
-	}
-	return out
 }

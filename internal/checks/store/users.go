@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"net/mail"
 	"strings"
 
@@ -37,11 +38,11 @@ type User struct {
 
 func parseUser(it map[string]av) User {
 	return User{
-		ID: str(it, "PK"), Email: str(it, "email"), Tier: str(it, "tier"),
-		CheckLimit: int(num(it, "checkLimit")), Status: str(it, "status"),
-		CheckCount: int(num(it, "checkCount")),
-		CreatedAt:  str(it, "createdAt"), UpdatedAt: str(it, "updatedAt"),
-		WebhookURL: str(it, "webhookUrl"), WebhookSecret: str(it, "webhookSecret"), AlertEmail: str(it, "alertEmail"),
+		ID: ddbitem.String(it, "PK"), Email: ddbitem.String(it, "email"), Tier: ddbitem.String(it, "tier"),
+		CheckLimit: int(ddbitem.Int(it, "checkLimit")), Status: ddbitem.String(it, "status"),
+		CheckCount: int(ddbitem.Int(it, "checkCount")),
+		CreatedAt:  ddbitem.String(it, "createdAt"), UpdatedAt: ddbitem.String(it, "updatedAt"),
+		WebhookURL: ddbitem.String(it, "webhookUrl"), WebhookSecret: ddbitem.String(it, "webhookSecret"), AlertEmail: ddbitem.String(it, "alertEmail"),
 	}
 }
 
@@ -73,8 +74,8 @@ func (s *Store) tokenPut(token, userID string) types.TransactWriteItem {
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(s.names.Users),
 		Item: map[string]av{
-			"PK": sv("TOKEN#" + HashToken(token)), "SK": sv(skToken),
-			"userid": sv(userID), "createdAt": sv(formatTime(s.now())),
+			"PK": ddbitem.S("TOKEN#" + HashToken(token)), "SK": ddbitem.S(skToken),
+			"userid": ddbitem.S(userID), "createdAt": ddbitem.S(formatTime(s.now())),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	}}
@@ -109,20 +110,20 @@ func (s *Store) CreateUser(ctx context.Context, email, tier string) (User, strin
 		{Put: &types.Put{
 			TableName: aws.String(s.names.Users),
 			Item: map[string]av{
-				"PK": sv(id), "SK": sv(skUser), "email": sv(email), "tier": sv(tier),
-				"checkLimit": nv(int64(limit)), "status": sv(UserActive), "checkCount": nv(0),
-				"createdAt": sv(now), "updatedAt": sv(now),
+				"PK": ddbitem.S(id), "SK": ddbitem.S(skUser), "email": ddbitem.S(email), "tier": ddbitem.S(tier),
+				"checkLimit": ddbitem.N(int64(limit)), "status": ddbitem.S(UserActive), "checkCount": ddbitem.N(0),
+				"createdAt": ddbitem.S(now), "updatedAt": ddbitem.S(now),
 			},
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),
 		}},
 		{Put: &types.Put{
 			TableName:           aws.String(s.names.Users),
-			Item:                map[string]av{"PK": sv("EMAIL#" + email), "SK": sv(skEmail), "userid": sv(id)},
+			Item:                map[string]av{"PK": ddbitem.S("EMAIL#" + email), "SK": ddbitem.S(skEmail), "userid": ddbitem.S(id)},
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),
 		}},
 		s.tokenPut(token, id),
 	}})
-	if r := cancelReasons(err); len(r) == 3 && r[1] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) == 3 && r[1] == "ConditionalCheckFailed" {
 		return User{}, "", fmt.Errorf("%w: a user with email %s", ErrExists, email)
 	}
 	if err != nil {
@@ -157,7 +158,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
 	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName: aws.String(s.names.Users), IndexName: aws.String(tables.EmailIndex),
 		KeyConditionExpression:    aws.String("email = :e"),
-		ExpressionAttributeValues: map[string]av{":e": sv(email)},
+		ExpressionAttributeValues: map[string]av{":e": ddbitem.S(email)},
 		Limit:                     aws.Int32(1),
 	})
 	if err != nil {
@@ -209,10 +210,10 @@ func (s *Store) Authenticate(ctx context.Context, token string) (User, error) {
 	if err != nil {
 		return User{}, fmt.Errorf("checks: authenticate: %w", err)
 	}
-	if out.Item == nil || subtle.ConstantTimeCompare([]byte(str(out.Item, "PK")), []byte("TOKEN#"+h)) != 1 {
+	if out.Item == nil || subtle.ConstantTimeCompare([]byte(ddbitem.String(out.Item, "PK")), []byte("TOKEN#"+h)) != 1 {
 		return User{}, ErrUnauthorized
 	}
-	u, err := s.GetUser(ctx, str(out.Item, "userid"))
+	u, err := s.GetUser(ctx, ddbitem.String(out.Item, "userid"))
 	if err != nil {
 		return User{}, ErrUnauthorized
 	}
@@ -224,7 +225,7 @@ func (s *Store) SetUserStatus(ctx context.Context, id, status string) (User, err
 	if status != UserActive && status != UserSuspended {
 		return User{}, fmt.Errorf("%w: status %q", ErrInvalid, status)
 	}
-	return s.updateUser(ctx, id, "SET #s = :s, updatedAt = :now", map[string]av{":s": sv(status)})
+	return s.updateUser(ctx, id, "SET #s = :s, updatedAt = :now", map[string]av{":s": ddbitem.S(status)})
 }
 
 // SetTier changes a user's tier and checkLimit. Lowering the limit below
@@ -234,7 +235,7 @@ func (s *Store) SetTier(ctx context.Context, id, tier string) (User, error) {
 	if !ok {
 		return User{}, fmt.Errorf("%w: tier %q (want FREE or PRO)", ErrInvalid, tier)
 	}
-	return s.updateUser(ctx, id, "SET tier = :t, checkLimit = :l, updatedAt = :now", map[string]av{":t": sv(tier), ":l": nv(int64(limit))})
+	return s.updateUser(ctx, id, "SET tier = :t, checkLimit = :l, updatedAt = :now", map[string]av{":t": ddbitem.S(tier), ":l": ddbitem.N(int64(limit))})
 }
 
 // SetAlerts sets where a user's alerts go; empty strings clear.
@@ -246,11 +247,11 @@ func (s *Store) SetAlerts(ctx context.Context, id, webhookURL, webhookSecret, em
 		}
 	}
 	return s.updateUser(ctx, id, "SET webhookUrl = :w, webhookSecret = :k, alertEmail = :e, updatedAt = :now",
-		map[string]av{":w": sv(webhookURL), ":k": sv(webhookSecret), ":e": sv(email)})
+		map[string]av{":w": ddbitem.S(webhookURL), ":k": ddbitem.S(webhookSecret), ":e": ddbitem.S(email)})
 }
 
 func (s *Store) updateUser(ctx context.Context, id, update string, values map[string]av) (User, error) {
-	values[":now"] = sv(formatTime(s.now()))
+	values[":now"] = ddbitem.S(formatTime(s.now()))
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.names.Users), Key: key(id, skUser),
 		UpdateExpression:          aws.String(update),
@@ -262,7 +263,7 @@ func (s *Store) updateUser(ctx context.Context, id, update string, values map[st
 		in.ExpressionAttributeNames = map[string]string{"#s": "status"}
 	}
 	out, err := s.client.UpdateItem(ctx, in)
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return User{}, fmt.Errorf("%w: user %s", ErrNotFound, id)
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"strings"
 
@@ -47,7 +48,7 @@ func (s *Store) CreateCompany(ctx context.Context, name, industry string) (Compa
 	if err != nil {
 		return Company{}, "", err
 	}
-	item, err := marshal(c, map[string]av{"PK": sv("COMPANY#" + id), "SK": sv("PROFILE")})
+	item, err := marshal(c, map[string]av{"PK": ddbitem.S("COMPANY#" + id), "SK": ddbitem.S("PROFILE")})
 	if err != nil {
 		return Company{}, "", err
 	}
@@ -70,8 +71,8 @@ func (s *Store) keyPut(companyID string) (string, *types.Put, error) {
 	return raw, &types.Put{
 		TableName: aws.String(s.table),
 		Item: map[string]av{
-			"PK": sv("APIKEY#" + HashKey(raw)), "SK": sv("METADATA"),
-			"companyId": sv(companyID), "createdAt": sv(FormatTime(s.Now())),
+			"PK": ddbitem.S("APIKEY#" + HashKey(raw)), "SK": ddbitem.S("METADATA"),
+			"companyId": ddbitem.S(companyID), "createdAt": ddbitem.S(FormatTime(s.Now())),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	}, nil
@@ -111,10 +112,10 @@ func (s *Store) Authenticate(ctx context.Context, raw string) (Company, error) {
 	if err != nil {
 		return Company{}, fmt.Errorf("eecar: authenticate: %w", err)
 	}
-	if out.Item == nil || subtle.ConstantTimeCompare([]byte(str(out.Item, "PK")), []byte(h)) != 1 {
+	if out.Item == nil || subtle.ConstantTimeCompare([]byte(ddbitem.String(out.Item, "PK")), []byte(h)) != 1 {
 		return Company{}, ErrUnauthorized
 	}
-	c, err := s.GetCompany(ctx, str(out.Item, "companyId"))
+	c, err := s.GetCompany(ctx, ddbitem.String(out.Item, "companyId"))
 	if err != nil {
 		return Company{}, ErrUnauthorized
 	}
@@ -143,9 +144,9 @@ func (s *Store) SetWebhook(ctx context.Context, id, url string) (Company, error)
 		TableName: aws.String(s.table), Key: key("COMPANY#"+id, "PROFILE"),
 		UpdateExpression:          aws.String("SET webhookUrl = :u"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]av{":u": sv(url)},
+		ExpressionAttributeValues: map[string]av{":u": ddbitem.S(url)},
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return Company{}, fmt.Errorf("%w: company %s", ErrNotFound, id)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,7 +80,7 @@ func (s *Store) PutNeed(ctx context.Context, n Need) (Need, error) {
 		n.CreatedAt = FormatTime(s.Now())
 	}
 	g1pk, g1sk := needGSI(n.Status, n.Priority, n.CreatedAt)
-	it, err := marshal(n, map[string]av{"PK": sv("COMPANY#" + n.CompanyID), "SK": sv("NEED#" + n.ID), "GSI1PK": sv(g1pk), "GSI1SK": sv(g1sk)})
+	it, err := marshal(n, map[string]av{"PK": ddbitem.S("COMPANY#" + n.CompanyID), "SK": ddbitem.S("NEED#" + n.ID), "GSI1PK": ddbitem.S(g1pk), "GSI1SK": ddbitem.S(g1sk)})
 	if err != nil {
 		return Need{}, err
 	}
@@ -111,12 +112,12 @@ func (s *Store) ListNeeds(ctx context.Context, companyID, status string) ([]Need
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :n)"),
-		ExpressionAttributeValues: map[string]av{":pk": sv("COMPANY#" + companyID), ":n": sv("NEED#")},
+		ExpressionAttributeValues: map[string]av{":pk": ddbitem.S("COMPANY#" + companyID), ":n": ddbitem.S("NEED#")},
 	}
 	if status != "" {
 		in.FilterExpression = aws.String("#s = :s")
 		in.ExpressionAttributeNames = map[string]string{"#s": "status"}
-		in.ExpressionAttributeValues[":s"] = sv(status)
+		in.ExpressionAttributeValues[":s"] = ddbitem.S(status)
 	}
 	items, err := s.queryAll(ctx, in, 0)
 	if err != nil {
@@ -138,7 +139,7 @@ func (s *Store) NeedsByStatus(ctx context.Context, status string, limit int) ([]
 	return queryInto[Need](ctx, s, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :p AND begins_with(GSI1SK, :r)"),
-		ExpressionAttributeValues: map[string]av{":p": sv("NEED#" + status), ":r": sv("PRIORITY#")},
+		ExpressionAttributeValues: map[string]av{":p": ddbitem.S("NEED#" + status), ":r": ddbitem.S("PRIORITY#")},
 	}, limit)
 }
 
@@ -148,7 +149,7 @@ func (s *Store) DeleteNeed(ctx context.Context, companyID, id string) error {
 		TableName: aws.String(s.table), Key: key("COMPANY#"+companyID, "NEED#"+id),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("%w: need %s", ErrNotFound, id)
 	}
 	if err != nil {
@@ -195,8 +196,8 @@ func (s *Store) PutWatch(ctx context.Context, w Watch) (Watch, error) {
 		w.Status = WatchActive
 	}
 	it, err := marshal(w, map[string]av{
-		"PK": sv("WATCH#" + w.ID), "SK": sv("METADATA"),
-		"GSI1PK": sv("BUYER#" + w.BuyerID), "GSI1SK": sv("STATUS#" + w.Status + "#CREATED#" + w.CreatedAt),
+		"PK": ddbitem.S("WATCH#" + w.ID), "SK": ddbitem.S("METADATA"),
+		"GSI1PK": ddbitem.S("BUYER#" + w.BuyerID), "GSI1SK": ddbitem.S("STATUS#" + w.Status + "#CREATED#" + w.CreatedAt),
 	})
 	if err != nil {
 		return Watch{}, err
@@ -209,7 +210,7 @@ func (s *Store) PutWatch(ctx context.Context, w Watch) (Watch, error) {
 
 // WatchFromItem decodes a watch METADATA item (false for other items).
 func WatchFromItem(it map[string]av) (Watch, bool) {
-	if len(str(it, "PK")) < 7 || str(it, "PK")[:6] != "WATCH#" || str(it, "SK") != "METADATA" {
+	if len(ddbitem.String(it, "PK")) < 7 || ddbitem.String(it, "PK")[:6] != "WATCH#" || ddbitem.String(it, "SK") != "METADATA" {
 		return Watch{}, false
 	}
 	var w Watch
@@ -238,7 +239,7 @@ func (s *Store) ListWatches(ctx context.Context, buyerID, status string) ([]Watc
 	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :b AND begins_with(GSI1SK, :s)"),
-		ExpressionAttributeValues: map[string]av{":b": sv("BUYER#" + buyerID), ":s": sv(prefix)},
+		ExpressionAttributeValues: map[string]av{":b": ddbitem.S("BUYER#" + buyerID), ":s": ddbitem.S(prefix)},
 	}, 0)
 	if err != nil {
 		return nil, err
@@ -260,7 +261,7 @@ func (s *Store) ActiveWatches(ctx context.Context) ([]Watch, error) {
 		TableName:                 aws.String(s.table),
 		FilterExpression:          aws.String("SK = :m AND begins_with(PK, :w) AND #s = :a"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]av{":m": sv("METADATA"), ":w": sv("WATCH#"), ":a": sv(WatchActive)},
+		ExpressionAttributeValues: map[string]av{":m": ddbitem.S("METADATA"), ":w": ddbitem.S("WATCH#"), ":a": ddbitem.S(WatchActive)},
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -321,9 +322,9 @@ func (s *Store) notificationPut(n *Notification) (*types.Put, error) {
 		n.ID = id
 	}
 	it, err := marshal(n, map[string]av{
-		"PK": sv("NOTIFICATION#" + n.ID), "SK": sv("METADATA"),
-		"GSI1PK": sv("RECIPIENT#" + n.RecipientID), "GSI1SK": sv("SENT#" + n.SentAt),
-		TTLAttribute: nv(s.Now().Add(NotificationTTL).Unix()),
+		"PK": ddbitem.S("NOTIFICATION#" + n.ID), "SK": ddbitem.S("METADATA"),
+		"GSI1PK": ddbitem.S("RECIPIENT#" + n.RecipientID), "GSI1SK": ddbitem.S("SENT#" + n.SentAt),
+		TTLAttribute: ddbitem.N(s.Now().Add(NotificationTTL).Unix()),
 	})
 	if err != nil {
 		return nil, err
@@ -336,7 +337,7 @@ func (s *Store) notificationPut(n *Notification) (*types.Put, error) {
 // false (and writes nothing) when the trigger exists already.
 func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notification) (bool, Notification, error) {
 	t.NotifiedAt = FormatTime(s.Now())
-	tItem, err := marshal(t, map[string]av{"PK": sv("WATCH#" + w.ID), "SK": sv("TRIGGER#" + t.PartID)})
+	tItem, err := marshal(t, map[string]av{"PK": ddbitem.S("WATCH#" + w.ID), "SK": ddbitem.S("TRIGGER#" + t.PartID)})
 	if err != nil {
 		return false, n, err
 	}
@@ -352,10 +353,10 @@ func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notific
 			UpdateExpression:          aws.String("SET triggeredAt = :t"),
 			ConditionExpression:       aws.String("#s = :a"),
 			ExpressionAttributeNames:  map[string]string{"#s": "status"},
-			ExpressionAttributeValues: map[string]av{":t": sv(t.NotifiedAt), ":a": sv(WatchActive)},
+			ExpressionAttributeValues: map[string]av{":t": ddbitem.S(t.NotifiedAt), ":a": ddbitem.S(WatchActive)},
 		}},
 	}})
-	if r := cancelReasons(err); len(r) == 3 && (r[0] == "ConditionalCheckFailed" || r[2] == "ConditionalCheckFailed") {
+	if r := ddbitem.CancelReasons(err); len(r) == 3 && (r[0] == "ConditionalCheckFailed" || r[2] == "ConditionalCheckFailed") {
 		return false, n, nil
 	}
 	if err != nil {
@@ -369,7 +370,7 @@ func (s *Store) Triggers(ctx context.Context, watchID string) ([]Trigger, error)
 	return queryInto[Trigger](ctx, s, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("PK = :w AND begins_with(SK, :t)"),
-		ExpressionAttributeValues: map[string]av{":w": sv("WATCH#" + watchID), ":t": sv("TRIGGER#")},
+		ExpressionAttributeValues: map[string]av{":w": ddbitem.S("WATCH#" + watchID), ":t": ddbitem.S("TRIGGER#")},
 	}, 0)
 }
 
@@ -393,7 +394,7 @@ func (s *Store) Notifications(ctx context.Context, recipientID string, limit int
 	return queryInto[Notification](ctx, s, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :r AND begins_with(GSI1SK, :s)"),
-		ExpressionAttributeValues: map[string]av{":r": sv("RECIPIENT#" + recipientID), ":s": sv("SENT#")},
+		ExpressionAttributeValues: map[string]av{":r": ddbitem.S("RECIPIENT#" + recipientID), ":s": ddbitem.S("SENT#")},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(limit)),
 	}, limit)
@@ -406,9 +407,9 @@ func (s *Store) MarkRead(ctx context.Context, recipientID, id string) error {
 		UpdateExpression:          aws.String("SET #r = :t"),
 		ConditionExpression:       aws.String("recipientId = :me"),
 		ExpressionAttributeNames:  map[string]string{"#r": "read"},
-		ExpressionAttributeValues: map[string]av{":t": &types.AttributeValueMemberBOOL{Value: true}, ":me": sv(recipientID)},
+		ExpressionAttributeValues: map[string]av{":t": &types.AttributeValueMemberBOOL{Value: true}, ":me": ddbitem.S(recipientID)},
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("%w: notification %s", ErrNotFound, id)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -109,7 +110,7 @@ func (s *Store) catalogueBump() types.TransactWriteItem {
 		TableName:                 aws.String(s.table),
 		Key:                       key(catalogueKeyPK, catalogueKeySK),
 		UpdateExpression:          aws.String("ADD version :one"),
-		ExpressionAttributeValues: map[string]av{":one": nv(1)},
+		ExpressionAttributeValues: map[string]av{":one": ddbitem.N(1)},
 	}}
 }
 
@@ -121,7 +122,7 @@ func (s *Store) CatalogueVersion(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("eecar: catalogue version: %w", err)
 	}
-	return int64(num(out.Item, "version")), nil
+	return int64(ddbitem.Float(out.Item, "version")), nil
 }
 
 // PutPart writes a part — METADATA (with GSI1 CATEGORY#/CREATED_AT#), SPEC,
@@ -142,8 +143,8 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 	pk := partPK(p.ID)
 	md := metadata{p.Name, p.Category, p.Manufacturer, p.Model, p.Year, p.Condition, p.Price, p.Quantity, p.SellerID, p.Description, p.Images, p.CreatedAt, p.UpdatedAt}
 	mdItem, err := marshal(md, map[string]av{
-		"PK": sv(pk), "SK": sv("METADATA"),
-		"GSI1PK": sv("CATEGORY#" + p.Category), "GSI1SK": sv("CREATED_AT#" + p.CreatedAt),
+		"PK": ddbitem.S(pk), "SK": ddbitem.S("METADATA"),
+		"GSI1PK": ddbitem.S("CATEGORY#" + p.Category), "GSI1SK": ddbitem.S("CREATED_AT#" + p.CreatedAt),
 	})
 	if err != nil {
 		return Part{}, err
@@ -153,7 +154,7 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 		put.ConditionExpression = aws.String("attribute_not_exists(PK)")
 	} else {
 		put.ConditionExpression = aws.String("sellerId = :seller")
-		put.ExpressionAttributeValues = map[string]av{":seller": sv(p.SellerID)}
+		put.ExpressionAttributeValues = map[string]av{":seller": ddbitem.S(p.SellerID)}
 	}
 	items := []types.TransactWriteItem{{Put: &put}, s.catalogueBump()}
 	spec := map[string]any{}
@@ -163,13 +164,13 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 		}
 		spec[k] = v
 	}
-	specItem, err := marshal(spec, map[string]av{"PK": sv(pk), "SK": sv("SPEC")})
+	specItem, err := marshal(spec, map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S("SPEC")})
 	if err != nil {
 		return Part{}, err
 	}
 	items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: specItem}})
 	if p.Vector != nil {
-		vItem, err := marshal(p.Vector, map[string]av{"PK": sv(pk), "SK": sv("VECTOR")})
+		vItem, err := marshal(p.Vector, map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S("VECTOR")})
 		if err != nil {
 			return Part{}, err
 		}
@@ -187,7 +188,7 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 			return Part{}, fmt.Errorf("%w: duplicate usageId %q", ErrInvalid, u.ID)
 		}
 		keep[u.ID] = true
-		uItem, err := marshal(u, map[string]av{"PK": sv(pk), "SK": sv("USAGE#" + u.ID)})
+		uItem, err := marshal(u, map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S("USAGE#" + u.ID)})
 		if err != nil {
 			return Part{}, err
 		}
@@ -201,7 +202,7 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 		}
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
 		if prev == nil {
 			return Part{}, fmt.Errorf("%w: part %s", ErrExists, p.ID)
 		}
@@ -218,7 +219,7 @@ func (s *Store) GetPart(ctx context.Context, id string) (Part, error) {
 	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: map[string]av{":pk": sv(partPK(id))},
+		ExpressionAttributeValues: map[string]av{":pk": ddbitem.S(partPK(id))},
 		ConsistentRead:            aws.Bool(true),
 	}, 0)
 	if err != nil {
@@ -236,7 +237,7 @@ func mergePart(id string, items []map[string]av) (Part, bool) {
 	p := Part{ID: id}
 	found := false
 	for _, it := range items {
-		sk := str(it, "SK")
+		sk := ddbitem.String(it, "SK")
 		switch {
 		case sk == "METADATA":
 			var md metadata
@@ -270,8 +271,8 @@ func mergePart(id string, items []map[string]av) (Part, bool) {
 
 // PartFromMetadata decodes a METADATA item (as a stream or GSI1 returns it).
 func PartFromMetadata(it map[string]av) (Part, bool) {
-	pk := str(it, "PK")
-	if !strings.HasPrefix(pk, "PART#") || str(it, "SK") != "METADATA" {
+	pk := ddbitem.String(it, "PK")
+	if !strings.HasPrefix(pk, "PART#") || ddbitem.String(it, "SK") != "METADATA" {
 		return Part{}, false
 	}
 	return mergePart(strings.TrimPrefix(pk, "PART#"), []map[string]av{it})
@@ -288,7 +289,7 @@ func (s *Store) ListByCategory(ctx context.Context, category string, limit int, 
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :p)"),
-		ExpressionAttributeValues: map[string]av{":c": sv("CATEGORY#" + category), ":p": sv("CREATED_AT#")},
+		ExpressionAttributeValues: map[string]av{":c": ddbitem.S("CATEGORY#" + category), ":p": ddbitem.S("CREATED_AT#")},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(limit)),
 	}
@@ -321,7 +322,7 @@ func (s *Store) ListByCategory(ctx context.Context, category string, limit int, 
 func encodeCursor(k map[string]av) string {
 	m := map[string]string{}
 	for name, v := range k {
-		m[name] = str(k, name)
+		m[name] = ddbitem.String(k, name)
 		_ = v
 	}
 	data, _ := json.Marshal(m)
@@ -339,7 +340,7 @@ func decodeCursor(c string) (map[string]av, error) {
 	}
 	out := map[string]av{}
 	for k, v := range m {
-		out[k] = sv(v)
+		out[k] = ddbitem.S(v)
 	}
 	return out, nil
 }
@@ -357,7 +358,7 @@ func (s *Store) DeletePart(ctx context.Context, id, sellerID string) (Part, erro
 	items := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: aws.String(s.table), Key: key(pk, "METADATA"),
 		ConditionExpression:       aws.String("sellerId = :s"),
-		ExpressionAttributeValues: map[string]av{":s": sv(sellerID)},
+		ExpressionAttributeValues: map[string]av{":s": ddbitem.S(sellerID)},
 	}}, s.catalogueBump()}
 	for _, sk := range []string{"SPEC", "VECTOR"} {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(pk, sk)}})
@@ -378,7 +379,7 @@ func (s *Store) AllParts(ctx context.Context) ([]Part, error) {
 	p := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),
 		FilterExpression:          aws.String("SK = :m AND begins_with(PK, :p)"),
-		ExpressionAttributeValues: map[string]av{":m": sv("METADATA"), ":p": sv("PART#")},
+		ExpressionAttributeValues: map[string]av{":m": ddbitem.S("METADATA"), ":p": ddbitem.S("PART#")},
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -397,7 +398,7 @@ func (s *Store) AllParts(ctx context.Context) ([]Part, error) {
 // SetVector replaces a part's VECTOR item (after re-embedding with another
 // model). It does not bump the catalogue version: the part is unchanged.
 func (s *Store) SetVector(ctx context.Context, id string, v VectorRef) error {
-	it, err := marshal(v, map[string]av{"PK": sv(partPK(id)), "SK": sv("VECTOR")})
+	it, err := marshal(v, map[string]av{"PK": ddbitem.S(partPK(id)), "SK": ddbitem.S("VECTOR")})
 	if err != nil {
 		return err
 	}
@@ -409,7 +410,7 @@ func (s *Store) SetVector(ctx context.Context, id string, v VectorRef) error {
 		}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: it}},
 	}})
-	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
 		return fmt.Errorf("%w: part %s", ErrNotFound, id)
 	}
 	if err != nil {

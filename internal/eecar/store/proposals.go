@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -56,8 +57,8 @@ const (
 
 func (s *Store) proposalItem(p Proposal) (map[string]av, error) {
 	return marshal(p, map[string]av{
-		"PK": sv("PROPOSAL#" + p.ID), "SK": sv("METADATA"),
-		"GSI1PK": sv("COMPANY#" + p.ToCompanyID), "GSI1SK": sv("STATUS#" + p.Status + "#CREATED#" + p.CreatedAt),
+		"PK": ddbitem.S("PROPOSAL#" + p.ID), "SK": ddbitem.S("METADATA"),
+		"GSI1PK": ddbitem.S("COMPANY#" + p.ToCompanyID), "GSI1SK": ddbitem.S("STATUS#" + p.Status + "#CREATED#" + p.CreatedAt),
 	})
 }
 
@@ -108,7 +109,7 @@ func (s *Store) ListProposals(ctx context.Context, company, status string) ([]Pr
 	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :s)"),
-		ExpressionAttributeValues: map[string]av{":c": sv("COMPANY#" + company), ":s": sv(prefix)},
+		ExpressionAttributeValues: map[string]av{":c": ddbitem.S("COMPANY#" + company), ":s": ddbitem.S(prefix)},
 		ScanIndexForward:          aws.Bool(false),
 	}, 50)
 	if err != nil {
@@ -117,7 +118,7 @@ func (s *Store) ListProposals(ctx context.Context, company, status string) ([]Pr
 	out := make([]Proposal, 0, len(items))
 	for _, it := range items {
 		var p Proposal
-		if str(it, "SK") == "METADATA" && unmarshal(it, &p) == nil {
+		if ddbitem.String(it, "SK") == "METADATA" && unmarshal(it, &p) == nil {
 			out = append(out, p)
 		}
 	}
@@ -183,11 +184,11 @@ func (s *Store) Respond(ctx context.Context, company, id string, r Response) (Pr
 			TableName: aws.String(s.table), Item: it,
 			ConditionExpression:       aws.String("#s = :prev AND toCompanyId = :me"),
 			ExpressionAttributeNames:  map[string]string{"#s": "status"},
-			ExpressionAttributeValues: map[string]av{":prev": sv(prevStatus), ":me": sv(company)},
+			ExpressionAttributeValues: map[string]av{":prev": ddbitem.S(prevStatus), ":me": ddbitem.S(company)},
 		}},
 		{Put: np},
 	}})
-	if r := cancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
 		return Proposal{}, fmt.Errorf("%w: proposal %s changed meanwhile", ErrState, id)
 	}
 	if err != nil {
@@ -247,10 +248,10 @@ func (s *Store) GetMatch(ctx context.Context, hash string) (CachedMatch, bool, e
 		UpdateExpression:          aws.String("ADD hitCount :one"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND #ttl > :now"),
 		ExpressionAttributeNames:  map[string]string{"#ttl": TTLAttribute},
-		ExpressionAttributeValues: map[string]av{":one": nv(1), ":now": nv(s.Now().Unix())},
+		ExpressionAttributeValues: map[string]av{":one": ddbitem.N(1), ":now": ddbitem.N(s.Now().Unix())},
 		ReturnValues:              types.ReturnValueAllNew,
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return CachedMatch{}, false, nil
 	}
 	if err != nil {
@@ -266,7 +267,7 @@ func (s *Store) GetMatch(ctx context.Context, hash string) (CachedMatch, bool, e
 		TableName: aws.String(s.table), Key: key("MATCH#"+hash, "RESULT"),
 		UpdateExpression:          aws.String("SET GSI1SK = :k"),
 		ConditionExpression:       aws.String("hitCount = :n"),
-		ExpressionAttributeValues: map[string]av{":k": sv(hitKey(m.HitCount)), ":n": nv(int64(m.HitCount))},
+		ExpressionAttributeValues: map[string]av{":k": ddbitem.S(hitKey(m.HitCount)), ":n": ddbitem.N(int64(m.HitCount))},
 	})
 	return m, true, nil
 }
@@ -275,9 +276,9 @@ func (s *Store) GetMatch(ctx context.Context, hash string) (CachedMatch, bool, e
 func (s *Store) PutMatch(ctx context.Context, m CachedMatch) error {
 	m.CreatedAt, m.HitCount = FormatTime(s.Now()), 0
 	it, err := marshal(m, map[string]av{
-		"PK": sv("MATCH#" + m.QueryHash), "SK": sv("RESULT"),
-		"GSI1PK": sv("CACHE"), "GSI1SK": sv(hitKey(0)),
-		TTLAttribute: nv(s.Now().Add(MatchCacheTTL).Unix()),
+		"PK": ddbitem.S("MATCH#" + m.QueryHash), "SK": ddbitem.S("RESULT"),
+		"GSI1PK": ddbitem.S("CACHE"), "GSI1SK": ddbitem.S(hitKey(0)),
+		TTLAttribute: ddbitem.N(s.Now().Add(MatchCacheTTL).Unix()),
 	})
 	if err != nil {
 		return err
@@ -294,7 +295,7 @@ func (s *Store) TopCached(ctx context.Context, limit int) ([]CachedMatch, error)
 	return queryInto[CachedMatch](ctx, s, &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :h)"),
-		ExpressionAttributeValues: map[string]av{":c": sv("CACHE"), ":h": sv("HIT_COUNT#")},
+		ExpressionAttributeValues: map[string]av{":c": ddbitem.S("CACHE"), ":h": ddbitem.S("HIT_COUNT#")},
 		ScanIndexForward:          aws.Bool(false),
 	}, limit)
 }

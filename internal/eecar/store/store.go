@@ -12,8 +12,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -126,25 +126,7 @@ func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 type av = types.AttributeValue
 
-func sv(v string) av { return &types.AttributeValueMemberS{Value: v} }
-func nv(v int64) av  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
-
-func key(pk, sk string) map[string]av { return map[string]av{"PK": sv(pk), "SK": sv(sk)} }
-
-func str(it map[string]av, k string) string {
-	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func num(it map[string]av, k string) float64 {
-	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
-		f, _ := strconv.ParseFloat(v.Value, 64)
-		return f
-	}
-	return 0
-}
+func key(pk, sk string) map[string]av { return map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S(sk)} }
 
 // marshal encodes a tagged struct as an item and adds extra attributes.
 func marshal(v any, extra map[string]av) (map[string]av, error) {
@@ -161,25 +143,6 @@ func marshal(v any, extra map[string]av) (map[string]av, error) {
 // unmarshal decodes an item into a json-tagged struct.
 func unmarshal(it map[string]av, v any) error {
 	return attributevalue.UnmarshalMapWithOptions(it, v, func(o *attributevalue.DecoderOptions) { o.TagKey = "json" })
-}
-
-func cancelReasons(err error) []string {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return nil
-	}
-	out := make([]string, len(tce.CancellationReasons))
-	for i, r := range tce.CancellationReasons {
-		if r.Code != nil {
-			out[i] = *r.Code
-		}
-	}
-	return out
-}
-
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
 }
 
 // queryAll runs a query to the end (or limit items when limit > 0).

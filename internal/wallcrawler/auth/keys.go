@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"slices"
 	"strings"
@@ -158,7 +159,7 @@ func (s *Store) revokeHash(ctx context.Context, hash string) error {
 			":s": &types.AttributeValueMemberS{Value: StatusInactive},
 		},
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("%w: key", ErrNotFound)
 	}
 	if err != nil {
@@ -188,15 +189,15 @@ func keyItem(k APIKey) map[string]types.AttributeValue {
 
 func parseKey(it map[string]types.AttributeValue) APIKey {
 	k := APIKey{
-		Hash:       str(it, "apiKeyHash"),
-		ID:         str(it, "keyId"),
-		ProjectID:  str(it, "projectId"),
+		Hash:       ddbitem.String(it, "apiKeyHash"),
+		ID:         ddbitem.String(it, "keyId"),
+		ProjectID:  ddbitem.String(it, "projectId"),
 		ProjectIDs: strList(it, "projectIds"),
-		Name:       str(it, "name"),
-		Status:     str(it, "status"),
-		CreatedAt:  parseTime(str(it, "createdAt")),
+		Name:       ddbitem.String(it, "name"),
+		Status:     ddbitem.String(it, "status"),
+		CreatedAt:  parseTime(ddbitem.String(it, "createdAt")),
 	}
-	if v := str(it, "lastUsedAt"); v != "" {
+	if v := ddbitem.String(it, "lastUsedAt"); v != "" {
 		k.LastUsedAt = parseTime(v)
 	}
 	return k

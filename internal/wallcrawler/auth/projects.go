@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"strconv"
 	"strings"
@@ -79,7 +80,7 @@ func (s *Store) CreateProject(ctx context.Context, in CreateProjectInput) (Proje
 		Item:                projectItem(p),
 		ConditionExpression: aws.String("attribute_not_exists(projectId)"),
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return Project{}, fmt.Errorf("%w: project %s", ErrExists, in.ID)
 	}
 	if err != nil {
@@ -141,7 +142,7 @@ func (s *Store) SetProjectStatus(ctx context.Context, id, status string) error {
 			":u": &types.AttributeValueMemberS{Value: formatTime(s.now())},
 		},
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("%w: project %s", ErrNotFound, id)
 	}
 	if err != nil {
@@ -174,7 +175,7 @@ func (s *Store) AcquireSlot(ctx context.Context, projectID string) error {
 	if err == nil {
 		return nil
 	}
-	if !isConditionFailed(err) {
+	if !ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("auth: acquire slot: %w", err)
 	}
 	p, gerr := s.GetProject(ctx, projectID)
@@ -201,7 +202,7 @@ func (s *Store) ReleaseSlot(ctx context.Context, projectID string) error {
 			":one":  &types.AttributeValueMemberN{Value: "1"},
 		},
 	})
-	if err != nil && !isConditionFailed(err) {
+	if err != nil && !ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("auth: release slot: %w", err)
 	}
 	return nil
@@ -237,24 +238,17 @@ func projectItem(p Project) map[string]types.AttributeValue {
 
 func parseProject(it map[string]types.AttributeValue) Project {
 	return Project{
-		ID:             str(it, "projectId"),
-		Name:           str(it, "name"),
-		OwnerID:        str(it, "ownerId"),
+		ID:             ddbitem.String(it, "projectId"),
+		Name:           ddbitem.String(it, "name"),
+		OwnerID:        ddbitem.String(it, "ownerId"),
 		DefaultTimeout: num(it, "defaultTimeout"),
 		Concurrency:    num(it, "concurrency"),
-		Status:         str(it, "status"),
-		BillingTier:    str(it, "billingTier"),
-		CreatedAt:      parseTime(str(it, "createdAt")),
-		UpdatedAt:      parseTime(str(it, "updatedAt")),
+		Status:         ddbitem.String(it, "status"),
+		BillingTier:    ddbitem.String(it, "billingTier"),
+		CreatedAt:      parseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:      parseTime(ddbitem.String(it, "updatedAt")),
 		ActiveSessions: num(it, "activeSessions"),
 	}
-}
-
-func str(it map[string]types.AttributeValue, k string) string {
-	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
 }
 
 func num(it map[string]types.AttributeValue, k string) int {

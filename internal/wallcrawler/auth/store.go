@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 
@@ -110,11 +109,6 @@ func parseTime(v string) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
-}
-
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"time"
 
@@ -173,7 +174,7 @@ func (s *Store) Touch(ctx context.Context, projectID, id string) (Context, error
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return Context{}, fmt.Errorf("%w: context %s", ErrNotFound, id)
 	}
 	if err != nil {
@@ -201,7 +202,7 @@ func (s *Store) Delete(ctx context.Context, projectID, id string) error {
 			":p": &types.AttributeValueMemberS{Value: projectID},
 		},
 	})
-	if isConditionFailed(err) {
+	if ddbitem.ConditionFailed(err) {
 		return fmt.Errorf("%w: context %s", ErrNotFound, id)
 	}
 	if err != nil {
@@ -234,25 +235,18 @@ func item(c Context) map[string]types.AttributeValue {
 
 func parse(it map[string]types.AttributeValue) Context {
 	c := Context{
-		ID:         str(it, "contextId"),
-		ProjectID:  str(it, "projectId"),
-		Name:       str(it, "name"),
-		StorageKey: str(it, "storageKey"),
-		Status:     str(it, "status"),
-		CreatedAt:  parseTime(str(it, "createdAt")),
-		UpdatedAt:  parseTime(str(it, "updatedAt")),
+		ID:         ddbitem.String(it, "contextId"),
+		ProjectID:  ddbitem.String(it, "projectId"),
+		Name:       ddbitem.String(it, "name"),
+		StorageKey: ddbitem.String(it, "storageKey"),
+		Status:     ddbitem.String(it, "status"),
+		CreatedAt:  parseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:  parseTime(ddbitem.String(it, "updatedAt")),
 	}
 	if c.StorageKey == "" {
 		c.StorageKey = StorageKey(c.ProjectID, c.ID)
 	}
 	return c
-}
-
-func str(it map[string]types.AttributeValue, k string) string {
-	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -263,9 +257,4 @@ func parseTime(v string) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
-}
-
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
 }

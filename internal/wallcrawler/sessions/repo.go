@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"sort"
 	"strconv"
 	"time"
@@ -118,21 +119,6 @@ func item(x Session) (map[string]av, error) {
 	return it, nil
 }
 
-func str(it map[string]av, k string) string {
-	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func num(it map[string]av, k string) int64 {
-	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
-		x, _ := strconv.ParseFloat(v.Value, 64)
-		return int64(x)
-	}
-	return 0
-}
-
 func boolean(it map[string]av, k string) bool {
 	v, ok := it[k].(*types.AttributeValueMemberBOOL)
 	return ok && v.Value
@@ -141,31 +127,31 @@ func boolean(it map[string]av, k string) bool {
 // parse decodes an item; unknown or mistyped attributes read as zero.
 func parse(it map[string]av) Session {
 	x := Session{
-		ID:             str(it, "sessionId"),
-		ProjectID:      str(it, "projectId"),
-		Status:         str(it, "status"),
-		InternalStatus: str(it, "internalStatus"),
-		CreatedAt:      parseTime(str(it, "createdAt")),
-		UpdatedAt:      parseTime(str(it, "updatedAt")),
-		StartedAt:      parseTime(str(it, "startedAt")),
-		EndedAt:        parseTime(str(it, "endedAt")),
-		ExpiresAt:      time.Unix(num(it, "expiresAt"), 0).UTC(),
+		ID:             ddbitem.String(it, "sessionId"),
+		ProjectID:      ddbitem.String(it, "projectId"),
+		Status:         ddbitem.String(it, "status"),
+		InternalStatus: ddbitem.String(it, "internalStatus"),
+		CreatedAt:      parseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:      parseTime(ddbitem.String(it, "updatedAt")),
+		StartedAt:      parseTime(ddbitem.String(it, "startedAt")),
+		EndedAt:        parseTime(ddbitem.String(it, "endedAt")),
+		ExpiresAt:      time.Unix(ddbitem.Int(it, "expiresAt"), 0).UTC(),
 		KeepAlive:      boolean(it, "keepAlive"),
-		Region:         str(it, "region"),
-		PublicIP:       str(it, "publicIP"),
-		TaskARN:        str(it, "ecsTaskArn"),
-		ConnectURL:     str(it, "connectUrl"),
-		SigningKey:     str(it, "signingKey"),
-		ContextID:      str(it, "contextId"),
+		Region:         ddbitem.String(it, "region"),
+		PublicIP:       ddbitem.String(it, "publicIP"),
+		TaskARN:        ddbitem.String(it, "ecsTaskArn"),
+		ConnectURL:     ddbitem.String(it, "connectUrl"),
+		SigningKey:     ddbitem.String(it, "signingKey"),
+		ContextID:      ddbitem.String(it, "contextId"),
 		ContextPersist: boolean(it, "contextPersist"),
-		ContextKey:     str(it, "contextStorageKey"),
-		ProxyBytes:     num(it, "proxyBytes"),
-		LastEventAt:    parseTime(str(it, "lastEventTimestamp")),
-		RetryCount:     int(num(it, "retryCount")),
-		Timeout:        int(num(it, "timeout")),
-		Width:          int(num(it, "viewportWidth")),
-		Height:         int(num(it, "viewportHeight")),
-		Error:          str(it, "error"),
+		ContextKey:     ddbitem.String(it, "contextStorageKey"),
+		ProxyBytes:     ddbitem.Int(it, "proxyBytes"),
+		LastEventAt:    parseTime(ddbitem.String(it, "lastEventTimestamp")),
+		RetryCount:     int(ddbitem.Int(it, "retryCount")),
+		Timeout:        int(ddbitem.Int(it, "timeout")),
+		Width:          int(ddbitem.Int(it, "viewportWidth")),
+		Height:         int(ddbitem.Int(it, "viewportHeight")),
+		Error:          ddbitem.String(it, "error"),
 	}
 	if l, ok := it["eventHistory"].(*types.AttributeValueMemberL); ok {
 		for _, e := range l.Value {
@@ -174,9 +160,9 @@ func parse(it map[string]av) Session {
 				continue
 			}
 			x.Events = append(x.Events, Event{
-				Source: str(m.Value, "source"), DetailType: str(m.Value, "detailType"),
-				Time: parseTime(str(m.Value, "time")), From: str(m.Value, "from"),
-				To: str(m.Value, "to"), Reason: str(m.Value, "reason"),
+				Source: ddbitem.String(m.Value, "source"), DetailType: ddbitem.String(m.Value, "detailType"),
+				Time: parseTime(ddbitem.String(m.Value, "time")), From: ddbitem.String(m.Value, "from"),
+				To: ddbitem.String(m.Value, "to"), Reason: ddbitem.String(m.Value, "reason"),
 			})
 		}
 	}
@@ -359,7 +345,7 @@ func (r *Repo) runningIDs(ctx context.Context, cond *string, values map[string]a
 			return nil, fmt.Errorf("sessions: query running: %w", err)
 		}
 		for _, it := range page.Items {
-			ids = append(ids, str(it, "sessionId"))
+			ids = append(ids, ddbitem.String(it, "sessionId"))
 		}
 	}
 	return ids, nil

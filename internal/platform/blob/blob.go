@@ -58,14 +58,24 @@ func NewDir(root string) (*Dir, error) {
 	return &Dir{Root: root}, nil
 }
 
-func (d *Dir) path(key string) (string, error) {
+// checkKey returns ErrBadKey for keys that are empty, absolute, contain a
+// backslash or an empty, "." or ".." segment. Every Store applies it, so a
+// key valid for one backend is valid for all.
+func checkKey(key string) error {
 	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
-		return "", fmt.Errorf("%w: %q", ErrBadKey, key)
+		return fmt.Errorf("%w: %q", ErrBadKey, key)
 	}
 	for _, part := range strings.Split(key, "/") {
 		if part == "" || part == "." || part == ".." {
-			return "", fmt.Errorf("%w: %q", ErrBadKey, key)
+			return fmt.Errorf("%w: %q", ErrBadKey, key)
 		}
+	}
+	return nil
+}
+
+func (d *Dir) path(key string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
 	}
 	return filepath.Join(d.Root, filepath.FromSlash(key)), nil
 }

@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -181,4 +182,24 @@ func writeBlobJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Uploader issues URLs through which a client PUTs one object without other
+// credentials: a Signer's (served by its Handler) or an S3 presigned URL.
+type Uploader interface {
+	// UploadURL returns a URL accepting a PUT of the object at key until
+	// ttl from now. origin ("http://host:port") is where the caller's own
+	// server is reached; implementations that upload elsewhere ignore it.
+	UploadURL(ctx context.Context, origin, key string, ttl time.Duration) (string, error)
+}
+
+var _ Uploader = (*Signer)(nil)
+
+// UploadURL returns s.URL(origin, "PUT", key, ttl): a PUT URL for the
+// Handler mounted at origin. It fails only for an invalid key.
+func (s *Signer) UploadURL(_ context.Context, origin, key string, ttl time.Duration) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	return s.URL(origin, http.MethodPut, key, ttl), nil
 }

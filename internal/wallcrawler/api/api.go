@@ -55,8 +55,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Contexts serves /v1/contexts; nil leaves those routes unanswered (404).
 	Contexts *contexts.Store
-	// Uploads signs the contexts' uploadUrl; required with Contexts.
-	Uploads *blob.Signer
+	// Uploads issues the contexts' uploadUrl (a *blob.Signer, or a
+	// *blob.S3 presigning PutObject); nil leaves uploadUrl empty.
+	Uploads blob.Uploader
 	// Sessions serves /v1/sessions (and project usage when Usage is nil);
 	// nil leaves those routes unanswered (404).
 	Sessions *sessions.Manager

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -59,12 +60,16 @@ type createContextJSON struct {
 	Name      string `json:"name"`
 }
 
-func (h *Handler) uploadJSON(r *http.Request, c contexts.Context) contextUploadJSON {
+func (h *Handler) uploadJSON(r *http.Request, c contexts.Context) (contextUploadJSON, error) {
 	out := contextUploadJSON{ID: c.ID, CipherAlgorithm: "NONE"}
 	if h.opts.Uploads != nil {
-		out.UploadURL = h.opts.Uploads.URL(origin(r), http.MethodPut, c.StorageKey, UploadURLTTL)
+		u, err := h.opts.Uploads.UploadURL(r.Context(), origin(r), c.StorageKey, UploadURLTTL)
+		if err != nil {
+			return out, fmt.Errorf("context %s: upload URL: %w", c.ID, err)
+		}
+		out.UploadURL = u
 	}
-	return out
+	return out, nil
 }
 
 func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +99,12 @@ func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, h.uploadJSON(r, c))
+	out, err := h.uploadJSON(r, c)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, out)
 }
 
 // lookupContext returns the path's context when it belongs to a project
@@ -144,7 +154,12 @@ func (h *Handler) updateContext(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.uploadJSON(r, c))
+	out, err := h.uploadJSON(r, c)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) deleteContext(w http.ResponseWriter, r *http.Request) {

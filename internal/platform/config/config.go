@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -81,6 +82,19 @@ type Config struct {
 	// DataShelfKeys is a file of "KEY_ID SECRET" lines for DataShelf's
 	// HMAC-signed scraper endpoints.
 	DataShelfKeys string
+	// BlobS3Bucket, when set, keeps the systems' blobs (Wallcrawler's
+	// archives, EECAR's and DataShelf's images) in this bucket of AWS S3 or
+	// an S3-compatible service, under "<system>/", instead of under
+	// DataDir. Credentials come from the AWS environment.
+	BlobS3Bucket string
+	// BlobS3Endpoint is the base URL of an S3-compatible service (MinIO,
+	// Ceph, R2); empty: AWS S3.
+	BlobS3Endpoint string
+	// BlobS3Region signs the S3 requests; empty: Region.
+	BlobS3Region string
+	// BlobS3PathStyle addresses the bucket in the URL path instead of the
+	// host name (most S3-compatible services need it).
+	BlobS3PathStyle bool
 }
 
 // Defaults returns the embedded-defaults configuration.
@@ -111,42 +125,47 @@ type field struct {
 	str              *string
 	dur              *time.Duration
 	num              *int
+	boolean          *bool
 }
 
 func (c *Config) fields(which []string) []field {
 	all := []field{
-		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil},
-		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil},
-		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil},
-		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil},
-		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil, nil},
-		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil},
-		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil},
-		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil},
-		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil},
-		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil},
-		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil},
-		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool},
-		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil},
-		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil},
-		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil},
-		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil},
-		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", `private networks checks and webhooks may reach: "all" or CIDRs (default none)`, &c.ChecksAllowNetworks, nil, nil},
-		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil},
-		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit},
-		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit},
-		{"checks-smtp", "QUARRY_CHECKS_SMTP", "SMTP server (host:port) for email alerts; empty: no email", &c.ChecksSMTP, nil, nil},
-		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil},
-		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil},
-		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil},
-		{"eecar-table-prefix", "QUARRY_EECAR_TABLE_PREFIX", "prefix of eecar-parts-table", &c.EECARTablePrefix, nil, nil},
-		{"eecar-embeddings-url", "QUARRY_EECAR_EMBEDDINGS_URL", "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", &c.EECAREmbeddingsURL, nil, nil},
-		{"eecar-embeddings-model", "QUARRY_EECAR_EMBEDDINGS_MODEL", "embedding model name at eecar-embeddings-url", &c.EECAREmbeddingsModel, nil, nil},
-		{"eecar-embeddings-key", "QUARRY_EECAR_EMBEDDINGS_KEY", "API key for eecar-embeddings-url", &c.EECAREmbeddingsKey, nil, nil},
-		{"eecar-embeddings-dim", "QUARRY_EECAR_EMBEDDINGS_DIM", "dimension of the embeddings at eecar-embeddings-url", nil, nil, &c.EECAREmbeddingsDim},
-		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil},
-		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil},
-		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil},
+		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil, nil},
+		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil, nil},
+		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil, nil},
+		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil, nil},
+		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil, nil, nil},
+		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil, nil},
+		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil, nil},
+		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil, nil},
+		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil, nil},
+		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil, nil},
+		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil, nil},
+		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool, nil},
+		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil, nil},
+		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil, nil},
+		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil, nil},
+		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil, nil},
+		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", `private networks checks and webhooks may reach: "all" or CIDRs (default none)`, &c.ChecksAllowNetworks, nil, nil, nil},
+		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil, nil},
+		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit, nil},
+		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit, nil},
+		{"checks-smtp", "QUARRY_CHECKS_SMTP", "SMTP server (host:port) for email alerts; empty: no email", &c.ChecksSMTP, nil, nil, nil},
+		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil, nil},
+		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil, nil},
+		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil, nil},
+		{"eecar-table-prefix", "QUARRY_EECAR_TABLE_PREFIX", "prefix of eecar-parts-table", &c.EECARTablePrefix, nil, nil, nil},
+		{"eecar-embeddings-url", "QUARRY_EECAR_EMBEDDINGS_URL", "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", &c.EECAREmbeddingsURL, nil, nil, nil},
+		{"eecar-embeddings-model", "QUARRY_EECAR_EMBEDDINGS_MODEL", "embedding model name at eecar-embeddings-url", &c.EECAREmbeddingsModel, nil, nil, nil},
+		{"eecar-embeddings-key", "QUARRY_EECAR_EMBEDDINGS_KEY", "API key for eecar-embeddings-url", &c.EECAREmbeddingsKey, nil, nil, nil},
+		{"eecar-embeddings-dim", "QUARRY_EECAR_EMBEDDINGS_DIM", "dimension of the embeddings at eecar-embeddings-url", nil, nil, &c.EECAREmbeddingsDim, nil},
+		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil, nil},
+		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil, nil},
+		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil, nil},
+		{"blob-s3-bucket", "QUARRY_BLOB_S3_BUCKET", "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", &c.BlobS3Bucket, nil, nil, nil},
+		{"blob-s3-endpoint", "QUARRY_BLOB_S3_ENDPOINT", "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", &c.BlobS3Endpoint, nil, nil, nil},
+		{"blob-s3-region", "QUARRY_BLOB_S3_REGION", "region of blob-s3-bucket (default: region)", &c.BlobS3Region, nil, nil, nil},
+		{flag: "blob-s3-path-style", env: "QUARRY_BLOB_S3_PATH_STYLE", usage: "address blob-s3-bucket in the URL path (MinIO, Ceph and most S3-compatible services)", boolean: &c.BlobS3PathStyle},
 	}
 	if which == nil {
 		return all
@@ -175,6 +194,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 		}
 		if f.str != nil {
 			*f.str = v
+		} else if f.boolean != nil {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s=%q: want true or false", f.env, v)
+			}
+			*f.boolean = b
 		} else if f.num != nil {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -193,6 +218,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 		usage := fmt.Sprintf("%s (env %s)", f.usage, f.env)
 		if f.str != nil {
 			fs.StringVar(f.str, f.flag, *f.str, usage)
+		} else if f.boolean != nil {
+			fs.BoolVar(f.boolean, f.flag, *f.boolean, usage)
 		} else if f.num != nil {
 			fs.IntVar(f.num, f.flag, *f.num, usage)
 		} else {
@@ -286,6 +313,14 @@ func (c *Config) Validate() error {
 	}
 	if c.EECAREmbeddingsURL != "" && (c.EECAREmbeddingsModel == "" || c.EECAREmbeddingsDim <= 0) {
 		errs = append(errs, errors.New("config: eecar-embeddings-url needs eecar-embeddings-model and a positive eecar-embeddings-dim"))
+	}
+	if c.BlobS3Bucket == "" && (c.BlobS3Endpoint != "" || c.BlobS3Region != "" || c.BlobS3PathStyle) {
+		errs = append(errs, errors.New("config: blob-s3-endpoint, blob-s3-region and blob-s3-path-style need blob-s3-bucket"))
+	}
+	if c.BlobS3Endpoint != "" {
+		if u, err := url.Parse(c.BlobS3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("config: blob-s3-endpoint %q: want an http:// or https:// URL", c.BlobS3Endpoint))
+		}
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

@@ -26,6 +26,19 @@ func TestLoad(t *testing.T) {
 		{name: "bad level and format reported together", env: map[string]string{"QUARRY_LOG_LEVEL": "loud", "QUARRY_LOG_FORMAT": "xml"},
 			wantErr: "log-level \"loud\""},
 		{name: "bad duration", env: map[string]string{"QUARRY_SHUTDOWN_TIMEOUT": "soon"}, wantErr: "not a duration"},
+		{name: "blob s3 from env", env: map[string]string{"QUARRY_BLOB_S3_BUCKET": "b", "QUARRY_BLOB_S3_ENDPOINT": "http://127.0.0.1:9000", "QUARRY_BLOB_S3_PATH_STYLE": "true"},
+			check: func(c *Config) bool {
+				return c.BlobS3Bucket == "b" && c.BlobS3Endpoint == "http://127.0.0.1:9000" && c.BlobS3PathStyle && c.BlobS3Region == ""
+			}},
+		{name: "blob s3 path style flag", args: []string{"--blob-s3-bucket", "b", "--blob-s3-path-style", "--blob-s3-region", "eu-west-1"},
+			env:   map[string]string{"QUARRY_BLOB_S3_PATH_STYLE": "false"},
+			check: func(c *Config) bool { return c.BlobS3PathStyle && c.BlobS3Region == "eu-west-1" }},
+		{name: "blob s3 path style off by flag", args: []string{"--blob-s3-bucket", "b", "--blob-s3-path-style=false"},
+			env:   map[string]string{"QUARRY_BLOB_S3_PATH_STYLE": "1"},
+			check: func(c *Config) bool { return !c.BlobS3PathStyle }},
+		{name: "bad bool", env: map[string]string{"QUARRY_BLOB_S3_BUCKET": "b", "QUARRY_BLOB_S3_PATH_STYLE": "yes"}, wantErr: "want true or false"},
+		{name: "blob s3 endpoint without bucket", args: []string{"--blob-s3-endpoint", "http://127.0.0.1:9000"}, wantErr: "need blob-s3-bucket"},
+		{name: "bad blob s3 endpoint", args: []string{"--blob-s3-bucket", "b", "--blob-s3-endpoint", "127.0.0.1:9000"}, wantErr: "want an http:// or https:// URL"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

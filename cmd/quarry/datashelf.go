@@ -27,9 +27,10 @@ import (
 )
 
 // openDataShelf opens DataShelf's store (SQLite under the data directory,
-// or PostgreSQL) and its blob store.
+// or PostgreSQL) and its blob store (locally <data-dir>/blobs, where
+// DataShelf has always kept them, rather than <data-dir>/datashelf/blobs).
 func openDataShelf(ctx context.Context, c *config.Config) (store.Store, blob.Store, error) {
-	blobs, err := blob.NewDir(filepath.Join(c.DataDir, "blobs"))
+	blobs, _, err := openBlobs(ctx, c, "datashelf", filepath.Join(c.DataDir, "blobs"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,7 +92,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 			startURL, rest = rest[n-1], rest[:n-1]
 		}
 	}
-	c, err := config.Load(fs, rest, getenv, config.Defaults(), []string{"data-dir", "datashelf-db", "log-level", "log-format"})
+	c, err := config.Load(fs, rest, getenv, config.Defaults(), []string{"data-dir", "datashelf-db", "log-level", "log-format", "region", "blob-s3-bucket", "blob-s3-endpoint", "blob-s3-region", "blob-s3-path-style"})
 	if err != nil {
 		return err
 	}

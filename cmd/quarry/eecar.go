@@ -19,7 +19,6 @@ import (
 	"github.com/quarrydb/quarry/internal/eecar/market"
 	"github.com/quarrydb/quarry/internal/eecar/notify"
 	"github.com/quarrydb/quarry/internal/eecar/store"
-	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
@@ -94,7 +93,7 @@ func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := blob.NewDir(filepath.Join(c.DataDir, "eecar", "blobs"))
+	blobs, _, err := openBlobs(ctx, c, "eecar", filepath.Join(c.DataDir, "eecar", "blobs"))
 	if err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := blob.NewDir(filepath.Join(root, "blobs"))
+	blobs, uploader, err := openBlobs(ctx, c, "wallcrawler", filepath.Join(root, "blobs"))
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +178,16 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	} else if n > 0 {
 		log.Warn("sessions of a previous process marked FAILED", "count", n)
 	}
+	// Context archives are uploaded through quarry's own signed URLs, or
+	// straight to the bucket through presigned ones when blobs are in S3
+	// (the signed-URL handler stays mounted either way).
 	signer := blob.NewSigner(secret, uploadPrefix, nil)
 	w.uploads = signer.Handler(blobs, maxContextArchive)
+	if uploader == nil {
+		uploader = signer
+	}
 	h := wcapi.New(authStore, &wcapi.Options{
-		Logger: log, Contexts: ctxStore, Uploads: signer, Sessions: w.manager,
+		Logger: log, Contexts: ctxStore, Uploads: uploader, Sessions: w.manager,
 		CDP: cdp.NewProxy(w.manager, log),
 	})
 	w.handler = http.StripPrefix("/wallcrawler", h)

@@ -110,6 +110,16 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	}, nil
 }
 
+// CheckBucket sends HeadBucket, so that a wrong bucket, endpoint or
+// credentials show at start instead of at the first upload. It needs the
+// s3:ListBucket permission.
+func (s *S3) CheckBucket(ctx context.Context) error {
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		return fmt.Errorf("blob: s3 bucket %s: %w", s.bucket, err)
+	}
+	return nil
+}
+
 func (s *S3) objectKey(key string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err

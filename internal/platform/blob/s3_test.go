@@ -248,7 +248,14 @@ func TestS3Prefix(t *testing.T) {
 
 // A missing bucket is a configuration error, not a missing object.
 func TestS3MissingBucket(t *testing.T) {
-	s := newTestS3(t, fakeS3(t), "no-such-bucket", "")
+	endpoint := fakeS3(t)
+	if err := newTestS3(t, endpoint, testBucket, "").CheckBucket(context.Background()); err != nil {
+		t.Fatalf("CheckBucket: %v", err)
+	}
+	s := newTestS3(t, endpoint, "no-such-bucket", "")
+	if err := s.CheckBucket(context.Background()); err == nil {
+		t.Fatal("CheckBucket of a missing bucket succeeded")
+	}
 	_, err := s.Get(context.Background(), "k")
 	if err == nil || errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get in a missing bucket = %v, want an error other than ErrNotFound", err)

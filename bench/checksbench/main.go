@@ -469,7 +469,7 @@ func run(c *config) error {
 	}
 	fmt.Fprintf(&b, "- Setup: embedded store (ddb.Open, fsync on every commit: %v, in-process ddb.NewClient), tables.EnsureTables, one PRO user, %d AVAILABILITY checks (delayMs %d, half with attributes {\"keyword\": %q}) created with CreateCheck by %d goroutines in %s (not measured); first runs spread evenly over the first interval from the window start; store %s on disk after setup\n",
 		!c.noSync, c.checks, intervalMs, keyword, c.creators, setup.Round(time.Millisecond), mib(sizeAfterSetup))
-	fmt.Fprintf(&b, "- Run: scheduler.New(store, real probe.Prober with fetch AllowPrivate, nil Alerter, Concurrency %d, Retention %s, Refresh 10s).Run for %s; every check targets one loopback httptest server in the same process (200, %d-byte HTML page); lateness = started − due from Options.OnRun (after the claim: GetItem + conditional UpdateItem, and the user lookup); a due time in [start, end − %s) without a run started by the end is a missed run\n",
+	fmt.Fprintf(&b, "- Run: scheduler.New(store, real probe.Prober with fetch AllowPrivate, nil Alerter, Concurrency %d, Retention %s, Refresh 10s).Run for %s; every check targets one loopback httptest server in the same process (200, %d-byte HTML page); lateness = started − due from Options.OnRun (after the claim: one conditional UpdateItem, and the user lookup); a due time in [start, end − %s) without a run started by the end is a missed run\n",
 		conc, ret, c.duration, len(page), c.grace)
 	fmt.Fprintf(&b, "- Scheduler started %s before the first due time; its first Refresh scheduled all %d checks after %s; %d first runs were already due at start\n\n",
 		base.Sub(schedStart).Round(time.Millisecond), c.checks, time.Duration(refreshDone.Load()).Round(time.Millisecond), pastAtStart)

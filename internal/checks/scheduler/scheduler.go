@@ -259,6 +259,7 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 			return wait
 		}
 		// Park it until the run reschedules it.
+		due := e.due
 		e.due = now.Add(s.o.RunTimeout + time.Minute)
 		heap.Fix(&s.queue, e.i)
 		s.mu.Unlock()
@@ -271,7 +272,7 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 		go func(id string) {
 			defer s.wg.Done()
 			defer func() { <-s.sem }()
-			s.runOne(ctx, id, s.o.Now())
+			s.runOne(ctx, id, due, s.o.Now())
 		}(e.id)
 	}
 }
@@ -279,11 +280,15 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 // RunDue runs every check due at now synchronously and returns how many
 // runs it performed. Tests drive the scheduler with it and a fake clock.
 func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
-	var ids []string
+	type job struct {
+		id  string
+		due time.Time
+	}
+	var jobs []job
 	s.mu.Lock()
 	for len(s.queue) > 0 && !s.queue[0].due.After(now) {
 		e := s.queue[0]
-		ids = append(ids, e.id)
+		jobs = append(jobs, job{e.id, e.due})
 		e.due = now.Add(s.o.RunTimeout + time.Minute)
 		heap.Fix(&s.queue, e.i)
 	}
@@ -291,13 +296,13 @@ func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
 	n := 0
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, id := range ids {
+	for _, j := range jobs {
 		wg.Add(1)
 		s.sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-s.sem }()
-			if s.runOne(ctx, id, now) {
+			if s.runOne(ctx, j.id, j.due, now) {
 				mu.Lock()
 				n++
 				mu.Unlock()
@@ -308,10 +313,11 @@ func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
 	return n
 }
 
-// runOne claims and performs one run; it reports whether it ran.
-func (s *Scheduler) runOne(ctx context.Context, id string, now time.Time) bool {
+// runOne claims and performs the run of check id due at due; it reports
+// whether it ran.
+func (s *Scheduler) runOne(ctx context.Context, id string, due, now time.Time) bool {
 	lease := s.o.RunTimeout + 30*time.Second
-	c, due, err := s.st.Claim(ctx, id, s.o.Owner, now, lease)
+	c, err := s.st.Claim(ctx, id, s.o.Owner, due, now, lease)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.Remove(id)

@@ -67,7 +67,7 @@ func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (C
 		return Check{}, err
 	}
 	now := formatTime(s.now())
-	c.ID, c.Status, c.CreatedAt, c.UpdatedAt, c.NextRunAt = id, CheckActive, now, now, firstRun.UTC()
+	c.ID, c.Status, c.CreatedAt, c.UpdatedAt, c.NextRunAt = id, CheckActive, now, now, fromMs(ms(firstRun)) // as stored
 	attrs, err := mapValue(c.Attributes)
 	if err != nil {
 		return Check{}, err

@@ -86,35 +86,27 @@ func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
 	return out, nil
 }
 
-// Claim takes the run of a check that is due at or before now: one
-// conditional update that moves nextRunAt to the next period and sets a
-// lease, so that of several schedulers exactly one runs each period. The
-// next period is nextRunAt + delayMs, or now + delayMs when that is already
-// past (after downtime a check runs once, not once per missed period).
-// It also returns the time the run was due. When the claim fails it
-// returns the check as it stands and ErrLost; a run still leased by
-// another owner (a slow run longer than the period) is not claimed.
-func (s *Store) Claim(ctx context.Context, id, owner string, now time.Time, lease time.Duration) (Check, time.Time, error) {
-	c, err := s.GetCheck(ctx, "", id)
-	if err != nil {
-		return Check{}, time.Time{}, err
-	}
-	due := c.NextRunAt
-	if c.Status != CheckActive || c.NextRunAt.After(now) || (c.LeaseUntil.After(now) && c.LeaseOwner != owner) {
-		return c, due, ErrLost
-	}
-	next := c.NextRunAt.Add(time.Duration(c.DelayMs) * time.Millisecond)
-	if !next.After(now) {
-		next = now.Add(time.Duration(c.DelayMs) * time.Millisecond)
-	}
+// Claim takes the run of a check that the caller believes due at due (its
+// nextRunAt as last read) and that is due at or before now: one
+// conditional update, with no read before it, that moves nextRunAt to the
+// next period and sets a lease, so that of several schedulers exactly one
+// runs each period. The condition also refuses a run another owner still
+// leases (a run longer than the period). The next period is nextRunAt +
+// delayMs; when that is already past (after downtime), a second write
+// moves it to now + delayMs, so a check runs once, not once per missed
+// period. When the claim fails it returns the check as it stands (from the
+// failed write) and ErrLost.
+func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time, lease time.Duration) (Check, error) {
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
-		UpdateExpression:         aws.String("SET nextRunAt = :next, leaseOwner = :me, leaseUntil = :lease"),
-		ConditionExpression:      aws.String("#s = :active AND nextRunAt = :was"),
+		TableName:        aws.String(s.names.Checks),
+		Key:              key(id, skCheck),
+		UpdateExpression: aws.String("SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"),
+		ConditionExpression: aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :now AND " +
+			"(attribute_not_exists(leaseUntil) OR leaseUntil < :now OR leaseOwner = :me)"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]av{
-			":next": ddbitem.N(ms(next)), ":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(now.Add(lease))),
-			":active": ddbitem.S(CheckActive), ":was": ddbitem.N(ms(c.NextRunAt)),
+			":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(now.Add(lease))), ":active": ddbitem.S(CheckActive),
+			":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -122,14 +114,31 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now time.Time, leas
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if ccf.Item == nil {
-			return Check{}, due, fmt.Errorf("%w: check %s", ErrNotFound, id)
+			return Check{}, fmt.Errorf("%w: check %s", ErrNotFound, id)
 		}
-		return parseCheck(ccf.Item), due, ErrLost
+		return parseCheck(ccf.Item), ErrLost
 	}
 	if err != nil {
-		return Check{}, due, fmt.Errorf("checks: claim %s: %w", id, err)
+		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)
 	}
-	return parseCheck(out.Attributes), due, nil
+	c := parseCheck(out.Attributes)
+	if c.NextRunAt.After(now) {
+		return c, nil
+	}
+	// Missed periods: the next run is a period from now.
+	next := now.Add(time.Duration(c.DelayMs) * time.Millisecond)
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.names.Checks),
+		Key:                       key(id, skCheck),
+		UpdateExpression:          aws.String("SET nextRunAt = :next"),
+		ConditionExpression:       aws.String("leaseOwner = :me AND nextRunAt = :was"),
+		ExpressionAttributeValues: map[string]av{":next": ddbitem.N(ms(next)), ":me": ddbitem.S(owner), ":was": ddbitem.N(ms(c.NextRunAt))},
+	})
+	if err != nil && !ddbitem.ConditionFailed(err) {
+		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)
+	}
+	c.NextRunAt = next
+	return c, nil
 }
 
 // Outcome is what a run leaves on its check.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Due is what the scheduler keeps of a check.

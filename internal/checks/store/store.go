@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Errors of the package, matched with errors.Is.

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"net/mail"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // User is a USER item.

@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Need is a company's need: PK COMPANY#{companyId}, SK NEED#{needId};

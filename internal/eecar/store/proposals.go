@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Proposal is PK PROPOSAL#{id}, SK METADATA; GSI1PK COMPANY#{toCompanyId},

@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"github.com/quarrydb/quarry/internal/platform/ddbtable"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"io"
 	"strconv"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Project is an item of the wallcrawler-projects table.

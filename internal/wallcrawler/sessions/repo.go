@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"sort"
 	"strconv"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 

@@ -30,6 +30,10 @@ type Project struct {
 	// ActiveSessions is the counter that enforces Concurrency (see
 	// AcquireSlot); an addition to the documented schema.
 	ActiveSessions int
+	// UsageBrowserMs and UsageProxyBytes count the project's ended
+	// sessions' browser time and all proxied bytes (additions: session
+	// items are deleted by TTL, the usage must outlive them).
+	UsageBrowserMs, UsageProxyBytes int64
 }
 
 // CreateProjectInput describes a new project. Zero values mean defaults.
@@ -209,6 +213,28 @@ func (s *Store) ReleaseSlot(ctx context.Context, projectID string) error {
 	return nil
 }
 
+// AddUsage adds browser milliseconds and proxied bytes to a project's
+// usage counters.
+func (s *Store) AddUsage(ctx context.Context, projectID string, browserMs, proxyBytes int64) error {
+	if browserMs <= 0 && proxyBytes <= 0 {
+		return nil
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.names.Projects),
+		Key:                       map[string]types.AttributeValue{"projectId": ddbitem.S(projectID)},
+		UpdateExpression:          aws.String("ADD usageBrowserMs :ms, usageProxyBytes :b"),
+		ConditionExpression:       aws.String("attribute_exists(projectId)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ms": ddbitem.N(max(browserMs, 0)), ":b": ddbitem.N(max(proxyBytes, 0))},
+	})
+	if ddbitem.ConditionFailed(err) {
+		return fmt.Errorf("%w: project %s", ErrNotFound, projectID)
+	}
+	if err != nil {
+		return fmt.Errorf("auth: add usage: %w", err)
+	}
+	return nil
+}
+
 func (s *Store) randomID(prefix string, n int) (string, error) {
 	b := make([]byte, n)
 	if _, err := io.ReadFull(s.opts.Rand, b); err != nil {
@@ -239,16 +265,18 @@ func projectItem(p Project) map[string]types.AttributeValue {
 
 func parseProject(it map[string]types.AttributeValue) Project {
 	return Project{
-		ID:             ddbitem.String(it, "projectId"),
-		Name:           ddbitem.String(it, "name"),
-		OwnerID:        ddbitem.String(it, "ownerId"),
-		DefaultTimeout: num(it, "defaultTimeout"),
-		Concurrency:    num(it, "concurrency"),
-		Status:         ddbitem.String(it, "status"),
-		BillingTier:    ddbitem.String(it, "billingTier"),
-		CreatedAt:      parseTime(ddbitem.String(it, "createdAt")),
-		UpdatedAt:      parseTime(ddbitem.String(it, "updatedAt")),
-		ActiveSessions: num(it, "activeSessions"),
+		ID:              ddbitem.String(it, "projectId"),
+		Name:            ddbitem.String(it, "name"),
+		OwnerID:         ddbitem.String(it, "ownerId"),
+		DefaultTimeout:  num(it, "defaultTimeout"),
+		Concurrency:     num(it, "concurrency"),
+		Status:          ddbitem.String(it, "status"),
+		BillingTier:     ddbitem.String(it, "billingTier"),
+		CreatedAt:       parseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:       parseTime(ddbitem.String(it, "updatedAt")),
+		ActiveSessions:  num(it, "activeSessions"),
+		UsageBrowserMs:  ddbitem.Int(it, "usageBrowserMs"),
+		UsageProxyBytes: ddbitem.Int(it, "usageProxyBytes"),
 	}
 }
 

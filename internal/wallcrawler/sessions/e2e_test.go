@@ -44,6 +44,7 @@ func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 // Chromium, served by an httptest server at /wallcrawler.
 type stack struct {
 	srv     *httptest.Server
+	db      *ddb.Store
 	auth    *auth.Store
 	mgr     *sessions.Manager
 	repo    *sessions.Repo
@@ -60,7 +61,8 @@ func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 		t.Skip("no chromium (make test installs it)")
 	}
 	ctx := context.Background()
-	store, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true})
+	clk := &clock{}
+	store, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +72,7 @@ func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{}
-	st := &stack{clock: clk, workDir: t.TempDir()}
+	st := &stack{clock: clk, workDir: t.TempDir(), db: store}
 	st.auth = auth.New(client, names, &auth.Options{Now: clk.now})
 	if st.project, err = st.auth.CreateProject(ctx, auth.CreateProjectInput{Name: "e2e", Concurrency: concurrency}); err != nil {
 		t.Fatal(err)
@@ -325,6 +326,19 @@ func TestSessionLifecycle(t *testing.T) {
 	st.call(t, "GET", "/v1/projects/"+st.project.ID+"/usage", nil, &u)
 	if u.ProxyBytes != got.ProxyBytes || u.BrowserMinutes <= 0 {
 		t.Fatalf("usage %+v", u)
+	}
+	// Usage outlives the session item, which TTL deletes at expiresAt.
+	st.clock.advance(2 * time.Hour)
+	if _, err := st.db.SweepExpired(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := st.call(t, "GET", "/v1/sessions/"+s.ID, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("session after its TTL: %d", code)
+	}
+	var after api.Usage
+	st.call(t, "GET", "/v1/projects/"+st.project.ID+"/usage", nil, &after)
+	if after != u {
+		t.Fatalf("usage after TTL %+v, want %+v", after, u)
 	}
 }
 

@@ -347,6 +347,19 @@ func (m *Manager) fail(id, projectID string, from []string, reason string) {
 	m.releaseSlot(projectID)
 }
 
+// countBrowserTime adds an ended session's browser time to its project's
+// usage.
+func (m *Manager) countBrowserTime(x Session) {
+	if x.StartedAt.IsZero() || x.EndedAt.Before(x.StartedAt) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	defer cancel()
+	if err := m.d.Auth.AddUsage(ctx, x.ProjectID, x.EndedAt.Sub(x.StartedAt).Milliseconds(), 0); err != nil {
+		m.log.Warn("wallcrawler: count browser time", "project", x.ProjectID, "err", err)
+	}
+}
+
 func (m *Manager) releaseSlot(projectID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
 	defer cancel()
@@ -427,6 +440,7 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 		return x, err
 	}
 	m.releaseSlot(x.ProjectID)
+	m.countBrowserTime(x)
 	return x, nil
 }
 
@@ -527,6 +541,9 @@ func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (c
 			if err := m.d.Repo.AddProxyBytes(ctx, sessionID, n); err != nil {
 				m.log.Warn("wallcrawler: count proxy bytes", "session", sessionID, "err", err)
 			}
+			if err := m.d.Auth.AddUsage(ctx, l.projectID, 0, n); err != nil {
+				m.log.Warn("wallcrawler: count project usage", "project", l.projectID, "err", err)
+			}
 		},
 	}, nil
 }
@@ -615,12 +632,13 @@ func (m *Manager) Reconcile(ctx context.Context) (int, error) {
 		if mine {
 			continue
 		}
-		_, err = m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
+		x, err = m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
 			"quarry restarted; the browser was lost", map[string]av{"endedAt": s(formatTime(m.now())), "error": s("quarry restarted")})
 		if err != nil {
 			continue
 		}
 		m.releaseSlot(x.ProjectID)
+		m.countBrowserTime(x)
 		n++
 	}
 	return n, nil
@@ -662,26 +680,22 @@ type Usage struct {
 	ProxyBytes     int64
 }
 
-// ProjectUsage sums the browser minutes (startedAt to endedAt, or now)
-// and proxy bytes of a project's sessions.
+// ProjectUsage is the project's counters (ended sessions' browser time,
+// all proxied bytes) plus the browser time of its sessions still running.
 func (m *Manager) ProjectUsage(ctx context.Context, projectID string) (Usage, error) {
+	p, err := m.d.Auth.GetProject(ctx, projectID)
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{BrowserMinutes: float64(p.UsageBrowserMs) / 60000, ProxyBytes: p.UsageProxyBytes}
 	all, err := m.d.Repo.ListByProject(ctx, projectID, 0)
 	if err != nil {
 		return Usage{}, err
 	}
-	var u Usage
 	now := m.now()
 	for _, x := range all {
-		u.ProxyBytes += x.ProxyBytes
-		if x.StartedAt.IsZero() {
-			continue
-		}
-		end := x.EndedAt
-		if end.IsZero() {
-			end = now
-		}
-		if d := end.Sub(x.StartedAt); d > 0 {
-			u.BrowserMinutes += d.Minutes()
+		if x.Status == StatusRunning && !x.StartedAt.IsZero() && now.After(x.StartedAt) {
+			u.BrowserMinutes += now.Sub(x.StartedAt).Minutes()
 		}
 	}
 	return u, nil

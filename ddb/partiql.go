@@ -593,14 +593,8 @@ func (s *Store) translateSelect(st *partiql.Select) (*selectPlan, error) {
 		}
 		pl.in.FilterExpression = &fe
 	}
-	if len(st.Paths) > 0 {
-		ps := make([]string, len(st.Paths))
-		for i, p := range st.Paths {
-			ps[i] = b.path(p)
-		}
-		pe := strings.Join(ps, ", ")
-		pl.in.ProjectionExpression = &pe
-	}
+	// The projection is applied by shape, on whole items: a
+	// ProjectionExpression would renumber list elements (l[1] → l[0]).
 	pl.in.exprInput = b.input()
 	return pl, nil
 }
@@ -921,16 +915,6 @@ func (s *Store) transactSelects(reads []*selectPlan, rcc string) (*ExecuteTransa
 	tgi := &TransactGetItemsInput{ReturnConsumedCapacity: rcc}
 	for _, pl := range reads {
 		g := &TransactGet{TableName: pl.in.TableName, Key: pl.key}
-		if len(pl.paths) > 0 {
-			var b exprBuilder
-			ps := make([]string, len(pl.paths))
-			for i, p := range pl.paths {
-				ps[i] = b.path(p)
-			}
-			pe := strings.Join(ps, ", ")
-			g.ProjectionExpression = &pe
-			g.exprInput = b.input()
-		}
 		tgi.TransactItems = append(tgi.TransactItems, TransactGetItem{Get: g})
 	}
 	tgo, err := s.TransactGetItems(tgi)

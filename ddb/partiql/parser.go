@@ -229,6 +229,12 @@ func (p *parser) path() expr.Path {
 	for {
 		switch {
 		case p.acceptPunct("."):
+			// After a dot, keywords are names too (m.in).
+			if t := p.peek(); t.kind == tIdent {
+				p.i++
+				path = append(path, expr.PathElem{Name: t.text})
+				continue
+			}
 			path = append(path, expr.PathElem{Name: p.name("an attribute name")})
 		case p.acceptPunct("["):
 			t := p.peek()

@@ -756,6 +756,24 @@ func (s *Store) BatchExecuteStatement(in *BatchExecuteStatementInput) (*BatchExe
 	if err := c.err(); err != nil {
 		return nil, err
 	}
+	// A batch is all reads or all writes (statements that do not parse
+	// report their error in their response).
+	reads, writes := 0, 0
+	for _, req := range in.Statements {
+		if req.Statement == nil {
+			continue
+		}
+		if st, err := partiql.Parse(*req.Statement, req.Parameters); err == nil {
+			if _, ok := st.(*partiql.Select); ok {
+				reads++
+			} else {
+				writes++
+			}
+		}
+	}
+	if reads > 0 && writes > 0 {
+		return nil, validationf("Batch must contain either all reads or all writes")
+	}
 	out := &BatchExecuteStatementOutput{Responses: make([]BatchStatementResponse, len(in.Statements))}
 	caps := map[string]*ConsumedCapacity{}
 	var order []string

@@ -150,7 +150,6 @@ func TestSDKPartiQLBatch(t *testing.T) {
 		{Statement: aws.String(`UPDATE ` + q + ` SET v = ? WHERE pk = 'a'`), Parameters: []types.AttributeValue{avS("uno")}},
 		{Statement: aws.String(`UPDATE ` + q + ` SET v = 'x' WHERE pk = 'missing'`)},
 		{Statement: aws.String(`DELETE FROM "no-such-table-partiql" WHERE pk = 'x'`)},
-		{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE v = 'x'`)},
 	}})
 	requireNoError(t, err, "BatchExecuteStatement")
 	var codes []string
@@ -161,7 +160,7 @@ func TestSDKPartiQLBatch(t *testing.T) {
 		}
 		codes = append(codes, code)
 	}
-	want := []string{"", "DuplicateItem", "", "ConditionalCheckFailed", "ResourceNotFound", "ValidationError"}
+	want := []string{"", "DuplicateItem", "", "ConditionalCheckFailed", "ResourceNotFound"}
 	if len(codes) != len(want) {
 		t.Fatalf("codes = %q", codes)
 	}
@@ -181,9 +180,11 @@ func TestSDKPartiQLBatch(t *testing.T) {
 	out, err = c.BatchExecuteStatement(tctx(t), &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
 		{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE pk = 'b'`)},
 		{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE pk = 'zzz'`)},
+		{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE v = 'x'`)},
 	}})
 	requireNoError(t, err, "BatchExecuteStatement reads")
-	if len(out.Responses) != 2 || sAttr(out.Responses[0].Item, "v") != "two" || out.Responses[1].Item != nil || out.Responses[1].Error != nil {
+	if len(out.Responses) != 3 || sAttr(out.Responses[0].Item, "v") != "two" || out.Responses[1].Item != nil || out.Responses[1].Error != nil ||
+		out.Responses[2].Error == nil || out.Responses[2].Error.Code != types.BatchStatementErrorCodeEnumValidationError {
 		t.Fatalf("batch reads = %+v", out.Responses)
 	}
 
@@ -257,4 +258,25 @@ func TestSDKPartiQLTransaction(t *testing.T) {
 	requireAPIError(t, err, "ValidationException", "")
 	_, err = c.ExecuteTransaction(tctx(t), &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{}})
 	requireAPIError(t, err, "ValidationException", "")
+}
+
+func TestSDKPartiQLBatchMixed(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	tbl := createTable(t, c, tableSpec{Hash: "pk:S"})
+	q := `"` + tbl + `"`
+	_, err := c.BatchExecuteStatement(tctx(t), &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE pk = 'a'`)},
+		{Statement: aws.String(`DELETE FROM ` + q + ` WHERE pk = 'a'`)},
+	}})
+	requireAPIError(t, err, "ValidationException", "all reads or all writes")
+	// A statement that does not parse fails alone.
+	out, err := c.BatchExecuteStatement(tctx(t), &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE pk = 'a'`)},
+		{Statement: aws.String(`SELEC * FROM ` + q)},
+	}})
+	requireNoError(t, err, "BatchExecuteStatement")
+	if out.Responses[0].Error != nil || out.Responses[1].Error == nil || out.Responses[1].Error.Code != types.BatchStatementErrorCodeEnumValidationError {
+		t.Fatalf("responses = %+v", out.Responses)
+	}
 }

@@ -530,6 +530,58 @@ type selectPlan struct {
 	paths   []expr.Path
 	fullKey bool      // the key conditions pin one item of the table
 	key     attr.Item // that item's key
+	// post is the part of the WHERE a Query cannot filter on (conditions
+	// on its key attributes beyond the key condition), evaluated here.
+	post *expr.Condition
+}
+
+// condNames returns the top-level attribute names c refers to.
+func condNames(c partiql.Cond) map[string]bool {
+	names := map[string]bool{}
+	var op func(o partiql.Operand)
+	op = func(o partiql.Operand) {
+		switch o := o.(type) {
+		case *partiql.PathOp:
+			names[o.Path[0].Name] = true
+		case *partiql.Call:
+			for _, a := range o.Args {
+				op(a)
+			}
+		case *partiql.Arith:
+			op(o.L)
+			op(o.R)
+		}
+	}
+	var walk func(c partiql.Cond)
+	walk = func(c partiql.Cond) {
+		switch c := c.(type) {
+		case *partiql.Compare:
+			op(c.L)
+			op(c.R)
+		case *partiql.Between:
+			op(c.X)
+			op(c.Lo)
+			op(c.Hi)
+		case *partiql.In:
+			op(c.X)
+			for _, o := range c.List {
+				op(o)
+			}
+		case *partiql.Logic:
+			walk(c.L)
+			walk(c.R)
+		case *partiql.Not:
+			walk(c.X)
+		case *partiql.Func:
+			for _, a := range c.Args {
+				op(a)
+			}
+		case *partiql.Missing:
+			names[c.Path[0].Name] = true
+		}
+	}
+	walk(c)
+	return names
 }
 
 func (s *Store) translateSelect(st *partiql.Select) (*selectPlan, error) {
@@ -585,6 +637,31 @@ func (s *Store) translateSelect(st *partiql.Select) (*selectPlan, error) {
 		pl.query = true
 		kce := strings.Join(keyConds, " AND ")
 		pl.in.KeyConditionExpression = &kce
+	}
+	if pl.query {
+		// A Query's filter may not name its key attributes: conditions on
+		// them are evaluated here, on the Query's items.
+		var post, filter []partiql.Cond
+		for _, c := range rest {
+			names := condNames(c)
+			if names[hash.Name] || rng != nil && names[rng.Name] {
+				post = append(post, c)
+			} else {
+				filter = append(filter, c)
+			}
+		}
+		if len(post) > 0 {
+			var pb exprBuilder
+			ce, err := pb.conds(post)
+			if err != nil {
+				return nil, err
+			}
+			pin := pb.input()
+			if pl.post, err = expr.ParseCondition(expr.FilterExpression, ce, expr.NewParams(pin.ExpressionAttributeNames, pin.ExpressionAttributeValues)); err != nil {
+				return nil, asAPIError(err)
+			}
+		}
+		rest = filter
 	}
 	if len(rest) > 0 {
 		fe, err := b.conds(rest)
@@ -650,10 +727,22 @@ func (pl *selectPlan) shape(items []attr.Item) []attr.Item {
 }
 
 func (s *Store) runSelect(pl *selectPlan) (*QueryOutput, error) {
-	if pl.query {
-		return s.Query(&pl.in)
+	if !pl.query {
+		return s.Scan(&pl.in)
 	}
-	return s.Scan(&pl.in)
+	out, err := s.Query(&pl.in)
+	if err != nil || pl.post == nil || out.Items == nil {
+		return out, err
+	}
+	kept := (*out.Items)[:0]
+	for _, it := range *out.Items {
+		if pl.post.Eval(it) {
+			kept = append(kept, it)
+		}
+	}
+	out.Items = &kept
+	out.Count = int64(len(kept))
+	return out, nil
 }
 
 func encodeNextToken(lek attr.Item) string {
@@ -878,7 +967,7 @@ func (s *Store) ExecuteTransaction(in *ExecuteTransactionInput) (*ExecuteTransac
 			if err != nil {
 				return nil, err
 			}
-			if !pl.fullKey || pl.in.FilterExpression != nil {
+			if !pl.fullKey || pl.in.FilterExpression != nil || pl.post != nil {
 				return nil, validationf("Transaction SELECT statements must specify an equality on all key attributes and no other conditions")
 			}
 			reads = append(reads, pl)

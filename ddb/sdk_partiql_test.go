@@ -65,6 +65,13 @@ func TestSDKPartiQLStatements(t *testing.T) {
 	if items := mustExec(t, c, `SELECT * FROM `+q+` WHERE 'a' = pk AND sk > 1 AND v >= 3 AND NOT (v = 4)`); len(items) != 1 || nAttr(items[0], "v") != "3" {
 		t.Fatalf("select with filter = %v", items)
 	}
+	// Conditions on key attributes beyond the key condition.
+	if items := mustExec(t, c, `SELECT * FROM `+q+` WHERE pk = 'a' AND sk > 1 AND sk < 4`); len(items) != 2 {
+		t.Fatalf("select two sort-key bounds: %d items", len(items))
+	}
+	if items := mustExec(t, c, `SELECT * FROM `+q+` WHERE pk = 'a' AND sk <> 2 AND (sk = 1 OR v = 3)`); len(items) != 2 {
+		t.Fatalf("select sk <> / OR: %d items", len(items))
+	}
 	if items := mustExec(t, c, `SELECT * FROM `+q+` WHERE v IN [2, 10] OR attribute_type(m, 'M')`); len(items) != 3 {
 		t.Fatalf("scan IN/OR: %d items", len(items))
 	}

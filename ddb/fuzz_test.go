@@ -11,7 +11,8 @@ import (
 )
 
 var fuzzOps = []string{"CreateTable", "DescribeTable", "ListTables", "DeleteTable", "UpdateTable", "PutItem", "GetItem",
-	"UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem"}
+	"UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
+	"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"}
 
 // FuzzRequest sends arbitrary bodies to every operation of a store that has
 // one table with a GSI and an LSI: no body may crash the server, answer 500,
@@ -32,6 +33,18 @@ func FuzzRequest(f *testing.F) {
 	}
 	for i, s := range seeds {
 		f.Add(uint8(i), []byte(s))
+	}
+	for _, s := range []struct {
+		op   int
+		body string
+	}{
+		{13, `{"Statement":"SELECT * FROM \"fuzz-table\" WHERE pk = ? AND sk > 1 AND sk < 3","Parameters":[{"S":"a"}],"Limit":1}`},
+		{13, `{"Statement":"SELECT a.b[1] FROM \"fuzz-table\".\"gsi\" WHERE g = 'x'","NextToken":"e30="}`},
+		{13, `{"Statement":"UPDATE \"fuzz-table\" SET a = a + 1 REMOVE b WHERE pk = 'a' AND sk = 1"}`},
+		{14, `{"Statements":[{"Statement":"INSERT INTO \"fuzz-table\" VALUE {'pk': 'a', 'sk': ?}","Parameters":[{"N":"1"}]}]}`},
+		{15, `{"TransactStatements":[{"Statement":"DELETE FROM \"fuzz-table\" WHERE pk = 'a' AND sk = 1"}]}`},
+	} {
+		f.Add(uint8(s.op), []byte(s.body))
 	}
 	store, err := ddb.Open(f.TempDir(), nil)
 	if err != nil {

@@ -427,7 +427,9 @@ type writeAction struct {
 	kind   string // "Put", "Update", "Delete"
 	table  string
 	insert bool
-	action TransactAction
+	// returnValues is the RETURNING clause as ReturnValues ("" for none).
+	returnValues string
+	action       TransactAction
 }
 
 func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
@@ -452,7 +454,7 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 		if !ok {
 			return nil, missingKeyEquality()
 		}
-		w.kind, w.table = "Update", st.Table
+		w.kind, w.table, w.returnValues = "Update", st.Table, st.Returning
 		w.action.Key = key
 		ue, err := b.update(st.Actions)
 		if err != nil {
@@ -477,7 +479,7 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 		if !ok {
 			return nil, missingKeyEquality()
 		}
-		w.kind, w.table = "Delete", st.Table
+		w.kind, w.table, w.returnValues = "Delete", st.Table, st.Returning
 		w.action.Key = key
 		if len(rest) > 0 {
 			cond, err := b.conds(rest)
@@ -505,6 +507,7 @@ func (s *Store) execWrite(w *writeAction, rcc, rvOnFailure string) (*ItemOutput,
 		ConditionExpression:                 w.action.ConditionExpression,
 		ReturnValuesOnConditionCheckFailure: rvOnFailure,
 		ReturnConsumedCapacity:              rcc,
+		ReturnValues:                        w.returnValues,
 		exprInput:                           w.action.exprInput,
 	}
 	var out *ItemOutput
@@ -792,7 +795,11 @@ func (s *Store) ExecuteStatement(in *ExecuteStatementInput) (*ExecuteStatementOu
 		if err != nil {
 			return nil, err
 		}
-		return &ExecuteStatementOutput{Items: []attr.Item{}, ConsumedCapacity: out.ConsumedCapacity}, nil
+		res := &ExecuteStatementOutput{Items: []attr.Item{}, ConsumedCapacity: out.ConsumedCapacity}
+		if len(out.Attributes) > 0 {
+			res.Items = append(res.Items, out.Attributes)
+		}
+		return res, nil
 	}
 	pl, err := s.translateSelect(sel)
 	if err != nil {
@@ -931,6 +938,9 @@ func (s *Store) batchStatement(req BatchStatementRequest, rcc string) (attr.Item
 	if err != nil {
 		return nil, nil, table, err
 	}
+	if w.returnValues != "" {
+		return nil, nil, table, validationf("RETURNING is not supported in BatchExecuteStatement")
+	}
 	wo, err := s.execWrite(w, rcc, req.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, nil, table, err
@@ -976,6 +986,9 @@ func (s *Store) ExecuteTransaction(in *ExecuteTransactionInput) (*ExecuteTransac
 		w, err := s.translateWrite(st)
 		if err != nil {
 			return nil, err
+		}
+		if w.returnValues != "" {
+			return nil, validationf("RETURNING is not supported in ExecuteTransaction")
 		}
 		writes = append(writes, w)
 		rvs = append(rvs, ps.ReturnValuesOnConditionCheckFailure)

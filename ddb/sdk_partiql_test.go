@@ -117,6 +117,15 @@ func TestSDKPartiQLStatements(t *testing.T) {
 	if sAttr(it, "s") != "new" || nAttr(it, "n") != "2.5" || len(it["l"].(*types.AttributeValueMemberL).Value) != 3 || len(it["ss"].(*types.AttributeValueMemberSS).Value) != 3 || it["z"] != nil || it["b"] != nil {
 		t.Fatalf("after update: %s", renderItem(it))
 	}
+	// RETURNING.
+	items = mustExec(t, c, `UPDATE `+q+` SET v = 30 WHERE pk = 'a' AND sk = 3 RETURNING MODIFIED OLD *`)
+	if len(items) != 1 || len(items[0]) != 1 || nAttr(items[0], "v") != "3" {
+		t.Fatalf("RETURNING MODIFIED OLD = %v", items)
+	}
+	items = mustExec(t, c, `UPDATE `+q+` SET v = v + 1 WHERE pk = 'a' AND sk = 3 RETURNING ALL NEW *`)
+	if len(items) != 1 || nAttr(items[0], "v") != "31" || sAttr(items[0], "g") != "y" {
+		t.Fatalf("RETURNING ALL NEW = %v", items)
+	}
 	// UPDATE of a missing item, and with a failing extra condition.
 	_, err = execStmt(t, c, `UPDATE `+q+` SET s = 'x' WHERE pk = 'nope' AND sk = 1`)
 	requireAPIError(t, err, "ConditionalCheckFailedException", "")
@@ -127,7 +136,9 @@ func TestSDKPartiQLStatements(t *testing.T) {
 	requireAPIError(t, err, "ValidationException", "key attributes")
 
 	// DELETE, of an existing and a missing item, and with a condition.
-	mustExec(t, c, `DELETE FROM `+q+` WHERE pk = 'b' AND sk = 1`)
+	if items := mustExec(t, c, `DELETE FROM `+q+` WHERE pk = 'b' AND sk = 1 RETURNING ALL OLD *`); len(items) != 1 || nAttr(items[0], "v") != "10" {
+		t.Fatalf("DELETE RETURNING ALL OLD = %v", items)
+	}
 	if it := getItem(t, c, tbl, attrs{"pk": avS("b"), "sk": avN("1")}); it != nil {
 		t.Fatalf("after delete: %s", renderItem(it))
 	}

@@ -27,12 +27,17 @@ type Update struct {
 	Table   string
 	Actions []Action
 	Where   Cond
+	// Returning is the RETURNING clause as a ReturnValues value
+	// (ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATED_NEW), "" when absent.
+	Returning string
 }
 
 // Delete is DELETE FROM "table" WHERE cond.
 type Delete struct {
 	Table string
 	Where Cond
+	// Returning is "ALL_OLD" for RETURNING ALL OLD *, else "".
+	Returning string
 }
 
 func (*Select) stmt() {}

@@ -15,7 +15,7 @@ var keywords = map[string]bool{
 	"SELECT": true, "FROM": true, "WHERE": true, "AND": true, "OR": true, "NOT": true,
 	"BETWEEN": true, "IN": true, "IS": true, "INSERT": true, "INTO": true, "VALUE": true,
 	"UPDATE": true, "SET": true, "REMOVE": true, "DELETE": true, "MISSING": true,
-	"TRUE": true, "FALSE": true, "NULL": true,
+	"TRUE": true, "FALSE": true, "NULL": true, "RETURNING": true,
 }
 
 // boolFuncs are the functions usable as conditions, with their arity.
@@ -143,7 +143,11 @@ func (p *parser) statement() Statement {
 			p.fail("DELETE from an index is not supported")
 		}
 		p.expectKw("WHERE")
-		return &Delete{Table: tbl, Where: p.cond()}
+		d := &Delete{Table: tbl, Where: p.cond()}
+		if d.Returning = p.returning(); d.Returning != "" && d.Returning != "ALL_OLD" {
+			panic(errorf("%sDELETE supports only RETURNING ALL OLD *", malformed))
+		}
+		return d
 	}
 	p.fail("expected SELECT, INSERT, UPDATE or DELETE but found %s", p.peek().describe())
 	return nil
@@ -198,7 +202,34 @@ func (p *parser) updateStmt() *Update {
 	}
 	p.expectKw("WHERE")
 	u.Where = p.cond()
+	u.Returning = p.returning()
 	return u
+}
+
+// returning reads an optional RETURNING (ALL|MODIFIED) (OLD|NEW) * clause.
+func (p *parser) returning() string {
+	if !p.acceptKw("RETURNING") {
+		return ""
+	}
+	var which, when string
+	switch {
+	case p.acceptKw("ALL"):
+		which = "ALL_"
+	case p.acceptKw("MODIFIED"):
+		which = "UPDATED_"
+	default:
+		p.fail("expected ALL or MODIFIED but found %s", p.peek().describe())
+	}
+	switch {
+	case p.acceptKw("OLD"):
+		when = "OLD"
+	case p.acceptKw("NEW"):
+		when = "NEW"
+	default:
+		p.fail("expected OLD or NEW but found %s", p.peek().describe())
+	}
+	p.expectPunct("*")
+	return which + when
 }
 
 // name reads an identifier: bare (not a keyword) or "quoted".

@@ -66,6 +66,16 @@ func TestParseOK(t *testing.T) {
 				t.Fatal("where")
 			}
 		}},
+		{`UPDATE "t" SET a = 1 WHERE pk = 'k' RETURNING MODIFIED NEW *`, nil, func(t *testing.T, st Statement) {
+			if u := st.(*Update); u.Returning != "UPDATED_NEW" {
+				t.Fatalf("%+v", u)
+			}
+		}},
+		{`DELETE FROM "t" WHERE pk = 'k' returning all old *`, nil, func(t *testing.T, st Statement) {
+			if d := st.(*Delete); d.Returning != "ALL_OLD" {
+				t.Fatalf("%+v", d)
+			}
+		}},
 		{`DELETE FROM "t" WHERE pk = 'k' AND attribute_exists(x)`, nil, func(t *testing.T, st Statement) {
 			if d := st.(*Delete); d.Table != "t" || len(Conjuncts(d.Where)) != 2 {
 				t.Fatalf("%+v", d)
@@ -105,6 +115,9 @@ func TestParseErrors(t *testing.T) {
 		{`INSERT INTO "t" VALUE {'a': <<1, 'x'>>}`, nil, "set members"},
 		{`UPDATE "t" WHERE pk = 1`, nil, "expected SET or REMOVE"},
 		{`DELETE FROM "t"`, nil, "expected WHERE"},
+		{`DELETE FROM "t" WHERE pk = 1 RETURNING ALL NEW *`, nil, "only RETURNING ALL OLD"},
+		{`UPDATE "t" SET a = 1 WHERE pk = 1 RETURNING SOME OLD *`, nil, "expected ALL or MODIFIED"},
+		{`UPDATE "t" SET a = 1 WHERE pk = 1 RETURNING ALL OLD`, nil, "expected '*'"},
 		{`SELECT * FROM "t" WHERE a = #`, nil, "unexpected character"},
 		{"SELECT *\nFROM \"t\" WHERE a == 1", nil, "line 2, column 19"},
 	}

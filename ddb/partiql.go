@@ -129,6 +129,8 @@ func statementTable(st partiql.Statement) string {
 		return st.Table
 	case *partiql.Delete:
 		return st.Table
+	case *partiql.Exists:
+		return st.Select.Table
 	}
 	return ""
 }
@@ -488,6 +490,30 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 			}
 			w.action.ConditionExpression = &cond
 		}
+	case *partiql.Exists:
+		sel := st.Select
+		if sel.Index != "" || sel.Paths != nil {
+			return nil, unsupported("EXISTS must select * from a table")
+		}
+		t, err := s.statementTable(sel.Table)
+		if err != nil {
+			return nil, err
+		}
+		key, rest, ok := pinKey(partiql.Conjuncts(sel.Where), t.keyDefs())
+		if !ok {
+			return nil, missingKeyEquality()
+		}
+		w.kind, w.table = "ConditionCheck", sel.Table
+		w.action.Key = key
+		cond := "attribute_exists(" + b.name(t.hash.Name) + ")"
+		if len(rest) > 0 {
+			extra, err := b.conds(rest)
+			if err != nil {
+				return nil, err
+			}
+			cond += " AND " + extra
+		}
+		w.action.ConditionExpression = &cond
 	default:
 		return nil, validationf("not a write statement")
 	}
@@ -782,6 +808,9 @@ func (s *Store) ExecuteStatement(in *ExecuteStatementInput) (*ExecuteStatementOu
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := st.(*partiql.Exists); ok {
+		return nil, validationf("EXISTS is only supported in ExecuteTransaction")
+	}
 	sel, ok := st.(*partiql.Select)
 	if !ok {
 		if in.NextToken != nil || in.Limit != nil {
@@ -914,6 +943,9 @@ func (s *Store) batchStatement(req BatchStatementRequest, rcc string) (attr.Item
 		return nil, nil, "", err
 	}
 	table := statementTable(st)
+	if _, ok := st.(*partiql.Exists); ok {
+		return nil, nil, table, validationf("EXISTS is only supported in ExecuteTransaction")
+	}
 	if sel, ok := st.(*partiql.Select); ok {
 		pl, err := s.translateSelect(sel)
 		if err != nil {
@@ -1011,6 +1043,8 @@ func (s *Store) ExecuteTransaction(in *ExecuteTransactionInput) (*ExecuteTransac
 			item.Update = &a
 		case "Delete":
 			item.Delete = &a
+		case "ConditionCheck":
+			item.ConditionCheck = &a
 		}
 		twi.TransactItems = append(twi.TransactItems, item)
 	}

@@ -258,6 +258,25 @@ func TestSDKPartiQLTransaction(t *testing.T) {
 	if nAttr(getItem(t, c, tbl, attrs{"pk": avS("a")}), "n") != "2" || getItem(t, c, tbl, attrs{"pk": avS("b")}) == nil {
 		t.Fatal("transaction not applied")
 	}
+	// EXISTS is a condition check.
+	_, err = c.ExecuteTransaction(tctx(t), &dynamodb.ExecuteTransactionInput{TransactStatements: stmts(
+		`EXISTS(SELECT * FROM `+q+` WHERE pk = 'a' AND n = 99)`,
+		`UPDATE `+q+` SET n = 0 WHERE pk = 'b'`,
+	)})
+	apiErr = requireAPIError(t, err, "TransactionCanceledException", "")
+	if !errors.As(apiErr, &tce) || aws.ToString(tce.CancellationReasons[0].Code) != "ConditionalCheckFailed" {
+		t.Fatalf("cancellation reasons: %v", err)
+	}
+	_, err = c.ExecuteTransaction(tctx(t), &dynamodb.ExecuteTransactionInput{TransactStatements: stmts(
+		`EXISTS(SELECT * FROM `+q+` WHERE pk = 'a' AND n = 2 AND x IS MISSING)`,
+		`UPDATE `+q+` SET n = 8 WHERE pk = 'b'`,
+	)})
+	requireNoError(t, err, "ExecuteTransaction with EXISTS")
+	if nAttr(getItem(t, c, tbl, attrs{"pk": avS("b")}), "n") != "8" {
+		t.Fatal("transaction with EXISTS not applied")
+	}
+	_, err = execStmt(t, c, `EXISTS(SELECT * FROM `+q+` WHERE pk = 'a')`)
+	requireAPIError(t, err, "ValidationException", "EXISTS")
 	// A read transaction.
 	out, err := c.ExecuteTransaction(tctx(t), &dynamodb.ExecuteTransactionInput{TransactStatements: stmts(
 		`SELECT n FROM `+q+` WHERE pk = 'a'`,
@@ -265,7 +284,7 @@ func TestSDKPartiQLTransaction(t *testing.T) {
 		`SELECT * FROM `+q+` WHERE pk = 'b'`,
 	)})
 	requireNoError(t, err, "read ExecuteTransaction")
-	if len(out.Responses) != 3 || nAttr(out.Responses[0].Item, "n") != "2" || len(out.Responses[0].Item) != 1 || out.Responses[1].Item != nil || nAttr(out.Responses[2].Item, "n") != "7" {
+	if len(out.Responses) != 3 || nAttr(out.Responses[0].Item, "n") != "2" || len(out.Responses[0].Item) != 1 || out.Responses[1].Item != nil || nAttr(out.Responses[2].Item, "n") != "8" {
 		t.Fatalf("read transaction = %+v", out.Responses)
 	}
 	// Mixed reads and writes, and no statements, are rejected.

@@ -5,7 +5,8 @@ import (
 	"github.com/quarrydb/quarry/ddb/expr"
 )
 
-// Statement is a parsed statement: *Select, *Insert, *Update or *Delete.
+// Statement is a parsed statement: *Select, *Insert, *Update, *Delete or
+// *Exists.
 type Statement interface{ stmt() }
 
 // Select is SELECT projection FROM "table"["index"] [WHERE cond].
@@ -40,6 +41,10 @@ type Delete struct {
 	Returning string
 }
 
+// Exists is EXISTS(SELECT ...): a condition check in ExecuteTransaction.
+type Exists struct{ Select *Select }
+
+func (*Exists) stmt() {}
 func (*Select) stmt() {}
 func (*Insert) stmt() {}
 func (*Update) stmt() {}

@@ -15,7 +15,7 @@ var keywords = map[string]bool{
 	"SELECT": true, "FROM": true, "WHERE": true, "AND": true, "OR": true, "NOT": true,
 	"BETWEEN": true, "IN": true, "IS": true, "INSERT": true, "INTO": true, "VALUE": true,
 	"UPDATE": true, "SET": true, "REMOVE": true, "DELETE": true, "MISSING": true,
-	"TRUE": true, "FALSE": true, "NULL": true, "RETURNING": true,
+	"TRUE": true, "FALSE": true, "NULL": true, "RETURNING": true, "EXISTS": true,
 }
 
 // boolFuncs are the functions usable as conditions, with their arity.
@@ -136,6 +136,12 @@ func (p *parser) statement() Statement {
 		return &Insert{Table: tbl, Item: attr.Item(v.M)}
 	case p.acceptKw("UPDATE"):
 		return p.updateStmt()
+	case p.acceptKw("EXISTS"):
+		p.expectPunct("(")
+		p.expectKw("SELECT")
+		sel := p.selectStmt()
+		p.expectPunct(")")
+		return &Exists{Select: sel}
 	case p.acceptKw("DELETE"):
 		p.expectKw("FROM")
 		tbl, ix := p.tableRef()
@@ -149,7 +155,7 @@ func (p *parser) statement() Statement {
 		}
 		return d
 	}
-	p.fail("expected SELECT, INSERT, UPDATE or DELETE but found %s", p.peek().describe())
+	p.fail("expected SELECT, INSERT, UPDATE, DELETE or EXISTS but found %s", p.peek().describe())
 	return nil
 }
 

@@ -76,6 +76,11 @@ func TestParseOK(t *testing.T) {
 				t.Fatalf("%+v", d)
 			}
 		}},
+		{`EXISTS(SELECT * FROM "t" WHERE pk = 'k' AND a IS MISSING)`, nil, func(t *testing.T, st Statement) {
+			if e := st.(*Exists); e.Select.Table != "t" || len(Conjuncts(e.Select.Where)) != 2 {
+				t.Fatalf("%+v", e)
+			}
+		}},
 		{`DELETE FROM "t" WHERE pk = 'k' AND attribute_exists(x)`, nil, func(t *testing.T, st Statement) {
 			if d := st.(*Delete); d.Table != "t" || len(Conjuncts(d.Where)) != 2 {
 				t.Fatalf("%+v", d)
@@ -115,6 +120,7 @@ func TestParseErrors(t *testing.T) {
 		{`INSERT INTO "t" VALUE {'a': <<1, 'x'>>}`, nil, "set members"},
 		{`UPDATE "t" WHERE pk = 1`, nil, "expected SET or REMOVE"},
 		{`DELETE FROM "t"`, nil, "expected WHERE"},
+		{`EXISTS(SELECT * FROM "t" WHERE pk = 1`, nil, "expected ')'"},
 		{`DELETE FROM "t" WHERE pk = 1 RETURNING ALL NEW *`, nil, "only RETURNING ALL OLD"},
 		{`UPDATE "t" SET a = 1 WHERE pk = 1 RETURNING SOME OLD *`, nil, "expected ALL or MODIFIED"},
 		{`UPDATE "t" SET a = 1 WHERE pk = 1 RETURNING ALL OLD`, nil, "expected '*'"},

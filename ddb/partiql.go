@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/quarrydb/quarry/ddb/attr"
@@ -562,6 +563,40 @@ type selectPlan struct {
 	// post is the part of the WHERE a Query cannot filter on (conditions
 	// on its key attributes beyond the key condition), evaluated here.
 	post *expr.Condition
+	// hashValues, for WHERE pk IN [...], are the partition keys to Query in
+	// turn, each bound to the placeholder hashPH.
+	hashValues []attr.Value
+	hashPH     string
+}
+
+// maxInKeys bounds the partition keys of one SELECT's IN.
+const maxInKeys = 50
+
+// keyIn reports whether c is name IN [values...], returning the distinct
+// values.
+func keyIn(c partiql.Cond, name string) ([]attr.Value, bool) {
+	in, ok := c.(*partiql.In)
+	if !ok {
+		return nil, false
+	}
+	p, ok := in.X.(*partiql.PathOp)
+	if !ok || len(p.Path) != 1 || p.Path[0].Name != name || len(in.List) > maxInKeys {
+		return nil, false
+	}
+	var vals []attr.Value
+	seen := map[string]bool{}
+	for _, o := range in.List {
+		l, ok := o.(*partiql.Literal)
+		if !ok {
+			return nil, false
+		}
+		k := string(attr.Item{"v": l.Value}.AppendBinary(nil))
+		if !seen[k] {
+			seen[k] = true
+			vals = append(vals, l.Value)
+		}
+	}
+	return vals, true
 }
 
 // condNames returns the top-level attribute names c refers to.
@@ -645,6 +680,19 @@ func (s *Store) translateSelect(st *partiql.Select) (*selectPlan, error) {
 			break
 		}
 	}
+	if len(keyConds) == 0 {
+		// pk IN [...] runs one Query per value.
+		for i, c := range rest {
+			if vals, ok := keyIn(c, hash.Name); ok {
+				ph := b.value(vals[0])
+				keyConds = append(keyConds, b.name(hash.Name)+" = "+ph)
+				pl.hashPH, pl.hashValues = ph, vals
+				pl.key = attr.Item{}
+				rest = append(rest[:i:i], rest[i+1:]...)
+				break
+			}
+		}
+	}
 	if len(keyConds) > 0 && rng != nil {
 		for i, c := range rest {
 			kc, eq := sortKeyCondition(&b, c, rng.Name)
@@ -661,6 +709,9 @@ func (s *Store) translateSelect(st *partiql.Select) (*selectPlan, error) {
 		}
 	} else if len(keyConds) > 0 {
 		pl.fullKey = st.Index == ""
+	}
+	if pl.hashValues != nil {
+		pl.fullKey = false
 	}
 	if len(keyConds) > 0 {
 		pl.query = true
@@ -774,21 +825,110 @@ func (s *Store) runSelect(pl *selectPlan) (*QueryOutput, error) {
 	return out, nil
 }
 
-func encodeNextToken(lek attr.Item) string {
-	b, _ := json.Marshal(lek)
+// pageToken is what a NextToken holds: the partition key index of an IN
+// SELECT and the key to continue after.
+type pageToken struct {
+	I int       `json:"i,omitempty"`
+	K attr.Item `json:"k,omitempty"`
+}
+
+func encodeNextToken(t pageToken) string {
+	b, _ := json.Marshal(t)
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-func decodeNextToken(tok string) (attr.Item, error) {
+func decodeNextToken(tok string) (pageToken, error) {
 	b, err := base64.StdEncoding.DecodeString(tok)
-	var it attr.Item
+	var t pageToken
 	if err == nil {
-		err = json.Unmarshal(b, &it)
+		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || len(it) == 0 {
-		return nil, validationf("Invalid NextToken")
+	if err != nil || len(t.K) == 0 && t.I <= 0 || t.I < 0 {
+		return pageToken{}, validationf("Invalid NextToken")
 	}
-	return it, nil
+	return t, nil
+}
+
+// addCapacity adds src's units to dst.
+func addCapacity(dst, src *ConsumedCapacity) {
+	dst.CapacityUnits += src.CapacityUnits
+	dst.ReadCapacityUnits += src.ReadCapacityUnits
+	dst.WriteCapacityUnits += src.WriteCapacityUnits
+	if src.Table != nil {
+		if dst.Table == nil {
+			dst.Table = &Capacity{}
+		}
+		dst.Table.CapacityUnits += src.Table.CapacityUnits
+		dst.Table.ReadCapacityUnits += src.Table.ReadCapacityUnits
+	}
+	for _, m := range []struct{ d, s *map[string]*Capacity }{{&dst.GlobalSecondaryIndexes, &src.GlobalSecondaryIndexes}, {&dst.LocalSecondaryIndexes, &src.LocalSecondaryIndexes}} {
+		for name, c := range *m.s {
+			if *m.d == nil {
+				*m.d = map[string]*Capacity{}
+			}
+			if (*m.d)[name] == nil {
+				(*m.d)[name] = &Capacity{}
+			}
+			(*m.d)[name].CapacityUnits += c.CapacityUnits
+			(*m.d)[name].ReadCapacityUnits += c.ReadCapacityUnits
+		}
+	}
+}
+
+// runSelectPage runs one page of a SELECT from tok: the next token is nil
+// on the last page.
+func (s *Store) runSelectPage(pl *selectPlan, tok pageToken) (*QueryOutput, *pageToken, error) {
+	if len(pl.hashValues) == 0 {
+		if tok.I != 0 {
+			return nil, nil, validationf("Invalid NextToken")
+		}
+		pl.in.ExclusiveStartKey = tok.K
+		out, err := s.runSelect(pl)
+		if err != nil || len(out.LastEvaluatedKey) == 0 {
+			return out, nil, err
+		}
+		return out, &pageToken{K: out.LastEvaluatedKey}, nil
+	}
+	if tok.I >= len(pl.hashValues) {
+		return nil, nil, validationf("Invalid NextToken")
+	}
+	total := &QueryOutput{Items: &[]attr.Item{}}
+	for i := tok.I; i < len(pl.hashValues); i++ {
+		sub := *pl
+		sub.in.ExpressionAttributeValues = maps.Clone(pl.in.ExpressionAttributeValues)
+		sub.in.ExpressionAttributeValues[pl.hashPH] = pl.hashValues[i]
+		sub.in.ExclusiveStartKey = nil
+		if i == tok.I {
+			sub.in.ExclusiveStartKey = tok.K
+		}
+		if pl.in.Limit != nil {
+			rem := *pl.in.Limit - total.ScannedCount
+			if rem <= 0 {
+				return total, &pageToken{I: i}, nil
+			}
+			sub.in.Limit = &rem
+		}
+		out, err := s.runSelect(&sub)
+		if err != nil {
+			return nil, nil, err
+		}
+		if out.Items != nil {
+			*total.Items = append(*total.Items, *out.Items...)
+		}
+		total.Count += out.Count
+		total.ScannedCount += out.ScannedCount
+		if out.ConsumedCapacity != nil {
+			if total.ConsumedCapacity == nil {
+				total.ConsumedCapacity = &ConsumedCapacity{TableName: out.ConsumedCapacity.TableName}
+			}
+			addCapacity(total.ConsumedCapacity, out.ConsumedCapacity)
+		}
+		if len(out.LastEvaluatedKey) > 0 {
+			total.LastEvaluatedKey = out.LastEvaluatedKey
+			return total, &pageToken{I: i, K: out.LastEvaluatedKey}, nil
+		}
+	}
+	return total, nil, nil
 }
 
 // ExecuteStatement runs one PartiQL statement.
@@ -837,12 +977,13 @@ func (s *Store) ExecuteStatement(in *ExecuteStatementInput) (*ExecuteStatementOu
 	pl.in.ConsistentRead = in.ConsistentRead
 	pl.in.Limit = in.Limit
 	pl.in.ReturnConsumedCapacity = in.ReturnConsumedCapacity
+	var tok pageToken
 	if in.NextToken != nil {
-		if pl.in.ExclusiveStartKey, err = decodeNextToken(*in.NextToken); err != nil {
+		if tok, err = decodeNextToken(*in.NextToken); err != nil {
 			return nil, err
 		}
 	}
-	qo, err := s.runSelect(pl)
+	qo, next, err := s.runSelectPage(pl, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -850,9 +991,9 @@ func (s *Store) ExecuteStatement(in *ExecuteStatementInput) (*ExecuteStatementOu
 	if qo.Items != nil {
 		out.Items = pl.shape(*qo.Items)
 	}
-	if len(qo.LastEvaluatedKey) > 0 {
-		out.LastEvaluatedKey = qo.LastEvaluatedKey
-		out.NextToken = encodeNextToken(qo.LastEvaluatedKey)
+	out.LastEvaluatedKey = qo.LastEvaluatedKey
+	if next != nil {
+		out.NextToken = encodeNextToken(*next)
 	}
 	return out, nil
 }

@@ -713,6 +713,16 @@ func (s *Store) translateSelect(st *partiql.Select) (*selectPlan, error) {
 	if pl.hashValues != nil {
 		pl.fullKey = false
 	}
+	if st.OrderBy != "" {
+		if len(keyConds) == 0 || pl.hashValues != nil {
+			return nil, validationf("ORDER BY requires a WHERE clause with an equality on the partition key")
+		}
+		if st.OrderBy != hash.Name && (rng == nil || st.OrderBy != rng.Name) {
+			return nil, validationf("ORDER BY supports only the key attributes of the table or index: %s", st.OrderBy)
+		}
+		forward := !st.Desc
+		pl.in.ScanIndexForward = &forward
+	}
 	if len(keyConds) > 0 {
 		pl.query = true
 		kce := strings.Join(keyConds, " AND ")

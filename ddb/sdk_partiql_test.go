@@ -65,6 +65,12 @@ func TestSDKPartiQLStatements(t *testing.T) {
 	if items := mustExec(t, c, `SELECT * FROM `+q+` WHERE 'a' = pk AND sk > 1 AND v >= 3 AND NOT (v = 4)`); len(items) != 1 || nAttr(items[0], "v") != "3" {
 		t.Fatalf("select with filter = %v", items)
 	}
+	// ORDER BY the sort key.
+	if items := mustExec(t, c, `SELECT sk FROM `+q+` WHERE pk = 'a' ORDER BY sk DESC`); len(items) != 4 || nAttr(items[0], "sk") != "4" || nAttr(items[3], "sk") != "1" {
+		t.Fatalf("ORDER BY DESC = %v", items)
+	}
+	_, err = execStmt(t, c, `SELECT * FROM `+q+` ORDER BY sk`)
+	requireAPIError(t, err, "ValidationException", "ORDER BY")
 	// Conditions on key attributes beyond the key condition.
 	if items := mustExec(t, c, `SELECT * FROM `+q+` WHERE pk = 'a' AND sk > 1 AND sk < 4`); len(items) != 2 {
 		t.Fatalf("select two sort-key bounds: %d items", len(items))

@@ -15,6 +15,9 @@ type Select struct {
 	Index string      // "" for the table itself
 	Paths []expr.Path // nil for SELECT *
 	Where Cond        // nil when absent
+	// OrderBy is the ORDER BY attribute ("" when absent); Desc is DESC.
+	OrderBy string
+	Desc    bool
 }
 
 // Insert is INSERT INTO "table" VALUE {...}.

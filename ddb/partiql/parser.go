@@ -15,7 +15,7 @@ var keywords = map[string]bool{
 	"SELECT": true, "FROM": true, "WHERE": true, "AND": true, "OR": true, "NOT": true,
 	"BETWEEN": true, "IN": true, "IS": true, "INSERT": true, "INTO": true, "VALUE": true,
 	"UPDATE": true, "SET": true, "REMOVE": true, "DELETE": true, "MISSING": true,
-	"TRUE": true, "FALSE": true, "NULL": true, "RETURNING": true, "EXISTS": true,
+	"TRUE": true, "FALSE": true, "NULL": true, "RETURNING": true, "EXISTS": true, "ORDER": true, "BY": true, "ASC": true, "DESC": true,
 }
 
 // boolFuncs are the functions usable as conditions, with their arity.
@@ -173,6 +173,13 @@ func (p *parser) selectStmt() *Select {
 	s.Table, s.Index = p.tableRef()
 	if p.acceptKw("WHERE") {
 		s.Where = p.cond()
+	}
+	if p.acceptKw("ORDER") {
+		p.expectKw("BY")
+		s.OrderBy = p.name("an attribute name")
+		if !p.acceptKw("ASC") {
+			s.Desc = p.acceptKw("DESC")
+		}
 	}
 	return s
 }

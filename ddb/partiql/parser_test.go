@@ -76,6 +76,11 @@ func TestParseOK(t *testing.T) {
 				t.Fatalf("%+v", d)
 			}
 		}},
+		{`SELECT * FROM "t" WHERE pk = 1 ORDER BY "sk" DESC`, nil, func(t *testing.T, st Statement) {
+			if s := st.(*Select); s.OrderBy != "sk" || !s.Desc {
+				t.Fatalf("%+v", s)
+			}
+		}},
 		{`EXISTS(SELECT * FROM "t" WHERE pk = 'k' AND a IS MISSING)`, nil, func(t *testing.T, st Statement) {
 			if e := st.(*Exists); e.Select.Table != "t" || len(Conjuncts(e.Select.Where)) != 2 {
 				t.Fatalf("%+v", e)
@@ -120,6 +125,7 @@ func TestParseErrors(t *testing.T) {
 		{`INSERT INTO "t" VALUE {'a': <<1, 'x'>>}`, nil, "set members"},
 		{`UPDATE "t" WHERE pk = 1`, nil, "expected SET or REMOVE"},
 		{`DELETE FROM "t"`, nil, "expected WHERE"},
+		{`SELECT * FROM "t" ORDER sk`, nil, "expected BY"},
 		{`EXISTS(SELECT * FROM "t" WHERE pk = 1`, nil, "expected ')'"},
 		{`DELETE FROM "t" WHERE pk = 1 RETURNING ALL NEW *`, nil, "only RETURNING ALL OLD"},
 		{`UPDATE "t" SET a = 1 WHERE pk = 1 RETURNING SOME OLD *`, nil, "expected ALL or MODIFIED"},

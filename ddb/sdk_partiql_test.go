@@ -347,3 +347,63 @@ func TestSDKPartiQLBatchMixed(t *testing.T) {
 		t.Fatalf("responses = %+v", out.Responses)
 	}
 }
+
+func TestSDKPartiQLCapacityAndErrors(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	tbl := createTable(t, c, tableSpec{Hash: "pk:S", Range: "sk:N"})
+	q := `"` + tbl + `"`
+	putItems(t, c, tbl, attrs{"pk": avS("a"), "sk": avN("1")}, attrs{"pk": avS("b"), "sk": avN("1")})
+
+	out, err := c.ExecuteStatement(tctx(t), &dynamodb.ExecuteStatementInput{
+		Statement:              aws.String(`SELECT * FROM ` + q + ` WHERE pk IN ['a', 'b']`),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+	})
+	requireNoError(t, err, "SELECT IN with capacity")
+	if len(out.Items) != 2 || out.ConsumedCapacity == nil || aws.ToFloat64(out.ConsumedCapacity.CapacityUnits) < 1 || aws.ToString(out.ConsumedCapacity.TableName) != tbl {
+		t.Fatalf("capacity = %+v", out.ConsumedCapacity)
+	}
+	wout, err := c.ExecuteStatement(tctx(t), &dynamodb.ExecuteStatementInput{
+		Statement:              aws.String(`INSERT INTO ` + q + ` VALUE {'pk': 'c', 'sk': 1}`),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	requireNoError(t, err, "INSERT with capacity")
+	if wout.ConsumedCapacity == nil || aws.ToFloat64(wout.ConsumedCapacity.CapacityUnits) != 1 {
+		t.Fatalf("write capacity = %+v", wout.ConsumedCapacity)
+	}
+	bout, err := c.BatchExecuteStatement(tctx(t), &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`DELETE FROM ` + q + ` WHERE pk = 'c' AND sk = 1`)},
+		{Statement: aws.String(`DELETE FROM ` + q + ` WHERE pk = 'b' AND sk = 1`)},
+	}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	requireNoError(t, err, "batch with capacity")
+	if len(bout.ConsumedCapacity) != 1 || aws.ToFloat64(bout.ConsumedCapacity[0].CapacityUnits) != 2 {
+		t.Fatalf("batch capacity = %+v", bout.ConsumedCapacity)
+	}
+
+	// A condition failure can return the item.
+	_, err = c.ExecuteStatement(tctx(t), &dynamodb.ExecuteStatementInput{
+		Statement:                           aws.String(`UPDATE ` + q + ` SET x = 1 WHERE pk = 'a' AND sk = 1 AND x = 5`),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	apiErr := requireAPIError(t, err, "ConditionalCheckFailedException", "")
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(apiErr, &ccf) || sAttr(ccf.Item, "pk") != "a" {
+		t.Fatalf("condition failure item: %v", err)
+	}
+
+	for _, stmt := range []string{
+		`SELECT * FROM ` + q + ` WHERE list_append(a, b) = c`,
+		`SELECT * FROM ` + q + ` WHERE a + 1 = 2`,
+		`UPDATE ` + q + ` SET a = set_add(b, <<'x'>>) WHERE pk = 'a' AND sk = 1`,
+		`SELECT * FROM ` + q + `."nope" WHERE pk = 'a'`,
+		`SELECT * FROM ` + q + ` WHERE pk = 'a' ORDER BY other`,
+		`DELETE FROM ` + q + ` WHERE sk = 1`,
+	} {
+		_, err := execStmt(t, c, stmt)
+		requireAPIError(t, err, "ValidationException", "")
+	}
+	_, err = c.ExecuteStatement(tctx(t), &dynamodb.ExecuteStatementInput{Statement: aws.String(`DELETE FROM ` + q + ` WHERE pk = 'a' AND sk = 1`), Limit: aws.Int32(1)})
+	requireAPIError(t, err, "ValidationException", "Limit")
+	_, err = c.ExecuteStatement(tctx(t), &dynamodb.ExecuteStatementInput{Statement: aws.String(``)})
+	requireAPIError(t, err, "ValidationException", "")
+}

@@ -103,7 +103,8 @@ type Store struct {
 	seed     maphash.Seed
 	stripes  [1024]sync.Mutex
 
-	// txTokens remembers TransactWriteItems client request tokens (transact.go).
+	// txTokens tracks TransactWriteItems client request tokens in memory;
+	// completed ones are also durable (tokens.go).
 	txTokens tokenTable
 }
 
@@ -141,6 +142,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s.periodic = append(s.periodic, func(_ context.Context, now time.Time) error { return s.trimStreams(now) })
+	s.periodic = append(s.periodic, func(ctx context.Context, now time.Time) error {
+		_, err := s.sweepTokens(ctx, now)
+		return err
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.bgStop, s.bgDone = cancel, make(chan struct{})
 	go s.runBackground(ctx)

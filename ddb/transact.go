@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quarrydb/quarry/ddb/attr"
@@ -216,8 +215,9 @@ type writePlan struct {
 // ClientRequestToken makes the call idempotent for 10 minutes: a repeated
 // call with the same token and the same parameters succeeds again without
 // writing, and with other parameters fails with
-// IdempotentParameterMismatchException. The tokens are kept in memory and
-// do not survive a restart of the store.
+// IdempotentParameterMismatchException. The token is recorded in the same
+// batch as the transaction's writes, so it survives a restart or a crash
+// exactly when the transaction does (tokens.go).
 func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteItemsOutput, error) {
 	var c constraintErrors
 	switch n := len(in.TransactItems); {
@@ -312,7 +312,7 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 	if in.ClientRequestToken != nil {
 		tok = *in.ClientRequestToken
 		hash = requestHash(in)
-		prev, err := s.txTokens.begin(tok, hash, s.opts.Now())
+		prev, err := s.txTokens.begin(s, tok, hash, s.opts.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -321,13 +321,14 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 		}
 	}
 	var out, replay *TransactWriteItemsOutput
+	var expires time.Time
 	var err error
 	if tok != "" {
 		// Deferred so that the token is released even if the transaction
 		// panics (the dispatcher turns a panic into an InternalServerError).
-		defer func() { s.txTokens.finish(tok, err == nil && out != nil, replay, s.opts.Now()) }()
+		defer func() { s.txTokens.finish(tok, err == nil && out != nil, replay, expires) }()
 	}
-	out, replay, err = s.transactWrite(in, plans)
+	out, replay, expires, err = s.transactWrite(in, plans, tok, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -335,8 +336,10 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 }
 
 // transactWrite runs a validated write transaction. replay is the answer a
-// repeated call with the same ClientRequestToken gets.
-func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (out, replay *TransactWriteItemsOutput, err error) {
+// repeated call with the same ClientRequestToken gets; when tok is set, its
+// durable record (with hash, replay and expiry expires) is committed in the
+// transaction's batch.
+func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, tok string, hash [32]byte) (out, replay *TransactWriteItemsOutput, expires time.Time, err error) {
 	// Lock the tables in name order.
 	names := make([]string, 0, len(plans))
 	seenName := map[string]bool{}
@@ -357,7 +360,7 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (
 	for _, n := range names {
 		t, unlock, terr := s.writeTable(n)
 		if terr != nil {
-			return nil, nil, terr
+			return nil, nil, time.Time{}, terr
 		}
 		unlocks = append(unlocks, unlock)
 		tables[n] = t
@@ -381,12 +384,12 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (
 			keyItem = pl.a.Key
 		}
 		if top != nil {
-			return nil, nil, top
+			return nil, nil, time.Time{}, top
 		}
 		if pl.upd != nil {
 			for _, path := range pl.upd.Paths() {
 				if len(path) > 0 && t.isKeyAttr(path[0].Name) {
-					return nil, nil, invalidParam("Cannot update attribute %s. This attribute is part of the key", path[0].Name)
+					return nil, nil, time.Time{}, invalidParam("Cannot update attribute %s. This attribute is part of the key", path[0].Name)
 				}
 			}
 		}
@@ -395,13 +398,13 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (
 		}
 		pl.key = t.itemKey(keyItem)
 		if seen[string(pl.key)] {
-			return nil, nil, validationf("Transaction request cannot include multiple operations on one item")
+			return nil, nil, time.Time{}, validationf("Transaction request cannot include multiple operations on one item")
 		}
 		seen[string(pl.key)] = true
 		keys = append(keys, pl.key)
 	}
 	if size > maxTransactBytes {
-		return nil, nil, validationf("Transaction request cannot be larger than 4 MB")
+		return nil, nil, time.Time{}, validationf("Transaction request cannot be larger than 4 MB")
 	}
 
 	defer s.lockKeys(keys...)()
@@ -415,7 +418,7 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (
 		}
 		old, gerr := s.getItem(pl.key)
 		if gerr != nil {
-			return nil, nil, internal(gerr)
+			return nil, nil, time.Time{}, internal(gerr)
 		}
 		pl.old = old
 		if pl.cond != nil && !pl.cond.Eval(old) {
@@ -451,7 +454,7 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (
 		}
 	}
 	if failed {
-		return nil, nil, transactionCanceled(reasons)
+		return nil, nil, time.Time{}, transactionCanceled(reasons)
 	}
 
 	b := s.newBatch()
@@ -475,12 +478,16 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan) (
 		}
 		s.stageWrite(b, pl.t, pl.key, pl.old, pl.new)
 	}
-	if err := s.commit(b); err != nil {
-		return nil, nil, internal(err)
-	}
 	out = &TransactWriteItemsOutput{ConsumedCapacity: caps.consumed(in.ReturnConsumedCapacity, splitWrite)}
 	replay = &TransactWriteItemsOutput{ConsumedCapacity: reads.consumed(in.ReturnConsumedCapacity, splitRead)}
-	return out, replay, nil
+	if tok != "" {
+		expires = tokenExpiry(s.opts.Now())
+		stageToken(b, tok, &tokenRecord{hash: hash, expires: expires, replay: replay})
+	}
+	if err := s.commit(b); err != nil {
+		return nil, nil, time.Time{}, internal(err)
+	}
+	return out, replay, expires, nil
 }
 
 // requestHash identifies a TransactWriteItems request for idempotency:
@@ -493,72 +500,6 @@ func requestHash(in *TransactWriteItemsInput) [32]byte {
 		panic(fmt.Sprintf("ddb: encode transaction: %v", err)) // items always marshal
 	}
 	return sha256.Sum256(b)
-}
-
-// tokenTable remembers the ClientRequestTokens of recent successful write
-// transactions, in memory only (a restart forgets them). The zero value is
-// ready to use.
-type tokenTable struct {
-	mu        sync.Mutex
-	tokens    map[string]*tokenEntry
-	lastSweep time.Time
-}
-
-type tokenEntry struct {
-	hash    [32]byte
-	done    bool      // false while the first call runs
-	expires time.Time // when done: 10 minutes after it completed
-	replay  *TransactWriteItemsOutput
-}
-
-// begin claims tok for a new transaction, or returns the answer of the
-// completed transaction that used it (prev), or an error when it is in use
-// by another request or was used with other parameters.
-func (tt *tokenTable) begin(tok string, hash [32]byte, now time.Time) (prev *TransactWriteItemsOutput, err *Error) {
-	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	if tt.tokens == nil {
-		tt.tokens = map[string]*tokenEntry{}
-	}
-	if now.Sub(tt.lastSweep) >= time.Minute {
-		tt.lastSweep = now
-		for k, e := range tt.tokens {
-			if e.done && !now.Before(e.expires) {
-				delete(tt.tokens, k)
-			}
-		}
-	}
-	if e := tt.tokens[tok]; e != nil && (!e.done || now.Before(e.expires)) {
-		if e.hash != hash {
-			return nil, &Error{Type: "IdempotentParameterMismatchException", Message: "The request uses the same client token as a previous, but non-identical request."}
-		}
-		if !e.done {
-			return nil, &Error{Type: "TransactionInProgressException", Message: "The transaction with the given request token is already in progress."}
-		}
-		return e.replay, nil
-	}
-	tt.tokens[tok] = &tokenEntry{hash: hash}
-	return nil, nil
-}
-
-// finish records the outcome of the transaction that claimed tok: a
-// success is remembered for the idempotency window; after a failure the
-// token is free again.
-func (tt *tokenTable) finish(tok string, ok bool, replay *TransactWriteItemsOutput, now time.Time) {
-	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	e := tt.tokens[tok]
-	if e == nil {
-		return
-	}
-	if !ok {
-		delete(tt.tokens, tok)
-		return
-	}
-	e.done, e.expires, e.replay = true, now.Add(tokenWindow), replay
-	if e.replay == nil {
-		e.replay = &TransactWriteItemsOutput{}
-	}
 }
 
 // TransactGetItems reads up to 100 items atomically: the items are read

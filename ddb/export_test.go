@@ -1,0 +1,20 @@
+package ddb
+
+import (
+	"context"
+	"time"
+)
+
+// SweepTokensForTest runs one sweep of expired ClientRequestToken records.
+func (s *Store) SweepTokensForTest(now time.Time) (int, error) {
+	return s.sweepTokens(context.Background(), now)
+}
+
+// TokenRecordForTest reports whether tok has a durable record and its expiry.
+func (s *Store) TokenRecordForTest(tok string) (bool, time.Time, error) {
+	r, err := s.loadToken(tok)
+	if err != nil || r == nil {
+		return false, time.Time{}, err
+	}
+	return true, r.expires, nil
+}

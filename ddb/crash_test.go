@@ -119,6 +119,10 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		return
 	}
+	if dir := os.Getenv("QUARRY_TOKEN_CRASH_CHILD"); dir != "" {
+		tokenCrashChild(dir)
+		return
+	}
 	if dir := os.Getenv("QUARRY_LOCK_CHILD"); dir != "" {
 		lockChild(dir)
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -126,6 +127,22 @@ func TestServeHealthz(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 			t.Errorf("GET %s = %d %s, want %d JSON", path, resp.StatusCode, resp.Header.Get("Content-Type"), want)
+		}
+	}
+	// /metrics counts the requests above by system, and the systems' gauges.
+	resp, err = http.Get("http://" + api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`quarry_http_requests_total{system="datashelf",code="2xx"} 2`,
+		`quarry_http_requests_total{system="datashelf",code="4xx"} 2`,
+		"quarry_wallcrawler_live_sessions 0", "quarry_checks_scheduled 0", "quarry_eecar_indexed_parts 0",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
 	}
 	resp, err = http.Get("http://" + api + "/nowhere")

@@ -16,6 +16,7 @@ import (
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
+	"github.com/quarrydb/quarry/internal/platform/metrics"
 )
 
 func newLogger(c *config.Config, w io.Writer) *slog.Logger {
@@ -101,13 +102,18 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
+	reg := metrics.New()
+	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 { return float64(wc.manager.Live()) })
+	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 { return float64(ck.sched.Len()) })
+	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 { return float64(ee.market.Index().Len()) })
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.Health(nil))
-	mux.Handle("/datashelf/", dsHandler)
-	mux.Handle("/wallcrawler/", wc.handler)
-	mux.Handle(uploadPrefix, wc.uploads)
-	mux.Handle("/checks/", ck.handler)
-	mux.Handle("/eecar/", ee.handler)
+	mux.Handle("GET /metrics", reg)
+	mux.Handle("/datashelf/", reg.Count("datashelf", dsHandler))
+	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", wc.handler))
+	mux.Handle(uploadPrefix, reg.Count("wallcrawler", wc.uploads))
+	mux.Handle("/checks/", reg.Count("checks", ck.handler))
+	mux.Handle("/eecar/", reg.Count("eecar", ee.handler))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

@@ -1,0 +1,58 @@
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestCountsAndGauges(t *testing.T) {
+	r := New()
+	live := 3.0
+	r.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 { return live })
+	ok := r.Count("checks", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "fine") }))
+	missing := r.Count("checks", http.NotFoundHandler())
+	for i := 0; i < 3; i++ {
+		ok.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	}
+	missing.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body := w.Body.String()
+	for _, want := range []string{
+		`quarry_http_requests_total{system="checks",code="2xx"} 3`,
+		`quarry_http_requests_total{system="checks",code="4xx"} 1`,
+		"# TYPE quarry_wallcrawler_live_sessions gauge\nquarry_wallcrawler_live_sessions 3\n",
+		"quarry_goroutines ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("content type %q", ct)
+	}
+}
+
+func TestCountKeepsHijacking(t *testing.T) {
+	r := New()
+	var hijacked bool
+	h := r.Count("wallcrawler", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			hijacked = true
+			c.Close()
+		}
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !hijacked {
+		t.Fatal("the wrapped handler could not hijack the connection (WebSocket upgrades would break)")
+	}
+}

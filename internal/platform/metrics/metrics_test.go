@@ -38,13 +38,13 @@ func TestCountsAndGauges(t *testing.T) {
 
 func TestCountKeepsHijacking(t *testing.T) {
 	r := New()
-	var hijacked bool
+	hijacked := make(chan bool, 1)
 	h := r.Count("wallcrawler", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		c, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
-			hijacked = true
 			c.Close()
 		}
+		hijacked <- err == nil
 	}))
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -52,7 +52,7 @@ func TestCountKeepsHijacking(t *testing.T) {
 	if err == nil {
 		resp.Body.Close()
 	}
-	if !hijacked {
+	if !<-hijacked {
 		t.Fatal("the wrapped handler could not hijack the connection (WebSocket upgrades would break)")
 	}
 }

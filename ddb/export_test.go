@@ -18,3 +18,10 @@ func (s *Store) TokenRecordForTest(tok string) (bool, time.Time, error) {
 	}
 	return true, r.expires, nil
 }
+
+// SetBackfillHookForTest installs a hook called after each committed chunk
+// of an index backfill (before starting the backfill); returning false
+// stops the backfill there, leaving the index backfilling as a crash would.
+func (s *Store) SetBackfillHookForTest(hook func(index string, chunk int) bool) {
+	s.backfills.hook = hook
+}

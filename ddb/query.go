@@ -157,6 +157,9 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 		if pl.ix == nil {
 			return nil, nil, validationf("The table does not have the specified index: %s", *in.IndexName)
 		}
+		if pl.ix.meta.Backfilling {
+			return nil, nil, validationf("Cannot read from backfilling global secondary index: %s", pl.ix.meta.Name)
+		}
 		if pl.ix.meta.Global && in.ConsistentRead != nil && *in.ConsistentRead {
 			return nil, nil, validationf("Consistent reads are not supported on global secondary indexes")
 		}

@@ -106,6 +106,9 @@ type Store struct {
 	// txTokens tracks TransactWriteItems client request tokens in memory;
 	// completed ones are also durable (tokens.go).
 	txTokens tokenTable
+
+	// backfills are the running online index backfills (backfill.go).
+	backfills backfills
 }
 
 // ErrLocked is returned by Open when another process holds the data directory.
@@ -124,6 +127,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("ddb: open %s: %w", dir, err)
 	}
 	s := &Store{opts: &o, db: db, wo: pebble.Sync, tables: map[string]*table{}, seed: maphash.MakeSeed()}
+	s.backfills.init()
 	if o.NoSync {
 		s.wo = pebble.NoSync
 	}
@@ -149,6 +153,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.bgStop, s.bgDone = cancel, make(chan struct{})
 	go s.runBackground(ctx)
+	s.resumeBackfills()
 	return s, nil
 }
 
@@ -159,6 +164,7 @@ func isLockErr(err error) bool {
 
 // Close closes the store. Requests in flight fail.
 func (s *Store) Close() error {
+	s.backfills.stop() // an interrupted backfill resumes on the next Open
 	s.bgStop()
 	<-s.bgDone
 	return s.db.Close()

@@ -22,6 +22,10 @@ type indexMeta struct {
 	Projection            Projection             `json:"projection"`
 	ProvisionedThroughput *ProvisionedThroughput `json:"provisionedThroughput,omitempty"`
 	Status                string                 `json:"status"`
+	// Backfilling is set while the entries of the table's existing items
+	// are still being written (an index added by UpdateTable); the index
+	// can't be read until the backfill clears it (backfill.go).
+	Backfilling bool `json:"backfilling,omitempty"`
 }
 
 // tableMeta is the persisted description of a table.

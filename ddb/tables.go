@@ -483,6 +483,12 @@ func (s *Store) describe(t *table, withCounts bool) *TableDescription {
 		}
 		if im.Global {
 			id.IndexStatus = im.Status
+			if im.Backfilling {
+				id.IndexStatus = "CREATING"
+				bf := true
+				id.Backfilling = &bf
+				d.TableStatus = "UPDATING"
+			}
 			pt := toThroughput(im.ProvisionedThroughput)
 			id.ProvisionedThroughput = &pt
 			d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, id)
@@ -638,7 +644,8 @@ func (s *Store) lockDDL(name string) (t *table, unlock func(), ok bool) {
 }
 
 // UpdateTable changes billing, throughput, streams, deletion protection,
-// and adds or deletes global secondary indexes (backfilling new ones).
+// and adds or deletes global secondary indexes. A new index is backfilled
+// in the background (backfill.go): it is CREATING until then.
 func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 	var c constraintErrors
 	checkTableName(&c, "tableName", in.TableName)
@@ -784,7 +791,7 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 			if gsis >= maxGSIs {
 				return nil, &Error{Type: "LimitExceededException", Message: fmt.Sprintf("Subscriber limit exceeded: The number of global secondary indexes exceeds the limit of %d", maxGSIs)}
 			}
-			im := &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, Global: true, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "ACTIVE"}
+			im := &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, Global: true, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "CREATING", Backfilling: true}
 			if mode == "PROVISIONED" {
 				im.ProvisionedThroughput = ix.ProvisionedThroughput
 			}
@@ -820,44 +827,20 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 		}
 	}
 	m.keepUsedDefinitions(m.AttributeDefinitions, in.AttributeDefinitions)
-	t := newTable(&m)
-	for _, im := range created {
-		if err := s.backfill(b, t, t.index(im.Name)); err != nil {
-			return nil, err
-		}
-	}
 	if err := s.putMeta(b, &m); err != nil {
 		return nil, internal(err)
 	}
 	if err := b.Commit(s.wo); err != nil {
 		return nil, internal(err)
 	}
+	t := newTable(&m)
 	s.tables[m.Name] = t
+	for _, im := range created {
+		s.startBackfill(m.Name, im.ID)
+	}
 	d := s.describe(t, false)
 	d.TableStatus = "UPDATING"
-	for _, g := range d.GlobalSecondaryIndexes {
-		for _, im := range created {
-			if g.IndexName == im.Name {
-				g.IndexStatus = "CREATING"
-				bf := true
-				g.Backfilling = &bf
-			}
-		}
-	}
 	return d, nil
-}
-
-// backfill writes the index entries of every existing item of t into b.
-func (s *Store) backfill(b *pebble.Batch, t *table, ix *index) *Error {
-	err := s.forEachItem(t, func(_ []byte, item attr.Item) {
-		if k := ix.entryKey(t, item); k != nil {
-			b.Set(k, encodeItem(ix.project(t, item)), nil)
-		}
-	})
-	if err != nil {
-		return internal(err)
-	}
-	return nil
 }
 
 // forEachItem calls fn with the storage key and the decoded item of every

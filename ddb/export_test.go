@@ -25,3 +25,12 @@ func (s *Store) TokenRecordForTest(tok string) (bool, time.Time, error) {
 func (s *Store) SetBackfillHookForTest(hook func(index string, chunk int) bool) {
 	s.backfills.hook = hook
 }
+
+// WaitBackfillsForTest waits for the running index backfills to end.
+func (s *Store) WaitBackfillsForTest() { s.backfills.wg.Wait() }
+
+// IndexKeyCountForTest counts the stored index entries of every index.
+func (s *Store) IndexKeyCountForTest() int {
+	n, _ := s.countPrefix([]byte{nsIndex})
+	return int(n)
+}

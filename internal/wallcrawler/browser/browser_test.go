@@ -436,3 +436,36 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestLaunchRetriesAStartupCrash starts a "browser" that dies of SIGSEGV
+// the first time and is the real Chromium the second: Launch succeeds.
+func TestLaunchRetriesAStartupCrash(t *testing.T) {
+	real, err := findBrowser("")
+	if err != nil {
+		t.Skipf("no chromium: %v", err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "crashed-once")
+	script := filepath.Join(dir, "flaky-chrome")
+	body := "#!/bin/sh\nif [ ! -e " + marker + " ]; then touch " + marker + "; kill -SEGV $$; fi\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	workDir := t.TempDir()
+	c, err := NewChromium(ChromiumOptions{Path: script, WorkDir: workDir, StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Launch(t.Context(), LaunchOptions{})
+	if err != nil {
+		t.Fatalf("Launch after one start-up crash: %v", err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the first attempt did not run")
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Remove()
+	assertNoLeftovers(t, workDir)
+}

@@ -133,10 +133,35 @@ func newID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// errExitedAtStart marks a browser that died before answering CDP.
+var errExitedAtStart = errors.New("exited during start-up")
+
+// launchAttempts is how many times Launch starts Chromium when it dies
+// during start-up (it occasionally crashes there, e.g. a segmentation
+// fault on a loaded machine); other failures are not retried.
+const launchAttempts = 2
+
 // Launch starts a headless Chromium and returns once its CDP endpoint
 // answers and downloads are routed into the browser's download dir. On
-// failure the process group is killed and the work dir removed.
+// failure the process group is killed and the work dir removed; a browser
+// that dies during start-up is started once more.
 func (c *Chromium) Launch(ctx context.Context, opts LaunchOptions) (Browser, error) {
+	var err error
+	for attempt := 1; attempt <= launchAttempts; attempt++ {
+		var b Browser
+		if b, err = c.launch(ctx, opts); err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, errExitedAtStart) || ctx.Err() != nil {
+			break
+		}
+		c.logger.Warn("browser died during start-up", "attempt", attempt, "err", err)
+	}
+	return nil, err
+}
+
+// launch makes one attempt of Launch.
+func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (Browser, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, fmt.Errorf("browser: launch: %w", err)
@@ -374,7 +399,7 @@ func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, erro
 		}
 		select {
 		case <-b.done:
-			return 0, "", fmt.Errorf("exited during start-up: %w", b.exitErr())
+			return 0, "", fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
 		case <-ctx.Done():
 			return 0, "", fmt.Errorf("waiting for DevToolsActivePort: %w", ctx.Err())
 		case <-ticker.C:
@@ -393,7 +418,7 @@ func (b *chromiumBrowser) waitVersion(ctx context.Context, client *http.Client) 
 		}
 		select {
 		case <-b.done:
-			return v, fmt.Errorf("exited during start-up: %w", b.exitErr())
+			return v, fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
 		case <-ctx.Done():
 			return v, fmt.Errorf("waiting for CDP: %w (last error: %w)", ctx.Err(), err)
 		case <-ticker.C:

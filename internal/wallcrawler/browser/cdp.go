@@ -62,6 +62,12 @@ func cdpCall(ctx context.Context, wsURL, method string, params any, expectReply 
 	}
 }
 
+// Call sends one CDP command to the target at wsURL (a browser's
+// WebSocketURL, say) on a short-lived WebSocket and returns its result.
+func Call(ctx context.Context, wsURL, method string, params any) (json.RawMessage, error) {
+	return cdpCall(ctx, wsURL, method, params, true)
+}
+
 // cdpHold sends one CDP command on a new websocket and, on success, keeps
 // the connection open: Chromium resets per-session state such as the download
 // behavior when the DevTools session that set it disconnects. The returned

@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
@@ -722,33 +720,20 @@ func (m *Manager) Pages(ctx context.Context, p auth.Principal, id string) (Sessi
 	// that /json/list leaves out (Playwright's, chromedp's).
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(cctx, l.b.WebSocketURL(), nil)
+	raw, err := browser.Call(cctx, l.b.WebSocketURL(), "Target.getTargets", nil)
 	if err != nil {
 		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
 	}
-	defer conn.CloseNow()
-	conn.SetReadLimit(-1)
-	if err := conn.Write(cctx, websocket.MessageText, []byte(`{"id":1,"method":"Target.getTargets"}`)); err != nil {
+	var reply struct {
+		TargetInfos []struct {
+			TargetID, Type, Title, URL string
+		} `json:"targetInfos"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
 		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
 	}
-	var reply struct {
-		ID     int `json:"id"`
-		Result struct {
-			TargetInfos []struct {
-				TargetID, Type, Title, URL string
-			} `json:"targetInfos"`
-		} `json:"result"`
-	}
-	for reply.ID != 1 {
-		_, data, err := conn.Read(cctx)
-		if err != nil {
-			return x, nil, fmt.Errorf("sessions: list pages: %w", err)
-		}
-		_ = json.Unmarshal(data, &reply)
-	}
-	conn.Close(websocket.StatusNormalClosure, "")
 	pages := []Page{}
-	for _, t := range reply.Result.TargetInfos {
+	for _, t := range reply.TargetInfos {
 		if t.Type == "page" {
 			pages = append(pages, Page{ID: t.TargetID, URL: t.URL, Title: t.Title})
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
@@ -290,9 +291,9 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, in CreateInput)
 	m.live[x.ID] = l
 	m.mu.Unlock()
 	_, err = m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
-		"startedAt":  s(formatTime(m.now())),
-		"publicIP":   s("127.0.0.1"),
-		"ecsTaskArn": s(m.taskPrefix() + b.ID()),
+		"startedAt":  ddbitem.S(formatTime(m.now())),
+		"publicIP":   ddbitem.S("127.0.0.1"),
+		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
 	})
 	if err != nil {
 		// Released, timed out or failed meanwhile: nobody wants it.
@@ -336,7 +337,7 @@ func (m *Manager) fail(id, projectID string, from []string, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
 	defer cancel()
 	_, err := m.d.Repo.Transition(ctx, id, from, StateFailed, reason, map[string]av{
-		"endedAt": s(formatTime(m.now())), "error": s(reason),
+		"endedAt": ddbitem.S(formatTime(m.now())), "error": ddbitem.S(reason),
 	})
 	if err != nil {
 		m.log.Warn("wallcrawler: could not mark session failed", "session", id, "err", err)
@@ -432,7 +433,7 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 		m.finishBrowser(ctx, l)
 	}
 	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, map[string]av{
-		"endedAt": s(formatTime(m.now())),
+		"endedAt": ddbitem.S(formatTime(m.now())),
 	})
 	if err != nil {
 		return x, err
@@ -631,7 +632,7 @@ func (m *Manager) Reconcile(ctx context.Context) (int, error) {
 			continue
 		}
 		x, err = m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
-			"quarry restarted; the browser was lost", map[string]av{"endedAt": s(formatTime(m.now())), "error": s("quarry restarted")})
+			"quarry restarted; the browser was lost", map[string]av{"endedAt": ddbitem.S(formatTime(m.now())), "error": ddbitem.S("quarry restarted")})
 		if err != nil {
 			continue
 		}

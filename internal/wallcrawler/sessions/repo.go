@@ -51,22 +51,18 @@ func (r *Repo) Table() string { return r.table }
 
 type av = types.AttributeValue
 
-func s(v string) av { return &types.AttributeValueMemberS{Value: v} }
-func n(v int64) av  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
-func b(v bool) av   { return &types.AttributeValueMemberBOOL{Value: v} }
-
 func eventItem(e Event) av {
 	m := map[string]av{
-		"source":     s(e.Source),
-		"detailType": s(e.DetailType),
-		"time":       s(formatTime(e.Time)),
-		"to":         s(e.To),
+		"source":     ddbitem.S(e.Source),
+		"detailType": ddbitem.S(e.DetailType),
+		"time":       ddbitem.S(formatTime(e.Time)),
+		"to":         ddbitem.S(e.To),
 	}
 	if e.From != "" {
-		m["from"] = s(e.From)
+		m["from"] = ddbitem.S(e.From)
 	}
 	if e.Reason != "" {
-		m["reason"] = s(e.Reason)
+		m["reason"] = ddbitem.S(e.Reason)
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }
@@ -78,26 +74,26 @@ func newEvent(at time.Time, from, to, reason string) Event {
 // item encodes a new session. Zero-valued optional attributes are left out.
 func item(x Session) (map[string]av, error) {
 	it := map[string]av{
-		"sessionId":          s(x.ID),
-		"projectId":          s(x.ProjectID),
-		"status":             s(SDKStatus(x.InternalStatus)),
-		"internalStatus":     s(x.InternalStatus),
-		"createdAt":          s(formatTime(x.CreatedAt)),
-		"updatedAt":          s(formatTime(x.UpdatedAt)),
-		"expiresAt":          n(x.ExpiresAt.Unix()),
-		"keepAlive":          b(x.KeepAlive),
-		"region":             s(x.Region),
-		"signingKey":         s(x.SigningKey),
-		"connectUrl":         s(x.ConnectURL),
-		"proxyBytes":         n(x.ProxyBytes),
-		"retryCount":         n(int64(x.RetryCount)),
-		"lastEventTimestamp": s(formatTime(x.LastEventAt)),
-		"timeout":            n(int64(x.Timeout)),
-		"viewportWidth":      n(int64(x.Width)),
-		"viewportHeight":     n(int64(x.Height)),
+		"sessionId":          ddbitem.S(x.ID),
+		"projectId":          ddbitem.S(x.ProjectID),
+		"status":             ddbitem.S(SDKStatus(x.InternalStatus)),
+		"internalStatus":     ddbitem.S(x.InternalStatus),
+		"createdAt":          ddbitem.S(formatTime(x.CreatedAt)),
+		"updatedAt":          ddbitem.S(formatTime(x.UpdatedAt)),
+		"expiresAt":          ddbitem.N(x.ExpiresAt.Unix()),
+		"keepAlive":          ddbitem.Bool(x.KeepAlive),
+		"region":             ddbitem.S(x.Region),
+		"signingKey":         ddbitem.S(x.SigningKey),
+		"connectUrl":         ddbitem.S(x.ConnectURL),
+		"proxyBytes":         ddbitem.N(x.ProxyBytes),
+		"retryCount":         ddbitem.N(int64(x.RetryCount)),
+		"lastEventTimestamp": ddbitem.S(formatTime(x.LastEventAt)),
+		"timeout":            ddbitem.N(int64(x.Timeout)),
+		"viewportWidth":      ddbitem.N(int64(x.Width)),
+		"viewportHeight":     ddbitem.N(int64(x.Height)),
 	}
 	if x.TaskARN != "" {
-		it["ecsTaskArn"] = s(x.TaskARN)
+		it["ecsTaskArn"] = ddbitem.S(x.TaskARN)
 	}
 	evs := make([]av, len(x.Events))
 	for i, e := range x.Events {
@@ -105,9 +101,9 @@ func item(x Session) (map[string]av, error) {
 	}
 	it["eventHistory"] = &types.AttributeValueMemberL{Value: evs}
 	if x.ContextID != "" {
-		it["contextId"] = s(x.ContextID)
-		it["contextPersist"] = b(x.ContextPersist)
-		it["contextStorageKey"] = s(x.ContextKey)
+		it["contextId"] = ddbitem.S(x.ContextID)
+		it["contextPersist"] = ddbitem.Bool(x.ContextPersist)
+		it["contextStorageKey"] = ddbitem.S(x.ContextKey)
 	}
 	if len(x.UserMetadata) > 0 {
 		m, err := attributevalue.MarshalMap(x.UserMetadata)
@@ -197,7 +193,7 @@ func (r *Repo) Insert(ctx context.Context, x Session) error {
 func (r *Repo) Get(ctx context.Context, id string) (Session, error) {
 	out, err := r.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(r.table),
-		Key:            map[string]av{"sessionId": s(id)},
+		Key:            map[string]av{"sessionId": ddbitem.S(id)},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -222,9 +218,9 @@ func (r *Repo) Transition(ctx context.Context, id string, from []string, to, rea
 		cur = ""
 	}
 	values := map[string]av{
-		":to":    s(to),
-		":sdk":   s(SDKStatus(to)),
-		":now":   s(formatTime(now)),
+		":to":    ddbitem.S(to),
+		":sdk":   ddbitem.S(SDKStatus(to)),
+		":now":   ddbitem.S(formatTime(now)),
 		":ev":    &types.AttributeValueMemberL{Value: []av{eventItem(newEvent(now, cur, to, reason))}},
 		":empty": &types.AttributeValueMemberL{Value: []av{}},
 	}
@@ -247,13 +243,13 @@ func (r *Repo) Transition(ctx context.Context, id string, from []string, to, rea
 			cond += ", "
 		}
 		ph := ":f" + strconv.Itoa(i)
-		values[ph] = s(f)
+		values[ph] = ddbitem.S(f)
 		cond += ph
 	}
 	cond += ")"
 	out, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(r.table),
-		Key:                                 map[string]av{"sessionId": s(id)},
+		Key:                                 map[string]av{"sessionId": ddbitem.S(id)},
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
@@ -282,10 +278,10 @@ func (r *Repo) AddProxyBytes(ctx context.Context, id string, bytes int64) error 
 	}
 	_, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(r.table),
-		Key:                       map[string]av{"sessionId": s(id)},
+		Key:                       map[string]av{"sessionId": ddbitem.S(id)},
 		UpdateExpression:          aws.String("ADD proxyBytes :n"),
 		ConditionExpression:       aws.String("attribute_exists(sessionId)"),
-		ExpressionAttributeValues: map[string]av{":n": n(bytes)},
+		ExpressionAttributeValues: map[string]av{":n": ddbitem.N(bytes)},
 	})
 	if err != nil {
 		return fmt.Errorf("sessions: add proxy bytes to %s: %w", id, err)
@@ -301,7 +297,7 @@ func (r *Repo) ListByProject(ctx context.Context, projectID string, limit int) (
 		TableName:                 aws.String(r.table),
 		IndexName:                 aws.String(tables.SessionsByProjectIndex),
 		KeyConditionExpression:    aws.String("projectId = :p"),
-		ExpressionAttributeValues: map[string]av{":p": s(projectID)},
+		ExpressionAttributeValues: map[string]av{":p": ddbitem.S(projectID)},
 		ScanIndexForward:          aws.Bool(false),
 	})
 	for p.HasMorePages() && (limit <= 0 || len(out) < limit) {
@@ -322,12 +318,12 @@ func (r *Repo) ListByProject(ctx context.Context, projectID string, limit int) (
 // ExpiredRunning returns the ids of RUNNING sessions whose expiresAt is at
 // or before t, through status-expiresAt-index (KEYS_ONLY).
 func (r *Repo) ExpiredRunning(ctx context.Context, t time.Time) ([]string, error) {
-	return r.runningIDs(ctx, aws.String("#st = :s AND expiresAt <= :t"), map[string]av{":s": s(StatusRunning), ":t": n(t.Unix())})
+	return r.runningIDs(ctx, aws.String("#st = :s AND expiresAt <= :t"), map[string]av{":s": ddbitem.S(StatusRunning), ":t": ddbitem.N(t.Unix())})
 }
 
 // Running returns the ids of all RUNNING sessions.
 func (r *Repo) Running(ctx context.Context) ([]string, error) {
-	return r.runningIDs(ctx, aws.String("#st = :s"), map[string]av{":s": s(StatusRunning)})
+	return r.runningIDs(ctx, aws.String("#st = :s"), map[string]av{":s": ddbitem.S(StatusRunning)})
 }
 
 func (r *Repo) runningIDs(ctx context.Context, cond *string, values map[string]av) ([]string, error) {

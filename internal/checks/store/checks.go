@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -214,7 +215,7 @@ func (s *Store) RunNow(ctx context.Context, userID, id string) (Check, error) {
 
 func (s *Store) updateCheck(ctx context.Context, id, update, cond string, values map[string]av, names map[string]string) (Check, error) {
 	for k := range names {
-		if !containsWord(update, k) && !containsWord(cond, k) {
+		if !strings.Contains(update, k) && !strings.Contains(cond, k) {
 			delete(names, k)
 		}
 	}
@@ -245,15 +246,6 @@ func (s *Store) updateCheck(ctx context.Context, id, update, cond string, values
 		return Check{}, fmt.Errorf("checks: update check: %w", err)
 	}
 	return parseCheck(out.Attributes), nil
-}
-
-func containsWord(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		if s[i:i+len(w)] == w {
-			return true
-		}
-	}
-	return false
 }
 
 // DeleteCheck deletes a user's check and gives back its slot, in one

@@ -68,11 +68,7 @@ func (m *Market) Search(ctx context.Context, req SearchRequest) (SearchResponse,
 	if cm, ok, err := m.st.GetMatch(ctx, hash); err == nil && ok {
 		out := SearchResponse{Cached: true, CatalogueVersion: version, Results: make([]Result, 0, len(cm.MatchedParts))}
 		for _, mp := range cm.MatchedParts {
-			r := Result{PartID: mp.PartID, Score: mp.Score, SearchScores: mp.Scores, Reason: mp.Reason}
-			if p, ok := m.idx.Get(mp.PartID); ok {
-				_ = p
-			}
-			out.Results = append(out.Results, r)
+			out.Results = append(out.Results, Result{PartID: mp.PartID, Score: mp.Score, SearchScores: mp.Scores, Reason: mp.Reason})
 		}
 		return m.attachParts(ctx, out)
 	}

@@ -322,9 +322,8 @@ func (s *Store) ListByCategory(ctx context.Context, category string, limit int, 
 // string attributes as JSON.
 func encodeCursor(k map[string]av) string {
 	m := map[string]string{}
-	for name, v := range k {
+	for name := range k {
 		m[name] = ddbitem.String(k, name)
-		_ = v
 	}
 	data, _ := json.Marshal(m)
 	return base64.RawURLEncoding.EncodeToString(data)

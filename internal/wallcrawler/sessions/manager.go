@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -173,7 +174,7 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	if in.Region == "" {
 		in.Region = DefaultRegion
 	}
-	if !contains(Regions, in.Region) {
+	if !slices.Contains(Regions, in.Region) {
 		return Session{}, fmt.Errorf("%w: region must be one of %s", ErrInvalid, strings.Join(Regions, ", "))
 	}
 	if in.Width < 0 || in.Height < 0 || in.Width > 7680 || in.Height > 4320 {
@@ -887,13 +888,4 @@ func newID(prefix string) (string, error) {
 		return "", err
 	}
 	return prefix + hex.EncodeToString(b[:]), nil
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

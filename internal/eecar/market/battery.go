@@ -51,11 +51,7 @@ func AssessSOH(soh float64) (string, []string) {
 
 // batterySOH finds a part's SOH: specs chemicalProps.soh (or soh, or
 // stateOfHealth), else the age rule (year unknown: 50).
-func batterySOH(p store.Part, year int) (float64, bool) {
-	flat := map[string]string{}
-	for _, kv := range FlattenSpecs(p.Specs) {
-		flat[kv[0]] = kv[1]
-	}
+func batterySOH(p store.Part, flat map[string]string, year int) (float64, bool) {
 	for _, k := range []string{"chemicalProps.soh", "soh", "chemicalProps.stateOfHealth", "stateOfHealth", "electricalProps.soh"} {
 		if v, ok := flat[k]; ok {
 			if f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64); err == nil && f >= 0 && f <= 100 {
@@ -69,11 +65,8 @@ func batterySOH(p store.Part, year int) (float64, bool) {
 	return math.Max(50, 100-5*float64(year-p.Year)), true
 }
 
-func batteryCathode(p store.Part) string {
-	flat := map[string]string{}
-	for _, kv := range FlattenSpecs(p.Specs) {
-		flat[kv[0]] = kv[1]
-	}
+// batteryCathode finds a part's cathode in its flattened specs.
+func batteryCathode(flat map[string]string) string {
 	for _, k := range []string{"chemicalProps.cathode", "chemicalProps.cathodeType", "cathode", "materialComposition.primary"} {
 		if v := flat[k]; v != "" {
 			return v
@@ -106,11 +99,12 @@ func (m *Market) BatteryHealth(ctx context.Context, req BatteryRequest) ([]Batte
 			if err != nil {
 				continue
 			}
-			soh, est := batterySOH(p, year)
+			flat := SpecMap(p.Specs)
+			soh, est := batterySOH(p, flat, year)
 			if req.MinSOH != nil && soh < *req.MinSOH || req.MaxSOH != nil && soh > *req.MaxSOH {
 				continue
 			}
-			cat := batteryCathode(p)
+			cat := batteryCathode(flat)
 			if req.Cathode != "" && !strings.HasPrefix(strings.ToUpper(strings.ReplaceAll(cat, " ", "")), strings.ToUpper(strings.ReplaceAll(req.Cathode, " ", ""))) {
 				continue
 			}

@@ -170,6 +170,15 @@ func PartText(p store.Part) string {
 	return b.String()
 }
 
+// SpecMap flattens nested specs into a map from path ("a.b") to value.
+func SpecMap(specs map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, kv := range FlattenSpecs(specs) {
+		out[kv[0]] = kv[1]
+	}
+	return out
+}
+
 // FlattenSpecs flattens nested specs into sorted ("a.b", "value") pairs.
 func FlattenSpecs(specs map[string]any) [][2]string {
 	var out [][2]string
@@ -295,14 +304,10 @@ func (m *Market) DeletePart(ctx context.Context, sellerID, id string) error {
 
 // indexPart puts a part into the search index.
 func (m *Market) indexPart(p store.Part, vec []float32) {
-	specs := map[string]string{}
-	for _, kv := range FlattenSpecs(p.Specs) {
-		specs[kv[0]] = kv[1]
-	}
 	created, _ := time.Parse(time.RFC3339Nano, p.CreatedAt)
 	m.idx.Put(search.Doc{
 		ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer, Price: p.Price, Quantity: p.Quantity,
-		Text: PartText(p), Specs: specs, Vector: vec, CreatedAt: created,
+		Text: PartText(p), Specs: SpecMap(p.Specs), Vector: vec, CreatedAt: created,
 	})
 }
 

@@ -53,36 +53,53 @@ func (m *Market) CancelWatch(ctx context.Context, buyerID, id string) (store.Wat
 // price ≤ maxPrice, every minSpecs path at least its minimum, and every
 // keyword (when given) among the part's words.
 func (m *Market) Meets(w store.Watch, p store.Part) bool {
-	c := w.Criteria
+	return m.meets(w, m.newFacts(p))
+}
+
+// facts is what matching needs of one part, computed once however many
+// watches it is matched against (its words only if a watch has keywords).
+type facts struct {
+	m     *Market
+	p     store.Part
+	specs map[string]string
+	words map[string]bool
+}
+
+func (m *Market) newFacts(p store.Part) *facts {
+	return &facts{m: m, p: p, specs: SpecMap(p.Specs)}
+}
+
+func (f *facts) hasWord(t string) bool {
+	if f.words == nil {
+		f.words = map[string]bool{}
+		for _, w := range f.m.local.Tokens(PartText(f.p)) {
+			f.words[w] = true
+		}
+	}
+	return f.words[t]
+}
+
+func (m *Market) meets(w store.Watch, f *facts) bool {
+	c, p := w.Criteria, f.p
 	if c.Category != "" && c.Category != p.Category {
 		return false
 	}
 	if c.MaxPrice > 0 && p.Price > c.MaxPrice {
 		return false
 	}
-	specs := map[string]string{}
-	for _, kv := range FlattenSpecs(p.Specs) {
-		specs[kv[0]] = kv[1]
-	}
 	for path, min := range c.MinSpecs {
-		v, ok := specs[path]
+		v, ok := f.specs[path]
 		if !ok {
 			return false
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < min {
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || n < min {
 			return false
 		}
 	}
-	if strings.TrimSpace(c.Keywords) != "" {
-		words := map[string]bool{}
-		for _, t := range m.local.Tokens(PartText(p)) {
-			words[t] = true
-		}
-		for _, t := range m.local.Tokens(c.Keywords) {
-			if !words[t] {
-				return false
-			}
+	for _, t := range m.local.Tokens(c.Keywords) {
+		if !f.hasWord(t) {
+			return false
 		}
 	}
 	return true
@@ -91,10 +108,11 @@ func (m *Market) Meets(w store.Watch, p store.Part) bool {
 // evaluate writes a trigger and a notification for each active watch the
 // part meets — once per (watch, part), however often the part changes.
 func (m *Market) evaluate(ctx context.Context, p store.Part) error {
+	f := m.newFacts(p)
 	m.mu.RLock()
 	var hit []store.Watch
 	for _, w := range m.watches {
-		if w.BuyerID != p.SellerID && m.Meets(w, p) {
+		if w.BuyerID != p.SellerID && m.meets(w, f) {
 			hit = append(hit, w)
 		}
 	}

@@ -53,14 +53,23 @@ func localDynamo(endpoint, region string) *dynamodb.Client {
 	})
 }
 
-func remoteDynamo(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+// awsConfig loads the AWS environment's configuration for region; without
+// credentials it signs anonymously (local endpoints accept any).
+func awsConfig(ctx context.Context, region string) (aws.Config, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region))
 	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
+		return aws.Config{}, fmt.Errorf("aws config: %w", err)
 	}
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		// Local endpoints accept any credentials.
 		cfg.Credentials = aws.AnonymousCredentials{}
+	}
+	return cfg, nil
+}
+
+func remoteDynamo(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+	cfg, err := awsConfig(ctx, region)
+	if err != nil {
+		return nil, err
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
 }
@@ -71,12 +80,9 @@ func streamsClient(ctx context.Context, c *config.Config, store *ddb.Store) (*dy
 	if store != nil {
 		return ddb.NewStreamsClient(store), nil
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(c.Region))
+	cfg, err := awsConfig(ctx, c.Region)
 	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
-	}
-	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		cfg.Credentials = aws.AnonymousCredentials{}
+		return nil, err
 	}
 	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 		// AWS's streams endpoint differs from DynamoDB's; other stores

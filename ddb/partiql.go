@@ -221,15 +221,11 @@ func (b *exprBuilder) operand(o partiql.Operand) (string, error) {
 func (b *exprBuilder) cond(c partiql.Cond) (string, error) {
 	switch c := c.(type) {
 	case *partiql.Compare:
-		l, err := b.operand(c.L)
+		ops, err := b.operands(c.L, c.R)
 		if err != nil {
 			return "", err
 		}
-		r, err := b.operand(c.R)
-		if err != nil {
-			return "", err
-		}
-		return l + " " + c.Op + " " + r, nil
+		return ops[0] + " " + c.Op + " " + ops[1], nil
 	case *partiql.Between:
 		ops, err := b.operands(c.X, c.Lo, c.Hi)
 		if err != nil {

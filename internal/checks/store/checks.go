@@ -67,7 +67,7 @@ func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (C
 	if err != nil {
 		return Check{}, err
 	}
-	now := formatTime(s.now())
+	now := ddbitem.FormatTime(s.now())
 	c.ID, c.Status, c.CreatedAt, c.UpdatedAt, c.NextRunAt = id, CheckActive, now, now, fromMs(ms(firstRun)) // as stored
 	attrs, err := mapValue(c.Attributes)
 	if err != nil {
@@ -163,7 +163,7 @@ type Patch struct {
 // attributes clear the alert state (the new target starts afresh).
 func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Check, error) {
 	update := "SET updatedAt = :now"
-	values := map[string]av{":now": ddbitem.S(formatTime(s.now())), ":u": ddbitem.S(userID)}
+	values := map[string]av{":now": ddbitem.S(ddbitem.FormatTime(s.now())), ":u": ddbitem.S(userID)}
 	remove := ""
 	if p.URL != nil {
 		update += ", #url = :url"
@@ -189,7 +189,7 @@ func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Ch
 // SetCheckStatus moves a user's check from one of from to status. Resuming
 // (to ACTIVE) makes it due at once and clears the failure state.
 func (s *Store) SetCheckStatus(ctx context.Context, userID, id string, from []string, status string) (Check, error) {
-	values := map[string]av{":now": ddbitem.S(formatTime(s.now())), ":u": ddbitem.S(userID), ":to": ddbitem.S(status)}
+	values := map[string]av{":now": ddbitem.S(ddbitem.FormatTime(s.now())), ":u": ddbitem.S(userID), ":to": ddbitem.S(status)}
 	update := "SET #s = :to, updatedAt = :now"
 	if status == CheckActive {
 		update += ", nextRunAt = :next, failCount = :zero REMOVE failureReason"

@@ -161,7 +161,7 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 	if err != nil {
 		return err
 	}
-	at := formatTime(o.At)
+	at := ddbitem.FormatTime(o.At)
 	update := "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc REMOVE leaseOwner, leaseUntil"
 	values := map[string]av{":r": res, ":at": ddbitem.S(at), ":st": ddbitem.S(o.AlertState), ":fc": ddbitem.N(int64(o.FailCount)), ":me": ddbitem.S(owner)}
 	names := map[string]string(nil)

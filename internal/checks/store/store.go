@@ -111,19 +111,6 @@ func (s *Store) randomID(prefix string, n int) (string, error) {
 	return prefix + hex.EncodeToString(b), nil
 }
 
-// timeLayout is every stored ISO 8601 timestamp: UTC, milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-func parseTime(v string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
 type av = types.AttributeValue
 
 func key(pk, sk string) map[string]av { return map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S(sk)} }

@@ -75,7 +75,7 @@ func (s *Store) tokenPut(token, userID string) types.TransactWriteItem {
 		TableName: aws.String(s.names.Users),
 		Item: map[string]av{
 			"PK": ddbitem.S("TOKEN#" + HashToken(token)), "SK": ddbitem.S(skToken),
-			"userid": ddbitem.S(userID), "createdAt": ddbitem.S(formatTime(s.now())),
+			"userid": ddbitem.S(userID), "createdAt": ddbitem.S(ddbitem.FormatTime(s.now())),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	}}
@@ -104,7 +104,7 @@ func (s *Store) CreateUser(ctx context.Context, email, tier string) (User, strin
 	if err != nil {
 		return User{}, "", err
 	}
-	now := formatTime(s.now())
+	now := ddbitem.FormatTime(s.now())
 	u := User{ID: id, Email: email, Tier: tier, CheckLimit: limit, Status: UserActive, CreatedAt: now, UpdatedAt: now}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
@@ -251,7 +251,7 @@ func (s *Store) SetAlerts(ctx context.Context, id, webhookURL, webhookSecret, em
 }
 
 func (s *Store) updateUser(ctx context.Context, id, update string, values map[string]av) (User, error) {
-	values[":now"] = ddbitem.S(formatTime(s.now()))
+	values[":now"] = ddbitem.S(ddbitem.FormatTime(s.now()))
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.names.Users), Key: key(id, skUser),
 		UpdateExpression:          aws.String(update),

@@ -24,6 +24,7 @@ import (
 	"github.com/quarrydb/quarry/internal/eecar/search"
 	"github.com/quarrydb/quarry/internal/eecar/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Options configures a Market.
@@ -237,7 +238,7 @@ func (m *Market) embedPart(ctx context.Context, p store.Part) (*store.VectorRef,
 	if err := m.blobs.Put(ctx, k, bytes.NewReader(encodeVector(vs[0]))); err != nil {
 		return nil, nil, fmt.Errorf("eecar: store vector: %w", err)
 	}
-	return &store.VectorRef{S3Key: k, EmbeddingModel: m.emb.Model(), Dimension: m.emb.Dimension(), CreatedAt: store.FormatTime(m.st.Now())}, vs[0], nil
+	return &store.VectorRef{S3Key: k, EmbeddingModel: m.emb.Model(), Dimension: m.emb.Dimension(), CreatedAt: ddbitem.FormatTime(m.st.Now())}, vs[0], nil
 }
 
 // RegisterPart validates, embeds and writes a new part for a seller.

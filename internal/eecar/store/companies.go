@@ -44,7 +44,7 @@ func (s *Store) CreateCompany(ctx context.Context, name, industry string) (Compa
 	if err != nil {
 		return Company{}, "", err
 	}
-	c := Company{ID: id, Name: name, Industry: industry, CreatedAt: FormatTime(s.Now())}
+	c := Company{ID: id, Name: name, Industry: industry, CreatedAt: ddbitem.FormatTime(s.Now())}
 	raw, put, err := s.keyPut(id)
 	if err != nil {
 		return Company{}, "", err
@@ -73,7 +73,7 @@ func (s *Store) keyPut(companyID string) (string, *types.Put, error) {
 		TableName: aws.String(s.table),
 		Item: map[string]av{
 			"PK": ddbitem.S("APIKEY#" + HashKey(raw)), "SK": ddbitem.S("METADATA"),
-			"companyId": ddbitem.S(companyID), "createdAt": ddbitem.S(FormatTime(s.Now())),
+			"companyId": ddbitem.S(companyID), "createdAt": ddbitem.S(ddbitem.FormatTime(s.Now())),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	}, nil

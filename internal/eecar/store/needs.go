@@ -78,7 +78,7 @@ func (s *Store) PutNeed(ctx context.Context, n Need) (Need, error) {
 		return Need{}, fmt.Errorf("%w: status must be active, fulfilled or cancelled", ErrInvalid)
 	}
 	if n.CreatedAt == "" {
-		n.CreatedAt = FormatTime(s.Now())
+		n.CreatedAt = ddbitem.FormatTime(s.Now())
 	}
 	g1pk, g1sk := needGSI(n.Status, n.Priority, n.CreatedAt)
 	it, err := marshal(n, map[string]av{"PK": ddbitem.S("COMPANY#" + n.CompanyID), "SK": ddbitem.S("NEED#" + n.ID), "GSI1PK": ddbitem.S(g1pk), "GSI1SK": ddbitem.S(g1sk)})
@@ -191,7 +191,7 @@ const (
 // PutWatch writes a watch.
 func (s *Store) PutWatch(ctx context.Context, w Watch) (Watch, error) {
 	if w.CreatedAt == "" {
-		w.CreatedAt = FormatTime(s.Now())
+		w.CreatedAt = ddbitem.FormatTime(s.Now())
 	}
 	if w.Status == "" {
 		w.Status = WatchActive
@@ -313,7 +313,7 @@ const NotificationTTL = 30 * 24 * time.Hour
 
 func (s *Store) notificationPut(n *Notification) (*types.Put, error) {
 	if n.SentAt == "" {
-		n.SentAt = FormatTime(s.Now())
+		n.SentAt = ddbitem.FormatTime(s.Now())
 	}
 	if n.ID == "" {
 		id, err := s.NewID("ntf_")
@@ -337,7 +337,7 @@ func (s *Store) notificationPut(n *Notification) (*types.Put, error) {
 // notification in one transaction, once per (watch, part): it reports
 // false (and writes nothing) when the trigger exists already.
 func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notification) (bool, Notification, error) {
-	t.NotifiedAt = FormatTime(s.Now())
+	t.NotifiedAt = ddbitem.FormatTime(s.Now())
 	tItem, err := marshal(t, map[string]av{"PK": ddbitem.S("WATCH#" + w.ID), "SK": ddbitem.S("TRIGGER#" + t.PartID)})
 	if err != nil {
 		return false, n, err

@@ -134,7 +134,7 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 	if len(p.UseCases) > maxUseCases {
 		return Part{}, fmt.Errorf("%w: at most %d use cases", ErrInvalid, maxUseCases)
 	}
-	now := FormatTime(s.Now())
+	now := ddbitem.FormatTime(s.Now())
 	p.UpdatedAt = now
 	if prev == nil {
 		p.CreatedAt = now

@@ -66,7 +66,7 @@ func (s *Store) proposalItem(p Proposal) (map[string]av, error) {
 // CreateProposal writes a pending proposal and notifies its recipient, in
 // one transaction.
 func (s *Store) CreateProposal(ctx context.Context, p Proposal) (Proposal, error) {
-	p.Status, p.CreatedAt, p.RespondedAt, p.History = ProposalPending, FormatTime(s.Now()), "", nil
+	p.Status, p.CreatedAt, p.RespondedAt, p.History = ProposalPending, ddbitem.FormatTime(s.Now()), "", nil
 	it, err := s.proposalItem(p)
 	if err != nil {
 		return Proposal{}, err
@@ -144,7 +144,7 @@ func (s *Store) Respond(ctx context.Context, company, id string, r Response) (Pr
 		return Proposal{}, fmt.Errorf("%w: proposal %s is %s", ErrState, id, p.Status)
 	}
 	prevStatus := p.Status
-	r.By, r.At = company, FormatTime(s.Now())
+	r.By, r.At = company, ddbitem.FormatTime(s.Now())
 	switch r.Action {
 	case ActionAccept:
 		p.Status = ProposalAccepted
@@ -275,7 +275,7 @@ func (s *Store) GetMatch(ctx context.Context, hash string) (CachedMatch, bool, e
 
 // PutMatch caches a search result for 7 days.
 func (s *Store) PutMatch(ctx context.Context, m CachedMatch) error {
-	m.CreatedAt, m.HitCount = FormatTime(s.Now()), 0
+	m.CreatedAt, m.HitCount = ddbitem.FormatTime(s.Now()), 0
 	it, err := marshal(m, map[string]av{
 		"PK": ddbitem.S("MATCH#" + m.QueryHash), "SK": ddbitem.S("RESULT"),
 		"GSI1PK": ddbitem.S("CACHE"), "GSI1SK": ddbitem.S(hitKey(0)),

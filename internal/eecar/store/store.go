@@ -117,13 +117,6 @@ func (s *Store) NewID(prefix string) (string, error) {
 	return prefix + hex.EncodeToString(b), nil
 }
 
-// timeLayout is every stored timestamp: ISO 8601, UTC, milliseconds, fixed
-// width so that it sorts as text inside sort keys.
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-// FormatTime formats t as stored.
-func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
 type av = types.AttributeValue
 
 func key(pk, sk string) map[string]av { return map[string]av{"PK": ddbitem.S(pk), "SK": ddbitem.S(sk)} }

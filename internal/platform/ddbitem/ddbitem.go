@@ -6,6 +6,7 @@ package ddbitem
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -72,4 +73,22 @@ func CancelReasons(err error) []string {
 		}
 	}
 	return out
+}
+
+// TimeLayout is how quarry stores timestamps in items: ISO 8601, UTC,
+// fixed-width milliseconds, so that they sort as text (sort keys such as
+// createdAt and CREATED_AT#… rely on it).
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime formats t as stored.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// ParseTime parses a stored timestamp (any RFC 3339 form); the zero time
+// when v is empty or malformed.
+func ParseTime(v string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
 // Principal is the outcome of a successful Authorize: who is calling and on
@@ -96,7 +98,7 @@ func (s *Store) touch(ctx context.Context, key APIKey) {
 		UpdateExpression:    aws.String("SET lastUsedAt = :t"),
 		ConditionExpression: aws.String("attribute_exists(apiKeyHash)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":t": &types.AttributeValueMemberS{Value: formatTime(now)},
+			":t": &types.AttributeValueMemberS{Value: ddbitem.FormatTime(now)},
 		},
 	})
 }

@@ -179,7 +179,7 @@ func keyItem(k APIKey) map[string]types.AttributeValue {
 		"projectId":  &types.AttributeValueMemberS{Value: k.ProjectID},
 		"projectIds": &types.AttributeValueMemberL{Value: list},
 		"status":     &types.AttributeValueMemberS{Value: k.Status},
-		"createdAt":  &types.AttributeValueMemberS{Value: formatTime(k.CreatedAt)},
+		"createdAt":  &types.AttributeValueMemberS{Value: ddbitem.FormatTime(k.CreatedAt)},
 	}
 	if k.Name != "" {
 		it["name"] = &types.AttributeValueMemberS{Value: k.Name}
@@ -195,10 +195,10 @@ func parseKey(it map[string]types.AttributeValue) APIKey {
 		ProjectIDs: strList(it, "projectIds"),
 		Name:       ddbitem.String(it, "name"),
 		Status:     ddbitem.String(it, "status"),
-		CreatedAt:  parseTime(ddbitem.String(it, "createdAt")),
+		CreatedAt:  ddbitem.ParseTime(ddbitem.String(it, "createdAt")),
 	}
 	if v := ddbitem.String(it, "lastUsedAt"); v != "" {
-		k.LastUsedAt = parseTime(v)
+		k.LastUsedAt = ddbitem.ParseTime(v)
 	}
 	return k
 }

@@ -144,7 +144,7 @@ func (s *Store) SetProjectStatus(ctx context.Context, id, status string) error {
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":s": &types.AttributeValueMemberS{Value: status},
-			":u": &types.AttributeValueMemberS{Value: formatTime(s.now())},
+			":u": &types.AttributeValueMemberS{Value: ddbitem.FormatTime(s.now())},
 		},
 	})
 	if ddbitem.ConditionFailed(err) {
@@ -250,8 +250,8 @@ func projectItem(p Project) map[string]types.AttributeValue {
 		"defaultTimeout": &types.AttributeValueMemberN{Value: strconv.Itoa(p.DefaultTimeout)},
 		"concurrency":    &types.AttributeValueMemberN{Value: strconv.Itoa(p.Concurrency)},
 		"status":         &types.AttributeValueMemberS{Value: p.Status},
-		"createdAt":      &types.AttributeValueMemberS{Value: formatTime(p.CreatedAt)},
-		"updatedAt":      &types.AttributeValueMemberS{Value: formatTime(p.UpdatedAt)},
+		"createdAt":      &types.AttributeValueMemberS{Value: ddbitem.FormatTime(p.CreatedAt)},
+		"updatedAt":      &types.AttributeValueMemberS{Value: ddbitem.FormatTime(p.UpdatedAt)},
 		"activeSessions": &types.AttributeValueMemberN{Value: strconv.Itoa(p.ActiveSessions)},
 	}
 	if p.OwnerID != "" {
@@ -272,8 +272,8 @@ func parseProject(it map[string]types.AttributeValue) Project {
 		Concurrency:     num(it, "concurrency"),
 		Status:          ddbitem.String(it, "status"),
 		BillingTier:     ddbitem.String(it, "billingTier"),
-		CreatedAt:       parseTime(ddbitem.String(it, "createdAt")),
-		UpdatedAt:       parseTime(ddbitem.String(it, "updatedAt")),
+		CreatedAt:       ddbitem.ParseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:       ddbitem.ParseTime(ddbitem.String(it, "updatedAt")),
 		ActiveSessions:  num(it, "activeSessions"),
 		UsageBrowserMs:  ddbitem.Int(it, "usageBrowserMs"),
 		UsageProxyBytes: ddbitem.Int(it, "usageProxyBytes"),

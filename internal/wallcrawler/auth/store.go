@@ -54,10 +54,6 @@ const (
 	DefaultLastUsedInterval = time.Minute
 )
 
-// timeLayout is the ISO8601 form of every stored timestamp: UTC, fixed
-// width (milliseconds), so that it sorts as text.
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
 // Options configures a Store. The zero value of each field means its
 // default.
 type Options struct {
@@ -100,15 +96,5 @@ func New(client *dynamodb.Client, names tables.Names, opts *Options) *Store {
 }
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC() }
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-func parseTime(v string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -38,10 +38,6 @@ var (
 // attribute for future lifecycle states.
 const StatusCreated = "CREATED"
 
-// timeLayout is the ISO8601 form of every stored timestamp (as in package
-// auth): UTC, fixed width, so that it sorts as text.
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
 // Context is an item of the wallcrawler-contexts table.
 type Context struct {
 	ID         string // "ctx_" + 32 hex digits
@@ -169,7 +165,7 @@ func (s *Store) Touch(ctx context.Context, projectID, id string) (Context, error
 		UpdateExpression:    aws.String("SET updatedAt = :u"),
 		ConditionExpression: aws.String("projectId = :p"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":u": &types.AttributeValueMemberS{Value: formatTime(s.now())},
+			":u": &types.AttributeValueMemberS{Value: ddbitem.FormatTime(s.now())},
 			":p": &types.AttributeValueMemberS{Value: projectID},
 		},
 		ReturnValues: types.ReturnValueAllNew,
@@ -224,8 +220,8 @@ func item(c Context) map[string]types.AttributeValue {
 		"projectId":  &types.AttributeValueMemberS{Value: c.ProjectID},
 		"storageKey": &types.AttributeValueMemberS{Value: c.StorageKey},
 		"status":     &types.AttributeValueMemberS{Value: c.Status},
-		"createdAt":  &types.AttributeValueMemberS{Value: formatTime(c.CreatedAt)},
-		"updatedAt":  &types.AttributeValueMemberS{Value: formatTime(c.UpdatedAt)},
+		"createdAt":  &types.AttributeValueMemberS{Value: ddbitem.FormatTime(c.CreatedAt)},
+		"updatedAt":  &types.AttributeValueMemberS{Value: ddbitem.FormatTime(c.UpdatedAt)},
 	}
 	if c.Name != "" {
 		it["name"] = &types.AttributeValueMemberS{Value: c.Name}
@@ -240,21 +236,11 @@ func parse(it map[string]types.AttributeValue) Context {
 		Name:       ddbitem.String(it, "name"),
 		StorageKey: ddbitem.String(it, "storageKey"),
 		Status:     ddbitem.String(it, "status"),
-		CreatedAt:  parseTime(ddbitem.String(it, "createdAt")),
-		UpdatedAt:  parseTime(ddbitem.String(it, "updatedAt")),
+		CreatedAt:  ddbitem.ParseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:  ddbitem.ParseTime(ddbitem.String(it, "updatedAt")),
 	}
 	if c.StorageKey == "" {
 		c.StorageKey = StorageKey(c.ProjectID, c.ID)
 	}
 	return c
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-func parseTime(v string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }

@@ -292,7 +292,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, in CreateInput)
 	m.live[x.ID] = l
 	m.mu.Unlock()
 	_, err = m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
-		"startedAt":  ddbitem.S(formatTime(m.now())),
+		"startedAt":  ddbitem.S(ddbitem.FormatTime(m.now())),
 		"publicIP":   ddbitem.S("127.0.0.1"),
 		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
 	})
@@ -338,7 +338,7 @@ func (m *Manager) fail(id, projectID string, from []string, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
 	defer cancel()
 	_, err := m.d.Repo.Transition(ctx, id, from, StateFailed, reason, map[string]av{
-		"endedAt": ddbitem.S(formatTime(m.now())), "error": ddbitem.S(reason),
+		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())), "error": ddbitem.S(reason),
 	})
 	if err != nil {
 		m.log.Warn("wallcrawler: could not mark session failed", "session", id, "err", err)
@@ -434,7 +434,7 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 		m.finishBrowser(ctx, l)
 	}
 	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, map[string]av{
-		"endedAt": ddbitem.S(formatTime(m.now())),
+		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())),
 	})
 	if err != nil {
 		return x, err
@@ -633,7 +633,7 @@ func (m *Manager) Reconcile(ctx context.Context) (int, error) {
 			continue
 		}
 		x, err = m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
-			"quarry restarted; the browser was lost", map[string]av{"endedAt": ddbitem.S(formatTime(m.now())), "error": ddbitem.S("quarry restarted")})
+			"quarry restarted; the browser was lost", map[string]av{"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())), "error": ddbitem.S("quarry restarted")})
 		if err != nil {
 			continue
 		}

@@ -17,20 +17,6 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 
-// timeLayout is the ISO8601 form of every stored timestamp: UTC with
-// milliseconds, fixed width, so that createdAt sorts as text.
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-func parseTime(v string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
 // Repo reads and writes the wallcrawler-sessions table.
 type Repo struct {
 	client *dynamodb.Client
@@ -55,7 +41,7 @@ func eventItem(e Event) av {
 	m := map[string]av{
 		"source":     ddbitem.S(e.Source),
 		"detailType": ddbitem.S(e.DetailType),
-		"time":       ddbitem.S(formatTime(e.Time)),
+		"time":       ddbitem.S(ddbitem.FormatTime(e.Time)),
 		"to":         ddbitem.S(e.To),
 	}
 	if e.From != "" {
@@ -78,8 +64,8 @@ func item(x Session) (map[string]av, error) {
 		"projectId":          ddbitem.S(x.ProjectID),
 		"status":             ddbitem.S(SDKStatus(x.InternalStatus)),
 		"internalStatus":     ddbitem.S(x.InternalStatus),
-		"createdAt":          ddbitem.S(formatTime(x.CreatedAt)),
-		"updatedAt":          ddbitem.S(formatTime(x.UpdatedAt)),
+		"createdAt":          ddbitem.S(ddbitem.FormatTime(x.CreatedAt)),
+		"updatedAt":          ddbitem.S(ddbitem.FormatTime(x.UpdatedAt)),
 		"expiresAt":          ddbitem.N(x.ExpiresAt.Unix()),
 		"keepAlive":          ddbitem.Bool(x.KeepAlive),
 		"region":             ddbitem.S(x.Region),
@@ -87,7 +73,7 @@ func item(x Session) (map[string]av, error) {
 		"connectUrl":         ddbitem.S(x.ConnectURL),
 		"proxyBytes":         ddbitem.N(x.ProxyBytes),
 		"retryCount":         ddbitem.N(int64(x.RetryCount)),
-		"lastEventTimestamp": ddbitem.S(formatTime(x.LastEventAt)),
+		"lastEventTimestamp": ddbitem.S(ddbitem.FormatTime(x.LastEventAt)),
 		"timeout":            ddbitem.N(int64(x.Timeout)),
 		"viewportWidth":      ddbitem.N(int64(x.Width)),
 		"viewportHeight":     ddbitem.N(int64(x.Height)),
@@ -127,10 +113,10 @@ func parse(it map[string]av) Session {
 		ProjectID:      ddbitem.String(it, "projectId"),
 		Status:         ddbitem.String(it, "status"),
 		InternalStatus: ddbitem.String(it, "internalStatus"),
-		CreatedAt:      parseTime(ddbitem.String(it, "createdAt")),
-		UpdatedAt:      parseTime(ddbitem.String(it, "updatedAt")),
-		StartedAt:      parseTime(ddbitem.String(it, "startedAt")),
-		EndedAt:        parseTime(ddbitem.String(it, "endedAt")),
+		CreatedAt:      ddbitem.ParseTime(ddbitem.String(it, "createdAt")),
+		UpdatedAt:      ddbitem.ParseTime(ddbitem.String(it, "updatedAt")),
+		StartedAt:      ddbitem.ParseTime(ddbitem.String(it, "startedAt")),
+		EndedAt:        ddbitem.ParseTime(ddbitem.String(it, "endedAt")),
 		ExpiresAt:      time.Unix(ddbitem.Int(it, "expiresAt"), 0).UTC(),
 		KeepAlive:      boolean(it, "keepAlive"),
 		Region:         ddbitem.String(it, "region"),
@@ -142,7 +128,7 @@ func parse(it map[string]av) Session {
 		ContextPersist: boolean(it, "contextPersist"),
 		ContextKey:     ddbitem.String(it, "contextStorageKey"),
 		ProxyBytes:     ddbitem.Int(it, "proxyBytes"),
-		LastEventAt:    parseTime(ddbitem.String(it, "lastEventTimestamp")),
+		LastEventAt:    ddbitem.ParseTime(ddbitem.String(it, "lastEventTimestamp")),
 		RetryCount:     int(ddbitem.Int(it, "retryCount")),
 		Timeout:        int(ddbitem.Int(it, "timeout")),
 		Width:          int(ddbitem.Int(it, "viewportWidth")),
@@ -157,7 +143,7 @@ func parse(it map[string]av) Session {
 			}
 			x.Events = append(x.Events, Event{
 				Source: ddbitem.String(m.Value, "source"), DetailType: ddbitem.String(m.Value, "detailType"),
-				Time: parseTime(ddbitem.String(m.Value, "time")), From: ddbitem.String(m.Value, "from"),
+				Time: ddbitem.ParseTime(ddbitem.String(m.Value, "time")), From: ddbitem.String(m.Value, "from"),
 				To: ddbitem.String(m.Value, "to"), Reason: ddbitem.String(m.Value, "reason"),
 			})
 		}
@@ -220,7 +206,7 @@ func (r *Repo) Transition(ctx context.Context, id string, from []string, to, rea
 	values := map[string]av{
 		":to":    ddbitem.S(to),
 		":sdk":   ddbitem.S(SDKStatus(to)),
-		":now":   ddbitem.S(formatTime(now)),
+		":now":   ddbitem.S(ddbitem.FormatTime(now)),
 		":ev":    &types.AttributeValueMemberL{Value: []av{eventItem(newEvent(now, cur, to, reason))}},
 		":empty": &types.AttributeValueMemberL{Value: []av{}},
 	}

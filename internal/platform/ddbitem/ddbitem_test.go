@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -35,5 +36,19 @@ func TestErrors(t *testing.T) {
 	}
 	if CancelReasons(ccf) != nil {
 		t.Fatal("CancelReasons of another error")
+	}
+}
+
+func TestTimeRoundTripSortsAsText(t *testing.T) {
+	a := time.Date(2026, 11, 26, 9, 5, 3, 120_000_000, time.FixedZone("KST", 9*3600))
+	b := a.Add(time.Millisecond)
+	if got := FormatTime(a); got != "2026-11-26T00:05:03.120Z" {
+		t.Fatalf("FormatTime = %s", got)
+	}
+	if !(FormatTime(a) < FormatTime(b)) || !ParseTime(FormatTime(a)).Equal(a) {
+		t.Fatal("stored times must sort as text and parse back")
+	}
+	if !ParseTime("garbage").IsZero() || !ParseTime("").IsZero() {
+		t.Fatal("malformed times parse as zero")
 	}
 }

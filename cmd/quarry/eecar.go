@@ -109,7 +109,7 @@ func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 	}
 	poll := 250 * time.Millisecond
 	if embedded {
-		poll = 20 * time.Millisecond
+		poll = 100 * time.Millisecond // in-process, but idle polling is not free
 	}
 	e := &eecar{market: m, hooks: hooks, client: client, streams: streams, poll: poll}
 	e.handler = http.StripPrefix("/eecar", eecarapi.New(m, log))

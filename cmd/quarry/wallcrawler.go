@@ -166,7 +166,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	repo := sessions.NewRepo(client, names, nil)
 	poll := 250 * time.Millisecond
 	if embedded {
-		poll = 5 * time.Millisecond // in-process: polling is a function call
+		poll = 5 * time.Millisecond // while a create waits; in-process, polling is a function call
 	}
 	w.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: authStore, Contexts: ctxStore, Blobs: blobs, Browsers: provider,

@@ -40,6 +40,13 @@ type Options struct {
 	// PollInterval is the pause after a GetRecords that returned nothing.
 	// Default 250ms; tests use a few milliseconds.
 	PollInterval time.Duration
+	// Interval, when set, is called before each idle pause and its result
+	// replaces PollInterval: a caller polls fast only while it awaits a
+	// record, and idles cheaply otherwise.
+	Interval func() time.Duration
+	// Wake, when set, ends an idle pause early when it receives (a caller
+	// that starts awaiting a record sends on it).
+	Wake <-chan struct{}
 	// RetryBackoff is the pause after a failed handler call or a failed
 	// request; it doubles on each consecutive failure up to MaxBackoff.
 	// Defaults 1s and 30s.
@@ -205,10 +212,28 @@ func (c *Consumer) Run(ctx context.Context) error {
 			continue
 		}
 		st.iterator = aws.ToString(out.NextShardIterator)
-		if len(out.Records) == 0 && !sleep(ctx, c.opts.PollInterval) {
+		if len(out.Records) == 0 && !c.idle(ctx) {
 			return nil
 		}
 	}
+}
+
+// idle pauses after an empty poll (Interval or PollInterval, cut short by
+// Wake); false when ctx ended.
+func (c *Consumer) idle(ctx context.Context) bool {
+	d := c.opts.PollInterval
+	if c.opts.Interval != nil {
+		d = c.opts.Interval()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-c.opts.Wake: // a nil channel never receives
+	}
+	return true
 }
 
 func (c *Consumer) report(err error) {

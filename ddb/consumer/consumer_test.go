@@ -299,3 +299,41 @@ func TestConsumerEndsWithDisabledStream(t *testing.T) {
 		t.Fatal("Run on a missing stream returned nil")
 	}
 }
+
+// TestConsumerIdleIntervalAndWake: with Interval reporting an hour, a new
+// record waits for the pause; a send on Wake ends the pause, and from then
+// on the interval Interval reports is used.
+func TestConsumerIdleIntervalAndWake(t *testing.T) {
+	e := open(t, t.TempDir(), newClock())
+	defer e.store.Close()
+	arn := e.createTable("events")
+	col := &collector{}
+	var fast atomic.Bool
+	var polls atomic.Int64
+	wake := make(chan struct{}, 1)
+	opts := fastOptions()
+	opts.StartPosition = types.ShardIteratorTypeLatest
+	opts.Interval = func() time.Duration {
+		if fast.Load() {
+			return 2 * time.Millisecond
+		}
+		return time.Hour
+	}
+	opts.Wake = wake
+	opts.AfterPoll = func(int) { polls.Add(1) }
+	stop := run(consumer.New(e.st, arn, consumer.NewMemoryCheckpointer(), col.handle, opts))
+	defer stop()
+	waitFor(t, "the first (empty) poll", func() bool { return polls.Load() >= 1 })
+	e.put("events", "a")
+	for i := 0; i < 20; i++ { // the consumer is in its hour-long pause
+		if _, h := col.snapshot(); len(h) != 0 || polls.Load() != 1 {
+			t.Fatalf("polled during the idle pause: %d polls, %v", polls.Load(), h)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fast.Store(true)
+	wake <- struct{}{}
+	waitFor(t, "the record after the wake", func() bool { _, h := col.snapshot(); return len(h) == 1 })
+	e.put("events", "b", "c")
+	waitFor(t, "later records at the fast interval", func() bool { _, h := col.snapshot(); return len(h) == 3 })
+}

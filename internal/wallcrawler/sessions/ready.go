@@ -25,17 +25,23 @@ type Notifier struct {
 
 	mu      sync.Mutex
 	waiters map[string][]chan string
+	wake    chan struct{}
 	onError func(error)
 }
 
-// NewNotifier returns a Notifier of table's stream polling every interval
-// when idle (the embedded store is cheap to poll: a few milliseconds;
-// AWS: 250ms). onError may be nil.
+// idleInterval is how often the stream is polled while nobody waits.
+const idleInterval = 250 * time.Millisecond
+
+// NewNotifier returns a Notifier of table's stream. While a caller waits
+// it polls every interval (the embedded store is cheap to poll: a few
+// milliseconds; AWS: 250ms); while nobody waits, every 250ms at most
+// often. onError may be nil.
 func NewNotifier(client *dynamodb.Client, streams *dynamodbstreams.Client, table string, interval time.Duration, onError func(error)) *Notifier {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	return &Notifier{streams: streams, client: client, table: table, interval: interval, waiters: map[string][]chan string{}, onError: onError}
+	return &Notifier{streams: streams, client: client, table: table, interval: interval,
+		waiters: map[string][]chan string{}, wake: make(chan struct{}, 1), onError: onError}
 }
 
 // Run consumes the stream from its latest position until ctx ends.
@@ -50,12 +56,24 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 	c := consumer.New(n.streams, arn, consumer.NewMemoryCheckpointer(), n.handle, consumer.Options{
 		StartPosition: streamtypes.ShardIteratorTypeLatest,
-		PollInterval:  n.interval,
+		Interval:      n.pollInterval,
+		Wake:          n.wake,
 		RetryBackoff:  100 * time.Millisecond,
 		MaxBackoff:    2 * time.Second,
 		OnError:       n.onError,
 	})
 	return c.Run(ctx)
+}
+
+// pollInterval is the consumer's pause: fast while someone waits.
+func (n *Notifier) pollInterval() time.Duration {
+	n.mu.Lock()
+	waiting := len(n.waiters) > 0
+	n.mu.Unlock()
+	if waiting {
+		return n.interval
+	}
+	return max(n.interval, idleInterval)
 }
 
 func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error {
@@ -88,6 +106,10 @@ func (n *Notifier) Watch(id string) (ch <-chan string, cancel func()) {
 	n.mu.Lock()
 	n.waiters[id] = append(n.waiters[id], c)
 	n.mu.Unlock()
+	select { // end an idle pause: poll fast from now on
+	case n.wake <- struct{}{}:
+	default:
+	}
 	return c, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()

@@ -323,6 +323,13 @@ func (m *Market) reindex(ctx context.Context, id string) (store.Part, bool, erro
 	if err != nil {
 		return store.Part{}, false, err
 	}
+	return m.indexStored(ctx, p)
+}
+
+// indexStored puts a part read from the store into the index with its
+// stored vector (embedding it again when missing or of another model).
+func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, bool, error) {
+	id := p.ID
 	var vec []float32
 	if p.Vector != nil {
 		rc, err := m.blobs.Get(ctx, p.Vector.S3Key)
@@ -360,7 +367,7 @@ func (m *Market) Load(ctx context.Context) error {
 		return err
 	}
 	for _, p := range parts {
-		if _, _, err := m.reindex(ctx, p.ID); err != nil {
+		if _, _, err := m.indexStored(ctx, p); err != nil {
 			return err
 		}
 	}

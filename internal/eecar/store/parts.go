@@ -372,14 +372,16 @@ func (s *Store) DeletePart(ctx context.Context, id, sellerID string) (Part, erro
 	return p, nil
 }
 
-// AllParts returns the ids of every part (a Scan for METADATA items), to
-// build a search index at start.
+// AllParts returns every part, merged (METADATA, SPEC, VECTOR, USAGE#),
+// from one Scan of the PART# items: the search index is built from it at
+// start without a query per part.
 func (s *Store) AllParts(ctx context.Context) ([]Part, error) {
-	var out []Part
+	byID := map[string][]map[string]av{}
+	var order []string
 	p := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),
-		FilterExpression:          aws.String("SK = :m AND begins_with(PK, :p)"),
-		ExpressionAttributeValues: map[string]av{":m": ddbitem.S("METADATA"), ":p": ddbitem.S("PART#")},
+		FilterExpression:          aws.String("begins_with(PK, :p)"),
+		ExpressionAttributeValues: map[string]av{":p": ddbitem.S("PART#")},
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -387,9 +389,17 @@ func (s *Store) AllParts(ctx context.Context) ([]Part, error) {
 			return nil, fmt.Errorf("eecar: scan parts: %w", err)
 		}
 		for _, it := range page.Items {
-			if part, ok := PartFromMetadata(it); ok {
-				out = append(out, part)
+			id := strings.TrimPrefix(ddbitem.String(it, "PK"), "PART#")
+			if _, seen := byID[id]; !seen {
+				order = append(order, id)
 			}
+			byID[id] = append(byID[id], it)
+		}
+	}
+	out := make([]Part, 0, len(order))
+	for _, id := range order {
+		if part, ok := mergePart(id, byID[id]); ok {
+			out = append(out, part)
 		}
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package ddb
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,15 +142,21 @@ func (s *Store) trustedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, nil) })
 }
 
+// requestID returns a random request id in DynamoDB's style: 32
+// upper-case hexadecimal digits.
 func requestID() string {
+	const digits = "0123456789ABCDEF"
 	var b [16]byte
 	rand.Read(b[:])
-	return strings.ToUpper(hex.EncodeToString(b[:]))
+	var out [32]byte
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
+	}
+	return string(out[:])
 }
 
 func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier) {
-	rid := requestID()
-	w.Header().Set("x-amzn-RequestId", rid)
+	w.Header()["X-Amzn-Requestid"] = []string{requestID()}
 	if r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == "") {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "healthy: dynamodb."+s.opts.Region+".amazonaws.com ")
@@ -177,15 +182,20 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 		s.writeError(w, &Error{Type: "UnknownOperationException"})
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil {
+	in := getBuffer()
+	defer putBuffer(in)
+	if n := r.ContentLength; n > 0 && n <= maxRequestBytes {
+		in.Grow(int(n))
+	}
+	if _, err := in.ReadFrom(io.LimitReader(r.Body, maxRequestBytes+1)); err != nil {
 		s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
 		return
 	}
-	if len(body) > maxRequestBytes {
+	if in.Len() > maxRequestBytes {
 		s.writeError(w, validationf("Request size exceeded %d bytes", maxRequestBytes))
 		return
 	}
+	body := in.Bytes() // no operation keeps it: decoding copies
 	if auth != nil {
 		if err := auth.Verify(r, body); err != nil {
 			var se *sigv4.Error
@@ -202,13 +212,13 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 		s.writeError(w, asAPIError(err))
 		return
 	}
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(out); err != nil {
+	resp := getBuffer()
+	defer putBuffer(resp)
+	if err := encodeOutput(resp, out); err != nil {
 		s.writeError(w, internal(err))
 		return
 	}
-	resp := bytes.TrimRight(buf.Bytes(), "\n")
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, resp.Bytes())
 }
 
 // call runs an operation, turning a panic into an InternalServerError so a
@@ -223,11 +233,14 @@ func (s *Store) call(f opFunc, body []byte, opName string) (out any, err error) 
 	return f(s, body)
 }
 
+var contentTypeJSON = []string{"application/x-amz-json-1.0"}
+
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("x-amz-crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	// Canonical header names, assigned directly: Set would canonicalize.
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Amz-Crc32"] = []string{strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)}
 	w.WriteHeader(status)
 	w.Write(body)
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/quarrydb/quarry/ddb/sigv4"
 )
@@ -51,6 +52,9 @@ type Options struct {
 	// PITRRetention is the longest point-in-time recovery window of any
 	// table (a table's RecoveryPeriodInDays may shorten it). Default: 35 days.
 	PITRRetention time.Duration
+	// CacheBytes is the size of the block cache that keeps recently read
+	// data in memory. Default 64 MiB.
+	CacheBytes int64
 }
 
 // EnsureDefaults fills in zero fields with their defaults.
@@ -78,6 +82,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.PITRRetention <= 0 {
 		o.PITRRetention = 35 * 24 * time.Hour
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
 	}
 	return o
 }
@@ -111,15 +118,39 @@ type Store struct {
 	backfills backfills
 }
 
+// pebbleOptions tunes Pebble for DynamoDB's access pattern: point reads by
+// full key (bloom filters spare a read of every level that lacks the key),
+// short range scans, and small synchronous writes from many clients.
+func pebbleOptions(o *Options, cache *pebble.Cache) *pebble.Options {
+	po := &pebble.Options{
+		FS:                          o.FS,
+		Logger:                      quietLogger{o.Logger},
+		Cache:                       cache,
+		MemTableSize:                32 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		MaxConcurrentCompactions:    func() int { return 2 },
+	}
+	po.Levels = make([]pebble.LevelOptions, 7)
+	for i := range po.Levels {
+		l := &po.Levels[i]
+		l.FilterPolicy = bloom.FilterPolicy(10)
+		l.FilterType = pebble.TableFilter
+	}
+	po.EnsureDefaults()
+	return po
+}
+
 // ErrLocked is returned by Open when another process holds the data directory.
 var ErrLocked = errors.New("ddb: data directory is in use by another process")
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts *Options) (*Store, error) {
 	o := *opts.EnsureDefaults()
-	po := &pebble.Options{FS: o.FS, Logger: quietLogger{o.Logger}}
-	po.EnsureDefaults()
-	db, err := pebble.Open(dir, po)
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(dir, pebbleOptions(&o, cache))
 	if err != nil {
 		if isLockErr(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)

@@ -226,3 +226,24 @@ func TestBinaryRoundTrip(t *testing.T) {
 		DecodeBinary(bad)
 	}
 }
+
+// TestCanonicalIntFastPath checks that integers spared the decimal parse
+// come out as the parse would have made them.
+func TestCanonicalIntFastPath(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	ins := []string{"0", "-0", "00", "-00", "7", "-7", "10", "010", "-", "", "1-", "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999", "999999999999999999999999999999999999999"}
+	for i := 0; i < 2000; i++ {
+		ins = append(ins, strconv.FormatInt(r.Int63()>>uint(r.Intn(63)), 10), strconv.FormatInt(-r.Int63()>>uint(r.Intn(63)), 10))
+	}
+	for _, s := range ins {
+		got, gerr := CanonicalNumber(s)
+		var want string
+		d, werr := ParseDecimal(s)
+		if werr == nil {
+			want = formatDecimal(d)
+		}
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Errorf("%q: fast path %q, %v; decimal parse %q, %v", s, got, gerr, want, werr)
+		}
+	}
+}

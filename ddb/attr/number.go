@@ -96,6 +96,9 @@ func checkRange(d *apd.Decimal) error {
 // text: plain notation, no leading or trailing zeros ("1.50" → "1.5",
 // "1e2" → "100", "-0" → "0").
 func CanonicalNumber(s string) (string, error) {
+	if isCanonicalInt(s) {
+		return s, nil // the common case, spared a decimal parse
+	}
 	d, err := ParseDecimal(s)
 	if err != nil {
 		return "", err
@@ -188,4 +191,25 @@ func numberParts(s string) (sign int, digits string, exp int) {
 	digits = d.Coeff.String()
 	exp = int(d.Exponent) + len(digits)
 	return sign, digits, exp
+}
+
+// isCanonicalInt reports whether s is an integer already in canonical form:
+// an optional minus, then 1 to 38 digits without a leading zero (or "0").
+func isCanonicalInt(s string) bool {
+	digits := s
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+		if digits == "0" {
+			return false // "-0" is 0
+		}
+	}
+	if len(digits) == 0 || len(digits) > 38 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -117,17 +117,8 @@ type wire struct {
 	BS   *[][]byte         `json:"BS"`
 }
 
-// UnmarshalJSON decodes and validates a DynamoDB AttributeValue. Syntax and
-// type errors are json errors; semantic errors (empty value, several types,
-// bad numbers, empty or duplicate sets) are *Error.
-func (v *Value) UnmarshalJSON(data []byte) error {
-	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		return verr("Supplied AttributeValue is empty, must contain exactly one of the supported datatypes")
-	}
-	var w wire
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
+// fromWire validates a decoded wire value and stores it in v.
+func (v *Value) fromWire(w *wire) error {
 	n := 0
 	for _, set := range []bool{w.S != nil, w.N != nil, w.B != nil, w.BOOL != nil, w.NULL != nil, w.M != nil, w.L != nil, w.SS != nil, w.NS != nil, w.BS != nil} {
 		if set {

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # bench/run.sh — GetItem / PutItem / Query benchmark of quarry against
-# dynalite on this machine, in one run; results appended to bench/RESULTS.md.
+# dynalite on this machine, in one run, with the null server (ddbbench
+# -null-listen: no storage, precomputed answers) as the ceiling any server
+# could reach here; results appended to bench/RESULTS.md.
 #
 # Usage: bench/run.sh [extra ddbbench flags...]
 # Environment:
 #   DURATION (10s), CONCURRENCY (16), OUT (bench/RESULTS.md)
-#   DYNALITE_PORT (4567), QUARRY_PORT (8000): the next free port is used
-#     when one is taken.
+#   DYNALITE_PORT (4567), QUARRY_PORT (8000), NULL_PORT (8100): the next
+#     free port is used when one is taken.
 #   PEERS (/tmp/peers): where dynalite is installed, outside the repository.
 #   QUARRY_MODE: "cli" (go build ./cmd/quarry, then `quarry ddb serve`) or
 #     "embedded" (ddbbench -embedded); default: cli when cmd/quarry exists.
+#   NULL_TARGET (1): 0 leaves out the null server (target "null").
 #   GOFLAGS is passed to go as usual.
 #
-# Everything listens on 127.0.0.1 only; both servers are stopped on exit.
+# Everything listens on 127.0.0.1 only; all servers are stopped on exit.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,6 +27,7 @@ DYNALITE_VERSION=4.0.0
 if [[ -z ${QUARRY_MODE:-} ]]; then
 	if [[ -d cmd/quarry ]]; then QUARRY_MODE=cli; else QUARRY_MODE=embedded; fi
 fi
+NULL_TARGET=${NULL_TARGET:-1}
 
 WORK=$(mktemp -d /tmp/ddbbench-run.XXXXXX)
 PIDS=()
@@ -95,7 +99,8 @@ log "dynalite $DYNALITE_VERSION (pid $DYNALITE_PID) on 127.0.0.1:$DYNALITE_PORT"
 
 # 2. quarry.
 go build -o "$WORK/ddbbench" ./bench/ddbbench
-TARGETS="dynalite=http://127.0.0.1:$DYNALITE_PORT"
+TARGETS=()
+PIDS_ARG=()
 MODE_FLAGS=()
 if [[ $QUARRY_MODE == cli ]]; then
 	go build -o "$WORK/quarry" ./cmd/quarry
@@ -106,21 +111,53 @@ if [[ $QUARRY_MODE == cli ]]; then
 	log "quarry ddb serve (pid $QUARRY_PID) on 127.0.0.1:$QUARRY_PORT"
 	wait_port "$QUARRY_PORT" quarry "$QUARRY_PID"
 	grep -m1 "listening on" "$WORK/quarry.log" >&2 || true
-	TARGETS="quarry=http://127.0.0.1:$QUARRY_PORT,$TARGETS"
+	TARGETS+=("quarry=http://127.0.0.1:$QUARRY_PORT")
+	PIDS_ARG+=("quarry=$QUARRY_PID")
 	QUARRY_DESC="quarry: \`quarry ddb serve\` built from this tree (go build ./cmd/quarry), fresh data dir, default options (fsync on commit)"
 else
 	MODE_FLAGS=(-embedded)
 	QUARRY_DESC="quarry: cmd/quarry missing, so ddbbench -embedded serves a fresh store (default options, fsync on commit) inside the bench process"
 fi
-wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"
 
-# 3. The benchmark.
-NOTE="dynalite $DYNALITE_VERSION on node $(node --version) (in-memory); $QUARRY_DESC; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' + uncommitted changes')"
-PIDS_ARG="dynalite=$DYNALITE_PID"
-if [[ $QUARRY_MODE == cli ]]; then
-	PIDS_ARG="quarry=$QUARRY_PID,$PIDS_ARG"
+# 3. The null server: ddbbench -null-listen, its answers shaped by the same
+# -table, -item-bytes and -page as the run (taken from the extra arguments).
+NULL_DESC=""
+if [[ $NULL_TARGET != 0 ]]; then
+	NULL_FLAGS=()
+	args=("$@")
+	for ((i = 0; i < ${#args[@]}; i++)); do
+		case ${args[i]} in
+		-table=* | --table=* | -item-bytes=* | --item-bytes=* | -page=* | --page=*) NULL_FLAGS+=("${args[i]}") ;;
+		-table | --table | -item-bytes | --item-bytes | -page | --page)
+			NULL_FLAGS+=("${args[i]}" "${args[i + 1]:-}")
+			i=$((i + 1))
+			;;
+		esac
+	done
+	NULL_PORT=$(free_port "${NULL_PORT:-8100}")
+	"$WORK/ddbbench" -null-listen "127.0.0.1:$NULL_PORT" "${NULL_FLAGS[@]}" >"$WORK/null.log" 2>&1 &
+	PIDS+=($!)
+	NULL_PID=$!
+	log "null server (pid $NULL_PID) on 127.0.0.1:$NULL_PORT"
+	wait_port "$NULL_PORT" null "$NULL_PID"
+	grep -m1 "listening on" "$WORK/null.log" >&2 || true
+	TARGETS+=("null=http://127.0.0.1:$NULL_PORT")
+	PIDS_ARG+=("null=$NULL_PID")
+	NULL_DESC="; null: \`ddbbench -null-listen\` built from this tree, a DynamoDB-wire HTTP server (Go net/http, HTTP/1.1 keep-alive) that stores nothing and answers every request with precomputed bytes, so its throughput is the floor cost of HTTP plus the clients on this machine and null/dynalite is the highest ratio any server could show here"
 fi
-ARGS=(-targets "$TARGETS" -pids "$PIDS_ARG" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
+wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"
+TARGETS+=("dynalite=http://127.0.0.1:$DYNALITE_PORT")
+PIDS_ARG+=("dynalite=$DYNALITE_PID")
+
+# 4. The benchmark.
+NOTE="dynalite $DYNALITE_VERSION on node $(node --version) (in-memory); $QUARRY_DESC$NULL_DESC; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' + uncommitted changes')"
+join() {
+	local IFS=,
+	echo "$*"
+}
+ARGS=(-targets "$(join "${TARGETS[@]}")" -pids "$(join "${PIDS_ARG[@]}")" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
+ENV_REC=(DURATION="$DURATION" CONCURRENCY="$CONCURRENCY")
+if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
 "$WORK/ddbbench" "${ARGS[@]}" \
-	-command "$(quote env DURATION="$DURATION" CONCURRENCY="$CONCURRENCY" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
+	-command "$(quote env "${ENV_REC[@]}" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
 	-note "$NOTE" "$@"

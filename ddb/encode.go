@@ -62,7 +62,12 @@ func (f *fields) value(n string, v any, isNil bool) error {
 func (o *GetItemOutput) appendJSON(buf *bytes.Buffer) error {
 	buf.WriteByte('{')
 	f := fields{buf: buf}
-	f.item("Item", o.Item)
+	if o.itemJSON != nil {
+		f.name("Item")
+		buf.Write(o.itemJSON)
+	} else {
+		f.item("Item", o.Item)
+	}
 	if err := f.value("ConsumedCapacity", o.ConsumedCapacity, o.ConsumedCapacity == nil); err != nil {
 		return err
 	}
@@ -87,7 +92,12 @@ func (o *ItemOutput) appendJSON(buf *bytes.Buffer) error {
 func (o *QueryOutput) appendJSON(buf *bytes.Buffer) error {
 	buf.WriteByte('{')
 	f := fields{buf: buf}
-	if o.Items != nil {
+	if o.itemsJSON != nil {
+		f.name("Items")
+		buf.WriteByte('[')
+		buf.Write(o.itemsJSON.Bytes())
+		buf.WriteByte(']')
+	} else if o.Items != nil {
 		f.name("Items")
 		buf.WriteByte('[')
 		for i, it := range *o.Items {

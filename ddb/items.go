@@ -145,6 +145,26 @@ func (t *table) validateItem(item attr.Item) *Error {
 // getItem reads the item stored under key, or nil.
 func (s *Store) getItem(key []byte) (attr.Item, error) { return readItem(s.db, key) }
 
+// getItemJSON returns the JSON of the item stored under key and its size,
+// or nil and 0.
+func (s *Store) getItemJSON(key []byte) ([]byte, int, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer closer.Close()
+	var buf bytes.Buffer
+	buf.Grow(len(v) * 2)
+	size, err := attr.AppendBinaryJSON(&buf, v)
+	if err != nil {
+		return nil, 0, fmt.Errorf("ddb: decode stored item: %w", err)
+	}
+	return buf.Bytes(), size, nil
+}
+
 // readItem reads the item stored under key in r (the database or a
 // snapshot of it), or nil.
 func readItem(r pebble.Reader, key []byte) (attr.Item, error) {
@@ -435,6 +455,10 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 type GetItemOutput struct {
 	Item             attr.Item         `json:"Item,omitempty"`
 	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+
+	// itemJSON, when not nil, is the JSON of the item in place of Item
+	// (GetItemInput.wire).
+	itemJSON []byte
 }
 
 // readProjection parses ProjectionExpression or AttributesToGet.
@@ -459,6 +483,12 @@ func readProjection(pe *string, atg []string, p *expr.Params) (expr.Projection, 
 		return expr.FromAttributesToGet(atg), nil
 	}
 	return nil, nil
+}
+
+// getItemWire is GetItem as the wire protocol serves it (GetItemInput.wire).
+func (s *Store) getItemWire(in *GetItemInput) (*GetItemOutput, error) {
+	in.wire = true
+	return s.GetItem(in)
 }
 
 // GetItem reads one item by key.
@@ -489,6 +519,15 @@ func (s *Store) GetItem(in *GetItemInput) (*GetItemOutput, error) {
 	}
 	if err := t.validateKey(in.Key); err != nil {
 		return nil, err
+	}
+	if in.wire && proj == nil {
+		// The item goes out as stored: transcode it without decoding it.
+		itemJSON, size, err := s.getItemJSON(t.itemKey(in.Key))
+		if err != nil {
+			return nil, internal(err)
+		}
+		cc := readCapacity(t, in.ReturnConsumedCapacity, size, in.ConsistentRead)
+		return &GetItemOutput{itemJSON: itemJSON, ConsumedCapacity: cc}, nil
 	}
 	item, gerr := s.getItem(t.itemKey(in.Key))
 	if gerr != nil {

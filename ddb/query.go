@@ -3,6 +3,7 @@ package ddb
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/quarrydb/quarry/ddb/attr"
@@ -19,6 +20,10 @@ type QueryOutput struct {
 	ScannedCount     int64             `json:"ScannedCount"`
 	LastEvaluatedKey attr.Item         `json:"LastEvaluatedKey,omitempty"`
 	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+
+	// itemsJSON, when not nil, holds the JSON of the items (comma
+	// separated) in place of Items: see readPlan.wire.
+	itemsJSON *bytes.Buffer
 }
 
 // readPlan is a validated Query or Scan.
@@ -37,6 +42,9 @@ type readPlan struct {
 	// bytesRead and fetchedBytes are what run read from the table or index
 	// and fetched from the table for an LSI, for ConsumedCapacity.
 	bytesRead, fetchedBytes int
+	// wire is set for requests of the wire protocol: run may then encode
+	// the items it returns unchanged straight from storage to JSON.
+	wire bool
 }
 
 func checkSelect(in *QueryInput, isQuery bool) *Error {
@@ -196,6 +204,7 @@ func (s *Store) Query(in *QueryInput) (*QueryOutput, error) {
 	if err != nil {
 		return nil, err
 	}
+	pl.wire = in.wire
 	var kc *expr.KeyCondition
 	if in.KeyConditionExpression != nil {
 		kc, err = expr.ParseKeyCondition(*in.KeyConditionExpression, p)
@@ -302,6 +311,18 @@ func scalarText(v attr.Value) string {
 	return v.S
 }
 
+// queryWire and scanWire are Query and Scan as the wire protocol serves
+// them (readPlan.wire).
+func (s *Store) queryWire(in *QueryInput) (*QueryOutput, error) {
+	in.wire = true
+	return s.Query(in)
+}
+
+func (s *Store) scanWire(in *QueryInput) (*QueryOutput, error) {
+	in.wire = true
+	return s.Scan(in)
+}
+
 // Scan reads every item of a table or index, or one segment of them.
 func (s *Store) Scan(in *QueryInput) (*QueryOutput, error) {
 	if in.ScanIndexForward != nil || in.KeyConditionExpression != nil || in.KeyConditions != nil {
@@ -312,6 +333,7 @@ func (s *Store) Scan(in *QueryInput) (*QueryOutput, error) {
 	if err != nil {
 		return nil, err
 	}
+	pl.wire = in.wire
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
@@ -420,37 +442,64 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	}
 	bytesRead := 0
 	var last attr.Item
+	// Items returned as stored are transcoded to JSON without being
+	// decoded; only the last one is, for LastEvaluatedKey.
+	raw := pl.wire && pl.filter == nil && !pl.fetchBase && pl.proj == nil && pl.sel != "COUNT"
+	var lastRaw []byte
+	if raw {
+		out.itemsJSON = new(bytes.Buffer)
+	}
 	for ; ok; ok = advance(it, pl.reverse) {
-		item, err := decodeItem(it.Value())
-		if err != nil {
-			return nil, internal(err)
-		}
-		out.ScannedCount++
-		last = item
-		bytesRead += item.Size()
-		if pl.filter == nil || pl.filter.Eval(item) {
-			if pl.fetchBase {
-				full, err := s.getItem(pl.t.itemKey(item))
-				if err != nil {
-					return nil, internal(err)
-				}
-				if full != nil {
-					item = full
-					pl.fetchedBytes += full.Size()
-				}
+		if raw {
+			if out.Count > 0 {
+				out.itemsJSON.WriteByte(',')
 			}
+			size, err := attr.AppendBinaryJSON(out.itemsJSON, it.Value())
+			if err != nil {
+				return nil, internal(fmt.Errorf("ddb: decode stored item: %w", err))
+			}
+			out.ScannedCount++
 			out.Count++
-			if pl.sel != "COUNT" {
-				if pl.proj != nil {
-					item = pl.proj.Apply(item)
-					if item == nil {
-						item = attr.Item{}
+			bytesRead += size
+			lastRaw = append(lastRaw[:0], it.Value()...)
+		} else {
+			item, err := decodeItem(it.Value())
+			if err != nil {
+				return nil, internal(err)
+			}
+			out.ScannedCount++
+			last = item
+			bytesRead += item.Size()
+			if pl.filter == nil || pl.filter.Eval(item) {
+				if pl.fetchBase {
+					full, err := s.getItem(pl.t.itemKey(item))
+					if err != nil {
+						return nil, internal(err)
+					}
+					if full != nil {
+						item = full
+						pl.fetchedBytes += full.Size()
 					}
 				}
-				items = append(items, item)
+				out.Count++
+				if pl.sel != "COUNT" {
+					if pl.proj != nil {
+						item = pl.proj.Apply(item)
+						if item == nil {
+							item = attr.Item{}
+						}
+					}
+					items = append(items, item)
+				}
 			}
 		}
 		if (pl.limit > 0 && out.ScannedCount >= pl.limit) || bytesRead >= maxPageBytes {
+			if raw {
+				var err error
+				if last, err = decodeItem(lastRaw); err != nil {
+					return nil, internal(err)
+				}
+			}
 			if advance(it, pl.reverse) {
 				out.LastEvaluatedKey = pl.lastKey(last)
 			} else if pl.limit > 0 && out.ScannedCount >= pl.limit {

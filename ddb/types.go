@@ -135,6 +135,10 @@ type GetItemInput struct {
 	ConsistentRead         *bool     `json:"ConsistentRead"`
 	ReturnConsumedCapacity string    `json:"ReturnConsumedCapacity"`
 	exprInput
+
+	// wire is set for requests of the wire protocol: an item returned
+	// whole is then transcoded from storage to JSON without being decoded.
+	wire bool
 }
 
 // UpdateItemInput is the request of UpdateItem.
@@ -172,6 +176,8 @@ type QueryInput struct {
 	TotalSegments          *int64                          `json:"TotalSegments"`
 	ReturnConsumedCapacity string                          `json:"ReturnConsumedCapacity"`
 	exprInput
+
+	wire bool // see readPlan.wire
 }
 
 // KeysAndAttributes is one table's part of a BatchGetItem request.

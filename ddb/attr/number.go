@@ -1,7 +1,6 @@
 package attr
 
 import (
-	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 )
@@ -158,17 +157,29 @@ func AddNumbers(a, b string, subtract bool) (string, error) {
 
 // numberSize approximates DynamoDB's storage size of a number: one byte per
 // two significant digits plus one.
-func numberSize(s string) int {
-	digits := 0
-	trimmed := strings.TrimLeft(strings.TrimPrefix(s, "-"), "0.")
-	for i := 0; i < len(trimmed); i++ {
-		if trimmed[i] >= '0' && trimmed[i] <= '9' {
+func numberSize[T string | []byte](s T) int {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	for i < len(s) && (s[i] == '0' || s[i] == '.') {
+		i++
+	}
+	trimmed := s[i:]
+	digits, dot := 0, false
+	for j := 0; j < len(trimmed); j++ {
+		switch c := trimmed[j]; {
+		case c >= '0' && c <= '9':
 			digits++
+		case c == '.':
+			dot = true
 		}
 	}
 	// trailing zeros of an integer are not significant
-	if !strings.Contains(trimmed, ".") {
-		digits -= len(trimmed) - len(strings.TrimRight(trimmed, "0"))
+	if !dot {
+		for j := len(trimmed) - 1; j >= 0 && trimmed[j] == '0'; j-- {
+			digits--
+		}
 	}
 	if digits < 1 {
 		digits = 1

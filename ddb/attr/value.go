@@ -245,18 +245,18 @@ func (v Value) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func writeJSONString(buf *bytes.Buffer, s string) {
+func writeJSONString[T string | []byte](buf *bytes.Buffer, s T) {
 	if isPlainASCII(s) {
 		buf.WriteByte('"')
-		buf.WriteString(s)
+		buf.Write(append(buf.AvailableBuffer(), s...))
 		buf.WriteByte('"')
 		return
 	}
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(string(s))
 	buf.Write(b)
 }
 
-func isPlainASCII(s string) bool {
+func isPlainASCII[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {

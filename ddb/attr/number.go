@@ -1,7 +1,6 @@
 package attr
 
 import (
-
 	"github.com/cockroachdb/apd/v3"
 )
 

@@ -35,6 +35,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// TTLInterval is how often the store deletes expired items.
 	TTLInterval time.Duration
+	// DDBSync makes the store fsync each commit before acknowledging it
+	// (default true). Without it an acknowledged write survives a crash of
+	// quarry (kill -9) but not a crash of the machine.
+	DDBSync bool
+	// DDBCacheMB is the size of the store's block cache in MiB.
+	DDBCacheMB int
 	// Credentials is a file of access key ids and secrets; when set, the
 	// store's endpoint verifies AWS Signature V4 on every request.
 	Credentials string
@@ -108,6 +114,8 @@ func Defaults() Config {
 		Region:          "us-east-1",
 		ShutdownTimeout: 10 * time.Second,
 		TTLInterval:     10 * time.Second,
+		DDBSync:         true,
+		DDBCacheMB:      64,
 
 		WallcrawlerIdleGrace: 120 * time.Second,
 
@@ -138,6 +146,8 @@ func (c *Config) fields(which []string) []field {
 		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil, nil},
 		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil, nil},
 		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil, nil},
+		{flag: "ddb-sync", env: "QUARRY_DDB_SYNC", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
+		{flag: "ddb-cache-mb", env: "QUARRY_DDB_CACHE_MB", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
 		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil, nil},
 		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil, nil},
 		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil, nil},
@@ -321,6 +331,9 @@ func (c *Config) Validate() error {
 		if u, err := url.Parse(c.BlobS3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("config: blob-s3-endpoint %q: want an http:// or https:// URL", c.BlobS3Endpoint))
 		}
+	}
+	if c.DDBCacheMB < 1 {
+		errs = append(errs, fmt.Errorf("config: ddb-cache-mb %d: must be at least 1", c.DDBCacheMB))
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

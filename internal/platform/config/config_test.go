@@ -39,6 +39,10 @@ func TestLoad(t *testing.T) {
 		{name: "bad bool", env: map[string]string{"QUARRY_BLOB_S3_BUCKET": "b", "QUARRY_BLOB_S3_PATH_STYLE": "yes"}, wantErr: "want true or false"},
 		{name: "blob s3 endpoint without bucket", args: []string{"--blob-s3-endpoint", "http://127.0.0.1:9000"}, wantErr: "need blob-s3-bucket"},
 		{name: "bad blob s3 endpoint", args: []string{"--blob-s3-bucket", "b", "--blob-s3-endpoint", "127.0.0.1:9000"}, wantErr: "want an http:// or https:// URL"},
+		{name: "store durability and cache", args: []string{"--ddb-sync=false", "--ddb-cache-mb", "256"},
+			check: func(c *Config) bool { return !c.DDBSync && c.DDBCacheMB == 256 }},
+		{name: "store syncs by default", check: func(c *Config) bool { return c.DDBSync && c.DDBCacheMB == 64 }},
+		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

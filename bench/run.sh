@@ -13,6 +13,10 @@
 #   QUARRY_MODE: "cli" (go build ./cmd/quarry, then `quarry ddb serve`) or
 #     "embedded" (ddbbench -embedded); default: cli when cmd/quarry exists.
 #   NULL_TARGET (1): 0 leaves out the null server (target "null").
+#   NOSYNC_TARGET (1): 0 leaves out the second quarry, started with
+#     --ddb-sync=false (target "quarry-nosync"): like dynalite, which keeps
+#     everything in memory, it does not fsync; its writes still survive a
+#     crash of the process.
 #   GOFLAGS is passed to go as usual.
 #
 # Everything listens on 127.0.0.1 only; all servers are stopped on exit.
@@ -28,6 +32,7 @@ if [[ -z ${QUARRY_MODE:-} ]]; then
 	if [[ -d cmd/quarry ]]; then QUARRY_MODE=cli; else QUARRY_MODE=embedded; fi
 fi
 NULL_TARGET=${NULL_TARGET:-1}
+NOSYNC_TARGET=${NOSYNC_TARGET:-1}
 
 WORK=$(mktemp -d /tmp/ddbbench-run.XXXXXX)
 PIDS=()
@@ -114,6 +119,17 @@ if [[ $QUARRY_MODE == cli ]]; then
 	TARGETS+=("quarry=http://127.0.0.1:$QUARRY_PORT")
 	PIDS_ARG+=("quarry=$QUARRY_PID")
 	QUARRY_DESC="quarry: \`quarry ddb serve\` built from this tree (go build ./cmd/quarry), fresh data dir, default options (fsync on commit)"
+	if [[ $NOSYNC_TARGET != 0 ]]; then
+		NOSYNC_PORT=$(free_port "${NOSYNC_PORT:-8010}")
+		"$WORK/quarry" ddb serve --listen "127.0.0.1:$NOSYNC_PORT" --data-dir "$WORK/quarry-nosync-data" --ddb-sync=false >"$WORK/quarry-nosync.log" 2>&1 &
+		PIDS+=($!)
+		NOSYNC_PID=$!
+		log "quarry ddb serve --ddb-sync=false (pid $NOSYNC_PID) on 127.0.0.1:$NOSYNC_PORT"
+		wait_port "$NOSYNC_PORT" quarry-nosync "$NOSYNC_PID"
+		TARGETS+=("quarry-nosync=http://127.0.0.1:$NOSYNC_PORT")
+		PIDS_ARG+=("quarry-nosync=$NOSYNC_PID")
+		QUARRY_DESC+="; quarry-nosync: the same with --ddb-sync=false (no fsync, like dynalite, which keeps everything in memory; acknowledged writes still survive kill -9)"
+	fi
 else
 	MODE_FLAGS=(-embedded)
 	QUARRY_DESC="quarry: cmd/quarry missing, so ddbbench -embedded serves a fresh store (default options, fsync on commit) inside the bench process"
@@ -158,6 +174,7 @@ join() {
 ARGS=(-targets "$(join "${TARGETS[@]}")" -pids "$(join "${PIDS_ARG[@]}")" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
 ENV_REC=(DURATION="$DURATION" CONCURRENCY="$CONCURRENCY")
 if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
+if [[ $NOSYNC_TARGET == 0 ]]; then ENV_REC+=(NOSYNC_TARGET=0); fi
 "$WORK/ddbbench" "${ARGS[@]}" \
 	-command "$(quote env "${ENV_REC[@]}" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
 	-note "$NOTE" "$@"

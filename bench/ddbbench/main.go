@@ -806,20 +806,22 @@ func render(cfg *config, results []result) string {
 				notes = append(notes, fmt.Sprintf("%s on %s: %d errors, first: %s", op, n, r.errors, oneLine(r.firstErr)))
 			}
 		}
+		// A ratio row for every target against dynalite. The null server
+		// does no work: its ratio is the highest any server could show
+		// against dynalite on this machine.
 		d, okd := byKey[op+"/dynalite"]
-		if q, ok := byKey[op+"/quarry"]; ok && okd {
-			b.WriteString(ratioRow("quarry/dynalite", q, d))
-		}
-		// The null server does no work: its ratio is the highest any
-		// server could show against dynalite on this machine.
-		if z, ok := byKey[op+"/null"]; ok && okd {
-			b.WriteString(ratioRow("null/dynalite", z, d))
+		for _, n := range names {
+			if r, ok := byKey[op+"/"+n]; ok && okd && n != "dynalite" {
+				b.WriteString(ratioRow(n+"/dynalite", r, d))
+			}
 		}
 		b.WriteString("\n")
-		q, okq := byKey[op+"/quarry"]
 		z, okz := byKey[op+"/null"]
-		if okq && okz && z.opsPerSec() > 0 {
-			fmt.Fprintf(&b, "quarry reaches %.0f %% of the null server's throughput (%.0f vs %.0f ops/s).\n\n", 100*q.opsPerSec()/z.opsPerSec(), q.opsPerSec(), z.opsPerSec())
+		for _, n := range names {
+			q, okq := byKey[op+"/"+n]
+			if okq && okz && z.opsPerSec() > 0 && strings.HasPrefix(n, "quarry") {
+				fmt.Fprintf(&b, "%s reaches %.0f %% of the null server's throughput (%.0f vs %.0f ops/s).\n\n", n, 100*q.opsPerSec()/z.opsPerSec(), q.opsPerSec(), z.opsPerSec())
+			}
 		}
 	}
 	// Targets of the issue: ≥10× dynalite's throughput, GetItem p99 < 2 ms.

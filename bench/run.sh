@@ -6,7 +6,8 @@
 #
 # Usage: bench/run.sh [extra ddbbench flags...]
 # Environment:
-#   DURATION (10s), CONCURRENCY (16), OUT (bench/RESULTS.md)
+#   DURATION (5s), ROUNDS (3), CONCURRENCY (16), OUT (bench/RESULTS.md):
+#     each round measures every operation on every target for DURATION.
 #   DYNALITE_PORT (4567), QUARRY_PORT (8000), NULL_PORT (8100): the next
 #     free port is used when one is taken.
 #   PEERS (/tmp/peers): where dynalite is installed, outside the repository.
@@ -23,7 +24,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-10s}
+DURATION=${DURATION:-5s}
+ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 OUT=${OUT:-bench/RESULTS.md}
 PEERS=${PEERS:-/tmp/peers}
@@ -171,8 +173,8 @@ join() {
 	local IFS=,
 	echo "$*"
 }
-ARGS=(-targets "$(join "${TARGETS[@]}")" -pids "$(join "${PIDS_ARG[@]}")" "${MODE_FLAGS[@]}" -duration "$DURATION" -concurrency "$CONCURRENCY" -out "$OUT")
-ENV_REC=(DURATION="$DURATION" CONCURRENCY="$CONCURRENCY")
+ARGS=(-targets "$(join "${TARGETS[@]}")" -pids "$(join "${PIDS_ARG[@]}")" "${MODE_FLAGS[@]}" -duration "$DURATION" -rounds "$ROUNDS" -concurrency "$CONCURRENCY" -out "$OUT")
+ENV_REC=(DURATION="$DURATION" ROUNDS="$ROUNDS" CONCURRENCY="$CONCURRENCY")
 if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
 if [[ $NOSYNC_TARGET == 0 ]]; then ENV_REC+=(NOSYNC_TARGET=0); fi
 "$WORK/ddbbench" "${ARGS[@]}" \

@@ -73,6 +73,7 @@ type config struct {
 	note         string
 	wait         time.Duration
 	cpuProfile   string
+	rounds       int
 	// nullListen, when set, makes the process serve the null server on
 	// this loopback address instead of benchmarking.
 	nullListen string
@@ -108,6 +109,35 @@ type result struct {
 	// during the measurement: the clients, and with -embedded the quarry
 	// store too.
 	clientCPU time.Duration
+	// lat holds every successful request's latency, sorted.
+	lat []time.Duration
+}
+
+// merge adds another round's measurement of the same op and target.
+func (r *result) merge(o result) {
+	if r.target == "" {
+		*r = o
+		return
+	}
+	r.ops += o.ops
+	r.errors += o.errors
+	if r.firstErr == "" {
+		r.firstErr = o.firstErr
+	}
+	r.elapsed += o.elapsed
+	r.serverCPU += o.serverCPU
+	r.clientCPU += o.clientCPU
+	r.lat = append(r.lat, o.lat...)
+	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
+	r.setPercentiles()
+}
+
+func (r *result) setPercentiles() {
+	if len(r.lat) > 0 {
+		r.p50 = percentile(r.lat, 50)
+		r.p99 = percentile(r.lat, 99)
+		r.max = r.lat[len(r.lat)-1]
+	}
 }
 
 // cpuPerOp is the server's CPU time per successful request.
@@ -189,7 +219,8 @@ func parseFlags(args []string) (*config, error) {
 	pids := fs.String("pids", "", "comma-separated name=PID of the targets' server processes, to report their CPU time per request")
 	targets := fs.String("targets", "", "comma-separated name=URL endpoints (loopback only), e.g. quarry=http://127.0.0.1:8000,dynalite=http://127.0.0.1:4567")
 	fs.BoolVar(&c.embedded, "embedded", false, "serve a fresh in-process quarry store on a loopback port as target \"quarry\"")
-	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured run time of each operation")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured run time of each operation on each target, per round")
+	fs.IntVar(&c.rounds, "rounds", 1, "rounds of measurement; each measures every operation on every target, the results add up")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured run time before each operation")
 	fs.IntVar(&c.concurrency, "concurrency", 16, "concurrent clients (goroutines, one SDK client each)")
 	ops := fs.String("ops", strings.Join(allOps, ","), "operations to run")
@@ -280,6 +311,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("-warmup must be in [0, 1m]")
 	case c.concurrency < 1 || c.concurrency > 1024:
 		return nil, errors.New("-concurrency must be in [1, 1024]")
+	case c.rounds < 1 || c.rounds > 100:
+		return nil, errors.New("-rounds must be in [1, 100]")
 	case c.getItems < 1 || c.partitions < 1 || c.perPartition < 1 || c.putKeys < 1:
 		return nil, errors.New("item counts must be positive")
 	case c.pageSize < 1 || c.pageSize > c.perPartition:
@@ -347,17 +380,46 @@ func run(cfg *config) error {
 		cfg.targets[0].url = u
 	}
 	cfg.loadBefore = report.LoadAvg()
-	var results []result
 	for _, t := range cfg.targets {
 		fmt.Fprintf(os.Stderr, "== %s (%s)\n", t.name, t.url)
 		if err := waitFor(t.url, cfg.wait); err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		rs, err := benchTarget(cfg, t)
-		if err != nil {
+		if err := prepareTarget(cfg, t); err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		results = append(results, rs...)
+	}
+	// Every round measures each operation on every target in turn (the
+	// order rotating from round to round), so that a machine whose load
+	// drifts during the run treats the targets alike.
+	acc := map[string]*result{}
+	var results []result
+	for round := 0; round < cfg.rounds; round++ {
+		for _, op := range cfg.ops {
+			for i := range cfg.targets {
+				t := cfg.targets[(i+round)%len(cfg.targets)]
+				r := measure(cfg, t, op)
+				fmt.Fprintf(os.Stderr, "   round %d %-8s %-14s %10.0f ops/s  p50 %-9s p99 %-9s errors %d\n", round+1, op, t.name, r.opsPerSec(), fmtDur(r.p50), fmtDur(r.p99), r.errors)
+				if r.firstErr != "" {
+					fmt.Fprintf(os.Stderr, "            first error: %s\n", r.firstErr)
+				}
+				key := op + "/" + t.name
+				if acc[key] == nil {
+					acc[key] = &result{}
+				}
+				acc[key].merge(r)
+			}
+		}
+	}
+	for _, op := range cfg.ops {
+		for _, t := range cfg.targets {
+			results = append(results, *acc[op+"/"+t.name])
+		}
+	}
+	for _, t := range cfg.targets {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		newClient(t.url).DeleteTable(dctx, &dynamodb.DeleteTableInput{TableName: aws.String(cfg.table)})
+		cancel()
 	}
 	cfg.loadAfter = report.LoadAvg()
 	report := render(cfg, results)
@@ -473,31 +535,18 @@ func newItem(cfg *config, pk string, sk int, rnd *rand.Rand) map[string]types.At
 	}
 }
 
-// benchTarget sets up the table on t and runs every operation.
-func benchTarget(cfg *config, t target) ([]result, error) {
+// prepareTarget creates the table on t and preloads it.
+func prepareTarget(cfg *config, t target) error {
 	ctx := context.Background()
-	c := newClient(t.url)
-	if err := setupTable(ctx, c, cfg.table); err != nil {
-		return nil, err
+	if err := setupTable(ctx, newClient(t.url), cfg.table); err != nil {
+		return err
 	}
 	start := time.Now()
 	if err := preload(ctx, cfg, t.url); err != nil {
-		return nil, fmt.Errorf("preload: %w", err)
+		return fmt.Errorf("preload: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "   preloaded %d items in %s\n", cfg.getItems+cfg.partitions*cfg.perPartition, time.Since(start).Round(time.Millisecond))
-	var out []result
-	for _, op := range cfg.ops {
-		r := measure(cfg, t, op)
-		fmt.Fprintf(os.Stderr, "   %-8s %10.0f ops/s  p50 %-9s p99 %-9s errors %d\n", op, r.opsPerSec(), fmtDur(r.p50), fmtDur(r.p99), r.errors)
-		if r.firstErr != "" {
-			fmt.Fprintf(os.Stderr, "            first error: %s\n", r.firstErr)
-		}
-		out = append(out, r)
-	}
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	c.DeleteTable(dctx, &dynamodb.DeleteTableInput{TableName: aws.String(cfg.table)})
-	return out, nil
+	return nil
 }
 
 // setupTable drops the table if present, creates it and waits until it is
@@ -734,11 +783,8 @@ func measure(cfg *config, t target, op string) result {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	r.ops = len(all)
-	if len(all) > 0 {
-		r.p50 = percentile(all, 50)
-		r.p99 = percentile(all, 99)
-		r.max = all[len(all)-1]
-	}
+	r.lat = all
+	r.setPercentiles()
 	return r
 }
 
@@ -770,7 +816,11 @@ func render(cfg *config, results []result) string {
 	for i, t := range cfg.targets {
 		names[i] = t.name
 	}
-	fmt.Fprintf(&b, "## %s — %s, %d clients, %s per operation\n\n", now.Format("2006-01-02 15:04 UTC"), strings.Join(names, " vs "), cfg.concurrency, cfg.duration)
+	per := cfg.duration.String()
+	if cfg.rounds > 1 {
+		per = fmt.Sprintf("%d rounds × %s", cfg.rounds, cfg.duration)
+	}
+	fmt.Fprintf(&b, "## %s — %s, %d clients, %s per operation and target\n\n", now.Format("2006-01-02 15:04 UTC"), strings.Join(names, " vs "), cfg.concurrency, per)
 	fmt.Fprintf(&b, "- Machine: %s\n", report.Machine())
 	fmt.Fprintf(&b, "- Load average (1/5/15 min) before: %s, after: %s\n", cfg.loadBefore, cfg.loadAfter)
 	fmt.Fprintf(&b, "- Command: `%s`\n", cfg.command)
@@ -784,7 +834,7 @@ func render(cfg *config, results []result) string {
 	if cfg.note != "" {
 		fmt.Fprintf(&b, "- Note: %s\n", cfg.note)
 	}
-	fmt.Fprintf(&b, "- Workload: table pk S / sk N, items ~%d bytes; GetItem over %d items; PutItem over %d keys; Query Limit %d from a random sk in one of %d partitions of %d items; one aws-sdk-go-v2 client per goroutine (HTTP keep-alive, retries off); %s warm-up; latencies exact (all requests), nearest-rank percentiles.\n",
+	fmt.Fprintf(&b, "- Workload: table pk S / sk N, items ~%d bytes; GetItem over %d items; PutItem over %d keys; Query Limit %d from a random sk in one of %d partitions of %d items; one aws-sdk-go-v2 client per goroutine (HTTP keep-alive, retries off); %s warm-up before each measurement; each round measures every operation on every target in turn, the order rotating by round; latencies exact (all requests), nearest-rank percentiles.\n",
 		cfg.itemBytes, cfg.getItems, cfg.putKeys, cfg.pageSize, cfg.partitions, cfg.perPartition, cfg.warmup)
 	fmt.Fprintf(&b, "- CPU per request: server = user+system CPU time of the target's server process (-pids; /proc/PID/stat, 10 ms ticks) over the measurement / successful requests; client = the same for this bench process (getrusage: all %d clients, aws-sdk-go-v2 and HTTP).\n\n", cfg.concurrency)
 

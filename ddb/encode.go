@@ -124,6 +124,17 @@ func (o *QueryOutput) appendJSON(buf *bytes.Buffer) error {
 	return nil
 }
 
+// releaser is an output holding pooled memory, to give back once the
+// output is encoded.
+type releaser interface{ release() }
+
+func (o *QueryOutput) release() {
+	if o.itemsJSON != nil {
+		putBuffer(o.itemsJSON)
+		o.itemsJSON = nil
+	}
+}
+
 // encodeOutput appends out's JSON encoding (without a trailing newline).
 func encodeOutput(buf *bytes.Buffer, out any) error {
 	if a, ok := out.(jsonAppender); ok {

@@ -447,7 +447,7 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	raw := pl.wire && pl.filter == nil && !pl.fetchBase && pl.proj == nil && pl.sel != "COUNT"
 	var lastRaw []byte
 	if raw {
-		out.itemsJSON = new(bytes.Buffer)
+		out.itemsJSON = getBuffer() // back to the pool once the response is written
 	}
 	for ; ok; ok = advance(it, pl.reverse) {
 		if raw {

@@ -214,7 +214,11 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 	}
 	resp := getBuffer()
 	defer putBuffer(resp)
-	if err := encodeOutput(resp, out); err != nil {
+	err = encodeOutput(resp, out)
+	if r, ok := out.(releaser); ok {
+		r.release()
+	}
+	if err != nil {
 		s.writeError(w, internal(err))
 		return
 	}

@@ -258,13 +258,25 @@ func writeJSONString[T string | []byte](buf *bytes.Buffer, s T) {
 
 func isPlainASCII[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// plainJSON marks the bytes encoding/json writes as they are in a string:
+// printable ASCII other than the quote, the backslash and the characters
+// it escapes for HTML (<, >, &).
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
 
 func writeB64(buf *bytes.Buffer, b []byte) {
 	buf.WriteByte('"')

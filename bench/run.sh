@@ -104,6 +104,22 @@ PIDS+=($!)
 DYNALITE_PID=$!
 log "dynalite $DYNALITE_VERSION (pid $DYNALITE_PID) on 127.0.0.1:$DYNALITE_PORT"
 
+# start_target NAME PORT COMMAND...: runs COMMAND (a server that listens on
+# 127.0.0.1:PORT) in the background, waits until it accepts connections and
+# adds it to the targets, with its pid for the CPU figures.
+start_target() {
+	local name=$1 port=$2 pid
+	shift 2
+	"$@" >"$WORK/$name.log" 2>&1 &
+	PIDS+=($!)
+	pid=$!
+	log "$name (pid $pid) on 127.0.0.1:$port"
+	wait_port "$port" "$name" "$pid"
+	grep -m1 "listening on" "$WORK/$name.log" >&2 || true
+	TARGETS+=("$name=http://127.0.0.1:$port")
+	PIDS_ARG+=("$name=$pid")
+}
+
 # 2. quarry.
 go build -o "$WORK/ddbbench" ./bench/ddbbench
 TARGETS=()
@@ -112,24 +128,11 @@ MODE_FLAGS=()
 if [[ $QUARRY_MODE == cli ]]; then
 	go build -o "$WORK/quarry" ./cmd/quarry
 	QUARRY_PORT=$(free_port "${QUARRY_PORT:-8000}")
-	"$WORK/quarry" ddb serve --listen "127.0.0.1:$QUARRY_PORT" --data-dir "$WORK/quarry-data" >"$WORK/quarry.log" 2>&1 &
-	PIDS+=($!)
-	QUARRY_PID=$!
-	log "quarry ddb serve (pid $QUARRY_PID) on 127.0.0.1:$QUARRY_PORT"
-	wait_port "$QUARRY_PORT" quarry "$QUARRY_PID"
-	grep -m1 "listening on" "$WORK/quarry.log" >&2 || true
-	TARGETS+=("quarry=http://127.0.0.1:$QUARRY_PORT")
-	PIDS_ARG+=("quarry=$QUARRY_PID")
+	start_target quarry "$QUARRY_PORT" "$WORK/quarry" ddb serve --listen "127.0.0.1:$QUARRY_PORT" --data-dir "$WORK/quarry-data"
 	QUARRY_DESC="quarry: \`quarry ddb serve\` built from this tree (go build ./cmd/quarry), fresh data dir, default options (fsync on commit)"
 	if [[ $NOSYNC_TARGET != 0 ]]; then
 		NOSYNC_PORT=$(free_port "${NOSYNC_PORT:-8010}")
-		"$WORK/quarry" ddb serve --listen "127.0.0.1:$NOSYNC_PORT" --data-dir "$WORK/quarry-nosync-data" --ddb-sync=false >"$WORK/quarry-nosync.log" 2>&1 &
-		PIDS+=($!)
-		NOSYNC_PID=$!
-		log "quarry ddb serve --ddb-sync=false (pid $NOSYNC_PID) on 127.0.0.1:$NOSYNC_PORT"
-		wait_port "$NOSYNC_PORT" quarry-nosync "$NOSYNC_PID"
-		TARGETS+=("quarry-nosync=http://127.0.0.1:$NOSYNC_PORT")
-		PIDS_ARG+=("quarry-nosync=$NOSYNC_PID")
+		start_target quarry-nosync "$NOSYNC_PORT" "$WORK/quarry" ddb serve --listen "127.0.0.1:$NOSYNC_PORT" --data-dir "$WORK/quarry-nosync-data" --ddb-sync=false
 		QUARRY_DESC+="; quarry-nosync: the same with --ddb-sync=false (no fsync, like dynalite, which keeps everything in memory; acknowledged writes still survive kill -9)"
 	fi
 else
@@ -153,14 +156,7 @@ if [[ $NULL_TARGET != 0 ]]; then
 		esac
 	done
 	NULL_PORT=$(free_port "${NULL_PORT:-8100}")
-	"$WORK/ddbbench" -null-listen "127.0.0.1:$NULL_PORT" "${NULL_FLAGS[@]}" >"$WORK/null.log" 2>&1 &
-	PIDS+=($!)
-	NULL_PID=$!
-	log "null server (pid $NULL_PID) on 127.0.0.1:$NULL_PORT"
-	wait_port "$NULL_PORT" null "$NULL_PID"
-	grep -m1 "listening on" "$WORK/null.log" >&2 || true
-	TARGETS+=("null=http://127.0.0.1:$NULL_PORT")
-	PIDS_ARG+=("null=$NULL_PID")
+	start_target null "$NULL_PORT" "$WORK/ddbbench" -null-listen "127.0.0.1:$NULL_PORT" "${NULL_FLAGS[@]}"
 	NULL_DESC="; null: \`ddbbench -null-listen\` built from this tree, a DynamoDB-wire HTTP server (Go net/http, HTTP/1.1 keep-alive) that stores nothing and answers every request with precomputed bytes, so its throughput is the floor cost of HTTP plus the clients on this machine and null/dynalite is the highest ratio any server could show here"
 fi
 wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"

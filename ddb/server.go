@@ -94,41 +94,11 @@ func decodeRequest(body []byte, in any) error {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return &Error{Type: "SerializationException", Message: serializationMessage(te)}
+			return &Error{Type: "SerializationException", Message: attr.TypeErrorMessage(te)}
 		}
 		return &Error{Type: "SerializationException", Message: "Start of structure or map found where not expected."}
 	}
 	return nil
-}
-
-func serializationMessage(te *json.UnmarshalTypeError) string {
-	switch te.Value {
-	case "number":
-		return "NUMBER_VALUE can not be converted to " + goTypeName(te.Type.String())
-	case "string":
-		return "STRING_VALUE can not be converted to " + goTypeName(te.Type.String())
-	case "bool":
-		return "TRUE_VALUE can not be converted to " + goTypeName(te.Type.String())
-	case "array":
-		return "Unexpected list element termination"
-	case "object":
-		return "Start of structure or map found where not expected."
-	}
-	return "Unexpected value type in payload"
-}
-
-func goTypeName(t string) string {
-	switch {
-	case strings.Contains(t, "string"):
-		return "String"
-	case strings.Contains(t, "int"):
-		return "Long"
-	case strings.Contains(t, "bool"):
-		return "Boolean"
-	case strings.Contains(t, "[]"):
-		return "List"
-	}
-	return "Structure"
 }
 
 // Handler returns the store's HTTP handler for the DynamoDB wire protocol.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -38,6 +39,40 @@ var (
 	typeByteSlice = reflect.TypeFor[[][]byte]()
 	typeItem      = reflect.TypeFor[Item]()
 )
+
+// TypeErrorMessage is the message of the SerializationException DynamoDB
+// answers for a JSON value of the wrong type, as encoding/json reports it
+// (also for the types of a request's other members).
+func TypeErrorMessage(te *json.UnmarshalTypeError) string {
+	switch te.Value {
+	case "number":
+		return "NUMBER_VALUE can not be converted to " + javaTypeName(te.Type.String())
+	case "string":
+		return "STRING_VALUE can not be converted to " + javaTypeName(te.Type.String())
+	case "bool":
+		return "TRUE_VALUE can not be converted to " + javaTypeName(te.Type.String())
+	case "array":
+		return "Unexpected list element termination"
+	case "object":
+		return "Start of structure or map found where not expected."
+	}
+	return "Unexpected value type in payload"
+}
+
+// javaTypeName names a Go type as DynamoDB's (Java) messages name theirs.
+func javaTypeName(t string) string {
+	switch {
+	case strings.Contains(t, "string"):
+		return "String"
+	case strings.Contains(t, "int"):
+		return "Long"
+	case strings.Contains(t, "bool"):
+		return "Boolean"
+	case strings.Contains(t, "[]"):
+		return "List"
+	}
+	return "Structure"
+}
 
 // UnmarshalJSON decodes and validates a DynamoDB AttributeValue. Syntax and
 // type errors are json errors; semantic errors (empty value, several types,

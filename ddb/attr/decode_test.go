@@ -59,8 +59,7 @@ func (r *refValue) UnmarshalJSON(data []byte) error {
 }
 
 // outcome is what a client sees of a decode: the value, or the error as the
-// wire protocol reports it (the server maps a type error to a message from
-// the JSON kind and the Go type's name).
+// wire protocol reports it.
 func outcome(v any, err error) string {
 	if err == nil {
 		return fmt.Sprintf("ok %#v", v)
@@ -71,24 +70,9 @@ func outcome(v any, err error) string {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return "type: " + te.Value + " into " + typeClass(te.Type.String())
+		return "type: " + TypeErrorMessage(te)
 	}
 	return "serialization"
-}
-
-// typeClass is the server's grouping of Go type names in its messages.
-func typeClass(t string) string {
-	switch {
-	case strings.Contains(t, "string"):
-		return "String"
-	case strings.Contains(t, "int"):
-		return "Long"
-	case strings.Contains(t, "bool"):
-		return "Boolean"
-	case strings.Contains(t, "[]"):
-		return "List"
-	}
-	return "Structure"
 }
 
 // deviates reports whether data relies on one of encoding/json's liberties

@@ -170,6 +170,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 		err = s.loadSeq()
 	}
 	if err == nil {
+		s.streams.key, err = s.loadSecret(iteratorKeyName, 32)
+	}
+	if err == nil {
 		err = s.recoverBackups()
 	}
 	if err != nil {

@@ -17,10 +17,12 @@ package ddb
 //
 // A shard iterator is "<stream arn>|1|<base64 payload>", the payload holding
 // the table id, the next sequence number to read, the issue time and an
-// HMAC under a random per-store key: iterators are tamper-evident, not
-// secret. They expire after 15 minutes; an iterator issued by an earlier
-// instance of the store (before a restart) is reported as expired, so
-// clients re-acquire it as they do after any expiry.
+// HMAC under a random key made once per data directory and kept in it
+// (nsSecret): iterators are tamper-evident, not secret, and stay valid
+// across restarts of the store for their 15 minutes, as on DynamoDB. An
+// iterator signed with a key that is not the store's but issued by an
+// earlier opening of it (versions that kept the key in memory) reads as
+// expired, so clients re-acquire it as they do after any expiry.
 //
 // Records are readable for 24 hours (streamRetention) and are physically
 // deleted by trimStreams once older than logRetention. A PutItem or
@@ -36,6 +38,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -122,11 +125,44 @@ type streamBounds struct {
 	closed  bool   // disabled and every record known: last is final
 }
 
+// nsSecret holds secrets made once per data directory: c<name> → bytes.
+const nsSecret = 'c'
+
+// iteratorKeyName names the shard-iterator HMAC key among the secrets.
+const iteratorKeyName = "shard-iterator-key"
+
+// loadSecret returns the secret called name, making and storing n random
+// bytes (synced) the first time.
+func (s *Store) loadSecret(name string, n int) ([]byte, error) {
+	k := append([]byte{nsSecret}, name...)
+	v, closer, err := s.db.Get(k)
+	if err == nil {
+		defer closer.Close()
+		if len(v) != n {
+			return nil, fmt.Errorf("ddb: secret %s: %d bytes, want %d", name, len(v), n)
+		}
+		return bytes.Clone(v), nil
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("ddb: read secret %s: %w", name, err)
+	}
+	v = make([]byte, n)
+	if _, err := rand.Read(v); err != nil {
+		return nil, fmt.Errorf("ddb: random: %w", err)
+	}
+	if err := s.db.Set(k, v, pebble.Sync); err != nil {
+		return nil, fmt.Errorf("ddb: store secret %s: %w", name, err)
+	}
+	return v, nil
+}
+
 func (st *streamsState) init() {
 	st.once.Do(func() {
-		st.key = make([]byte, 32)
-		if _, err := rand.Read(st.key); err != nil {
-			panic("ddb: random: " + err.Error())
+		if st.key == nil { // a store opened by Open has its durable key
+			st.key = make([]byte, 32)
+			if _, err := rand.Read(st.key); err != nil {
+				panic("ddb: random: " + err.Error())
+			}
 		}
 		rand.Read(st.instance[:])
 		st.bounds = map[streamKey]streamBounds{}

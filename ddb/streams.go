@@ -48,7 +48,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/cockroachdb/pebble"
 	"github.com/quarrydb/quarry/ddb/attr"
@@ -85,7 +84,7 @@ func NewStreamsClient(s *Store, optFns ...func(*dynamodbstreams.Options)) *dynam
 	opts := dynamodbstreams.Options{
 		Region:       s.opts.Region,
 		BaseEndpoint: aws.String("http://ddb.in-process"),
-		Credentials:  credentials.NewStaticCredentialsProvider("quarry", "quarry", ""),
+		Credentials:  aws.AnonymousCredentials{}, // trusted: see NewClient
 		HTTPClient:   &http.Client{Transport: HandlerTransport{Handler: s.trustedHandler()}},
 	}
 	return dynamodbstreams.New(opts, optFns...)

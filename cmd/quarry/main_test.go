@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -297,4 +298,23 @@ func TestWallcrawlerKeys(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestTuneGC checks that quarry raises the collector's target unless the
+// operator tuned the collector.
+func TestTuneGC(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, gcPercent},
+		{map[string]string{"GOGC": "50"}, 100},
+		{map[string]string{"GOMEMLIMIT": "1GiB"}, 100},
+	} {
+		prev := debug.SetGCPercent(100)
+		tuneGC(func(k string) string { return tc.env[k] })
+		if got := debug.SetGCPercent(prev); got != tc.want {
+			t.Errorf("env %v: GC percent %d, want %d", tc.env, got, tc.want)
+		}
+	}
 }

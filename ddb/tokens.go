@@ -110,12 +110,35 @@ func (s *Store) loadToken(tok string) (*tokenRecord, error) {
 
 // tokenTable tracks the ClientRequestTokens of write transactions in
 // memory: those still running, and a cache of the completed ones (whose
-// durable records are the reference). The zero value is ready to use.
+// durable records are the reference). It is split in shards by token, each
+// with its own lock, so that transactions with different tokens do not
+// wait for each other's lookups. The zero value is ready to use.
 type tokenTable struct {
+	shards [tokenShards]tokenShard
+}
+
+// tokenShards is the number of shards of a tokenTable.
+const tokenShards = 16
+
+// tokenShard holds the tokens whose hash falls in it. Its lock is held
+// across a token's durable lookup and the sweeper's deletion of its
+// record, so that a token is never claimed between the two.
+type tokenShard struct {
 	mu        sync.Mutex
 	tokens    map[string]*tokenEntry
 	lastSweep time.Time
 }
+
+// shardIndex returns the index of tok's shard (FNV-1a of the token).
+func shardIndex(tok string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(tok); i++ {
+		h = (h ^ uint32(tok[i])) * 16777619
+	}
+	return int(h % tokenShards)
+}
+
+func (tt *tokenTable) shard(tok string) *tokenShard { return &tt.shards[shardIndex(tok)] }
 
 type tokenEntry struct {
 	hash    [32]byte
@@ -132,6 +155,10 @@ func (e *tokenEntry) live(now time.Time) bool { return !e.done || now.Before(e.e
 // by another request or was used with other parameters. It consults memory
 // first, then the durable record; an expired record is deleted.
 func (tt *tokenTable) begin(s *Store, tok string, hash [32]byte, now time.Time) (prev *TransactWriteItemsOutput, err *Error) {
+	return tt.shard(tok).begin(s, tok, hash, now)
+}
+
+func (tt *tokenShard) begin(s *Store, tok string, hash [32]byte, now time.Time) (prev *TransactWriteItemsOutput, err *Error) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if tt.tokens == nil {
@@ -186,6 +213,10 @@ func (tt *tokenTable) begin(s *Store, tok string, hash [32]byte, now time.Time) 
 // success (whose durable record was committed with the transaction) is
 // cached until expires; after a failure the token is free again.
 func (tt *tokenTable) finish(tok string, ok bool, replay *TransactWriteItemsOutput, expires time.Time) {
+	tt.shard(tok).finish(tok, ok, replay, expires)
+}
+
+func (tt *tokenShard) finish(tok string, ok bool, replay *TransactWriteItemsOutput, expires time.Time) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	e := tt.tokens[tok]
@@ -205,11 +236,7 @@ func (tt *tokenTable) finish(tok string, ok bool, replay *TransactWriteItemsOutp
 // sweepTokens deletes the durable records of tokens expired at now, at
 // most tokenSweepBatch of them, and returns how many it deleted.
 func (s *Store) sweepTokens(ctx context.Context, now time.Time) (int, error) {
-	type entry struct {
-		ms  int64
-		tok string
-	}
-	var expired []entry
+	var expired []expiredToken
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsTokenExpiry}, UpperBound: tokenExpiryKey(now.UnixMilli()+1, "")})
 	if err != nil {
 		return 0, err
@@ -219,7 +246,7 @@ func (s *Store) sweepTokens(ctx context.Context, now time.Time) (int, error) {
 		if len(k) < 9 {
 			continue
 		}
-		expired = append(expired, entry{int64(binary.BigEndian.Uint64(k[1:9])), string(k[9:])})
+		expired = append(expired, expiredToken{int64(binary.BigEndian.Uint64(k[1:9])), string(k[9:])})
 	}
 	if err := it.Close(); err != nil {
 		return 0, err
@@ -227,7 +254,35 @@ func (s *Store) sweepTokens(ctx context.Context, now time.Time) (int, error) {
 	if len(expired) == 0 || ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	tt := &s.txTokens
+	// One batch per shard, committed under the shard's lock.
+	var byShard [tokenShards][]expiredToken
+	for _, x := range expired {
+		i := shardIndex(x.tok)
+		byShard[i] = append(byShard[i], x)
+	}
+	deleted := 0
+	for i := range byShard {
+		if len(byShard[i]) == 0 {
+			continue
+		}
+		n, err := s.sweepShard(&s.txTokens.shards[i], byShard[i], now)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// expiredToken is an entry of the token expiry index.
+type expiredToken struct {
+	ms  int64
+	tok string
+}
+
+// sweepShard deletes the expired records of the tokens of one shard (and
+// their expiry index entries) in one batch, under the shard's lock.
+func (s *Store) sweepShard(tt *tokenShard, expired []expiredToken, now time.Time) (int, error) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	b := s.db.NewBatch()

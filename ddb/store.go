@@ -95,9 +95,11 @@ type Store struct {
 	db   *pebble.DB
 	wo   *pebble.WriteOptions
 
-	mu     sync.RWMutex // guards tables and nextID
+	mu     sync.RWMutex // guards tables, retired and nextID
 	tables map[string]*table
-	nextID uint64
+	// retired are deleted tables kept for their streams, by id (retired.go).
+	retired map[uint64]*table
+	nextID  uint64
 
 	seq     seqTracker
 	auth    *sigv4.Verifier // nil: no signature checks
@@ -166,6 +168,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 		s.auth = sigv4.New(o.Credentials, sigv4.WithClock(o.Now))
 	}
 	err = s.load()
+	if err == nil {
+		err = s.loadRetired()
+	}
 	if err == nil {
 		err = s.loadSeq()
 	}

@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,15 +415,16 @@ func (s *Store) findStream(arn string) (*streamRef, *Error) {
 	if !ours {
 		return nil, streamNotFound(arn)
 	}
-	t, terr := s.table(name)
-	if terr != nil {
-		return nil, streamNotFound(arn)
+	now := s.opts.Now()
+	if t, terr := s.table(name); terr == nil {
+		if ref := s.streamOf(t, label, now); ref != nil {
+			return ref, nil
+		}
 	}
-	ref := s.streamOf(t, label, s.opts.Now())
-	if ref == nil {
-		return nil, streamNotFound(arn)
+	if ref := s.retiredStream(name, label, 0, now); ref != nil {
+		return ref, nil
 	}
-	return ref, nil
+	return nil, streamNotFound(arn)
 }
 
 // shardID returns the id of the single shard of a stream.
@@ -717,37 +719,50 @@ func (s *Store) ListStreams(in *ListStreamsInput) (*ListStreamsOutput, error) {
 			return nil, err
 		}
 	}
-	names := s.tableNames()
-	if in.TableName != nil {
-		if _, err := s.table(*in.TableName); err != nil {
-			return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
-		}
-		names = []string{*in.TableName}
-	}
+	// Every visible stream of the live tables and of the deleted ones whose
+	// streams are kept, in (table name, label) order.
 	now := s.opts.Now()
-	out := &ListStreamsOutput{Streams: []StreamSummary{}}
-	for _, name := range names {
-		if in.ExclusiveStartStreamArn != nil && name < startTable {
+	var tables []*table
+	for _, name := range s.tableNames() {
+		if t, err := s.table(name); err == nil {
+			tables = append(tables, t)
+		}
+	}
+	tables = append(tables, s.retiredTables()...)
+	var all []StreamSummary
+	found := false
+	for _, t := range tables {
+		m := t.meta
+		if in.TableName != nil && m.Name != *in.TableName {
 			continue
 		}
-		t, err := s.table(name)
-		if err != nil {
-			continue // deleted meanwhile
+		found = found || m.DeletedMillis == 0
+		for _, sm := range tableStreams(m) {
+			if streamVisible(sm, m.Stream != nil && m.StreamLabel == sm.Label, now) {
+				all = append(all, StreamSummary{StreamArn: s.streamArn(m.Name, sm.Label), TableName: m.Name, StreamLabel: sm.Label})
+			}
 		}
-		for _, sm := range tableStreams(t.meta) {
-			if in.ExclusiveStartStreamArn != nil && name == startTable && sm.Label <= startLabel {
-				continue
-			}
-			if !streamVisible(sm, t.meta.Stream != nil && t.meta.StreamLabel == sm.Label, now) {
-				continue
-			}
-			if len(out.Streams) == limit {
-				last := out.Streams[limit-1].StreamArn
-				out.LastEvaluatedStreamArn = &last
-				return out, nil
-			}
-			out.Streams = append(out.Streams, StreamSummary{StreamArn: s.streamArn(name, sm.Label), TableName: name, StreamLabel: sm.Label})
+	}
+	if in.TableName != nil && !found && len(all) == 0 {
+		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].TableName != all[j].TableName {
+			return all[i].TableName < all[j].TableName
 		}
+		return all[i].StreamLabel < all[j].StreamLabel
+	})
+	out := &ListStreamsOutput{Streams: []StreamSummary{}}
+	for _, sum := range all {
+		if in.ExclusiveStartStreamArn != nil && (sum.TableName < startTable || (sum.TableName == startTable && sum.StreamLabel <= startLabel)) {
+			continue
+		}
+		if len(out.Streams) == limit {
+			last := out.Streams[limit-1].StreamArn
+			out.LastEvaluatedStreamArn = &last
+			return out, nil
+		}
+		out.Streams = append(out.Streams, sum)
 	}
 	return out, nil
 }
@@ -935,15 +950,15 @@ func (s *Store) seqAtTime(ref *streamRef, at int64) (uint64, error) {
 // streamByID resolves the stream of a shard iterator.
 func (s *Store) streamByID(it *shardIter, now time.Time) (*streamRef, *Error) {
 	arn := s.streamArn(it.tableName, it.label)
-	t, err := s.table(it.tableName)
-	if err != nil || t.meta.ID != it.tableID {
-		return nil, streamNotFound(arn)
+	if t, err := s.table(it.tableName); err == nil && t.meta.ID == it.tableID {
+		if ref := s.streamOf(t, it.label, now); ref != nil {
+			return ref, nil
+		}
 	}
-	ref := s.streamOf(t, it.label, now)
-	if ref == nil {
-		return nil, streamNotFound(arn)
+	if ref := s.retiredStream(it.tableName, it.label, it.tableID, now); ref != nil {
+		return ref, nil
 	}
-	return ref, nil
+	return nil, streamNotFound(arn)
 }
 
 // GetRecords reads the records of a shard from an iterator's position.
@@ -1061,9 +1076,15 @@ func (s *Store) TrimStreams(now time.Time) error { return s.trimStreams(now) }
 // their table (see logRetention). Only a prefix of each table's log is
 // deleted: trimming stops at the first record young enough to keep.
 func (s *Store) trimStreams(now time.Time) error {
+	if err := s.dropRetired(now); err != nil {
+		return err
+	}
 	s.mu.RLock()
-	tables := make([]*table, 0, len(s.tables))
+	tables := make([]*table, 0, len(s.tables)+len(s.retired))
 	for _, t := range s.tables {
+		tables = append(tables, t)
+	}
+	for _, t := range s.retired {
 		tables = append(tables, t)
 	}
 	s.mu.RUnlock()

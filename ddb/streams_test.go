@@ -847,3 +847,109 @@ func TestStreamCrashAgreement(t *testing.T) {
 		t.Fatalf("stream replay (%d items) and table (%d items) disagree", len(replay), len(table))
 	}
 }
+
+// TestStreamOutlivesDeletedTable checks DynamoDB's rule for DeleteTable: the
+// table's stream becomes DISABLED and stays listed and readable for 24
+// hours, across a restart and beside a new table of the same name; then it
+// is gone.
+func TestStreamOutlivesDeletedTable(t *testing.T) {
+	dir := t.TempDir()
+	clock := newSTClock()
+	e := stOpen(t, dir, clock, nil)
+	arn := e.createTable("gone", "NEW_IMAGE")
+	e.createTable("plain", "")
+	for i := 0; i < 3; i++ {
+		e.put("gone", map[string]dtypes.AttributeValue{"pk": stS(fmt.Sprint(i))})
+	}
+	it := e.mustIterator(arn, stypes.ShardIteratorTypeTrimHorizon, "")
+	for _, name := range []string{"gone", "plain"} {
+		if _, err := e.db.DeleteTable(e.ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(table string) []string {
+		t.Helper()
+		in := &dynamodbstreams.ListStreamsInput{}
+		if table != "" {
+			in.TableName = aws.String(table)
+		}
+		out, err := e.st.ListStreams(e.ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var arns []string
+		for _, s := range out.Streams {
+			arns = append(arns, aws.ToString(s.StreamArn))
+		}
+		return arns
+	}
+	check := func(when string) {
+		t.Helper()
+		if got := list(""); !reflect.DeepEqual(got, []string{arn}) {
+			t.Fatalf("%s: ListStreams = %v, want %s", when, got, arn)
+		}
+		d := e.describe(arn)
+		if d.StreamStatus != stypes.StreamStatusDisabled || aws.ToString(d.TableName) != "gone" || d.Shards[0].SequenceNumberRange.EndingSequenceNumber == nil {
+			t.Fatalf("%s: %+v %+v", when, d, d.Shards)
+		}
+		recs, next := e.drain(e.mustIterator(arn, stypes.ShardIteratorTypeTrimHorizon, ""))
+		if len(recs) != 3 || stAttrS(recs[2].Dynamodb.NewImage, "pk") != "2" || next != "" {
+			t.Fatalf("%s: read %d records, next %q", when, len(recs), next)
+		}
+	}
+	check("after DeleteTable")
+	// The iterator taken before the deletion reads on.
+	if recs, _ := e.drain(it); len(recs) != 3 {
+		t.Fatalf("old iterator read %d records", len(recs))
+	}
+
+	// A new table of the same name has its own stream; the old one keeps
+	// its records only.
+	clock.Add(time.Second)
+	arn2 := e.createTable("gone", "NEW_IMAGE")
+	e.put("gone", map[string]dtypes.AttributeValue{"pk": stS("new")})
+	if got := list("gone"); !reflect.DeepEqual(got, []string{arn, arn2}) {
+		t.Fatalf("two streams of gone: %v, want %v", got, []string{arn, arn2})
+	}
+	if _, err := e.db.DeleteTable(e.ctx, &dynamodb.DeleteTableInput{TableName: aws.String("gone")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("gone"); len(got) != 2 {
+		t.Fatalf("after deleting the second table: %v", got)
+	}
+	e.store.Close()
+
+	e = stOpen(t, dir, clock, nil)
+	defer func() { e.store.Close() }()
+	if got := list(""); !reflect.DeepEqual(got, []string{arn, arn2}) {
+		t.Fatalf("after restart: %v", got)
+	}
+	d := e.describe(arn)
+	if d.StreamStatus != stypes.StreamStatusDisabled {
+		t.Fatalf("after restart: %+v", d)
+	}
+	if recs, _ := e.drain(e.mustIterator(arn2, stypes.ShardIteratorTypeTrimHorizon, "")); len(recs) != 1 || stAttrS(recs[0].Dynamodb.NewImage, "pk") != "new" {
+		t.Fatalf("second stream after restart: %d records", len(recs))
+	}
+
+	// 24 hours after the first deletion its stream is gone; the second,
+	// deleted a second later, goes a second later.
+	clock.Add(24*time.Hour - time.Second)
+	if err := e.store.TrimStreams(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(""); !reflect.DeepEqual(got, []string{arn2}) {
+		t.Fatalf("24 h after the first deletion: %v", got)
+	}
+	_, err := e.st.DescribeStream(e.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+	stWantErr(t, err, "ResourceNotFoundException", "")
+	clock.Add(time.Second)
+	if err := e.store.TrimStreams(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(""); len(got) != 0 {
+		t.Fatalf("after both expired: %v", got)
+	}
+	_, err = e.st.ListStreams(e.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String("gone")})
+	stWantErr(t, err, "ResourceNotFoundException", "")
+}

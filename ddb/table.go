@@ -54,6 +54,9 @@ type tableMeta struct {
 	PITRDays        int   `json:"pitrDays,omitempty"`
 	// Streams lists every stream the table has had, newest last.
 	Streams []streamMeta `json:"streams,omitempty"`
+	// DeletedMillis is when the table was deleted, in the record kept for
+	// its streams (retired.go); 0 for a live table.
+	DeletedMillis int64 `json:"deleted,omitempty"`
 }
 
 // streamMeta describes one stream of a table (one per enablement).
@@ -92,6 +95,7 @@ const (
 	nsData  = 'd' // d<table id><hash32><pk>[<sk>] → item
 	nsIndex = 'x' // x<index id><hash32><ipk>[<isk>]<pk>[<sk>] → projected item
 	nsSeq   = 's' // s → last allocated id
+	// nsRetired ('g', retired.go) keeps deleted tables for their streams.
 )
 
 func attrKind(defs []AttributeDefinition, name string) attr.Kind {

@@ -589,8 +589,17 @@ func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
 	defer b.Close()
 	b.Delete(metaKey(t.meta.Name), nil)
 	b.DeleteRange(t.prefix, prefixSuccessor(t.prefix), nil)
-	lp := logPrefix(t.meta.ID)
-	b.DeleteRange(lp, prefixSuccessor(lp), nil)
+	// A visible stream outlives its table by 24 hours (retired.go).
+	var retired *table
+	if now := s.opts.Now(); anyStreamVisible(t.meta, now) {
+		var err error
+		if retired, err = stageRetire(b, t, now); err != nil {
+			return nil, internal(err)
+		}
+	} else {
+		lp := logPrefix(t.meta.ID)
+		b.DeleteRange(lp, prefixSuccessor(lp), nil)
+	}
 	ep := expiryPrefix(t.meta.ID)
 	b.DeleteRange(ep, prefixSuccessor(ep), nil)
 	for _, ix := range t.indexes {
@@ -598,6 +607,11 @@ func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
 	}
 	if err := b.Commit(s.wo); err != nil {
 		return nil, internal(err)
+	}
+	if retired != nil {
+		s.mu.Lock()
+		s.retired[retired.meta.ID] = retired
+		s.mu.Unlock()
 	}
 	return d, nil
 }

@@ -8,6 +8,8 @@
 # Environment:
 #   DURATION (5s), ROUNDS (3), CONCURRENCY (16), OUT (bench/RESULTS.md):
 #     each round measures every operation on every target for DURATION.
+#   RATE (unset): open loop at RATE requests/s in all instead of as fast as
+#     the clients go, to compare latencies at a load every target carries.
 #   DYNALITE_PORT (4567), QUARRY_PORT (8000), NULL_PORT (8100): the next
 #     free port is used when one is taken.
 #   PEERS (/tmp/peers): where dynalite is installed, outside the repository.
@@ -171,6 +173,10 @@ join() {
 }
 ARGS=(-targets "$(join "${TARGETS[@]}")" -pids "$(join "${PIDS_ARG[@]}")" "${MODE_FLAGS[@]}" -duration "$DURATION" -rounds "$ROUNDS" -concurrency "$CONCURRENCY" -out "$OUT")
 ENV_REC=(DURATION="$DURATION" ROUNDS="$ROUNDS" CONCURRENCY="$CONCURRENCY")
+if [[ -n ${RATE:-} ]]; then
+	ARGS+=(-rate "$RATE")
+	ENV_REC+=(RATE="$RATE")
+fi
 if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
 if [[ $NOSYNC_TARGET == 0 ]]; then ENV_REC+=(NOSYNC_TARGET=0); fi
 "$WORK/ddbbench" "${ARGS[@]}" \

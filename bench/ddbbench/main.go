@@ -74,6 +74,7 @@ type config struct {
 	wait         time.Duration
 	cpuProfile   string
 	rounds       int
+	rate         float64
 	// nullListen, when set, makes the process serve the null server on
 	// this loopback address instead of benchmarking.
 	nullListen string
@@ -221,6 +222,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.embedded, "embedded", false, "serve a fresh in-process quarry store on a loopback port as target \"quarry\"")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured run time of each operation on each target, per round")
 	fs.IntVar(&c.rounds, "rounds", 1, "rounds of measurement; each measures every operation on every target, the results add up")
+	fs.Float64Var(&c.rate, "rate", 0, "open loop: requests per second in all (spread evenly over the clients, latency counted from each request's scheduled time); 0: closed loop, each client sends its next request when the last is answered")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured run time before each operation")
 	fs.IntVar(&c.concurrency, "concurrency", 16, "concurrent clients (goroutines, one SDK client each)")
 	ops := fs.String("ops", strings.Join(allOps, ","), "operations to run")
@@ -313,6 +315,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("-concurrency must be in [1, 1024]")
 	case c.rounds < 1 || c.rounds > 100:
 		return nil, errors.New("-rounds must be in [1, 100]")
+	case c.rate < 0 || c.rate > 1e6:
+		return nil, errors.New("-rate must be in [0, 1000000]")
 	case c.getItems < 1 || c.partitions < 1 || c.perPartition < 1 || c.putKeys < 1:
 		return nil, errors.New("item counts must be positive")
 	case c.pageSize < 1 || c.pageSize > c.perPartition:
@@ -733,8 +737,24 @@ func measure(cfg *config, t target, op string) result {
 			}
 			ready.Done()
 			<-startc
+			// With -rate, worker w sends at fixed times, staggered among the
+			// workers; a late request is timed from when it was due, so
+			// that a slow server is not excused by sending it later.
+			var interval time.Duration
+			var due time.Time
+			if cfg.rate > 0 {
+				interval = time.Duration(float64(cfg.concurrency) / cfg.rate * float64(time.Second))
+				due = measureStart.Add(interval * time.Duration(w) / time.Duration(cfg.concurrency))
+			}
 			for {
 				t0 := time.Now()
+				if interval > 0 {
+					if wait := time.Until(due); wait > 0 {
+						time.Sleep(wait)
+					}
+					t0 = due
+					due = due.Add(interval)
+				}
 				if !t0.Before(deadline) {
 					return
 				}
@@ -820,6 +840,9 @@ func render(cfg *config, results []result) string {
 	if cfg.rounds > 1 {
 		per = fmt.Sprintf("%d rounds × %s", cfg.rounds, cfg.duration)
 	}
+	if cfg.rate > 0 {
+		per += fmt.Sprintf(", open loop at %.0f requests/s", cfg.rate)
+	}
 	fmt.Fprintf(&b, "## %s — %s, %d clients, %s per operation and target\n\n", now.Format("2006-01-02 15:04 UTC"), strings.Join(names, " vs "), cfg.concurrency, per)
 	fmt.Fprintf(&b, "- Machine: %s\n", report.Machine())
 	fmt.Fprintf(&b, "- Load average (1/5/15 min) before: %s, after: %s\n", cfg.loadBefore, cfg.loadAfter)
@@ -879,6 +902,9 @@ func render(cfg *config, results []result) string {
 	var goals []string
 	belowTen := false
 	for _, op := range cfg.ops {
+		if cfg.rate > 0 {
+			break // at a fixed rate every target serves the same throughput
+		}
 		q, okq := byKey[op+"/quarry"]
 		d, okd := byKey[op+"/dynalite"]
 		z, okz := byKey[op+"/null"]
@@ -910,7 +936,9 @@ func render(cfg *config, results []result) string {
 	if q, ok := byKey["GetItem/quarry"]; ok && q.ops > 0 {
 		goals = append(goals, fmt.Sprintf("GetItem p99 %s (%s)", fmtDur(q.p99), metMissed(q.p99 < 2*time.Millisecond)))
 	}
-	if len(goals) > 0 {
+	if len(goals) > 0 && cfg.rate > 0 {
+		fmt.Fprintf(&b, "Targets (GetItem p99 < 2 ms; open loop at %.0f requests/s, so throughput is not compared): %s.\n\n", cfg.rate, strings.Join(goals, "; "))
+	} else if len(goals) > 0 {
 		fmt.Fprintf(&b, "Targets (≥ 10× dynalite on each, GetItem p99 < 2 ms): %s.\n\n", strings.Join(goals, "; "))
 	}
 	if belowTen {

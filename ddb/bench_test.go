@@ -14,8 +14,9 @@ import (
 	"github.com/quarrydb/quarry/ddb"
 )
 
-func benchStore(b *testing.B) http.Handler {
-	s, err := ddb.Open(b.TempDir(), nil)
+// benchTable opens a store with opts and creates table "bench" (pk S, sk N).
+func benchTable(b *testing.B, opts *ddb.Options) (*ddb.Store, http.Handler) {
+	s, err := ddb.Open(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -24,6 +25,11 @@ func benchStore(b *testing.B) http.Handler {
 	post(b, h, "CreateTable", `{"TableName":"bench","BillingMode":"PAY_PER_REQUEST",
 		"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"}],
 		"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`)
+	return s, h
+}
+
+func benchStore(b *testing.B) http.Handler {
+	_, h := benchTable(b, nil)
 	for i := 0; i < 1000; i++ {
 		code, resp := post(b, h, "PutItem", fmt.Sprintf(`{"TableName":"bench","Item":{"pk":{"S":"p%d"},"sk":{"N":"%d"},"title":{"S":"%s"},"price":{"N":"12.5"},"tags":{"SS":["a","b","c"]},"m":{"M":{"x":{"N":"1"},"y":{"L":[{"S":"q"},{"BOOL":true}]}}}}}`, i%10, i, strings.Repeat("t", 100)))
 		if code != 200 {
@@ -79,15 +85,7 @@ func BenchmarkHandlerPutItem(b *testing.B) {
 // client of NewClient, as quarry's systems make them: the SDK's work plus
 // the store's, without a socket.
 func BenchmarkInProcessClient(b *testing.B) {
-	s, err := ddb.Open(b.TempDir(), &ddb.Options{NoSync: true, TTLInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	h := s.Handler()
-	post(b, h, "CreateTable", `{"TableName":"bench","BillingMode":"PAY_PER_REQUEST",
-		"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"}],
-		"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`)
+	s, h := benchTable(b, &ddb.Options{NoSync: true, TTLInterval: -1})
 	for i := 0; i < 100; i++ {
 		post(b, h, "PutItem", fmt.Sprintf(`{"TableName":"bench","Item":{"pk":{"S":"p"},"sk":{"N":"%d"},"title":{"S":"%s"}}}`, i, strings.Repeat("t", 100)))
 	}

@@ -3,7 +3,6 @@ package ddb
 import (
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"time"
 
@@ -74,19 +73,7 @@ func stageRetire(b *pebble.Batch, t *table, now time.Time) (*table, error) {
 // loadRetired reads the deleted tables whose streams are kept.
 func (s *Store) loadRetired() error {
 	s.retired = map[uint64]*table{}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsRetired}, UpperBound: []byte{nsRetired + 1}})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		var m tableMeta
-		if err := json.Unmarshal(it.Value(), &m); err != nil {
-			return fmt.Errorf("ddb: corrupt record of deleted table %x: %w", it.Key()[1:], err)
-		}
-		s.retired[m.ID] = newTable(&m)
-	}
-	return it.Error()
+	return s.readTables(nsRetired, func(t *table) { s.retired[t.meta.ID] = t })
 }
 
 // retiredTables returns the deleted tables whose streams are kept, by id.

@@ -216,7 +216,13 @@ func (s *Store) load() error {
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		return fmt.Errorf("ddb: read sequence: %w", err)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsMeta}, UpperBound: []byte{nsMeta + 1}})
+	return s.readTables(nsMeta, func(t *table) { s.tables[t.meta.Name] = t })
+}
+
+// readTables calls fn with each table whose metadata is stored in the
+// namespace ns (live tables, or deleted ones kept for their streams).
+func (s *Store) readTables(ns byte, fn func(*table)) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{ns}, UpperBound: []byte{ns + 1}})
 	if err != nil {
 		return err
 	}
@@ -226,7 +232,7 @@ func (s *Store) load() error {
 		if err := json.Unmarshal(it.Value(), &m); err != nil {
 			return fmt.Errorf("ddb: corrupt table metadata %q: %w", it.Key()[1:], err)
 		}
-		s.tables[m.Name] = newTable(&m)
+		fn(newTable(&m))
 	}
 	return it.Error()
 }

@@ -1,63 +1,69 @@
 package attr
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+)
 
 // AppendBinaryJSON appends the JSON wire form of the binary item bin (as
 // written by AppendBinary) to buf and returns the item's size (as Item.Size
 // counts it), without building the item: reads that return stored items
 // unchanged use it. The JSON is what Item.AppendJSON writes for the decoded
 // item: the binary form keeps attribute names sorted, as the JSON does.
+// On error buf is left as it was.
 func AppendBinaryJSON(buf *bytes.Buffer, bin []byte) (size int, err error) {
 	d := &decoder{b: bin}
-	start := buf.Len()
-	size, err = d.itemJSON(buf)
+	// Appending to the buffer's spare capacity and writing the result back
+	// costs one copy at most, and none when the item fits.
+	buf.Grow(2*len(bin) + 16)
+	out, size, err := d.itemJSON(buf.AvailableBuffer())
 	if err == nil && len(d.b) != 0 {
 		err = ErrCorrupt
 	}
 	if err != nil {
-		buf.Truncate(start)
 		return 0, err
 	}
+	buf.Write(out)
 	return size, nil
 }
 
 // itemJSON transcodes an item (or a map's members) and returns its size.
-func (d *decoder) itemJSON(buf *bytes.Buffer) (int, error) {
+func (d *decoder) itemJSON(dst []byte) ([]byte, int, error) {
 	n, err := d.uvarint()
 	if err != nil || n > len(d.b) {
-		return 0, ErrCorrupt
+		return dst, 0, ErrCorrupt
 	}
 	size := 0
-	buf.WriteByte('{')
+	dst = append(dst, '{')
 	for i := 0; i < n; i++ {
 		k, err := d.bytes()
 		if err != nil {
-			return 0, err
+			return dst, 0, err
 		}
 		if i > 0 {
-			buf.WriteByte(',')
+			dst = append(dst, ',')
 		}
-		writeJSONString(buf, k)
-		buf.WriteByte(':')
-		vs, err := d.valueJSON(buf)
-		if err != nil {
-			return 0, err
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		var vs int
+		if dst, vs, err = d.valueJSON(dst); err != nil {
+			return dst, 0, err
 		}
 		size += len(k) + vs
 	}
-	buf.WriteByte('}')
-	return size, nil
+	return append(dst, '}'), size, nil
 }
 
 // valueJSON transcodes one value and returns its size.
-func (d *decoder) valueJSON(buf *bytes.Buffer) (int, error) {
+func (d *decoder) valueJSON(dst []byte) ([]byte, int, error) {
 	if len(d.b) == 0 {
-		return 0, ErrCorrupt
+		return dst, 0, ErrCorrupt
 	}
 	d.depth++
 	defer func() { d.depth-- }()
 	if d.depth > 64 {
-		return 0, ErrCorrupt
+		return dst, 0, ErrCorrupt
 	}
 	k := Kind(d.b[0])
 	d.b = d.b[1:]
@@ -66,99 +72,94 @@ func (d *decoder) valueJSON(buf *bytes.Buffer) (int, error) {
 	case KindS, KindN, KindB:
 		s, err := d.bytes()
 		if err != nil {
-			return 0, err
+			return dst, 0, err
 		}
 		switch k {
 		case KindS:
-			buf.WriteString(`{"S":`)
-			writeJSONString(buf, s)
+			dst = appendJSONString(append(dst, `{"S":`...), s)
 			size = len(s)
 		case KindN:
-			buf.WriteString(`{"N":"`)
-			buf.Write(s)
-			buf.WriteByte('"')
+			dst = append(append(append(dst, `{"N":"`...), s...), '"')
 			size = numberSize(s)
 		default:
-			buf.WriteString(`{"B":`)
-			writeB64(buf, s)
+			dst = appendB64(append(dst, `{"B":`...), s)
 			size = len(s)
 		}
 	case KindBOOL:
 		if len(d.b) == 0 {
-			return 0, ErrCorrupt
+			return dst, 0, ErrCorrupt
 		}
 		if d.b[0] == 1 {
-			buf.WriteString(`{"BOOL":true`)
+			dst = append(dst, `{"BOOL":true`...)
 		} else {
-			buf.WriteString(`{"BOOL":false`)
+			dst = append(dst, `{"BOOL":false`...)
 		}
 		d.b = d.b[1:]
 		size = 1
 	case KindNULL:
-		buf.WriteString(`{"NULL":true`)
+		dst = append(dst, `{"NULL":true`...)
 		size = 1
 	case KindM:
-		buf.WriteString(`{"M":`)
+		dst = append(dst, `{"M":`...)
 		// A member of a map counts one byte more than an item's attribute.
 		n, err := d.peekCount()
 		if err != nil {
-			return 0, err
+			return dst, 0, err
 		}
-		ms, err := d.itemJSON(buf)
-		if err != nil {
-			return 0, err
+		var ms int
+		if dst, ms, err = d.itemJSON(dst); err != nil {
+			return dst, 0, err
 		}
 		size = 3 + ms + n
 	case KindL:
 		n, err := d.uvarint()
 		if err != nil || n > len(d.b) {
-			return 0, ErrCorrupt
+			return dst, 0, ErrCorrupt
 		}
-		buf.WriteString(`{"L":[`)
+		dst = append(dst, `{"L":[`...)
 		size = 3
 		for i := 0; i < n; i++ {
 			if i > 0 {
-				buf.WriteByte(',')
+				dst = append(dst, ',')
 			}
-			es, err := d.valueJSON(buf)
-			if err != nil {
-				return 0, err
+			var es int
+			if dst, es, err = d.valueJSON(dst); err != nil {
+				return dst, 0, err
 			}
 			size += es + 1
 		}
-		buf.WriteByte(']')
+		dst = append(dst, ']')
 	case KindSS, KindNS, KindBS:
 		n, err := d.uvarint()
 		if err != nil || n > len(d.b) {
-			return 0, ErrCorrupt
+			return dst, 0, ErrCorrupt
 		}
-		buf.WriteString(`{"` + k.String() + `":[`)
+		dst = append(append(append(dst, `{"`...), k.String()...), `":[`...)
 		for i := 0; i < n; i++ {
 			s, err := d.bytes()
 			if err != nil {
-				return 0, err
+				return dst, 0, err
 			}
 			if i > 0 {
-				buf.WriteByte(',')
+				dst = append(dst, ',')
 			}
 			switch k {
 			case KindBS:
-				writeB64(buf, s)
+				dst = appendB64(dst, s)
 				size += len(s)
 			case KindNS:
-				writeJSONString(buf, s)
+				dst = appendJSONString(dst, s)
 				size += numberSize(s)
 			default:
-				writeJSONString(buf, s)
+				dst = appendJSONString(dst, s)
 				size += len(s)
 			}
 		}
-		buf.WriteByte(']')
+		dst = append(dst, ']')
 	default:
-		return 0, ErrCorrupt
+		return dst, 0, ErrCorrupt
 	}
-	buf.WriteByte('}')
-	return size, nil
+	return append(dst, '}'), size, nil
 }
 
 // peekCount returns the member count an item encoding starts with, without
@@ -168,4 +169,23 @@ func (d *decoder) peekCount() (int, error) {
 	n, err := d.uvarint()
 	d.b = save
 	return n, err
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it.
+func appendJSONString(dst, s []byte) []byte {
+	if isPlainASCII(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(string(s))
+	return append(dst, b...)
+}
+
+// appendB64 appends b as a JSON string in standard base64.
+func appendB64(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
 }

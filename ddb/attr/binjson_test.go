@@ -115,3 +115,21 @@ func TestAppendBinaryJSONCorrupt(t *testing.T) {
 		AppendBinaryJSON(&buf, bad) // must not panic
 	}
 }
+
+func BenchmarkAppendBinaryJSON(b *testing.B) {
+	var it Item
+	if err := it.UnmarshalJSON([]byte(`{"pk":{"S":"query#007"},"sk":{"N":"512"},"n":{"N":"1234567"},"ts":{"N":"1764133200000"},"payload":{"S":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnop"}}`)); err != nil {
+		b.Fatal(err)
+	}
+	bin := it.AppendBinary(nil)
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		for range 100 { // a Query page
+			if _, err := AppendBinaryJSON(&buf, bin); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

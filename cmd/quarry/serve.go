@@ -33,7 +33,7 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	opts := &ddb.Options{Region: c.Region, Logger: log, TTLInterval: c.TTLInterval, NoSync: !c.DDBSync, CacheBytes: int64(c.DDBCacheMB) << 20}
+	opts := &ddb.Options{Region: c.Region, Logger: log, TTLInterval: c.TTLInterval, NoSync: !c.DDBSync, CacheBytes: int64(c.DDBCacheMB) << 20, SyncInterval: c.DDBSyncInterval}
 	if c.Credentials != "" {
 		creds, err := sigv4.LoadCredentials(c.Credentials)
 		if err != nil {
@@ -133,7 +133,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base := config.Defaults()
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
-	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-cache-mb", "credentials"})
+	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-sync-interval", "ddb-cache-mb", "credentials"})
 	if err != nil {
 		return err
 	}

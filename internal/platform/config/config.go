@@ -41,6 +41,9 @@ type Config struct {
 	DDBSync bool
 	// DDBCacheMB is the size of the store's block cache in MiB.
 	DDBCacheMB int
+	// DDBSyncInterval is the shortest time between two fsyncs of the
+	// store's log: concurrent commits share one fsync.
+	DDBSyncInterval time.Duration
 	// Credentials is a file of access key ids and secrets; when set, the
 	// store's endpoint verifies AWS Signature V4 on every request.
 	Credentials string
@@ -116,6 +119,7 @@ func Defaults() Config {
 		TTLInterval:     10 * time.Second,
 		DDBSync:         true,
 		DDBCacheMB:      64,
+		DDBSyncInterval: 250 * time.Microsecond,
 
 		WallcrawlerIdleGrace: 120 * time.Second,
 
@@ -147,6 +151,7 @@ func (c *Config) fields(which []string) []field {
 		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil, nil},
 		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil, nil},
 		{flag: "ddb-sync", env: "QUARRY_DDB_SYNC", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
+		{flag: "ddb-sync-interval", env: "QUARRY_DDB_SYNC_INTERVAL", usage: "shortest time between two fsyncs of the store's log; commits arriving meanwhile share the next fsync (0: sync at once)", dur: &c.DDBSyncInterval},
 		{flag: "ddb-cache-mb", env: "QUARRY_DDB_CACHE_MB", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
 		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil, nil},
 		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil, nil},
@@ -331,6 +336,9 @@ func (c *Config) Validate() error {
 		if u, err := url.Parse(c.BlobS3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("config: blob-s3-endpoint %q: want an http:// or https:// URL", c.BlobS3Endpoint))
 		}
+	}
+	if c.DDBSyncInterval < 0 || c.DDBSyncInterval > 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("config: ddb-sync-interval %v: must be in [0, 100ms]", c.DDBSyncInterval))
 	}
 	if c.DDBCacheMB < 1 {
 		errs = append(errs, fmt.Errorf("config: ddb-cache-mb %d: must be at least 1", c.DDBCacheMB))

@@ -41,7 +41,11 @@ func TestLoad(t *testing.T) {
 		{name: "bad blob s3 endpoint", args: []string{"--blob-s3-bucket", "b", "--blob-s3-endpoint", "127.0.0.1:9000"}, wantErr: "want an http:// or https:// URL"},
 		{name: "store durability and cache", args: []string{"--ddb-sync=false", "--ddb-cache-mb", "256"},
 			check: func(c *Config) bool { return !c.DDBSync && c.DDBCacheMB == 256 }},
-		{name: "store syncs by default", check: func(c *Config) bool { return c.DDBSync && c.DDBCacheMB == 64 }},
+		{name: "store syncs by default", check: func(c *Config) bool {
+			return c.DDBSync && c.DDBCacheMB == 64 && c.DDBSyncInterval == 250*time.Microsecond
+		}},
+		{name: "sync interval", env: map[string]string{"QUARRY_DDB_SYNC_INTERVAL": "0s"}, check: func(c *Config) bool { return c.DDBSyncInterval == 0 }},
+		{name: "bad sync interval", args: []string{"--ddb-sync-interval", "1s"}, wantErr: "ddb-sync-interval 1s: must be in [0, 100ms]"},
 		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}

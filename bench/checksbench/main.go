@@ -52,17 +52,18 @@ const (
 )
 
 type config struct {
-	checks      int
-	interval    time.Duration
-	duration    time.Duration
-	grace       time.Duration
-	out         string
-	creators    int
-	concurrency int
-	retention   time.Duration
-	noSync      bool
-	cpuprofile  string
-	commandLine string
+	checks       int
+	interval     time.Duration
+	duration     time.Duration
+	grace        time.Duration
+	out          string
+	creators     int
+	concurrency  int
+	retention    time.Duration
+	noSync       bool
+	syncInterval time.Duration
+	cpuprofile   string
+	commandLine  string
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	flag.IntVar(&c.concurrency, "concurrency", 0, "scheduler.Options.Concurrency (0: the scheduler's default, 512)")
 	flag.DurationVar(&c.retention, "retention", 7*24*time.Hour, "scheduler.Options.Retention: run history kept per check (quarry serve's default 7 days; negative: none)")
 	flag.BoolVar(&c.noSync, "nosync", false, "open the store without fsync (default: fsync every commit, the real configuration)")
+	flag.DurationVar(&c.syncInterval, "sync-interval", 250*time.Microsecond, "ddb.Options.SyncInterval: shortest time between two fsyncs (quarry serve's default, --ddb-sync-interval)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured window to this file")
 	flag.Parse()
 	if c.checks <= 0 || c.interval <= 0 || c.duration <= 0 {
@@ -102,7 +104,7 @@ func openEnv(c *config, prefix string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := ddb.Open(dir, &ddb.Options{NoSync: c.noSync, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	db, err := ddb.Open(dir, &ddb.Options{NoSync: c.noSync, SyncInterval: c.syncInterval, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -467,8 +469,8 @@ func run(c *config) error {
 	if c.retention < 0 {
 		ret = "none"
 	}
-	fmt.Fprintf(&b, "- Setup: embedded store (ddb.Open, fsync on every commit: %v, in-process ddb.NewClient), tables.EnsureTables, one PRO user, %d AVAILABILITY checks (delayMs %d, half with attributes {\"keyword\": %q}) created with CreateCheck by %d goroutines in %s (not measured); first runs spread evenly over the first interval from the window start; store %s on disk after setup\n",
-		!c.noSync, c.checks, intervalMs, keyword, c.creators, setup.Round(time.Millisecond), mib(sizeAfterSetup))
+	fmt.Fprintf(&b, "- Setup: embedded store (ddb.Open, fsync on every commit: %v, fsyncs at least %v apart, in-process ddb.NewClient), tables.EnsureTables, one PRO user, %d AVAILABILITY checks (delayMs %d, half with attributes {\"keyword\": %q}) created with CreateCheck by %d goroutines in %s (not measured); first runs spread evenly over the first interval from the window start; store %s on disk after setup\n",
+		!c.noSync, c.syncInterval, c.checks, intervalMs, keyword, c.creators, setup.Round(time.Millisecond), mib(sizeAfterSetup))
 	fmt.Fprintf(&b, "- Run: scheduler.New(store, real probe.Prober with fetch AllowPrivate, nil Alerter, Concurrency %d, Retention %s, Refresh 10s).Run for %s; every check targets one loopback httptest server in the same process (200, %d-byte HTML page); lateness = started − due from Options.OnRun (after the claim: one conditional UpdateItem, and the user lookup); a due time in [start, end − %s) without a run started by the end is a missed run\n",
 		conc, ret, c.duration, len(page), c.grace)
 	fmt.Fprintf(&b, "- Scheduler started %s before the first due time; its first Refresh scheduled all %d checks after %s; %d first runs were already due at start\n\n",

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quarrydb/quarry/ddb/attr"
 	"github.com/quarrydb/quarry/ddb/sigv4"
@@ -152,35 +153,46 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 		s.writeError(w, &Error{Type: "UnknownOperationException"})
 		return
 	}
+	start := time.Now()
+	errType := s.serveOp(w, r, auth, f, opName)
+	s.stats.record(opName, time.Since(start), errType)
+}
+
+// serveOp reads, authenticates and runs one request of operation opName
+// and writes the answer; it returns the type of the error it answered, or
+// "" on success.
+func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier, f opFunc, opName string) string {
+	fail := func(e *Error) string {
+		if e == nil {
+			e = internal(errors.New("operation failed without an error"))
+		}
+		s.writeError(w, e)
+		return e.Type
+	}
 	in := getBuffer()
 	defer putBuffer(in)
 	if n := r.ContentLength; n > 0 && n <= maxRequestBytes {
 		in.Grow(int(n))
 	}
 	if _, err := in.ReadFrom(io.LimitReader(r.Body, maxRequestBytes+1)); err != nil {
-		s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
-		return
+		return fail(&Error{Type: "SerializationException", Message: "could not read request body"})
 	}
 	if in.Len() > maxRequestBytes {
-		s.writeError(w, validationf("Request size exceeded %d bytes", maxRequestBytes))
-		return
+		return fail(validationf("Request size exceeded %d bytes", maxRequestBytes))
 	}
 	body := in.Bytes() // no operation keeps it: decoding copies
 	if auth != nil {
 		if err := auth.Verify(r, body); err != nil {
 			var se *sigv4.Error
 			if errors.As(err, &se) {
-				s.writeError(w, &Error{Type: se.Type, Message: se.Message})
-			} else {
-				s.writeError(w, &Error{Type: "IncompleteSignatureException", Message: err.Error()})
+				return fail(&Error{Type: se.Type, Message: se.Message})
 			}
-			return
+			return fail(&Error{Type: "IncompleteSignatureException", Message: err.Error()})
 		}
 	}
 	out, err := s.call(f, body, opName)
 	if err != nil {
-		s.writeError(w, asAPIError(err))
-		return
+		return fail(asAPIError(err))
 	}
 	resp := getBuffer()
 	defer putBuffer(resp)
@@ -189,10 +201,10 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 		r.release()
 	}
 	if err != nil {
-		s.writeError(w, internal(err))
-		return
+		return fail(internal(err))
 	}
 	writeJSON(w, http.StatusOK, resp.Bytes())
+	return ""
 }
 
 // call runs an operation, turning a panic into an InternalServerError so a

@@ -123,6 +123,9 @@ type Store struct {
 
 	// backfills are the running online index backfills (backfill.go).
 	backfills backfills
+
+	// stats counts the requests of each operation (stats.go).
+	stats opStats
 }
 
 // pebbleOptions tunes Pebble for DynamoDB's access pattern: point reads by

@@ -80,6 +80,24 @@ func TestDDBServeListensAndShutsDown(t *testing.T) {
 	if len(out.TableNames) != 0 {
 		t.Fatalf("tables = %v", out.TableNames)
 	}
+	// The store's metrics sit beside the wire protocol; the health answer
+	// at GET / is unchanged.
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`quarry_ddb_requests_total{op="ListTables"} 1`, "# TYPE quarry_ddb_wal_bytes_total counter", "quarry_ddb_tables 0"} {
+		if !strings.Contains(string(metricsBody), want) {
+			t.Fatalf("metrics lack %q:\n%s", want, metricsBody)
+		}
+	}
+	if resp, err := http.Get("http://" + addr + "/"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	cancel() // what SIGTERM does
 	select {
 	case code := <-done:
@@ -141,6 +159,8 @@ func TestServeHealthz(t *testing.T) {
 		`quarry_http_requests_total{system="datashelf",code="2xx"} 2`,
 		`quarry_http_requests_total{system="datashelf",code="4xx"} 2`,
 		"quarry_wallcrawler_live_sessions 0", "quarry_checks_scheduled 0", "quarry_eecar_indexed_parts 0",
+		// The systems created their tables in the embedded store at start.
+		`quarry_ddb_requests_total{op="CreateTable"}`, "# TYPE quarry_ddb_disk_bytes gauge",
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)

@@ -106,6 +106,9 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 { return float64(wc.manager.Live()) })
 	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 { return float64(ck.sched.Len()) })
 	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 { return float64(ee.market.Index().Len()) })
+	if store != nil {
+		reg.Collect(storeFamilies(store))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.Health(nil))
 	mux.Handle("GET /metrics", reg)
@@ -143,7 +146,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: store.Handler(), Logger: log}})
+	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: ddbHandler(store), Logger: log}})
 }
 
 // serveAll binds every server, serves until ctx ends or one fails, then

@@ -1,8 +1,8 @@
 // Package metrics exposes quarry's operational metrics at /metrics in the
 // Prometheus text exposition format (version 0.0.4): request counters per
-// system and status class, and gauges the systems register (live browser
-// sessions, scheduled checks, indexed parts), plus a few Go runtime
-// figures. It has no dependencies beyond the standard library.
+// system and status class, gauges the systems register (live browser
+// sessions, scheduled checks, indexed parts), families of labelled metrics
+// gathered by collectors (the store's), plus a few Go runtime figures. It has no dependencies beyond the standard library.
 package metrics
 
 import (
@@ -21,10 +21,34 @@ import (
 // Registry holds the metrics of one process. The zero value is not usable;
 // create one with New.
 type Registry struct {
-	mu       sync.Mutex
-	requests map[requestKey]*atomic.Int64
-	gauges   map[string]gauge
-	start    time.Time
+	mu         sync.Mutex
+	requests   map[requestKey]*atomic.Int64
+	gauges     map[string]gauge
+	collectors []func() []Family
+	start      time.Time
+}
+
+// Family is one metric, with labelled samples, gathered at a scrape.
+type Family struct {
+	// Name is prefixed with "quarry_"; Type is "counter" or "gauge".
+	Name, Help, Type string
+	Samples          []Sample
+}
+
+// Sample is one value of a Family.
+type Sample struct {
+	// Labels are name/value pairs, written in this order.
+	Labels [][2]string
+	Value  float64
+}
+
+// Collect registers f, called at every scrape for its families of metrics
+// (those of a subsystem with labelled values, such as the store's
+// per-operation counters).
+func (r *Registry) Collect(f func() []Family) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.collectors = append(r.collectors, f)
 }
 
 type requestKey struct{ system, class string }
@@ -123,9 +147,30 @@ func (r *Registry) Write(w io.Writer) error {
 	for i, n := range names {
 		gs[i] = r.gauges[n]
 	}
+	collectors := append([]func() []Family(nil), r.collectors...)
 	r.mu.Unlock()
 	for i, n := range names {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", n, gs[i].help, n, n, strconv.FormatFloat(gs[i].f(), 'g', -1, 64))
+	}
+	for _, collect := range collectors {
+		for _, f := range collect() {
+			n := "quarry_" + f.Name
+			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", n, f.Help, n, f.Type)
+			for _, smp := range f.Samples {
+				b.WriteString(n)
+				if len(smp.Labels) > 0 {
+					b.WriteByte('{')
+					for i, l := range smp.Labels {
+						if i > 0 {
+							b.WriteByte(',')
+						}
+						fmt.Fprintf(&b, "%s=%q", l[0], l[1])
+					}
+					b.WriteByte('}')
+				}
+				fmt.Fprintf(&b, " %s\n", strconv.FormatFloat(smp.Value, 'g', -1, 64))
+			}
+		}
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -56,3 +56,39 @@ func TestCountKeepsHijacking(t *testing.T) {
 		t.Fatal("the wrapped handler could not hijack the connection (WebSocket upgrades would break)")
 	}
 }
+
+func TestCollectorFamilies(t *testing.T) {
+	r := New()
+	n := 0.0
+	r.Collect(func() []Family {
+		n++
+		return []Family{
+			{Name: "ddb_requests_total", Help: "Requests by operation.", Type: "counter", Samples: []Sample{
+				{Labels: [][2]string{{"op", "GetItem"}}, Value: 2 * n},
+				{Labels: [][2]string{{"op", "PutItem"}, {"type", `a"b`}}, Value: 0.5},
+			}},
+			{Name: "ddb_tables", Help: "Tables.", Type: "gauge", Samples: []Sample{{Value: 4}}},
+		}
+	})
+	var b strings.Builder
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	body := b.String()
+	for _, want := range []string{
+		"# HELP quarry_ddb_requests_total Requests by operation.\n# TYPE quarry_ddb_requests_total counter\n",
+		`quarry_ddb_requests_total{op="GetItem"} 2` + "\n",
+		`quarry_ddb_requests_total{op="PutItem",type="a\"b"} 0.5` + "\n",
+		"# TYPE quarry_ddb_tables gauge\nquarry_ddb_tables 4\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	// Collectors run at every scrape.
+	b.Reset()
+	r.Write(&b)
+	if !strings.Contains(b.String(), `quarry_ddb_requests_total{op="GetItem"} 4`) {
+		t.Fatalf("second scrape:\n%s", b.String())
+	}
+}

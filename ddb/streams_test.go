@@ -122,6 +122,20 @@ func (e *stEnv) put(table string, item map[string]dtypes.AttributeValue) {
 	}
 }
 
+// listArns returns the stream ARNs ListStreams answers for in.
+func (e *stEnv) listArns(in *dynamodbstreams.ListStreamsInput) []string {
+	e.t.Helper()
+	out, err := e.st.ListStreams(e.ctx, in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var arns []string
+	for _, s := range out.Streams {
+		arns = append(arns, aws.ToString(s.StreamArn))
+	}
+	return arns
+}
+
 func (e *stEnv) describe(arn string) *stypes.StreamDescription {
 	e.t.Helper()
 	out, err := e.st.DescribeStream(e.ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
@@ -561,18 +575,7 @@ func TestStreamEnableDisableListStreams(t *testing.T) {
 	e := stNew(t)
 	e.createTable("plain", "")
 	e.put("plain", map[string]dtypes.AttributeValue{"pk": stS("before")})
-	list := func(in *dynamodbstreams.ListStreamsInput) []string {
-		t.Helper()
-		out, err := e.st.ListStreams(e.ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var arns []string
-		for _, s := range out.Streams {
-			arns = append(arns, aws.ToString(s.StreamArn))
-		}
-		return arns
-	}
+	list := e.listArns
 	if got := list(&dynamodbstreams.ListStreamsInput{}); len(got) != 0 {
 		t.Fatalf("streams before enabling: %v", got)
 	}
@@ -873,15 +876,7 @@ func TestStreamOutlivesDeletedTable(t *testing.T) {
 		if table != "" {
 			in.TableName = aws.String(table)
 		}
-		out, err := e.st.ListStreams(e.ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var arns []string
-		for _, s := range out.Streams {
-			arns = append(arns, aws.ToString(s.StreamArn))
-		}
-		return arns
+		return e.listArns(in) // e is reopened below
 	}
 	check := func(when string) {
 		t.Helper()

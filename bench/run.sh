@@ -16,6 +16,9 @@
 #   QUARRY_MODE: "cli" (go build ./cmd/quarry, then `quarry ddb serve`) or
 #     "embedded" (ddbbench -embedded); default: cli when cmd/quarry exists.
 #   NULL_TARGET (1): 0 leaves out the null server (target "null").
+#   NULL_RAW_TARGET (0): 1 adds the raw null server (target "null-raw",
+#     ddbbench -null-listen -null-raw): the null server's answers through a
+#     minimal HTTP/1.1 loop instead of net/http, to see what net/http costs.
 #   NOSYNC_TARGET (1): 0 leaves out the second quarry, started with
 #     --ddb-sync=false (target "quarry-nosync"): like dynalite, which keeps
 #     everything in memory, it does not fsync; its writes still survive a
@@ -37,6 +40,7 @@ if [[ -z ${QUARRY_MODE:-} ]]; then
 fi
 NULL_TARGET=${NULL_TARGET:-1}
 NOSYNC_TARGET=${NOSYNC_TARGET:-1}
+NULL_RAW_TARGET=${NULL_RAW_TARGET:-0}
 
 WORK=$(mktemp -d /tmp/ddbbench-run.XXXXXX)
 PIDS=()
@@ -160,6 +164,11 @@ if [[ $NULL_TARGET != 0 ]]; then
 	NULL_PORT=$(free_port "${NULL_PORT:-8100}")
 	start_target null "$NULL_PORT" "$WORK/ddbbench" -null-listen "127.0.0.1:$NULL_PORT" "${NULL_FLAGS[@]}"
 	NULL_DESC="; null: \`ddbbench -null-listen\` built from this tree, a DynamoDB-wire HTTP server (Go net/http, HTTP/1.1 keep-alive) that stores nothing and answers every request with precomputed bytes, so its throughput is the floor cost of HTTP plus the clients on this machine and null/dynalite is the highest ratio any server could show here"
+	if [[ $NULL_RAW_TARGET == 1 ]]; then
+		NULL_RAW_PORT=$(free_port "${NULL_RAW_PORT:-8110}")
+		start_target null-raw "$NULL_RAW_PORT" "$WORK/ddbbench" -null-listen "127.0.0.1:$NULL_RAW_PORT" -null-raw "${NULL_FLAGS[@]}"
+		NULL_DESC+="; null-raw: the same answers through a minimal HTTP/1.1 loop (ddbbench -null-raw) instead of net/http, so null minus null-raw is what net/http costs per request"
+	fi
 fi
 wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"
 TARGETS+=("dynalite=http://127.0.0.1:$DYNALITE_PORT")
@@ -179,6 +188,7 @@ if [[ -n ${RATE:-} ]]; then
 fi
 if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
 if [[ $NOSYNC_TARGET == 0 ]]; then ENV_REC+=(NOSYNC_TARGET=0); fi
+if [[ $NULL_RAW_TARGET == 1 ]]; then ENV_REC+=(NULL_RAW_TARGET=1); fi
 "$WORK/ddbbench" "${ARGS[@]}" \
 	-command "$(quote env "${ENV_REC[@]}" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
 	-note "$NOTE" "$@"

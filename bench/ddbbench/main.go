@@ -78,6 +78,9 @@ type config struct {
 	// nullListen, when set, makes the process serve the null server on
 	// this loopback address instead of benchmarking.
 	nullListen string
+	// nullRaw serves the null server with a minimal HTTP/1.1 loop instead
+	// of net/http (nullraw.go).
+	nullRaw bool
 
 	// loadBefore and loadAfter are /proc/loadavg at the start and the end
 	// of the measurements: the machine may be shared.
@@ -238,6 +241,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.note, "note", "", "free text recorded with the results (versions, modes)")
 	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for each target to accept connections")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with -embedded: clients and store) to this file")
+	fs.BoolVar(&c.nullRaw, "null-raw", false, "with -null-listen: answer through a minimal HTTP/1.1 loop instead of net/http, to measure net/http's own cost")
 	fs.StringVar(&c.nullListen, "null-listen", "", "instead of benchmarking, serve the null DynamoDB server (no storage, precomputed answers for -table, -item-bytes and -page) on this loopback host:port until SIGINT/SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -270,7 +270,11 @@ func runNull(cfg *config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serveNull(ctx, cfg, l, os.Stderr); err != nil {
+	serve := serveNull
+	if cfg.nullRaw {
+		serve = serveNullRaw
+	}
+	if err := serve(ctx, cfg, l, os.Stderr); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "ddbbench: null server stopped")

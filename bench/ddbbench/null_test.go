@@ -34,7 +34,11 @@ func startNull(t *testing.T, args ...string) (*config, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var log strings.Builder
-	go func() { done <- serveNull(ctx, cfg, l, &log) }()
+	serve := serveNull
+	if cfg.nullRaw {
+		serve = serveNullRaw
+	}
+	go func() { done <- serve(ctx, cfg, l, &log) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -49,8 +53,15 @@ func startNull(t *testing.T, args ...string) (*config, string) {
 	return cfg, "http://" + l.Addr().String()
 }
 
+// TestNullServerSDK drives both null servers (net/http and the raw loop)
+// through the SDK as the benchmark does.
 func TestNullServerSDK(t *testing.T) {
-	cfg, url := startNull(t, "-get-items", "40", "-partitions", "2", "-per-partition", "30", "-page", "7", "-item-bytes", "300", "-concurrency", "2", "-table", "nulltest")
+	t.Run("net/http", func(t *testing.T) { testNullServerSDK(t) })
+	t.Run("raw", func(t *testing.T) { testNullServerSDK(t, "-null-raw") })
+}
+
+func testNullServerSDK(t *testing.T, extra ...string) {
+	cfg, url := startNull(t, append([]string{"-get-items", "40", "-partitions", "2", "-per-partition", "30", "-page", "7", "-item-bytes", "300", "-concurrency", "2", "-table", "nulltest"}, extra...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	c := newClient(url)

@@ -2,7 +2,6 @@ package ddb
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,6 +28,16 @@ func decodeItem(b []byte) (attr.Item, error) {
 		return nil, fmt.Errorf("ddb: decode stored item: %w", err)
 	}
 	return it, nil
+}
+
+// appendItemJSON appends the JSON of the stored item b to buf without
+// decoding it, and returns the item's size.
+func appendItemJSON(buf *bytes.Buffer, b []byte) (int, error) {
+	size, err := attr.AppendBinaryJSON(buf, b)
+	if err != nil {
+		return 0, fmt.Errorf("ddb: decode stored item: %w", err)
+	}
+	return size, nil
 }
 
 func keyValueSize(v attr.Value) int {
@@ -148,35 +157,26 @@ func (s *Store) getItem(key []byte) (attr.Item, error) { return readItem(s.db, k
 // getItemJSON returns the JSON of the item stored under key and its size,
 // or nil and 0.
 func (s *Store) getItemJSON(key []byte) ([]byte, int, error) {
-	v, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	defer closer.Close()
 	var buf bytes.Buffer
-	buf.Grow(len(v) * 2)
-	size, err := attr.AppendBinaryJSON(&buf, v)
-	if err != nil {
-		return nil, 0, fmt.Errorf("ddb: decode stored item: %w", err)
+	size := 0
+	found, err := readValue(s.db, key, func(v []byte) (err error) {
+		size, err = appendItemJSON(&buf, v)
+		return err
+	})
+	if err != nil || !found {
+		return nil, 0, err
 	}
 	return buf.Bytes(), size, nil
 }
 
 // readItem reads the item stored under key in r (the database or a
 // snapshot of it), or nil.
-func readItem(r pebble.Reader, key []byte) (attr.Item, error) {
-	v, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return decodeItem(v)
+func readItem(r pebble.Reader, key []byte) (item attr.Item, err error) {
+	_, err = readValue(r, key, func(v []byte) error {
+		item, err = decodeItem(v)
+		return err
+	})
+	return item, err
 }
 
 // stageWrite adds to b the change of one item from old to new (either may

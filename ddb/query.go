@@ -3,7 +3,6 @@ package ddb
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/quarrydb/quarry/ddb/attr"
@@ -445,7 +444,6 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	// Items returned as stored are transcoded to JSON without being
 	// decoded; only the last one is, for LastEvaluatedKey.
 	raw := pl.wire && pl.filter == nil && !pl.fetchBase && pl.proj == nil && pl.sel != "COUNT"
-	var lastRaw []byte
 	if raw {
 		out.itemsJSON = getBuffer() // back to the pool once the response is written
 	}
@@ -454,14 +452,13 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 			if out.Count > 0 {
 				out.itemsJSON.WriteByte(',')
 			}
-			size, err := attr.AppendBinaryJSON(out.itemsJSON, it.Value())
+			size, err := appendItemJSON(out.itemsJSON, it.Value())
 			if err != nil {
-				return nil, internal(fmt.Errorf("ddb: decode stored item: %w", err))
+				return nil, internal(err)
 			}
 			out.ScannedCount++
 			out.Count++
 			bytesRead += size
-			lastRaw = append(lastRaw[:0], it.Value()...)
 		} else {
 			item, err := decodeItem(it.Value())
 			if err != nil {
@@ -494,9 +491,9 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 			}
 		}
 		if (pl.limit > 0 && out.ScannedCount >= pl.limit) || bytesRead >= maxPageBytes {
-			if raw {
+			if raw { // the iterator is still on the page's last item
 				var err error
-				if last, err = decodeItem(lastRaw); err != nil {
+				if last, err = decodeItem(it.Value()); err != nil {
 					return nil, internal(err)
 				}
 			}

@@ -27,17 +27,6 @@ const nsRetired = 'g'
 
 func retiredKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{nsRetired}, id) }
 
-// anyStreamVisible reports whether some stream of m is listed and readable
-// at now.
-func anyStreamVisible(m *tableMeta, now time.Time) bool {
-	for _, sm := range tableStreams(m) {
-		if streamVisible(sm, m.Stream != nil && m.StreamLabel == sm.Label, now) {
-			return true
-		}
-	}
-	return false
-}
-
 // retiredMeta returns m as of its deletion at now: its enabled stream
 // disabled.
 func retiredMeta(m *tableMeta, now time.Time) *tableMeta {
@@ -105,7 +94,7 @@ func (s *Store) retiredStream(name, label string, id uint64, now time.Time) *str
 // at now, with their change logs.
 func (s *Store) dropRetired(now time.Time) error {
 	for _, t := range s.retiredTables() {
-		if anyStreamVisible(t.meta, now) {
+		if len(visibleStreams(t.meta, now)) > 0 {
 			continue
 		}
 		b := s.db.NewBatch()

@@ -162,37 +162,30 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 // and writes the answer; it returns the type of the error it answered, or
 // "" on success.
 func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier, f opFunc, opName string) string {
-	fail := func(e *Error) string {
-		if e == nil {
-			e = internal(errors.New("operation failed without an error"))
-		}
-		s.writeError(w, e)
-		return e.Type
-	}
 	in := getBuffer()
 	defer putBuffer(in)
 	if n := r.ContentLength; n > 0 && n <= maxRequestBytes {
 		in.Grow(int(n))
 	}
 	if _, err := in.ReadFrom(io.LimitReader(r.Body, maxRequestBytes+1)); err != nil {
-		return fail(&Error{Type: "SerializationException", Message: "could not read request body"})
+		return s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
 	}
 	if in.Len() > maxRequestBytes {
-		return fail(validationf("Request size exceeded %d bytes", maxRequestBytes))
+		return s.writeError(w, validationf("Request size exceeded %d bytes", maxRequestBytes))
 	}
 	body := in.Bytes() // no operation keeps it: decoding copies
 	if auth != nil {
 		if err := auth.Verify(r, body); err != nil {
 			var se *sigv4.Error
 			if errors.As(err, &se) {
-				return fail(&Error{Type: se.Type, Message: se.Message})
+				return s.writeError(w, &Error{Type: se.Type, Message: se.Message})
 			}
-			return fail(&Error{Type: "IncompleteSignatureException", Message: err.Error()})
+			return s.writeError(w, &Error{Type: "IncompleteSignatureException", Message: err.Error()})
 		}
 	}
 	out, err := s.call(f, body, opName)
 	if err != nil {
-		return fail(asAPIError(err))
+		return s.writeError(w, asAPIError(err))
 	}
 	resp := getBuffer()
 	defer putBuffer(resp)
@@ -201,7 +194,7 @@ func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Veri
 		r.release()
 	}
 	if err != nil {
-		return fail(internal(err))
+		return s.writeError(w, internal(err))
 	}
 	writeJSON(w, http.StatusOK, resp.Bytes())
 	return ""
@@ -231,7 +224,8 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-func (s *Store) writeError(w http.ResponseWriter, e *Error) {
+// writeError answers with e in DynamoDB's error shape and returns e's type.
+func (s *Store) writeError(w http.ResponseWriter, e *Error) string {
 	if e == nil {
 		// A typed nil *Error reached here: report it rather than crash.
 		e = internal(errors.New("operation failed without an error"))
@@ -252,4 +246,5 @@ func (s *Store) writeError(w http.ResponseWriter, e *Error) {
 	}
 	body, _ := json.Marshal(m)
 	writeJSON(w, e.status(), body)
+	return e.Type
 }

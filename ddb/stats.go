@@ -26,7 +26,8 @@ type opStats struct {
 	byOp map[string]*opCounter
 }
 
-func (st *opStats) counter(op string) *opCounter {
+// init makes the counters, once: the operations are all registered by then.
+func (st *opStats) init() {
 	st.once.Do(func() {
 		st.byOp = map[string]*opCounter{}
 		for _, table := range []map[string]opFunc{dynamoOps, streamsOps} {
@@ -35,13 +36,13 @@ func (st *opStats) counter(op string) *opCounter {
 			}
 		}
 	})
-	return st.byOp[op]
 }
 
 // record counts one request of op that took d and failed with errType
 // ("" for success).
 func (st *opStats) record(op string, d time.Duration, errType string) {
-	c := st.counter(op)
+	st.init()
+	c := st.byOp[op]
 	if c == nil {
 		return
 	}
@@ -90,7 +91,7 @@ type Metrics struct {
 func (s *Store) Metrics() Metrics {
 	var m Metrics
 	st := &s.stats
-	st.counter("") // fill the map
+	st.init()
 	for name, c := range st.byOp {
 		n := c.requests.Load()
 		if n == 0 {

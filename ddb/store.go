@@ -246,6 +246,20 @@ func (s *Store) readTables(ns byte, fn func(*table)) error {
 	return it.Error()
 }
 
+// readValue calls fn with the value stored under key in r (valid only
+// during the call) and reports whether there was one.
+func readValue(r pebble.Reader, key []byte, fn func(v []byte) error) (bool, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	return true, fn(v)
+}
+
 // allocIDLocked reserves a new table or index id. The caller MUST hold s.mu
 // and write the returned sequence record in the same batch as its use.
 func (s *Store) allocIDLocked(b *pebble.Batch) uint64 {

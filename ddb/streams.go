@@ -38,7 +38,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -135,16 +134,16 @@ const iteratorKeyName = "shard-iterator-key"
 // bytes (synced) the first time.
 func (s *Store) loadSecret(name string, n int) ([]byte, error) {
 	k := append([]byte{nsSecret}, name...)
-	v, closer, err := s.db.Get(k)
-	if err == nil {
-		defer closer.Close()
-		if len(v) != n {
-			return nil, fmt.Errorf("ddb: secret %s: %d bytes, want %d", name, len(v), n)
+	var v []byte
+	found, err := readValue(s.db, k, func(b []byte) error {
+		if len(b) != n {
+			return fmt.Errorf("ddb: secret %s: %d bytes, want %d", name, len(b), n)
 		}
-		return bytes.Clone(v), nil
-	}
-	if !errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("ddb: read secret %s: %w", name, err)
+		v = bytes.Clone(b)
+		return nil
+	})
+	if err != nil || found {
+		return v, err
 	}
 	v = make([]byte, n)
 	if _, err := rand.Read(v); err != nil {
@@ -385,6 +384,18 @@ func tableStreams(m *tableMeta) []streamMeta {
 // enabled stream, or one disabled less than 24 hours ago.
 func streamVisible(sm streamMeta, enabled bool, now time.Time) bool {
 	return enabled || sm.DisabledMillis == 0 || now.UnixMilli()-sm.DisabledMillis < streamRetention.Milliseconds()
+}
+
+// visibleStreams returns the streams of m that are listed and readable at
+// now, oldest first.
+func visibleStreams(m *tableMeta, now time.Time) []streamMeta {
+	var out []streamMeta
+	for _, sm := range tableStreams(m) {
+		if streamVisible(sm, m.Stream != nil && m.StreamLabel == sm.Label, now) {
+			out = append(out, sm)
+		}
+	}
+	return out
 }
 
 // streamOf returns the visible stream label of t, or nil.
@@ -737,10 +748,8 @@ func (s *Store) ListStreams(in *ListStreamsInput) (*ListStreamsOutput, error) {
 			continue
 		}
 		found = found || m.DeletedMillis == 0
-		for _, sm := range tableStreams(m) {
-			if streamVisible(sm, m.Stream != nil && m.StreamLabel == sm.Label, now) {
-				all = append(all, StreamSummary{StreamArn: s.streamArn(m.Name, sm.Label), TableName: m.Name, StreamLabel: sm.Label})
-			}
+		for _, sm := range visibleStreams(m, now) {
+			all = append(all, StreamSummary{StreamArn: s.streamArn(m.Name, sm.Label), TableName: m.Name, StreamLabel: sm.Label})
 		}
 	}
 	if in.TableName != nil && !found && len(all) == 0 {

@@ -591,7 +591,7 @@ func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
 	b.DeleteRange(t.prefix, prefixSuccessor(t.prefix), nil)
 	// A visible stream outlives its table by 24 hours (retired.go).
 	var retired *table
-	if now := s.opts.Now(); anyStreamVisible(t.meta, now) {
+	if now := s.opts.Now(); len(visibleStreams(t.meta, now)) > 0 {
 		var err error
 		if retired, err = stageRetire(b, t, now); err != nil {
 			return nil, internal(err)

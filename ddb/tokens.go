@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -96,16 +95,12 @@ func stageToken(b *wbatch, tok string, r *tokenRecord) {
 }
 
 // loadToken reads the durable record of tok; nil when there is none.
-func (s *Store) loadToken(tok string) (*tokenRecord, error) {
-	v, closer, err := s.db.Get(tokenKey(tok))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return decodeTokenRecord(v)
+func (s *Store) loadToken(tok string) (r *tokenRecord, err error) {
+	_, err = readValue(s.db, tokenKey(tok), func(v []byte) error {
+		r, err = decodeTokenRecord(v)
+		return err
+	})
+	return r, err
 }
 
 // tokenTable tracks the ClientRequestTokens of write transactions in

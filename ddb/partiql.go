@@ -282,6 +282,19 @@ func (b *exprBuilder) operands(os ...partiql.Operand) ([]string, error) {
 }
 
 // conds renders conjuncts joined by AND ("" when there are none).
+// existsAnd returns the condition that t's item exists and that cs hold.
+func (b *exprBuilder) existsAnd(t *table, cs []partiql.Cond) (string, error) {
+	cond := "attribute_exists(" + b.name(t.hash.Name) + ")"
+	if len(cs) == 0 {
+		return cond, nil
+	}
+	extra, err := b.conds(cs)
+	if err != nil {
+		return "", err
+	}
+	return cond + " AND " + extra, nil
+}
+
 func (b *exprBuilder) conds(cs []partiql.Cond) (string, error) {
 	parts := make([]string, 0, len(cs))
 	for _, c := range cs {
@@ -417,6 +430,19 @@ func (s *Store) statementTable(name string) (*table, error) {
 	return t, nil
 }
 
+// keyedTable resolves the table of an UPDATE, DELETE or EXISTS and the key
+// its WHERE clause pins; rest are its other conditions.
+func (s *Store) keyedTable(name string, where partiql.Cond) (t *table, key attr.Item, rest []partiql.Cond, err error) {
+	if t, err = s.statementTable(name); err != nil {
+		return nil, nil, nil, err
+	}
+	key, rest, ok := pinKey(partiql.Conjuncts(where), t.keyDefs())
+	if !ok {
+		return nil, nil, nil, missingKeyEquality()
+	}
+	return t, key, rest, nil
+}
+
 func missingKeyEquality() *Error {
 	return validationf("Where clause does not contain a mandatory equality on all key attributes")
 }
@@ -445,13 +471,9 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 		cond := "attribute_not_exists(" + b.name(t.hash.Name) + ")"
 		w.action.ConditionExpression = &cond
 	case *partiql.Update:
-		t, err := s.statementTable(st.Table)
+		t, key, rest, err := s.keyedTable(st.Table, st.Where)
 		if err != nil {
 			return nil, err
-		}
-		key, rest, ok := pinKey(partiql.Conjuncts(st.Where), t.keyDefs())
-		if !ok {
-			return nil, missingKeyEquality()
 		}
 		w.kind, w.table, w.returnValues = "Update", st.Table, st.Returning
 		w.action.Key = key
@@ -460,23 +482,15 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 			return nil, err
 		}
 		w.action.UpdateExpression = &ue
-		cond := "attribute_exists(" + b.name(t.hash.Name) + ")"
-		if len(rest) > 0 {
-			extra, err := b.conds(rest)
-			if err != nil {
-				return nil, err
-			}
-			cond += " AND " + extra
-		}
-		w.action.ConditionExpression = &cond
-	case *partiql.Delete:
-		t, err := s.statementTable(st.Table)
+		cond, err := b.existsAnd(t, rest)
 		if err != nil {
 			return nil, err
 		}
-		key, rest, ok := pinKey(partiql.Conjuncts(st.Where), t.keyDefs())
-		if !ok {
-			return nil, missingKeyEquality()
+		w.action.ConditionExpression = &cond
+	case *partiql.Delete:
+		_, key, rest, err := s.keyedTable(st.Table, st.Where)
+		if err != nil {
+			return nil, err
 		}
 		w.kind, w.table, w.returnValues = "Delete", st.Table, st.Returning
 		w.action.Key = key
@@ -492,23 +506,15 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 		if sel.Index != "" || sel.Paths != nil {
 			return nil, unsupported("EXISTS must select * from a table")
 		}
-		t, err := s.statementTable(sel.Table)
+		t, key, rest, err := s.keyedTable(sel.Table, sel.Where)
 		if err != nil {
 			return nil, err
 		}
-		key, rest, ok := pinKey(partiql.Conjuncts(sel.Where), t.keyDefs())
-		if !ok {
-			return nil, missingKeyEquality()
-		}
 		w.kind, w.table = "ConditionCheck", sel.Table
 		w.action.Key = key
-		cond := "attribute_exists(" + b.name(t.hash.Name) + ")"
-		if len(rest) > 0 {
-			extra, err := b.conds(rest)
-			if err != nil {
-				return nil, err
-			}
-			cond += " AND " + extra
+		cond, err := b.existsAnd(t, rest)
+		if err != nil {
+			return nil, err
 		}
 		w.action.ConditionExpression = &cond
 	default:

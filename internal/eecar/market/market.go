@@ -141,9 +141,12 @@ func (m *Market) validate(in PartInput) (store.Part, error) {
 		return store.Part{}, fmt.Errorf("%w: %s", store.ErrInvalid, strings.Join(errs, "; "))
 	}
 	return store.Part{
-		Name: in.Name, Category: in.Category, Manufacturer: strings.TrimSpace(in.Manufacturer), Model: in.Model,
-		Year: in.Year, Condition: cond, Price: *in.Price, Quantity: qty, Description: in.Description,
-		Images: in.Images, Specs: in.Specs, UseCases: in.UseCases,
+		Metadata: store.Metadata{
+			Name: in.Name, Category: in.Category, Manufacturer: strings.TrimSpace(in.Manufacturer), Model: in.Model,
+			Year: in.Year, Condition: cond, Price: *in.Price, Quantity: qty, Description: in.Description,
+			Images: in.Images,
+		},
+		Specs: in.Specs, UseCases: in.UseCases,
 	}, nil
 }
 

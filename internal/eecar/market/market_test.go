@@ -357,7 +357,7 @@ func TestWatchTriggersOncePerPartAccessPattern5(t *testing.T) {
 		t.Fatalf("notifications %+v (webhook calls %d)", ns, e.notes.Load())
 	}
 	// A part written by "another process" (straight to the store) triggers too.
-	other := store.Part{ID: "part_other", Name: "직접 등록 팩", Category: "battery", Manufacturer: "CATL", Condition: "used", Price: 1000, Quantity: 1, SellerID: e.seller.ID,
+	other := store.Part{ID: "part_other", Metadata: store.Metadata{Name: "직접 등록 팩", Category: "battery", Manufacturer: "CATL", Condition: "used", Price: 1000, Quantity: 1, SellerID: e.seller.ID},
 		Specs: map[string]any{"chemicalProps": map[string]any{"soh": 85}}}
 	if _, err := e.st.PutPart(ctx, other, nil); err != nil {
 		t.Fatal(err)

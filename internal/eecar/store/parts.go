@@ -33,23 +33,11 @@ func ValidCategory(c string) bool {
 // Part is a part as the API shows it: METADATA merged with SPEC, VECTOR and
 // the USAGE# items.
 type Part struct {
-	ID           string         `json:"partId"`
-	Name         string         `json:"name"`
-	Category     string         `json:"category"`
-	Manufacturer string         `json:"manufacturer"`
-	Model        string         `json:"model,omitempty"`
-	Year         int            `json:"year,omitempty"`
-	Condition    string         `json:"condition"`
-	Price        float64        `json:"price"`
-	Quantity     int            `json:"quantity"`
-	SellerID     string         `json:"sellerId"`
-	Description  string         `json:"description,omitempty"`
-	Images       []string       `json:"images,omitempty"`
-	CreatedAt    string         `json:"createdAt"`
-	UpdatedAt    string         `json:"updatedAt"`
-	Specs        map[string]any `json:"specs,omitempty"`
-	Vector       *VectorRef     `json:"vector,omitempty"`
-	UseCases     []UseCase      `json:"useCases,omitempty"`
+	ID string `json:"partId"`
+	Metadata
+	Specs    map[string]any `json:"specs,omitempty"`
+	Vector   *VectorRef     `json:"vector,omitempty"`
+	UseCases []UseCase      `json:"useCases,omitempty"`
 }
 
 // VectorRef is the VECTOR item: where the embedding lives in the blob store.
@@ -70,8 +58,8 @@ type UseCase struct {
 	Description  string         `json:"description,omitempty"`
 }
 
-// metadata is the METADATA item's attributes.
-type metadata struct {
+// Metadata is the METADATA item's attributes.
+type Metadata struct {
 	Name         string   `json:"name"`
 	Category     string   `json:"category"`
 	Manufacturer string   `json:"manufacturer"`
@@ -142,8 +130,7 @@ func (s *Store) PutPart(ctx context.Context, p Part, prev *Part) (Part, error) {
 		p.CreatedAt = prev.CreatedAt
 	}
 	pk := partPK(p.ID)
-	md := metadata{p.Name, p.Category, p.Manufacturer, p.Model, p.Year, p.Condition, p.Price, p.Quantity, p.SellerID, p.Description, p.Images, p.CreatedAt, p.UpdatedAt}
-	mdItem, err := marshal(md, map[string]av{
+	mdItem, err := marshal(p.Metadata, map[string]av{
 		"PK": ddbitem.S(pk), "SK": ddbitem.S("METADATA"),
 		"GSI1PK": ddbitem.S("CATEGORY#" + p.Category), "GSI1SK": ddbitem.S("CREATED_AT#" + p.CreatedAt),
 	})
@@ -241,14 +228,12 @@ func mergePart(id string, items []map[string]av) (Part, bool) {
 		sk := ddbitem.String(it, "SK")
 		switch {
 		case sk == "METADATA":
-			var md metadata
+			var md Metadata
 			if unmarshal(it, &md) != nil {
 				continue
 			}
 			found = true
-			p.Name, p.Category, p.Manufacturer, p.Model, p.Year = md.Name, md.Category, md.Manufacturer, md.Model, md.Year
-			p.Condition, p.Price, p.Quantity, p.SellerID = md.Condition, md.Price, md.Quantity, md.SellerID
-			p.Description, p.Images, p.CreatedAt, p.UpdatedAt = md.Description, md.Images, md.CreatedAt, md.UpdatedAt
+			p.Metadata = md
 		case sk == "SPEC":
 			spec := map[string]any{}
 			_ = unmarshal(it, &spec)

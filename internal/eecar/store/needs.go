@@ -137,11 +137,7 @@ func (s *Store) ListNeeds(ctx context.Context, companyID, status string) ([]Need
 // NeedsByStatus lists all companies' needs of a status through GSI1, high
 // priority first, oldest first within a priority.
 func (s *Store) NeedsByStatus(ctx context.Context, status string, limit int) ([]Need, error) {
-	return queryInto[Need](ctx, s, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :p AND begins_with(GSI1SK, :r)"),
-		ExpressionAttributeValues: map[string]av{":p": ddbitem.S("NEED#" + status), ":r": ddbitem.S("PRIORITY#")},
-	}, limit)
+	return queryInto[Need](ctx, s, s.gsi1Query("NEED#"+status, "PRIORITY#", false), limit)
 }
 
 // DeleteNeed deletes a need.
@@ -233,15 +229,7 @@ func (s *Store) GetWatch(ctx context.Context, buyerID, id string) (Watch, error)
 
 // ListWatches returns a buyer's watches of a status (access pattern 5).
 func (s *Store) ListWatches(ctx context.Context, buyerID, status string) ([]Watch, error) {
-	prefix := "STATUS#"
-	if status != "" {
-		prefix += status + "#"
-	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :b AND begins_with(GSI1SK, :s)"),
-		ExpressionAttributeValues: map[string]av{":b": ddbitem.S("BUYER#" + buyerID), ":s": ddbitem.S(prefix)},
-	}, 0)
+	items, err := s.queryAll(ctx, s.gsi1Query("BUYER#"+buyerID, statusPrefix(status), false), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -392,13 +380,9 @@ func (s *Store) Notifications(ctx context.Context, recipientID string, limit int
 	if limit <= 0 || limit > 100 {
 		limit = 50
 	}
-	return queryInto[Notification](ctx, s, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :r AND begins_with(GSI1SK, :s)"),
-		ExpressionAttributeValues: map[string]av{":r": ddbitem.S("RECIPIENT#" + recipientID), ":s": ddbitem.S("SENT#")},
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(limit)),
-	}, limit)
+	in := s.gsi1Query("RECIPIENT#"+recipientID, "SENT#", true)
+	in.Limit = aws.Int32(int32(limit))
+	return queryInto[Notification](ctx, s, in, limit)
 }
 
 // MarkRead marks a recipient's notification read.

@@ -271,14 +271,8 @@ func (s *Store) ListByCategory(ctx context.Context, category string, limit int, 
 	if limit <= 0 || limit > 100 {
 		limit = 20
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(GSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :p)"),
-		ExpressionAttributeValues: map[string]av{":c": ddbitem.S("CATEGORY#" + category), ":p": ddbitem.S("CREATED_AT#")},
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(limit)),
-	}
+	in := s.gsi1Query("CATEGORY#"+category, "CREATED_AT#", true)
+	in.Limit = aws.Int32(int32(limit))
 	if cursor != "" {
 		start, err := decodeCursor(cursor)
 		if err != nil {

@@ -103,16 +103,7 @@ func (s *Store) GetProposal(ctx context.Context, company, id string) (Proposal, 
 // ListProposals lists the proposals awaiting company's response, of a
 // status ("" all), newest first, at most 50 (access pattern 3).
 func (s *Store) ListProposals(ctx context.Context, company, status string) ([]Proposal, error) {
-	prefix := "STATUS#"
-	if status != "" {
-		prefix += status + "#"
-	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :s)"),
-		ExpressionAttributeValues: map[string]av{":c": ddbitem.S("COMPANY#" + company), ":s": ddbitem.S(prefix)},
-		ScanIndexForward:          aws.Bool(false),
-	}, 50)
+	items, err := s.queryAll(ctx, s.gsi1Query("COMPANY#"+company, statusPrefix(status), true), 50)
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +284,7 @@ func (s *Store) PutMatch(ctx context.Context, m CachedMatch) error {
 // TopCached lists cached results by hit count, most hit first (access
 // pattern 4).
 func (s *Store) TopCached(ctx context.Context, limit int) ([]CachedMatch, error) {
-	return queryInto[CachedMatch](ctx, s, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :c AND begins_with(GSI1SK, :h)"),
-		ExpressionAttributeValues: map[string]av{":c": ddbitem.S("CACHE"), ":h": ddbitem.S("HIT_COUNT#")},
-		ScanIndexForward:          aws.Bool(false),
-	}, limit)
+	return queryInto[CachedMatch](ctx, s, s.gsi1Query("CACHE", "HIT_COUNT#", true), limit)
 }
 
 // IsNotFound reports whether err is ErrNotFound.

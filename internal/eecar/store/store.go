@@ -138,6 +138,26 @@ func unmarshal(it map[string]av, v any) error {
 	return attributevalue.UnmarshalMapWithOptions(it, v, func(o *attributevalue.DecoderOptions) { o.TagKey = "json" })
 }
 
+// gsi1Query is a query of GSI1 for the items of partition pk whose sort
+// key begins with prefix, in descending sort key order when desc (newest,
+// highest first).
+func (s *Store) gsi1Query(pk, prefix string, desc bool) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		TableName: aws.String(s.table), IndexName: aws.String(GSI1),
+		KeyConditionExpression:    aws.String("GSI1PK = :pk AND begins_with(GSI1SK, :prefix)"),
+		ExpressionAttributeValues: map[string]av{":pk": ddbitem.S(pk), ":prefix": ddbitem.S(prefix)},
+		ScanIndexForward:          aws.Bool(!desc),
+	}
+}
+
+// statusPrefix is the GSI1SK prefix of the items of a status ("" any).
+func statusPrefix(status string) string {
+	if status == "" {
+		return "STATUS#"
+	}
+	return "STATUS#" + status + "#"
+}
+
 // queryAll runs a query to the end (or limit items when limit > 0).
 func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]map[string]av, error) {
 	var out []map[string]av

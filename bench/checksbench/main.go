@@ -515,12 +515,7 @@ func run(c *config) error {
 
 	fmt.Print(b.String())
 	if c.out != "" {
-		f, err := os.OpenFile(c.out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, err := f.WriteString(b.String()); err != nil {
+		if err := report.Append(c.out, b.String()); err != nil {
 			return err
 		}
 	}

@@ -153,14 +153,7 @@ func main() {
 	md := markdown(results, warnings, *products, *concurrency, len(distinctImages), nodeVersion, crawleeVersion, loadBefore, report.LoadAvg())
 	fmt.Print(md)
 	if *out != "" {
-		f, err := os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			fail(err)
-		}
-		if _, err := f.WriteString(md); err != nil {
-			fail(err)
-		}
-		if err := f.Close(); err != nil {
+		if err := report.Append(*out, md); err != nil {
 			fail(err)
 		}
 	}

@@ -32,7 +32,6 @@ import (
 	"flag"
 	"fmt"
 	"github.com/quarrydb/quarry/bench/internal/report"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -430,21 +429,14 @@ func run(cfg *config) error {
 		cancel()
 	}
 	cfg.loadAfter = report.LoadAvg()
-	report := render(cfg, results)
-	fmt.Print(report)
+	md := render(cfg, results)
+	fmt.Print(md)
 	if cfg.out != "" {
-		f, err := os.OpenFile(cfg.out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
+		text := "\n" + md
+		if st, err := os.Stat(cfg.out); err != nil || st.Size() == 0 {
+			text = "# Benchmark results\n\nAppended by `bench/run.sh` / `go run ./bench/ddbbench`; newest last. See bench/README.md.\n" + text
 		}
-		if st, err := f.Stat(); err == nil && st.Size() == 0 {
-			io.WriteString(f, "# Benchmark results\n\nAppended by `bench/run.sh` / `go run ./bench/ddbbench`; newest last. See bench/README.md.\n")
-		}
-		if _, err := io.WriteString(f, "\n"+report); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := report.Append(cfg.out, text); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "appended to %s\n", cfg.out)

@@ -72,14 +72,7 @@ func main() {
 	fmt.Fprintf(&b, "\n- Load average after: %s\n", report.LoadAvg())
 	fmt.Print(b.String())
 	if *out != "" {
-		f, err := os.OpenFile(*out, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			fail(err)
-		}
-		if _, err := f.WriteString(b.String()); err != nil {
-			fail(err)
-		}
-		if err := f.Close(); err != nil {
+		if err := report.Append(*out, b.String()); err != nil {
 			fail(err)
 		}
 	}

@@ -79,12 +79,9 @@ func main() {
 	fmt.Fprintf(&b, "\nTarget: at least 5,000 claim+complete jobs/s on PostgreSQL with 8 workers.\n")
 	fmt.Print(b.String())
 	if *out != "" {
-		f, err := os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
+		if err := report.Append(*out, b.String()); err != nil {
 			fail(err)
 		}
-		defer f.Close()
-		f.WriteString(b.String())
 	}
 }
 

@@ -169,15 +169,7 @@ func run(c *config) error {
 	md := markdown(c, results, start, loadBefore, report.LoadAvg(), version, chromium)
 	fmt.Print(md)
 	if c.out != "" {
-		f, err := os.OpenFile(c.out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		_, err = f.WriteString("\n" + md)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := report.Append(c.out, "\n"+md); err != nil {
 			return err
 		}
 		logf("appended to %s", c.out)

@@ -75,3 +75,17 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 	}
 	return d[i]
 }
+
+// Append appends text to the file at path (bench/RESULTS.md), creating it
+// when missing.
+func Append(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -43,6 +43,14 @@ type ChromiumOptions struct {
 	WorkDir string
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// ProxyServer, when set, is the egress point every connection of the
+	// browser goes through (for example "http://127.0.0.1:41234"): the
+	// browser is started with it as its only proxy, without Chromium's
+	// implicit loopback bypass, and with WebRTC limited to proxied
+	// transports, so that no page, service worker or WebRTC peer connects
+	// anywhere on its own. Empty: the browser connects directly (tests and
+	// library use; quarry serve always sets it).
+	ProxyServer string
 	// StartTimeout bounds a launch: it fails when CDP does not answer in time
 	// (and the process group is killed). Default 20s.
 	StartTimeout time.Duration
@@ -55,6 +63,7 @@ type Chromium struct {
 	path         string
 	workDir      string
 	extraArgs    []string
+	proxyServer  string
 	startTimeout time.Duration
 	logger       *slog.Logger
 	httpClient   *http.Client
@@ -91,6 +100,7 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 		path:         path,
 		workDir:      workDir,
 		extraArgs:    append([]string(nil), opts.ExtraArgs...),
+		proxyServer:  opts.ProxyServer,
 		startTimeout: timeout,
 		logger:       logger,
 		httpClient: &http.Client{
@@ -235,6 +245,7 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	if os.Geteuid() == 0 {
 		args = append(args, "--no-sandbox")
 	}
+	args = append(args, egressArgs(c.proxyServer)...)
 	args = append(args, c.extraArgs...)
 	args = append(args, "about:blank")
 
@@ -301,6 +312,24 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		_ = conn.CloseNow()
 	}()
 	return nil
+}
+
+// egressArgs returns the switches that send every connection of the browser
+// through proxy: "<-loopback>" removes Chromium's implicit bypass of
+// localhost, so loopback goes through the proxy (and its policy) too;
+// WebRTC may use only proxied transports (no UDP of its own); QUIC is off
+// (it cannot be proxied through an HTTP proxy). Empty proxy: none.
+func egressArgs(proxy string) []string {
+	if proxy == "" {
+		return nil
+	}
+	return []string{
+		"--proxy-server=" + proxy,
+		"--proxy-bypass-list=<-loopback>",
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--disable-quic",
+	}
 }
 
 // chromiumBrowser is a running Chromium process.

@@ -114,18 +114,13 @@ type checks struct {
 
 // startChecks creates Checks' tables when missing and assembles the API,
 // the scheduler and the alert dispatcher.
-func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client, log *slog.Logger) (*checks, error) {
+func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client, policy *fetch.Policy, log *slog.Logger) (*checks, error) {
 	log = log.With("system", "checks")
 	st, err := checksStore(ctx, c, client)
 	if err != nil {
 		return nil, err
 	}
-	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)"}
-	if c.ChecksAllowNetworks == "all" {
-		fo.AllowPrivate = true
-	} else {
-		fo.AllowPrefixes, _ = config.ParseNetworks(c.ChecksAllowNetworks) // validated at load
-	}
+	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: policy}
 	prober := probe.New(probe.Options{Fetch: fo})
 	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client()}
 	if c.ChecksSMTP != "" {

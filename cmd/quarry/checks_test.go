@@ -53,7 +53,7 @@ func startChecksServer(t *testing.T) *checksServer {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--listen", s.api, "--ddb-listen", s.store, "--data-dir", s.dir,
-			"--checks-allow-networks", "all", "--checks-min-interval", "1s"}, noEnv, &logs, &logs)
+			"--allow-networks", "all", "--checks-min-interval", "1s"}, noEnv, &logs, &logs)
 	}()
 	t.Cleanup(func() {
 		cancel()

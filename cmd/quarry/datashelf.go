@@ -79,7 +79,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	maxPages := fs.Int("max-pages", 0, "stop after this many pages (0: until the queue drains)")
 	workers := fs.Int("workers", 4, "concurrent crawl workers")
 	lease := fs.Duration("lease", crawler.DefaultLease, "job lease: jobs left running by a crashed crawler are taken over once it expires")
-	allowPrivate := fs.Bool("allow-private", false, "allow private and loopback addresses (for local test sites only)")
+	allowPrivate := fs.Bool("allow-private", false, "deprecated: use --allow-networks all (or, better, --allow-networks 127.0.0.1:PORT)")
 	profileFile := fs.String("profile", "", "JSON file of CSS selectors describing the site (default: World of Books)")
 	refreshAge := fs.Duration("refresh-age", crawler.DefaultRefreshAge, "products scraped more recently than this are not fetched again")
 	shopifyJSON := fs.Bool("shopify-json", false, "read products and collection listings from Shopify's JSON endpoints (when the profile says the site is a Shopify store)")
@@ -92,7 +92,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 			startURL, rest = rest[n-1], rest[:n-1]
 		}
 	}
-	c, err := config.Load(fs, rest, getenv, config.Defaults(), []string{"data-dir", "datashelf-db", "log-level", "log-format", "region", "blob-s3-bucket", "blob-s3-endpoint", "blob-s3-region", "blob-s3-path-style"})
+	c, err := config.Load(fs, rest, getenv, config.Defaults(), []string{"data-dir", "datashelf-db", "log-level", "log-format", "region", "blob-s3-bucket", "blob-s3-endpoint", "blob-s3-region", "blob-s3-path-style", "allow-networks"})
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,13 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 		}
 	}
 	fo := crawler.FetchOptions(version)
-	fo.AllowPrivate = *allowPrivate
+	if fo.Policy, err = c.NetworkPolicy(); err != nil {
+		return err
+	}
+	if *allowPrivate {
+		fmt.Fprintln(stderr, "warning: --allow-private is deprecated: use --allow-networks all, or --allow-networks HOST:PORT for one local site")
+		fo.Policy = fetch.AllowAllPolicy()
+	}
 	fetcher := fetch.New(fo)
 	defer fetcher.Close()
 	interactive := isTerminal(stderr)

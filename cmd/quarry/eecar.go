@@ -87,7 +87,7 @@ type eecar struct {
 
 // startEECAR creates eecar-parts-table when missing, loads the search
 // index and the active watches, and returns the API.
-func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, log *slog.Logger) (*eecar, error) {
+func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*eecar, error) {
 	log = log.With("system", "eecar")
 	table, err := store.EnsureTable(ctx, client, c.EECARTablePrefix)
 	if err != nil {
@@ -98,7 +98,7 @@ func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		return nil, err
 	}
 	st := store.New(client, table, nil)
-	hooks := notify.New(st, fetch.New(fetch.Options{}).Client(), log)
+	hooks := notify.New(st, fetch.New(fetch.Options{Policy: policy}).Client(), log)
 	opts := market.Options{Logger: log, Notify: hooks.Notify}
 	if c.EECAREmbeddingsURL != "" {
 		opts.Embedder = embed.NewOpenAI(c.EECAREmbeddingsURL, c.EECAREmbeddingsKey, c.EECAREmbeddingsModel, c.EECAREmbeddingsDim, nil)

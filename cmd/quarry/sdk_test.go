@@ -126,7 +126,9 @@ func TestBrowserbaseSDK(t *testing.T) {
 	var logs syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", dir}, env, &logs, &logs)
+		// The fixture site is on loopback: allowed by its address:port
+		// alone, the way a user browses a local test site.
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", dir, "--allow-networks", site.Listener.Addr().String()}, env, &logs, &logs)
 	}()
 	stopped := false
 	stop := func() {

@@ -54,6 +54,10 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(c, stderr)
+	policy, err := networkPolicy(ctx, c, log)
+	if err != nil {
+		return err
+	}
 	client, store, closeStore, err := dynamoClient(ctx, c, log, false)
 	if err != nil {
 		return err
@@ -63,15 +67,15 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	wc, err := startWallcrawler(ctx, c, client, streams, store != nil, log)
+	wc, err := startWallcrawler(ctx, c, client, streams, store != nil, policy, log)
 	if err != nil {
 		return err
 	}
-	ck, err := startChecks(ctx, c, client, log)
+	ck, err := startChecks(ctx, c, client, policy, log)
 	if err != nil {
 		return err
 	}
-	ee, err := startEECAR(ctx, c, client, streams, store != nil, log)
+	ee, err := startEECAR(ctx, c, client, streams, store != nil, policy, log)
 	if err != nil {
 		return err
 	}

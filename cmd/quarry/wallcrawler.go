@@ -20,6 +20,8 @@ import (
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/egress"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 	wcapi "github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
@@ -114,6 +116,7 @@ type wallcrawler struct {
 	uploads http.Handler // mounted at /wallcrawler/uploads/
 	manager *sessions.Manager
 	pool    *browser.Pool
+	egress  *egress.Proxy
 }
 
 // uploadPrefix is where signed context upload URLs point.
@@ -123,7 +126,7 @@ const uploadPrefix = "/wallcrawler/uploads/"
 // browsers and reconciles the sessions a previous process left, and
 // returns the system ready to mount. run starts its background work;
 // stop ends every session and must run before the store closes.
-func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, log *slog.Logger) (*wallcrawler, error) {
+func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*wallcrawler, error) {
 	log = log.With("system", "wallcrawler")
 	names, err := tables.EnsureTables(ctx, client, c.WallcrawlerTablePrefix)
 	if err != nil {
@@ -147,12 +150,18 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	if err := os.RemoveAll(workDir); err != nil {
 		return nil, fmt.Errorf("wallcrawler: clear %s: %w", workDir, err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, Logger: log})
+	w := &wallcrawler{}
+	// Every connection of every browser leaves through the egress proxy,
+	// under the one network policy.
+	var proxyURL string
+	if w.egress, proxyURL, err = startEgress(ctx, policy, log); err != nil {
+		return nil, fmt.Errorf("wallcrawler: %w", err)
+	}
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, Logger: log, ProxyServer: proxyURL})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)
 	}
-	w := &wallcrawler{}
 	var provider browser.Provider = missingBrowser{err}
 	if chromium != nil {
 		provider = chromium
@@ -210,6 +219,7 @@ func (w *wallcrawler) stop(ctx context.Context) {
 	if w.pool != nil {
 		_ = w.pool.Close(ctx)
 	}
+	_ = w.egress.Close()
 }
 
 // missingBrowser is the provider when no Chromium was found.

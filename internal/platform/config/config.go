@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 // Config is the configuration of `quarry serve` and `quarry ddb serve`.
@@ -68,9 +69,14 @@ type Config struct {
 	ChecksTablePrefix string
 	// ChecksMinInterval is the shortest period a check may have.
 	ChecksMinInterval time.Duration
-	// ChecksAllowNetworks lets checks reach private networks: "" none,
-	// "all", or comma-separated CIDRs.
+	// ChecksAllowNetworks is the deprecated name of AllowNetworks (Checks
+	// only had the setting before it governed every system).
 	ChecksAllowNetworks string
+	// AllowNetworks is the one network policy of every outbound connection
+	// made for a tenant (Checks targets, webhooks, the DataShelf crawler,
+	// Wallcrawler's browsers): "" public addresses only, "all", or
+	// comma-separated CIDRs and address:port pairs (fetch.ParsePolicy).
+	AllowNetworks string
 	// ChecksRetention keeps each run in a check's history this long.
 	ChecksRetention time.Duration
 	// ChecksFreeLimit and ChecksProLimit are the tiers' checkLimit.
@@ -161,7 +167,8 @@ func (c *Config) fields(which []string) []field {
 		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil, nil},
 		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil, nil},
 		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil, nil},
-		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", `private networks checks and webhooks may reach: "all" or CIDRs (default none)`, &c.ChecksAllowNetworks, nil, nil, nil},
+		{"allow-networks", "QUARRY_ALLOW_NETWORKS", `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, &c.AllowNetworks, nil, nil, nil},
+		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", "deprecated: use --allow-networks", &c.ChecksAllowNetworks, nil, nil, nil},
 		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil, nil},
 		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit, nil},
 		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit, nil},
@@ -317,7 +324,7 @@ func (c *Config) Validate() error {
 	if c.ChecksFreeLimit < 0 || c.ChecksProLimit < 0 {
 		errs = append(errs, errors.New("config: checks-free-limit and checks-pro-limit must not be negative"))
 	}
-	if _, err := ParseNetworks(c.ChecksAllowNetworks); err != nil {
+	if _, err := c.NetworkPolicy(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ChecksSMTP != "" {
@@ -349,21 +356,32 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ParseNetworks parses an allow list: "" (none), "all" (every address;
-// all is true), or comma-separated CIDRs.
-func ParseNetworks(v string) (prefixes []netip.Prefix, err error) {
-	v = strings.TrimSpace(v)
-	if v == "" || v == "all" {
-		return nil, nil
+// NetworkPolicy returns the network policy of AllowNetworks, or of the
+// deprecated ChecksAllowNetworks when only that is set (see Deprecations).
+// Each call returns a new Policy; quarry serve builds one and shares it.
+func (c *Config) NetworkPolicy() (*fetch.Policy, error) {
+	spec, name := c.AllowNetworks, "allow-networks"
+	if spec == "" && c.ChecksAllowNetworks != "" {
+		spec, name = c.ChecksAllowNetworks, "checks-allow-networks"
 	}
-	for _, p := range strings.Split(v, ",") {
-		pfx, perr := netip.ParsePrefix(strings.TrimSpace(p))
-		if perr != nil {
-			return nil, fmt.Errorf("config: checks-allow-networks %q: want \"all\" or CIDRs like 10.0.0.0/8", p)
+	p, err := fetch.ParsePolicy(spec)
+	if err != nil {
+		return nil, fmt.Errorf("config: %s %q: %w", name, spec, err)
+	}
+	return p, nil
+}
+
+// Deprecations returns a warning for each deprecated setting in use.
+func (c *Config) Deprecations() []string {
+	var w []string
+	if c.ChecksAllowNetworks != "" {
+		msg := "--checks-allow-networks (QUARRY_CHECKS_ALLOW_NETWORKS) is deprecated: use --allow-networks (QUARRY_ALLOW_NETWORKS), which governs every system"
+		if c.AllowNetworks != "" {
+			msg += "; ignored because --allow-networks is set"
 		}
-		prefixes = append(prefixes, pfx)
+		w = append(w, msg)
 	}
-	return prefixes, nil
+	return w
 }
 
 // ParseLevel parses a log level name.

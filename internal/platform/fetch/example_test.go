@@ -38,5 +38,5 @@ func Example() {
 	// Output:
 	// 200 hello <nil>
 	// true
-	// fetch http://169.254.169.254/latest/meta-data/: fetch: address blocked: 169.254.169.254
+	// fetch http://169.254.169.254/latest/meta-data/: fetch: address blocked: 169.254.169.254:80 is a link-local address (not allowed by --allow-networks)
 }

@@ -54,11 +54,17 @@ type Options struct {
 	// UserAgent is sent on every request; its product token (the part
 	// before "/") selects the robots.txt group. Default "quarry/dev".
 	UserAgent string
+	// Policy decides which addresses the fetcher may connect to; quarry
+	// serve passes its one policy (--allow-networks) to every fetcher.
+	// Nil: a policy built from AllowPrivate and AllowPrefixes.
+	Policy *Policy
 	// AllowPrivate allows every address, including loopback, private,
-	// link-local and metadata addresses. Tests set it; production must not.
+	// link-local and metadata addresses, when Policy is nil. Tests set it;
+	// production must not.
 	AllowPrivate bool
 	// AllowPrefixes allows these ranges even when AllowPrivate is false
-	// (for example an internal service a monitor must reach).
+	// and Policy is nil (for example an internal service a monitor must
+	// reach).
 	AllowPrefixes []netip.Prefix
 	// MaxBodyBytes caps the body read; a longer body is cut and
 	// Response.Truncated set. Default 10 MiB.
@@ -143,7 +149,13 @@ func (o Options) withDefaults() Options {
 	if o.Sleep == nil {
 		o.Sleep = sleep
 	}
-	o.AllowPrefixes = append([]netip.Prefix(nil), o.AllowPrefixes...)
+	if o.Policy == nil {
+		if o.AllowPrivate {
+			o.Policy = AllowAllPolicy()
+		} else {
+			o.Policy = NewPolicy(o.AllowPrefixes, nil)
+		}
+	}
 	return o
 }
 
@@ -188,7 +200,7 @@ var _ Doer = (*Fetcher)(nil)
 type Fetcher struct {
 	o      Options
 	token  string // robots.txt user-agent token, lower case
-	dialer *net.Dialer
+	dialer *Dialer
 	client *http.Client
 
 	mu     sync.Mutex
@@ -204,10 +216,10 @@ func New(o Options) *Fetcher {
 		robots: map[string]*robotsEntry{},
 	}
 	f.token = strings.ToLower(agentToken(f.o.UserAgent))
-	f.dialer = &net.Dialer{Timeout: f.o.ConnectTimeout, KeepAlive: 30 * time.Second, Control: f.control}
+	f.dialer = &Dialer{Policy: f.o.Policy, Resolver: f.o.Resolver, Timeout: f.o.ConnectTimeout}
 	tr := &http.Transport{
 		Proxy:                 nil, // a proxy would connect for us, unchecked
-		DialContext:           f.dialContext,
+		DialContext:           f.dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   f.o.ConnectTimeout,
 		MaxIdleConns:          100,

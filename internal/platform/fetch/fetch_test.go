@@ -178,11 +178,11 @@ func TestSSRFRefusals(t *testing.T) {
 func TestControlHook(t *testing.T) {
 	f := New(Options{})
 	for _, addr := range []string{"127.0.0.1:80", "[::1]:80", "169.254.169.254:80", "[::ffff:10.0.0.1]:443"} {
-		if err := f.control("tcp4", addr, nil); !errors.Is(err, ErrBlocked) {
+		if err := f.dialer.control("tcp4", addr, nil); !errors.Is(err, ErrBlocked) {
 			t.Errorf("control(%s) = %v, want ErrBlocked", addr, err)
 		}
 	}
-	if err := f.control("tcp4", "93.184.216.34:80", nil); err != nil {
+	if err := f.dialer.control("tcp4", "93.184.216.34:80", nil); err != nil {
 		t.Errorf("control(public) = %v", err)
 	}
 }

@@ -2,14 +2,10 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
-	"syscall"
 )
 
 // Resolver looks up the addresses of a host name. *net.Resolver satisfies
@@ -42,8 +38,8 @@ var (
 	sixToFour = netip.MustParsePrefix("2002::/16")
 )
 
-// isPublic reports whether a is a globally routable unicast address that a
-// fetcher may connect to without AllowPrivate.
+// isPublic reports whether a is a globally routable unicast address, which
+// every Policy allows.
 func isPublic(a netip.Addr) bool {
 	if !a.IsValid() {
 		return false
@@ -73,20 +69,6 @@ func isPublic(a netip.Addr) bool {
 	return true
 }
 
-// addrAllowed applies the fetcher's policy to one address.
-func (f *Fetcher) addrAllowed(a netip.Addr) bool {
-	if f.o.AllowPrivate {
-		return true
-	}
-	a = a.Unmap()
-	for _, p := range f.o.AllowPrefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return isPublic(a)
-}
-
 // checkURL validates what can be checked without the network: the scheme,
 // a host, and the address when the host is an IP literal.
 func (f *Fetcher) checkURL(u *url.URL) error {
@@ -97,10 +79,21 @@ func (f *Fetcher) checkURL(u *url.URL) error {
 	if host == "" {
 		return fmt.Errorf("fetch: %q has no host", u.Redacted())
 	}
-	if a, err := netip.ParseAddr(host); err == nil && !f.addrAllowed(a) {
-		return fmt.Errorf("%w: %s", ErrBlocked, a)
+	if a, err := netip.ParseAddr(host); err == nil {
+		return f.o.Policy.Check(netip.AddrPortFrom(a, urlPort(u)))
 	}
 	return nil
+}
+
+// urlPort returns u's port, or the default port of its scheme.
+func urlPort(u *url.URL) uint16 {
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
 }
 
 // Validate checks that rawURL is an http(s) URL whose host resolves only to
@@ -114,84 +107,6 @@ func (f *Fetcher) Validate(ctx context.Context, rawURL string) error {
 	if err := f.checkURL(u); err != nil {
 		return err
 	}
-	_, err = f.resolve(ctx, "tcp", u.Hostname())
+	_, err = f.dialer.Resolve(ctx, "tcp", u.Hostname(), urlPort(u))
 	return err
-}
-
-// resolve returns the addresses of host, refusing the whole set when any
-// address is not allowed (a name that resolves to a public and a private
-// address is treated as hostile).
-func (f *Fetcher) resolve(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{a}
-	} else {
-		ipnet := "ip"
-		switch network {
-		case "tcp4":
-			ipnet = "ip4"
-		case "tcp6":
-			ipnet = "ip6"
-		}
-		addrs, err = f.o.Resolver.LookupNetIP(ctx, ipnet, host)
-		if err != nil {
-			return nil, err
-		}
-		if len(addrs) == 0 {
-			return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
-		}
-	}
-	for _, a := range addrs {
-		if !f.addrAllowed(a) {
-			return nil, fmt.Errorf("%w: %s resolves to %s", ErrBlocked, host, a)
-		}
-	}
-	return addrs, nil
-}
-
-// dialContext resolves addr itself, checks every address, then dials the
-// checked IP literally, so the address that was checked is the address that
-// is connected to (no second lookup for a rebinding DNS server to answer).
-// The dialer's Control hook checks the socket's address once more.
-func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("fetch: bad port %q", portStr)
-	}
-	addrs, err := f.resolve(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, a := range addrs {
-		c, err := f.dialer.DialContext(ctx, network, netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
-		if err == nil {
-			return c, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
-}
-
-// control is the net.Dialer Control hook: the last line of defence, run on
-// the exact address the socket is about to connect to.
-func (f *Fetcher) control(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: unparsable address %q", ErrBlocked, address)
-	}
-	if !f.addrAllowed(ap.Addr()) {
-		return fmt.Errorf("%w: %s", ErrBlocked, ap.Addr())
-	}
-	if !strings.HasPrefix(network, "tcp") {
-		return fmt.Errorf("%w: network %q", ErrBlocked, network)
-	}
-	return nil
 }

@@ -251,7 +251,11 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 
-	for _, dir := range []string{b.workDir, b.downloadDir, b.userDataDir, filepath.Join(b.workDir, ".run")} {
+	dirs := []string{b.workDir, b.downloadDir, b.userDataDir}
+	for _, d := range homeDirs {
+		dirs = append(dirs, filepath.Join(b.workDir, d))
+	}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create dir: %w", err)
 		}
@@ -359,13 +363,25 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	return nil
 }
 
-// handOver gives the browser user b's work dir and profile: the profile
-// must be reachable by it, and everything in both becomes its own (a
-// restored profile was unpacked by quarry).
+// handOver gives the browser user what it writes: the work dir itself
+// stays quarry's, mode 0711, so that the browser cannot swap its
+// downloads or profile dir for a symbolic link quarry would then follow,
+// while the download dir, the HOME subdirectories and the profile (which
+// must be reachable by the user; a restored one was unpacked by quarry)
+// become the user's, recursively.
 func (c *Chromium) handOver(b *chromiumBrowser) error {
 	u := User{Name: c.confinement.User, UID: c.confinement.UID, GID: c.confinement.GID}
-	if err := chownTree(b.workDir, u); err != nil {
-		return fmt.Errorf("hand %s to %s: %w", b.workDir, u, err)
+	if err := os.Chmod(b.workDir, 0o711); err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	mine := []string{b.downloadDir}
+	for _, d := range homeDirs {
+		mine = append(mine, filepath.Join(b.workDir, d))
+	}
+	for _, dir := range mine {
+		if err := chownTree(dir, u); err != nil {
+			return fmt.Errorf("hand %s to %s: %w", dir, u, err)
+		}
 	}
 	if err := reachable(filepath.Dir(b.userDataDir), u); err != nil {
 		return fmt.Errorf("user data dir: %w", err)

@@ -224,6 +224,11 @@ func chownTree(dir string, u User) error {
 	})
 }
 
+// homeDirs are the directories of a browser's work dir (its HOME) that
+// Chromium writes besides the profile and the downloads: XDG config,
+// cache, data and runtime dirs, NSS's ~/.pki and the crash dumps.
+var homeDirs = []string{".config", ".cache", ".local", ".pki", ".run", "crashpad"}
+
 // defaultPath is the browser's PATH when quarry has none.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 func TestLookupUser(t *testing.T) {
@@ -302,5 +305,105 @@ func TestConfinedBrowser(t *testing.T) {
 	assertNoLeftovers(t, workDir)
 	if err := b.Remove(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfinedDownloadAndProfile checks that a browser running as the
+// browser user still saves downloads where quarry collects them and keeps a
+// caller-provided profile (unpacked by root, as a restored context is)
+// across a relaunch.
+func TestConfinedDownloadAndProfile(t *testing.T) {
+	u := browserUser(t)
+	root := reachableTempDir(t)
+	workDir := filepath.Join(root, "browsers")
+	c, err := NewChromium(ChromiumOptions{WorkDir: workDir, User: &u, StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := filepath.Join(root, "profiles")
+	if err := os.Mkdir(profiles, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	profile := filepath.Join(profiles, "restored")
+	if err := os.MkdirAll(filepath.Join(profile, "Default"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(profile, "Default", "restored.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const content = "quarterly numbers\n42\n"
+	got := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/report":
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("Content-Disposition", "attachment; filename=report.txt")
+			fmt.Fprint(w, content)
+		case "/set":
+			w.Header().Set("Set-Cookie", "session=s3cr3t; Max-Age=3600; Path=/")
+			fmt.Fprint(w, "<title>set</title>")
+		default:
+			v := ""
+			if ck, err := r.Cookie("session"); err == nil {
+				v = ck.Value
+			}
+			got <- v
+			fmt.Fprint(w, "<title>check</title>")
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	b1 := launch(t, c, LaunchOptions{UserDataDir: profile})
+	st, err := os.Stat(filepath.Join(profile, "Default", "restored.txt"))
+	if err != nil || st.Sys().(*syscall.Stat_t).Uid != u.UID {
+		t.Fatalf("restored profile file not handed to %s: %v %v", u, st, err)
+	}
+	ctx1 := browserCtx(t, b1)
+	if err := chromedp.Do(ctx1, chromedp.Navigate(srv.URL+"/set")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx1, chromedp.Navigate(srv.URL+"/report")); err != nil {
+		t.Logf("navigate (download): %v", err) // net::ERR_ABORTED is expected
+	}
+	file := filepath.Join(b1.DownloadDir(), "report.txt")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		data, err := os.ReadFile(file)
+		if err == nil && string(data) == content {
+			break
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(b1.DownloadDir())
+			t.Fatalf("download not found: %v; dir: %v", err, entries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	closeBrowser(t, b1)
+	assertNoLeftovers(t, workDir)
+	assertNoLeftovers(t, profile)
+	if err := b1.Remove(); err != nil {
+		t.Fatal(err)
+	}
+
+	b2 := launch(t, c, LaunchOptions{UserDataDir: profile})
+	ctx2 := browserCtx(t, b2)
+	if err := chromedp.Do(ctx2, chromedp.Navigate(srv.URL+"/check")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != "s3cr3t" {
+			t.Fatalf("cookie after relaunch = %q, want s3cr3t", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("check request not seen")
+	}
+	closeBrowser(t, b2)
+	assertNoLeftovers(t, profile)
+	if err := b2.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(workDir); len(entries) != 0 {
+		t.Errorf("work dir not empty after Remove: %v", entries)
 	}
 }

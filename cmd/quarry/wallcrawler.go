@@ -258,12 +258,10 @@ func (w *wallcrawler) health() map[string]any { return w.confinement }
 func browserRoot(c *config.Config) (dir string, def bool, err error) {
 	dir = c.WallcrawlerBrowserDir
 	if dir == "" {
-		data, err := filepath.Abs(c.DataDir)
-		if err != nil {
-			return "", false, fmt.Errorf("wallcrawler: data dir: %w", err)
+		if dir, err = defaultBrowserRoot(c.DataDir); err != nil {
+			return "", false, err
 		}
-		sum := sha256.Sum256([]byte(data))
-		dir, def = filepath.Join(os.TempDir(), "quarry-browsers-"+hex.EncodeToString(sum[:6])), true
+		def = true
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
@@ -284,6 +282,18 @@ func browserRoot(c *config.Config) (dir string, def bool, err error) {
 		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
 	}
 	return dir, def, nil
+}
+
+// defaultBrowserRoot returns the browser dir of dataDir when none is
+// configured: <os.TempDir()>/quarry-browsers-<first 12 hex digits of the
+// SHA-256 of the absolute data directory>.
+func defaultBrowserRoot(dataDir string) (string, error) {
+	data, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", fmt.Errorf("wallcrawler: data dir: %w", err)
+	}
+	sum := sha256.Sum256([]byte(data))
+	return filepath.Join(os.TempDir(), "quarry-browsers-"+hex.EncodeToString(sum[:6])), nil
 }
 
 // browserUser returns the user the browsers run as: nil (quarry's own)

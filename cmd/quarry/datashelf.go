@@ -41,7 +41,7 @@ func openDataShelf(ctx context.Context, c *config.Config) (store.Store, blob.Sto
 		}
 		return s, blobs, nil
 	}
-	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, nil, err
 	}
 	s, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "datashelf.db"), nil)

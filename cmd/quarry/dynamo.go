@@ -28,7 +28,7 @@ func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allow
 		return client, nil, func() {}, err
 	}
 	dir := filepath.Join(c.DataDir, "ddb")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, nil, err
 	}
 	s, err := openStore(dir, c, log)

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/quarrydb/quarry/internal/datashelf/fixture"
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test to share.
@@ -118,8 +121,12 @@ func TestServeHealthz(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	done := make(chan int, 1)
+	dataDir := t.TempDir()
+	if err := os.Chmod(dataDir, 0o755); err != nil { // as quarry used to create it
+		t.Fatal(err)
+	}
 	go func() {
-		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", t.TempDir()}, func(string) string { return "" }, &logs, &logs)
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", dataDir}, func(string) string { return "" }, &logs, &logs)
 	}()
 	waitFor(t, "both listeners", func() bool {
 		return strings.Contains(logs.String(), "listening on "+api) && strings.Contains(logs.String(), "listening on "+store)
@@ -128,9 +135,17 @@ func TestServeHealthz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	healthBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("healthz = %d", resp.StatusCode)
+	}
+	checkHealthConfinement(t, healthBody)
+	if st, err := os.Stat(dataDir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("data dir after start: %v %v, want mode 0700", st.Mode(), err)
+	}
+	if !strings.Contains(logs.String(), "data directory was open to other users: tightened") {
+		t.Errorf("no log of the tightened data dir:\n%s", logs.String())
 	}
 	// DataShelf is mounted at /datashelf on its embedded SQLite store.
 	for path, want := range map[string]int{
@@ -336,5 +351,60 @@ func TestTuneGC(t *testing.T) {
 		if got := debug.SetGCPercent(prev); got != tc.want {
 			t.Errorf("env %v: GC percent %d, want %d", tc.env, got, tc.want)
 		}
+	}
+}
+
+// checkHealthConfinement checks /healthz's report of how Wallcrawler's
+// browsers are confined: {"status":"ok","wallcrawler":{...}}; as root with
+// Chromium installed, they run as another user, with Chromium's sandbox
+// exactly when user namespaces work for that user.
+func checkHealthConfinement(t *testing.T, body []byte) {
+	t.Helper()
+	t.Logf("/healthz: %s", bytes.TrimSpace(body))
+	var h struct {
+		Status      string `json:"status"`
+		Wallcrawler struct {
+			Browser     string   `json:"browser"`
+			Error       string   `json:"error"`
+			BrowserUser string   `json:"browserUser"`
+			UID         *uint32  `json:"uid"`
+			Switched    bool     `json:"switched"`
+			Sandbox     *bool    `json:"sandbox"`
+			Warnings    []string `json:"warnings"`
+		} `json:"wallcrawler"`
+	}
+	if err := json.Unmarshal(body, &h); err != nil || h.Status != "ok" {
+		t.Fatalf("/healthz = %s (%v), want status ok", body, err)
+	}
+	wc := h.Wallcrawler
+	if _, err := exec.LookPath("chromium"); err != nil {
+		if wc.Browser != "unavailable" || wc.Error == "" {
+			t.Errorf("/healthz without chromium: %s", body)
+		}
+		return
+	}
+	if wc.BrowserUser == "" || wc.UID == nil || wc.Sandbox == nil {
+		t.Fatalf("/healthz lacks the browsers' confinement: %s", body)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if *wc.UID == 0 || !wc.Switched {
+		t.Errorf("quarry runs as root but its browsers run as %s (uid %d, switched %v)", wc.BrowserUser, *wc.UID, wc.Switched)
+	}
+	u, err := browser.LookupUser(wc.BrowserUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unshare, err := exec.LookPath("unshare"); err == nil {
+		cmd := exec.Command(unshare, "-U", "true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}}
+		usernsOK := cmd.Run() == nil
+		if *wc.Sandbox != usernsOK {
+			t.Errorf("/healthz sandbox = %v, but user namespaces work for %s: %v", *wc.Sandbox, u, usernsOK)
+		}
+	}
+	if !*wc.Sandbox && len(wc.Warnings) == 0 {
+		t.Errorf("sandbox off without a warning: %s", body)
 	}
 }

@@ -119,6 +119,10 @@ func TestBrowserbaseSDK(t *testing.T) {
 	pageURL := site.URL + "/fixture"
 
 	dir := t.TempDir()
+	browserRoot, err := defaultBrowserRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	api, store := freeAddr(t), freeAddr(t)
 	env := func(string) string { return "" }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -232,7 +236,10 @@ func TestBrowserbaseSDK(t *testing.T) {
 	var left []string
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if left = browsersOf(dir); len(left) == 0 || time.Now().After(deadline) {
+		// The browsers live in the default browser dir, outside the data
+		// directory, whose path is on their command lines.
+		left = append(browsersOf(dir), browsersOf(browserRoot)...)
+		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

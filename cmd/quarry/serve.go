@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/quarrydb/quarry/ddb"
@@ -28,9 +29,10 @@ func newLogger(c *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openStore opens the embedded store in dir, creating dir when missing.
+// openStore opens the embedded store in dir, creating dir (mode 0700) when
+// missing.
 func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	opts := &ddb.Options{Region: c.Region, Logger: log, TTLInterval: c.TTLInterval, NoSync: !c.DDBSync, CacheBytes: int64(c.DDBCacheMB) << 20, SyncInterval: c.DDBSyncInterval}
@@ -54,6 +56,9 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(c, stderr)
+	if err := secureDataDir(c.DataDir, log); err != nil {
+		return err
+	}
 	policy, err := networkPolicy(ctx, c, log)
 	if err != nil {
 		return err
@@ -114,7 +119,9 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		reg.Collect(storeFamilies(store))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpserver.Health(nil))
+	mux.Handle("GET /healthz", httpserver.HealthDetails(nil, func() map[string]any {
+		return map[string]any{"wallcrawler": wc.health()}
+	}))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("/datashelf/", reg.Count("datashelf", dsHandler))
 	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", wc.handler))
@@ -131,6 +138,36 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log})
 	}
 	return serveAll(ctx, c, log, servers)
+}
+
+// secureDataDir creates the data directory with mode 0700, or takes the
+// group's and others' access away from an existing one that quarry owns
+// (its files include secrets, and Wallcrawler's browsers run as another
+// user who must not enter it). A directory quarry does not own, or a
+// shared sticky one such as /tmp, is left alone with a warning.
+func secureDataDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	perm := st.Mode().Perm()
+	if perm&0o077 == 0 {
+		return nil
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Uid != uint32(os.Geteuid()) || st.Mode()&os.ModeSticky != 0 {
+		log.Warn("data directory is open to other users and not quarry's to tighten: its files may be read by them, Wallcrawler's browsers included",
+			"dir", dir, "mode", fmt.Sprintf("%04o", perm))
+		return nil
+	}
+	if err := os.Chmod(dir, perm&^0o077); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	log.Warn("data directory was open to other users: tightened", "dir", dir, "from", fmt.Sprintf("%04o", perm), "to", fmt.Sprintf("%04o", perm&^0o077))
+	return nil
 }
 
 // cmdDDBServe runs `quarry ddb serve`: the store alone.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -117,6 +119,11 @@ type wallcrawler struct {
 	manager *sessions.Manager
 	pool    *browser.Pool
 	egress  *egress.Proxy
+	// browserRoot holds the browsers' work dirs and restored profiles;
+	// ownRoot: it is the default one, removed at stop when empty.
+	browserRoot string
+	ownRoot     bool
+	confinement map[string]any // what /healthz reports
 }
 
 // uploadPrefix is where signed context upload URLs point.
@@ -141,26 +148,44 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	if err != nil {
 		return nil, err
 	}
-	workDir := filepath.Join(root, "browsers")
-	if n, err := browser.KillLeftovers(workDir); err != nil {
-		log.Warn("look for leftover browsers", "err", err)
-	} else if n > 0 {
-		log.Warn("killed browsers left by a previous process", "count", n)
-	}
-	if err := os.RemoveAll(workDir); err != nil {
-		return nil, fmt.Errorf("wallcrawler: clear %s: %w", workDir, err)
-	}
 	w := &wallcrawler{}
+	if w.browserRoot, w.ownRoot, err = browserRoot(c); err != nil {
+		return nil, err
+	}
+	workDir := filepath.Join(w.browserRoot, "browsers")
+	// Browsers of a previous process: in the browser root, and where
+	// versions before it kept them (<data-dir>/wallcrawler/browsers).
+	for _, dir := range []string{workDir, filepath.Join(w.browserRoot, "profiles"), filepath.Join(root, "browsers")} {
+		if n, err := browser.KillLeftovers(dir); err != nil {
+			log.Warn("look for leftover browsers", "err", err)
+		} else if n > 0 {
+			log.Warn("killed browsers left by a previous process", "count", n, "dir", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("wallcrawler: clear %s: %w", dir, err)
+		}
+	}
+	runAs, err := browserUser(c, log)
+	if err != nil {
+		return nil, err
+	}
 	// Every connection of every browser leaves through the egress proxy,
 	// under the one network policy.
 	var proxyURL string
 	if w.egress, proxyURL, err = startEgress(ctx, policy, log); err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, Logger: log, ProxyServer: proxyURL})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, User: runAs, Logger: log, ProxyServer: proxyURL})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)
+		w.confinement = map[string]any{"browser": "unavailable", "error": err.Error()}
+	} else {
+		cf := chromium.Confinement()
+		w.confinement = map[string]any{"browserUser": cf.User, "uid": cf.UID, "gid": cf.GID, "switched": cf.Switched, "sandbox": cf.Sandbox}
+		if len(cf.Warnings) > 0 {
+			w.confinement["warnings"] = cf.Warnings
+		}
 	}
 	var provider browser.Provider = missingBrowser{err}
 	if chromium != nil {
@@ -181,7 +206,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		Repo: repo, Auth: authStore, Contexts: ctxStore, Blobs: blobs, Browsers: provider,
 		Tokens:   sessions.NewTokens(secret, nil),
 		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
-	}, sessions.Options{WorkDir: root, IdleGrace: c.WallcrawlerIdleGrace, Logger: log})
+	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log})
 	if n, err := w.manager.Reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("wallcrawler: reconcile sessions: %w", err)
 	} else if n > 0 {
@@ -213,13 +238,97 @@ func (w *wallcrawler) run(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// stop ends every session of this process and closes the warm pool.
+// stop ends every session of this process, closes the warm pool and
+// removes the browsers' files.
 func (w *wallcrawler) stop(ctx context.Context) {
 	w.manager.Close(ctx)
 	if w.pool != nil {
 		_ = w.pool.Close(ctx)
 	}
 	_ = w.egress.Close()
+	for _, dir := range []string{"browsers", "profiles"} {
+		_ = os.RemoveAll(filepath.Join(w.browserRoot, dir))
+	}
+	if w.ownRoot {
+		_ = os.Remove(w.browserRoot) // only when empty
+	}
+}
+
+// health returns how the browsers are confined, for /healthz.
+func (w *wallcrawler) health() map[string]any { return w.confinement }
+
+// browserRoot returns the directory of the browsers' work dirs
+// (<root>/browsers) and restored profiles (<root>/profiles), created
+// owned by quarry with mode 0711: the browser user can enter the
+// directories quarry hands it there, but not list them, and never needs
+// to enter the data directory (mode 0700). Default:
+// <os.TempDir()>/quarry-browsers-<first 12 hex digits of the SHA-256 of
+// the absolute data directory>, so that each data directory has its own,
+// found again after a crash. def reports that the default was used.
+func browserRoot(c *config.Config) (dir string, def bool, err error) {
+	dir = c.WallcrawlerBrowserDir
+	if dir == "" {
+		if dir, err = defaultBrowserRoot(c.DataDir); err != nil {
+			return "", false, err
+		}
+		def = true
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
+	}
+	// In a shared directory such as /tmp, someone else may have created
+	// it (or a symbolic link) first.
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || !ok || sys.Uid != uint32(os.Geteuid()) {
+		return "", false, fmt.Errorf("wallcrawler: browser dir %s is not a directory owned by uid %d: remove it or choose another with --wallcrawler-browser-dir", dir, os.Geteuid())
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
+	}
+	return dir, def, nil
+}
+
+// defaultBrowserRoot returns the browser dir of dataDir when none is
+// configured: <os.TempDir()>/quarry-browsers-<first 12 hex digits of the
+// SHA-256 of the absolute data directory>.
+func defaultBrowserRoot(dataDir string) (string, error) {
+	data, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", fmt.Errorf("wallcrawler: data dir: %w", err)
+	}
+	sum := sha256.Sum256([]byte(data))
+	return filepath.Join(os.TempDir(), "quarry-browsers-"+hex.EncodeToString(sum[:6])), nil
+}
+
+// browserUser returns the user the browsers run as: nil (quarry's own)
+// unless quarry runs as root, where it is --wallcrawler-user or
+// browser.DefaultUser.
+func browserUser(c *config.Config, log *slog.Logger) (*browser.User, error) {
+	if os.Geteuid() != 0 {
+		if c.WallcrawlerUser != "" {
+			log.Warn("quarry is not root: browsers run as its own user, wallcrawler-user is ignored", "wallcrawler_user", c.WallcrawlerUser)
+		}
+		return nil, nil
+	}
+	if c.WallcrawlerUser != "" {
+		u, err := browser.LookupUser(c.WallcrawlerUser)
+		if err != nil {
+			return nil, fmt.Errorf("wallcrawler: wallcrawler-user: %w", err)
+		}
+		return &u, nil
+	}
+	u, err := browser.DefaultUser()
+	if err != nil {
+		log.Warn("no unprivileged user for the browsers: they run as root", "err", err)
+		return nil, nil
+	}
+	return &u, nil
 }
 
 // missingBrowser is the provider when no Chromium was found.

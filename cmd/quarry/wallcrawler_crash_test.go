@@ -119,8 +119,9 @@ func buildQuarry(t *testing.T) string {
 	return bin
 }
 
-// startQuarry runs `quarry serve` on dir and waits for /healthz.
-func startQuarry(t *testing.T, bin, dir, api, store, logName string) *quarryProc {
+// startQuarry runs `quarry serve` on dir (with extra arguments) and waits
+// for /healthz.
+func startQuarry(t *testing.T, bin, dir, api, store, logName string, extra ...string) *quarryProc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), logName)
 	logFile, err := os.Create(logPath)
@@ -128,7 +129,7 @@ func startQuarry(t *testing.T, bin, dir, api, store, logName string) *quarryProc
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bin, "serve", "--data-dir", dir, "--listen", api, "--ddb-listen", store)
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dir, "--listen", api, "--ddb-listen", store}, extra...)...)
 	// An *os.File, not an io.Writer: Wait must not wait for pipe holders.
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -231,18 +232,27 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	total := time.Now()
 	bin := buildQuarry(t)
 	dir := t.TempDir()
-	browsersDir := filepath.Join(dir, "wallcrawler", "browsers")
+	// The browsers' directory, outside the 0700 temporary tree so that
+	// the browser user (nobody when the test runs as root) can enter it.
+	browserRoot, err := os.MkdirTemp("", "quarry-crash-browsers-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsersDir := filepath.Join(browserRoot, "browsers")
 	api, store := freeAddr(t), freeAddr(t)
 	base := "http://" + api + "/wallcrawler/v1"
 
 	// Whatever happens, leave no process of the data directory behind.
 	t.Cleanup(func() {
-		if n, _ := browser.KillLeftovers(dir); n > 0 {
-			t.Logf("cleanup: killed %d processes of the data directory", n)
+		for _, d := range []string{dir, browserRoot} {
+			if n, _ := browser.KillLeftovers(d); n > 0 {
+				t.Logf("cleanup: killed %d processes of %s", n, d)
+			}
 		}
+		_ = os.RemoveAll(browserRoot)
 	})
 
-	q1 := startQuarry(t, bin, dir, api, store, "quarry-1.log")
+	q1 := startQuarry(t, bin, dir, api, store, "quarry-1.log", "--wallcrawler-browser-dir", browserRoot)
 
 	cli := func(args ...string) string {
 		t.Helper()
@@ -276,7 +286,7 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	}
 	t.Logf("session %s RUNNING after %s", sess.ID, time.Since(start).Round(time.Millisecond))
 
-	before := procsMentioning(dir, q1.cmd.Process.Pid)
+	before := procsMentioning(browserRoot, q1.cmd.Process.Pid)
 	var chromiums []crashProc
 	for _, p := range before {
 		if strings.Contains(p.cmdline, browsersDir) {
@@ -287,6 +297,20 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 		t.Fatalf("no Chromium process mentions %s; processes of the data directory:\n%s", browsersDir, joinProcs(before))
 	}
 	t.Logf("%d processes of the data directory besides quarry while the session runs:\n%s", len(before), joinProcs(before))
+	if os.Geteuid() == 0 {
+		// quarry runs as root; its browsers do not.
+		for _, p := range chromiums {
+			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(status), "\n") {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] == "0" {
+					t.Errorf("browser process runs as root: %s\n%s", line, p)
+				}
+			}
+		}
+	}
 
 	// The only slot is taken.
 	if code, body := wcRequest(t, http.MethodPost, base+"/sessions", key, `{}`); code != http.StatusTooManyRequests {
@@ -306,7 +330,7 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	var survivors []crashProc
 	deadline := killed.Add(10 * time.Second)
 	for {
-		survivors = procsMentioning(dir)
+		survivors = procsMentioning(browserRoot)
 		if len(survivors) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -331,13 +355,13 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	}
 
 	// 3. Restart on the same data directory.
-	q2 := startQuarry(t, bin, dir, api, store, "quarry-2.log")
+	q2 := startQuarry(t, bin, dir, api, store, "quarry-2.log", "--wallcrawler-browser-dir", browserRoot)
 	var left []crashProc
 	deadline = time.Now().Add(5 * time.Second)
 	for {
 		// Any such process is of the first run: the new quarry has
 		// started no browser yet.
-		left = procsMentioning(dir, q2.cmd.Process.Pid)
+		left = procsMentioning(browserRoot, q2.cmd.Process.Pid)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -413,7 +437,7 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	t.Logf("quarry exited 0 %s after SIGTERM", time.Since(termed).Round(time.Millisecond))
 	deadline = time.Now().Add(5 * time.Second)
 	for {
-		left = procsMentioning(dir)
+		left = procsMentioning(browserRoot)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -422,8 +446,10 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("%d processes of the data directory left after SIGTERM:\n%s", len(left), joinProcs(left))
 	}
-	if pids, err := browser.Leftovers(dir); err != nil || len(pids) > 0 {
-		t.Errorf("browser.Leftovers(%s) = %v, %v; want none", dir, pids, err)
+	for _, d := range []string{dir, browserRoot} {
+		if pids, err := browser.Leftovers(d); err != nil || len(pids) > 0 {
+			t.Errorf("browser.Leftovers(%s) = %v, %v; want none", d, pids, err)
+		}
 	}
 	t.Logf("total %s", time.Since(total).Round(time.Millisecond))
 	if t.Failed() {

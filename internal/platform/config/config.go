@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,15 @@ type Config struct {
 	WallcrawlerIdleGrace time.Duration
 	// Chromium is the browser binary; empty: chromium on PATH.
 	Chromium string
+	// WallcrawlerUser is the account browsers run as when quarry runs as
+	// root: a user name or uid[:gid]; empty: quarry-browser when it
+	// exists, else nobody. Ignored when quarry is not root.
+	WallcrawlerUser string
+	// WallcrawlerBrowserDir holds the browsers' work dirs and restored
+	// profiles; it must be outside DataDir (which the browser user may
+	// not enter). Empty: <os.TempDir()>/quarry-browsers-<hash of the
+	// absolute DataDir>.
+	WallcrawlerBrowserDir string
 	// ChecksTablePrefix prefixes Checks' USER and CHECK tables.
 	ChecksTablePrefix string
 	// ChecksMinInterval is the shortest period a check may have.
@@ -165,6 +175,8 @@ func (c *Config) fields(which []string) []field {
 		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool, nil},
 		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil, nil},
 		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil, nil},
+		{flag: "wallcrawler-user", env: "QUARRY_WALLCRAWLER_USER", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
+		{flag: "wallcrawler-browser-dir", env: "QUARRY_WALLCRAWLER_BROWSER_DIR", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
 		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil, nil},
 		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil, nil},
 		{"allow-networks", "QUARRY_ALLOW_NETWORKS", `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, &c.AllowNetworks, nil, nil, nil},
@@ -315,6 +327,16 @@ func (c *Config) Validate() error {
 	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
 		errs = append(errs, errors.New("config: wallcrawler-secret: want at least 16 characters"))
 	}
+	if c.WallcrawlerUser != "" && !validUserSpec(c.WallcrawlerUser) {
+		errs = append(errs, fmt.Errorf("config: wallcrawler-user %q: want a user name or uid[:gid]", c.WallcrawlerUser))
+	}
+	if c.WallcrawlerBrowserDir != "" && c.DataDir != "" {
+		if inside, err := within(c.WallcrawlerBrowserDir, c.DataDir); err != nil {
+			errs = append(errs, fmt.Errorf("config: wallcrawler-browser-dir: %w", err))
+		} else if inside {
+			errs = append(errs, fmt.Errorf("config: wallcrawler-browser-dir %q is inside data-dir %q, which the browser user must not enter", c.WallcrawlerBrowserDir, c.DataDir))
+		}
+	}
 	if c.ChecksMinInterval < time.Second {
 		errs = append(errs, fmt.Errorf("config: checks-min-interval %v: at least 1s", c.ChecksMinInterval))
 	}
@@ -397,4 +419,43 @@ func ParseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("config: log-level %q: want debug, info, warn or error", s)
+}
+
+// validUserSpec reports whether s looks like a user name or uid[:gid].
+func validUserSpec(s string) bool {
+	id, gid, hasGID := strings.Cut(s, ":")
+	if _, err := strconv.ParseUint(id, 10, 32); err == nil {
+		if !hasGID {
+			return true
+		}
+		_, err := strconv.ParseUint(gid, 10, 32)
+		return err == nil
+	}
+	if hasGID || s == "" || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r == '.' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether dir is parent or inside parent, after making
+// both absolute.
+func within(dir, parent string) (bool, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return false, err
+	}
+	p, err := filepath.Abs(parent)
+	if err != nil {
+		return false, err
+	}
+	rel, err := filepath.Rel(p, d)
+	if err != nil {
+		return false, nil
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))), nil
 }

@@ -48,6 +48,15 @@ func TestLoad(t *testing.T) {
 		{name: "bad sync interval", args: []string{"--ddb-sync-interval", "1s"}, wantErr: "ddb-sync-interval 1s: must be in [0, 100ms]"},
 		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+		{name: "browser user and dir from env", env: map[string]string{"QUARRY_WALLCRAWLER_USER": "65534:65534", "QUARRY_WALLCRAWLER_BROWSER_DIR": "/var/tmp/qb"},
+			check: func(c *Config) bool {
+				return c.WallcrawlerUser == "65534:65534" && c.WallcrawlerBrowserDir == "/var/tmp/qb"
+			}},
+		{name: "browser user by name", args: []string{"--wallcrawler-user", "quarry-browser"}, check: func(c *Config) bool { return c.WallcrawlerUser == "quarry-browser" }},
+		{name: "bad browser user", args: []string{"--wallcrawler-user", "nobody:x"}, wantErr: "wallcrawler-user \"nobody:x\": want a user name or uid[:gid]"},
+		{name: "browser dir inside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/browsers"}, wantErr: "is inside data-dir"},
+		{name: "browser dir is data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/"}, wantErr: "is inside data-dir"},
+		{name: "browser dir beside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q-browsers"}, check: func(c *Config) bool { return c.WallcrawlerBrowserDir == "/srv/q-browsers" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,11 +4,13 @@ package httpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"time"
 )
 
@@ -62,15 +64,42 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Health returns a /healthz handler that runs check (nil means healthy).
 func Health(check func(context.Context) error) http.Handler {
+	return HealthDetails(check, nil)
+}
+
+// HealthDetails is Health with details: each entry of what details returns
+// (nil: none) is one more member of the JSON object, after "status" (and
+// "error"), in key order; for example
+// {"status":"ok","wallcrawler":{"browserUser":"nobody","sandbox":true}}.
+func HealthDetails(check func(context.Context) error, details func() map[string]any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		var extra []byte
+		if details != nil {
+			d := details()
+			keys := make([]string, 0, len(d))
+			for k := range d {
+				if k != "status" && k != "error" {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				kj, _ := json.Marshal(k)
+				vj, err := json.Marshal(d[k])
+				if err != nil {
+					vj, _ = json.Marshal(err.Error())
+				}
+				extra = append(append(append(append(extra, ','), kj...), ':'), vj...)
+			}
+		}
 		if check != nil {
 			if err := check(r.Context()); err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "{\"status\":\"unhealthy\",\"error\":%q}\n", err.Error())
+				fmt.Fprintf(w, "{\"status\":\"unhealthy\",\"error\":%q%s}\n", err.Error(), extra)
 				return
 			}
 		}
-		fmt.Fprintln(w, `{"status":"ok"}`)
+		fmt.Fprintf(w, "{\"status\":\"ok\"%s}\n", extra)
 	})
 }

@@ -39,8 +39,15 @@ type ChromiumOptions struct {
 	// chromium-browser and google-chrome found on PATH.
 	Path string
 	// WorkDir is the root of the per-browser work dirs (<WorkDir>/<id>/...).
-	// Required.
+	// Required. With User set, the provider makes it mode 0711 and the
+	// browser user must be able to traverse every directory above it.
 	WorkDir string
+	// User, when set and quarry runs as root, is the unprivileged account
+	// the browsers run as (no supplementary groups): each browser's work
+	// dir and profile are handed to it. nil, or quarry's own uid: the
+	// browsers run as quarry's user. A user other than quarry's own when
+	// quarry is not root is an error.
+	User *User
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
 	// ProxyServer, when set, is the egress point every connection of the
@@ -67,12 +74,16 @@ type Chromium struct {
 	startTimeout time.Duration
 	logger       *slog.Logger
 	httpClient   *http.Client
+	confinement  Confinement
 }
 
 var _ Provider = (*Chromium)(nil)
 
 // NewChromium returns a Chromium provider. It creates opts.WorkDir when
-// missing and resolves the browser binary.
+// missing, resolves the browser binary, and finds out how the browsers
+// will be confined (see Confinement): which user they run as and whether
+// Chromium's sandbox works, which it checks by starting Chromium once when
+// the browsers do not run as root. What is missing is logged as a warning.
 func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 	if opts.WorkDir == "" {
 		return nil, errors.New("browser: chromium: WorkDir is required")
@@ -81,7 +92,16 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 	if err != nil {
 		return nil, fmt.Errorf("browser: chromium: work dir: %w", err)
 	}
-	if err := os.MkdirAll(workDir, 0o700); err != nil {
+	runAs, switched, err := resolveUser(opts.User)
+	if err != nil {
+		return nil, fmt.Errorf("browser: chromium: %w", err)
+	}
+	if switched {
+		err = prepareWorkDir(workDir, runAs)
+	} else {
+		err = os.MkdirAll(workDir, 0o700)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("browser: chromium: work dir: %w", err)
 	}
 	path, err := findBrowser(opts.Path)
@@ -96,7 +116,7 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 	if timeout <= 0 {
 		timeout = defaultStartTimeout
 	}
-	return &Chromium{
+	c := &Chromium{
 		path:         path,
 		workDir:      workDir,
 		extraArgs:    append([]string(nil), opts.ExtraArgs...),
@@ -107,7 +127,30 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 			Timeout:   5 * time.Second,
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 		},
-	}, nil
+		confinement: Confinement{User: runAs.Name, UID: runAs.UID, GID: runAs.GID, Switched: switched},
+	}
+	c.confine()
+	return c, nil
+}
+
+// confine completes c.confinement: it probes Chromium's sandbox and logs
+// what is missing for full confinement.
+func (c *Chromium) confine() {
+	cf := &c.confinement
+	if cf.UID == 0 {
+		cf.Warnings = append(cf.Warnings, "browsers run as root: a tenant who breaks out of Chromium's renderer has root's access to this machine (run quarry as root with a browser user, or as an unprivileged user)")
+	}
+	ok, reason := c.probeSandbox(context.Background())
+	cf.Sandbox = ok
+	if !ok {
+		cf.Warnings = append(cf.Warnings, "Chromium's sandbox is off (--no-sandbox): "+reason+"; a compromised renderer runs with the full rights of "+cf.User)
+	}
+	for _, w := range cf.Warnings {
+		c.logger.Warn("browser confinement: "+w, "browser_user", cf.User, "uid", cf.UID, "sandbox", cf.Sandbox)
+	}
+	if len(cf.Warnings) == 0 {
+		c.logger.Info("browsers confined", "browser_user", cf.User, "uid", cf.UID, "gid", cf.GID, "switched", cf.Switched, "sandbox", cf.Sandbox)
+	}
 }
 
 // findBrowser resolves path, or the first known Chromium binary on PATH when
@@ -208,7 +251,11 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 
-	for _, dir := range []string{b.workDir, b.downloadDir, b.userDataDir} {
+	dirs := []string{b.workDir, b.downloadDir, b.userDataDir}
+	for _, d := range homeDirs {
+		dirs = append(dirs, filepath.Join(b.workDir, d))
+	}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create dir: %w", err)
 		}
@@ -219,6 +266,11 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	for _, name := range []string{"DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"} {
 		if err := os.Remove(filepath.Join(b.userDataDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", name, err)
+		}
+	}
+	if c.confinement.Switched {
+		if err := c.handOver(b); err != nil {
+			return err
 		}
 	}
 
@@ -242,7 +294,7 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		"--use-mock-keychain",
 		fmt.Sprintf("--window-size=%d,%d", width, height),
 	}
-	if os.Geteuid() == 0 {
+	if !c.confinement.Sandbox {
 		args = append(args, "--no-sandbox")
 	}
 	args = append(args, egressArgs(c.proxyServer)...)
@@ -250,12 +302,9 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	args = append(args, "about:blank")
 
 	cmd := exec.Command(c.path, args...)
-	// Chromium's crashpad handlers leave the process group (they setsid);
-	// pointing their database into the work dir puts the work dir on their
-	// command line, so Leftovers and Close find them.
-	cmd.Env = append(os.Environ(), "BREAKPAD_DUMP_LOCATION="+filepath.Join(b.workDir, "crashpad"))
+	cmd.Env = browserEnv(b.workDir)
 	cmd.Dir = b.workDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: c.runAs()}
 	// Own pipe rather than an io.Writer: exec.Cmd.Wait would otherwise also
 	// wait for every child that inherited stderr.
 	pr, pw, err := os.Pipe()
@@ -311,6 +360,38 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		<-b.done
 		_ = conn.CloseNow()
 	}()
+	return nil
+}
+
+// handOver gives the browser user what it writes: the work dir itself
+// stays quarry's, mode 0711, so that the browser cannot swap its
+// downloads or profile dir for a symbolic link quarry would then follow,
+// while the download dir, the HOME subdirectories and the profile (which
+// must be reachable by the user; a restored one was unpacked by quarry)
+// become the user's, recursively.
+func (c *Chromium) handOver(b *chromiumBrowser) error {
+	u := User{Name: c.confinement.User, UID: c.confinement.UID, GID: c.confinement.GID}
+	if err := os.Chmod(b.workDir, 0o711); err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	mine := []string{b.downloadDir}
+	for _, d := range homeDirs {
+		mine = append(mine, filepath.Join(b.workDir, d))
+	}
+	for _, dir := range mine {
+		if err := chownTree(dir, u); err != nil {
+			return fmt.Errorf("hand %s to %s: %w", dir, u, err)
+		}
+	}
+	if err := reachable(filepath.Dir(b.userDataDir), u); err != nil {
+		return fmt.Errorf("user data dir: %w", err)
+	}
+	if err := chownTree(b.userDataDir, u); err != nil {
+		return fmt.Errorf("hand %s to %s: %w", b.userDataDir, u, err)
+	}
+	if err := os.Chmod(b.userDataDir, 0o700); err != nil {
+		return fmt.Errorf("user data dir: %w", err)
+	}
 	return nil
 }
 

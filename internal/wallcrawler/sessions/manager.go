@@ -48,7 +48,11 @@ type Options struct {
 	// so a restarted process finds the sessions it owned. Default: the
 	// host name.
 	NodeID string
-	// WorkDir holds the profiles restored from contexts. Required.
+	// WorkDir holds the profiles restored from contexts, in
+	// <WorkDir>/profiles/<session id>. Required. When the browsers run as
+	// another user, it must be a directory that user can traverse (the
+	// browser provider hands each restored profile to it): the Manager
+	// keeps <WorkDir>/profiles at mode 0711.
 	WorkDir string
 	// ReadyWait bounds how long create waits for READY (default 30s,
 	// well under the SDK's 60s client timeout).
@@ -270,7 +274,16 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, in CreateInput)
 	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist}
 	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height}
 	if ctxRec != nil {
-		l.profileDir = filepath.Join(m.o.WorkDir, "profiles", x.ID)
+		profiles := filepath.Join(m.o.WorkDir, "profiles")
+		err := os.MkdirAll(profiles, 0o711)
+		if err == nil {
+			err = os.Chmod(profiles, 0o711) // enterable, not listable, by the browser user
+		}
+		if err != nil {
+			m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "restore context: "+err.Error())
+			return
+		}
+		l.profileDir = filepath.Join(profiles, x.ID)
 		if _, err := m.d.Contexts.Restore(ctx, *ctxRec, l.profileDir); err != nil {
 			_ = os.RemoveAll(l.profileDir)
 			m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "restore context: "+err.Error())
@@ -809,7 +822,15 @@ func zipDir(w io.Writer, dir string) (int, error) {
 	zw := zip.NewWriter(w)
 	n := 0
 	if dir != "" {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		root, err := os.OpenRoot(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, zw.Close()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("sessions: zip downloads: %w", err)
+		}
+		defer root.Close()
+		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil
@@ -820,11 +841,19 @@ func zipDir(w io.Writer, dir string) (int, error) {
 				return nil
 			}
 			rel, _ := filepath.Rel(dir, path)
-			f, err := os.Open(path)
+			// Through root: a browser that swaps a file for a symbolic
+			// link meanwhile cannot make quarry read outside dir.
+			f, err := root.Open(rel)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
 			defer f.Close()
+			if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+				return err
+			}
 			zf, err := zw.Create(filepath.ToSlash(rel))
 			if err != nil {
 				return err

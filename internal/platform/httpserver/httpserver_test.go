@@ -1,0 +1,35 @@
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestHealthDetails(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		check    func(context.Context) error
+		details  func() map[string]any
+		wantCode int
+		wantBody string
+	}{
+		{name: "plain", wantCode: 200, wantBody: `{"status":"ok"}` + "\n"},
+		{name: "empty details", details: func() map[string]any { return nil }, wantCode: 200, wantBody: `{"status":"ok"}` + "\n"},
+		{name: "details in key order", details: func() map[string]any {
+			return map[string]any{"wallcrawler": map[string]any{"sandbox": true, "browserUser": "nobody"}, "a": 1, "status": "ignored"}
+		}, wantCode: 200, wantBody: `{"status":"ok","a":1,"wallcrawler":{"browserUser":"nobody","sandbox":true}}` + "\n"},
+		{name: "unhealthy with details", check: func(context.Context) error { return errors.New("down") },
+			details:  func() map[string]any { return map[string]any{"x": "y"} },
+			wantCode: 503, wantBody: `{"status":"unhealthy","error":"down","x":"y"}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			HealthDetails(tc.check, tc.details).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+			if rec.Code != tc.wantCode || rec.Body.String() != tc.wantBody {
+				t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
+			}
+		})
+	}
+}

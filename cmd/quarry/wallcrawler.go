@@ -175,7 +175,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	if w.egress, proxyURL, err = startEgress(ctx, policy, log); err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, User: runAs, Logger: log, ProxyServer: proxyURL})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, User: runAs, Logger: log, ProxyServer: proxyURL, Listeners: policy})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)

@@ -180,6 +180,23 @@ func (p *Policy) Reserve(ctx context.Context, what, addr string) error {
 	return nil
 }
 
+// Unreserve undoes Reserve of addr (host:port with an IP address host, as
+// given to Reserve); wildcard and unknown addresses are ignored.
+func (p *Policy) Unreserve(addr string) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return
+	}
+	a := ap.Addr().Unmap()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.reserved, netip.AddrPortFrom(a, ap.Port()))
+	if a.IsLoopback() {
+		delete(p.reserved, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port()))
+		delete(p.reserved, netip.AddrPortFrom(netip.IPv6Loopback(), ap.Port()))
+	}
+}
+
 // interfaceAddrs returns the addresses of the host's network interfaces.
 func interfaceAddrs() []netip.Addr {
 	as, err := net.InterfaceAddrs()

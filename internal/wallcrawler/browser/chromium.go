@@ -58,6 +58,12 @@ type ChromiumOptions struct {
 	// anywhere on its own. Empty: the browser connects directly (tests and
 	// library use; quarry serve always sets it).
 	ProxyServer string
+	// Listeners, when set, is told of each browser's DevTools listener
+	// (loopback, a random port) while the browser runs, so that the network
+	// policy refuses it to every browser: a page that reached it would
+	// drive that browser, its own or another tenant's, past the CDP
+	// proxy's checks. quarry serve passes its fetch.Policy.
+	Listeners Listeners
 	// StartTimeout bounds a launch: it fails when CDP does not answer in time
 	// (and the process group is killed). Default 20s.
 	StartTimeout time.Duration
@@ -71,6 +77,7 @@ type Chromium struct {
 	workDir      string
 	extraArgs    []string
 	proxyServer  string
+	listeners    Listeners
 	startTimeout time.Duration
 	logger       *slog.Logger
 	httpClient   *http.Client
@@ -121,6 +128,7 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 		workDir:      workDir,
 		extraArgs:    append([]string(nil), opts.ExtraArgs...),
 		proxyServer:  opts.ProxyServer,
+		listeners:    opts.Listeners,
 		startTimeout: timeout,
 		logger:       logger,
 		httpClient: &http.Client{
@@ -331,6 +339,20 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		return err
 	}
 	b.debugAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if c.listeners != nil {
+		if err := c.listeners.Reserve(ctx, "a browser's DevTools endpoint", b.debugAddr); err != nil {
+			return fmt.Errorf("reserve DevTools endpoint: %w", err)
+		}
+		addr := b.debugAddr
+		release := func() { c.listeners.Unreserve(addr) }
+		b.unreserve.Store(&release)
+		if b.exited() {
+			// wait ran before the reservation: release it here.
+			if f := b.unreserve.Swap(nil); f != nil {
+				(*f)()
+			}
+		}
+	}
 	v, err := b.waitVersion(ctx, c.httpClient)
 	if err != nil {
 		return err
@@ -395,6 +417,16 @@ func (c *Chromium) handOver(b *chromiumBrowser) error {
 	return nil
 }
 
+// Listeners keeps the set of addresses no browser may connect to.
+// *fetch.Policy implements it.
+type Listeners interface {
+	// Reserve refuses addr (host:port) to every browser from now on; what
+	// names it in refusal messages.
+	Reserve(ctx context.Context, what, addr string) error
+	// Unreserve undoes Reserve of addr.
+	Unreserve(addr string)
+}
+
 // egressArgs returns the switches that send every connection of the browser
 // through proxy: "<-loopback>" removes Chromium's implicit bypass of
 // localhost, so loopback goes through the proxy (and its policy) too;
@@ -425,7 +457,8 @@ type chromiumBrowser struct {
 	cmd         *exec.Cmd
 	logger      *slog.Logger
 	output      *tailBuffer
-	holdConn    *websocket.Conn // keeps the download behavior in force
+	holdConn    *websocket.Conn        // keeps the download behavior in force
+	unreserve   atomic.Pointer[func()] // releases the DevTools listener's reservation
 
 	done           chan struct{}
 	err            error // written before done is closed
@@ -487,6 +520,9 @@ func (b *chromiumBrowser) wait() {
 		}
 		b.err = fmt.Errorf("browser %s (pid %d) exited: %w", b.id, b.pid, err)
 		b.logger.Warn("browser exited unexpectedly", "pid", b.pid, "err", err, "output", b.output.String())
+	}
+	if f := b.unreserve.Swap(nil); f != nil {
+		(*f)() // the listener died with the process
 	}
 	close(b.done)
 }

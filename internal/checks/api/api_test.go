@@ -394,8 +394,8 @@ func TestCreate(t *testing.T) {
 				if r.code != http.StatusBadRequest {
 					t.Fatalf("= %d %s, want 400", r.code, r.raw)
 				}
-				if msg := r.errMsg(t); !strings.Contains(msg, "blocked") {
-					t.Fatalf("error %q does not say the address is blocked", msg)
+				if msg := r.errMsg(t); !strings.Contains(msg, "blocked") || !strings.Contains(msg, "--allow-networks") {
+					t.Fatalf("error %q does not say the address is blocked and name --allow-networks", msg)
 				}
 			})
 		}

@@ -281,23 +281,32 @@ func (f *Filter) check(c command, depth int) ([]byte, string, error) {
 }
 
 // rewriteDownloadPath points a download command at the session's download
-// directory (Playwright and Puppeteer send their own local directory).
+// directory: a downloadPath outside it (Playwright and Puppeteer send
+// their own local directory) is replaced by it, and behavior "default"
+// (Chromium's default saves into the browser user's ~/Downloads, shared
+// by every session) becomes "allow" into it.
 func (f *Filter) rewriteDownloadPath(c command) ([]byte, string, error) {
-	raw, ok := c.params["downloadPath"]
-	if !ok || isNull(raw) {
-		return nil, "", nil
+	var behavior, p string
+	if raw, ok := c.params["behavior"]; ok && json.Unmarshal(raw, &behavior) != nil {
+		return nil, "", errors.New("behavior is not a string")
 	}
-	var p string
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if raw, ok := c.params["downloadPath"]; ok && !isNull(raw) && json.Unmarshal(raw, &p) != nil {
 		return nil, "", errors.New("downloadPath is not a string")
 	}
-	if p == "" {
-		return nil, "", nil
+	var why string
+	switch {
+	case behavior == "default":
+		why = `behavior "default" → "allow" into the session's download directory`
+		c.params["behavior"] = json.RawMessage(`"allow"`)
+	case p == "":
+		return nil, "", nil // Chromium refuses allow without a path
+	default:
+		why = "downloadPath " + strconv.Quote(p) + " → the session's download directory"
 	}
 	if f.downloadDir == "" {
 		return nil, "", errors.New("the session has no download directory")
 	}
-	if f.inDownloads(p) == nil {
+	if behavior != "default" && f.inDownloads(p) == nil {
 		return nil, "", nil
 	}
 	c.params["downloadPath"], _ = json.Marshal(f.downloadDir)
@@ -305,7 +314,7 @@ func (f *Filter) rewriteDownloadPath(c command) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return out, "downloadPath " + strconv.Quote(p) + " → the session's download directory", nil
+	return out, why, nil
 }
 
 // rewriteNested filters the command that Target.sendMessageToTarget

@@ -81,7 +81,6 @@ func TestFilter(t *testing.T) {
 		{"drag without files", `{"id":6,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":{"items":[],"dragOperationsMask":1}}}`, forward, ""},
 		{"drag file in downloads", `{"id":6,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":{"items":[],"files":["{dir}/report.txt"],"dragOperationsMask":1}}}`, forward, ""},
 		{"download deny", `{"id":7,"method":"Browser.setDownloadBehavior","params":{"behavior":"deny"}}`, forward, ""},
-		{"download default", `{"id":7,"method":"Browser.setDownloadBehavior","params":{"behavior":"default","browserContextId":"C"}}`, forward, ""},
 		{"download in dir", `{"id":7,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"{dir}"}}`, forward, ""},
 		{"download in subdir", `{"id":7,"method":"Page.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"{dir}/"}}`, forward, ""},
 		{"nested ordinary", `{"id":8,"method":"Target.sendMessageToTarget","params":{"sessionId":"S","message":"{\"id\":1,\"method\":\"Page.navigate\",\"params\":{\"url\":\"https://a.test/\"}}"}}`, forward, ""},
@@ -134,6 +133,11 @@ func TestFilter(t *testing.T) {
 			`{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"{dir}"}}`},
 		{"download through symlink", `{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"{dir}/link.txt"}}`, rewrite,
 			`{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"{dir}"}}`},
+		{"download default", `{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"default","browserContextId":"C"}}`, rewrite,
+			`{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","browserContextId":"C","downloadPath":"{dir}"}}`},
+		{"download default with path", `{"id":30,"method":"Page.setDownloadBehavior","params":{"behavior":"default","downloadPath":"{dir}"}}`, rewrite,
+			`{"id":30,"method":"Page.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"{dir}"}}`},
+		{"download behavior not string", `{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":["default"]}}`, refuse, "behavior is not a string"},
 		{"download path not string", `{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":1}}`, refuse, "not a string"},
 
 		// Network route.
@@ -272,6 +276,9 @@ func TestFilterWithoutDownloadDir(t *testing.T) {
 		if v := f.Apply([]byte(in)); v.Forward != nil || !strings.Contains(string(v.Reply), "no download directory") {
 			t.Errorf("%s: %+v", in, v)
 		}
+	}
+	if v := f.Apply([]byte(`{"id":1,"method":"Browser.setDownloadBehavior","params":{"behavior":"default"}}`)); v.Forward != nil {
+		t.Errorf("default: %+v", v)
 	}
 	if v := f.Apply([]byte(`{"id":1,"method":"Browser.setDownloadBehavior","params":{"behavior":"deny"}}`)); v.Reason != "" {
 		t.Errorf("deny: %+v", v)

@@ -205,7 +205,11 @@ func attackSite(t *testing.T, fileURL string) *httptest.Server {
 		case "/to-file":
 			http.Redirect(w, r, fileURL, http.StatusFound)
 		case "/report":
-			w.Header().Set("Content-Disposition", `attachment; filename="report.txt"`)
+			name := "report.txt"
+			if n := r.URL.Query().Get("name"); n != "" {
+				name = n
+			}
+			w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 			w.Header().Set("Content-Type", "text/plain")
 			fmt.Fprint(w, "quarterly numbers")
 		default:
@@ -369,6 +373,26 @@ func TestCDPAttacks(t *testing.T) {
 		}
 		if entries, err := os.ReadDir(evil); err == nil && len(entries) > 0 {
 			t.Fatalf("%s has %d entries", evil, len(entries))
+		}
+
+		// Chromium's "default" saves into the browser user's ~/Downloads,
+		// which every session shares; it becomes "allow" into the
+		// session's directory.
+		r.ok("", "Browser.setDownloadBehavior", `{"behavior":"default","eventsEnabled":true}`, nil)
+		name := "default-" + randomHex(t) + ".txt"
+		_ = r.send(page, "Page.navigate", fmt.Sprintf(`{"url":%q}`, web.URL+"/report?name="+name))
+		r.event("Browser.downloadProgress", func(m cdpMsg) bool {
+			var p struct{ State string }
+			_ = json.Unmarshal(m.Params, &p)
+			return p.State != "inProgress"
+		})
+		if got, err := os.ReadFile(filepath.Join(dl, name)); err != nil || string(got) != "quarterly numbers" {
+			t.Fatalf("default download in the session's dir: %q %v", got, err)
+		}
+		if home, err := os.UserHomeDir(); err == nil {
+			if _, err := os.Stat(filepath.Join(home, "Downloads", name)); err == nil {
+				t.Fatalf("download in %s/Downloads", home)
+			}
 		}
 		r.ok("", "Browser.setDownloadBehavior", fmt.Sprintf(`{"behavior":"allow","downloadPath":%q}`, dl), nil)
 	})

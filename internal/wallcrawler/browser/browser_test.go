@@ -260,6 +260,89 @@ func TestDownload(t *testing.T) {
 	assertNoLeftovers(t, workDir)
 }
 
+// TestDownloadDefaultBehavior: Chromium resets the download behavior to
+// "default" when the DevTools session that set it disconnects (Playwright
+// sets one on every connectOverCDP); the default is the profile's
+// download directory, which Launch points at DownloadDir, and not the
+// user's ~/Downloads.
+func TestDownloadDefaultBehavior(t *testing.T) {
+	c, workDir := newTestProvider(t)
+	profile := filepath.Join(t.TempDir(), "profile")
+	if err := os.MkdirAll(filepath.Join(profile, "Default"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A restored profile's own default directory does not count.
+	if err := os.WriteFile(filepath.Join(profile, "Default", "Preferences"), []byte(`{"download":{"default_directory":"/elsewhere"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = KillLeftovers(profile) })
+	b := launch(t, c, LaunchOptions{UserDataDir: profile})
+	name := fmt.Sprintf("default-%d.txt", time.Now().UnixNano())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Disposition", "attachment; filename="+name)
+		fmt.Fprint(w, "numbers")
+	}))
+	t.Cleanup(srv.Close)
+	ctx := browserCtx(t, b)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.FromContext(ctx).Browser.Call(ctx, "Browser.setDownloadBehavior", map[string]any{"behavior": "default"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/report")); err != nil {
+		t.Logf("navigate (download): %v", err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if data, err := os.ReadFile(filepath.Join(b.DownloadDir(), name)); err == nil && string(data) == "numbers" {
+			break
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(b.DownloadDir())
+			t.Fatalf("download not in %s: %v", b.DownloadDir(), entries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if _, err := os.Stat(filepath.Join(home, "Downloads", name)); err == nil {
+			t.Fatalf("download in %s/Downloads", home)
+		}
+	}
+	closeBrowser(t, b)
+	assertNoLeftovers(t, workDir)
+}
+
+func TestSetDownloadPrefs(t *testing.T) {
+	profile := t.TempDir()
+	for _, c := range []struct{ name, before, want string }{
+		{"new profile", "", `{"download":{"default_directory":"/d","prompt_for_download":false}}`},
+		{"kept prefs", `{"download":{"default_directory":"/elsewhere","directory_upgrade":true},"big":12345678901234567890}`,
+			`{"big":12345678901234567890,"download":{"default_directory":"/d","directory_upgrade":true,"prompt_for_download":false}}`},
+		{"unreadable", `{"download":`, `{"download":{"default_directory":"/d","prompt_for_download":false}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(profile, "Default", "Preferences")
+			_ = os.RemoveAll(filepath.Dir(path))
+			if c.before != "" {
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(c.before), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := setDownloadPrefs(profile, "/d"); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(path); err != nil || string(got) != c.want {
+				t.Fatalf("preferences %s (%v), want %s", got, err, c.want)
+			}
+		})
+	}
+}
+
 func TestProfilePersistence(t *testing.T) {
 	c, workDir := newTestProvider(t)
 	profile := filepath.Join(t.TempDir(), "profile")

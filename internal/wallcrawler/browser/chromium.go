@@ -1,9 +1,11 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -276,6 +278,11 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 			return fmt.Errorf("remove stale %s: %w", name, err)
 		}
 	}
+	// Before handOver: the preferences file must become the browser
+	// user's with the rest of the profile.
+	if err := setDownloadPrefs(b.userDataDir, b.downloadDir); err != nil {
+		return err
+	}
 	if c.confinement.Switched {
 		if err := c.handOver(b); err != nil {
 			return err
@@ -413,6 +420,45 @@ func (c *Chromium) handOver(b *chromiumBrowser) error {
 	}
 	if err := os.Chmod(b.userDataDir, 0o700); err != nil {
 		return fmt.Errorf("user data dir: %w", err)
+	}
+	return nil
+}
+
+// setDownloadPrefs makes downloadDir the profile's default download
+// directory. Chromium falls back to that default (download behavior
+// "default") whenever a DevTools session that set another behavior
+// disconnects, which would otherwise save into the browser user's
+// ~/Downloads, shared by every session and outside the work dir. Other
+// preferences of the profile (a restored context) are kept.
+func setDownloadPrefs(userDataDir, downloadDir string) error {
+	path := filepath.Join(userDataDir, "Default", "Preferences")
+	prefs := map[string]any{}
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber() // keep large integers as they are
+		if dec.Decode(&prefs) != nil || prefs == nil {
+			prefs = map[string]any{} // unreadable: Chromium would reset it too
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("read preferences: %w", err)
+	}
+	download, _ := prefs["download"].(map[string]any)
+	if download == nil {
+		download = map[string]any{}
+	}
+	download["default_directory"] = downloadDir
+	download["prompt_for_download"] = false
+	prefs["download"] = download
+	if data, err = json.Marshal(prefs); err != nil {
+		return fmt.Errorf("encode preferences: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("preferences dir: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("write preferences: %w", err)
 	}
 	return nil
 }

@@ -2,7 +2,10 @@
 // proxy: a client (Playwright's connectOverCDP, chromedp, Puppeteer)
 // connects to a session's connectUrl with its signingKey, and the proxy
 // relays WebSocket messages to the browser target of the session's
-// Chromium, counting the bytes and logging command/response pairs.
+// Chromium, counting the bytes and logging command/response pairs. Every
+// command from the client first passes a Filter (filter.go), which
+// refuses or rewrites the commands that would escape the session's
+// confinement.
 package cdp
 
 import (
@@ -31,6 +34,10 @@ var (
 type Target struct {
 	// URL is the browser target's WebSocket URL on loopback.
 	URL string
+	// DownloadDir is the session's download directory on the host: the
+	// only place from which commands may hand files to pages, and where
+	// every download goes (see Filter). "" refuses both.
+	DownloadDir string
 	// Log receives command/response pairs; nil disables logging.
 	Log *Log
 	// Opened is called when a client connection is established; Closed
@@ -141,9 +148,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	pending := &pendingMap{m: map[int64]int64{}}
+	c := &commands{
+		filter: NewFilter(t.DownloadDir), log: p.log.With("session", id), n: &relayed,
+		request: func(b []byte) { pending.request(t.Log, b) }, response: func(b []byte) { pending.response(t.Log, b) },
+	}
 	errc := make(chan error, 2)
-	go func() { errc <- pump(ctx, down, up, &relayed, func(b []byte) { pending.request(t.Log, b) }) }()
-	go func() { errc <- pump(ctx, up, down, &relayed, func(b []byte) { pending.response(t.Log, b) }) }()
+	go func() { errc <- c.pump(ctx, down, up) }()
+	go func() { errc <- pump(ctx, up, down, &relayed, c.response) }()
 	err = <-errc
 	cancel()
 	status := websocket.CloseStatus(err)
@@ -164,6 +175,48 @@ func pump(ctx context.Context, src, dst *websocket.Conn, n *atomic.Int64, observ
 		n.Add(int64(len(data)))
 		observe(data)
 		if err := dst.Write(ctx, typ, data); err != nil {
+			return err
+		}
+	}
+}
+
+// commands relays the client's messages to the browser through a Filter.
+type commands struct {
+	filter *Filter
+	log    *slog.Logger
+	n      *atomic.Int64
+	// request and response observe the commands relayed (or refused) and
+	// the answers; they feed the session log.
+	request, response func([]byte)
+}
+
+// pump copies filtered messages from the client (down) to the browser
+// (up), answering refused commands itself, until either side fails.
+func (c *commands) pump(ctx context.Context, down, up *websocket.Conn) error {
+	for {
+		typ, data, err := down.Read(ctx)
+		if err != nil {
+			return err
+		}
+		c.n.Add(int64(len(data)))
+		v := c.filter.Apply(data)
+		if v.Reason != "" {
+			c.log.InfoContext(ctx, "cdp: filtered", "method", v.Method, "reason", v.Reason)
+		}
+		if v.Forward == nil {
+			if v.Reply == nil {
+				continue
+			}
+			c.request(data)
+			c.response(v.Reply)
+			c.n.Add(int64(len(v.Reply)))
+			if err := down.Write(ctx, websocket.MessageText, v.Reply); err != nil {
+				return err
+			}
+			continue
+		}
+		c.request(v.Forward)
+		if err := up.Write(ctx, typ, v.Forward); err != nil {
 			return err
 		}
 	}

@@ -533,8 +533,9 @@ func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (c
 		target = "ws://" + l.b.DebugAddr() + "/devtools/page/" + pageID
 	}
 	return cdp.Target{
-		URL: target,
-		Log: l.log,
+		URL:         target,
+		DownloadDir: l.b.DownloadDir(),
+		Log:         l.log,
 		Opened: func() {
 			l.mu.Lock()
 			l.clients++

@@ -162,7 +162,9 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		}
 	}
 	authStore := auth.New(client, names, nil)
-	ctxStore := contexts.New(client, names, blobs, nil)
+	ctxStore := contexts.New(client, names, blobs, &contexts.Options{
+		MaxUnpackBytes: c.WallcrawlerContextMaxBytes, MaxUnpackEntries: c.WallcrawlerContextMaxEntries,
+	})
 	repo := sessions.NewRepo(client, names, nil)
 	poll := 250 * time.Millisecond
 	if embedded {
@@ -182,7 +184,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	// straight to the bucket through presigned ones when blobs are in S3
 	// (the signed-URL handler stays mounted either way).
 	signer := blob.NewSigner(secret, uploadPrefix, nil)
-	w.uploads = signer.Handler(blobs, maxContextArchive)
+	w.uploads = signer.Handler(blobs, min(maxContextArchive, ctxStore.MaxArchiveBytes()))
 	if uploader == nil {
 		uploader = signer
 	}
@@ -194,7 +196,9 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	return w, nil
 }
 
-// maxContextArchive bounds an uploaded profile archive.
+// maxContextArchive bounds an uploaded profile archive (compressed), or
+// the contexts store's MaxArchiveBytes when smaller: an archive whose
+// compressed size passes its uncompressed bound could never be restored.
 const maxContextArchive = 512 << 20
 
 // run runs the session reaper and stream notifier until ctx ends.

@@ -32,7 +32,49 @@ var (
 	// ErrUnsafeArchive means an archive holds an entry that would land
 	// outside the target directory.
 	ErrUnsafeArchive = errors.New("contexts: unsafe archive entry")
+	// ErrArchiveTooLarge means an archive passes one of the unpack caps
+	// (Options.MaxUnpackBytes, Options.MaxUnpackEntries, or the bound on
+	// its uncompressed tar stream derived from them); the error is a
+	// *LimitError naming the cap.
+	ErrArchiveTooLarge = errors.New("contexts: archive too large")
+	// ErrCorruptArchive means an archive is not a valid tar.gz (bad gzip
+	// data, a malformed tar header, an entry shorter or longer than its
+	// header says).
+	ErrCorruptArchive = errors.New("contexts: corrupt archive")
 )
+
+// Default unpack caps of a context archive.
+const (
+	DefaultMaxUnpackBytes   = 1 << 30 // 1 GiB written to disk
+	DefaultMaxUnpackEntries = 100_000 // tar entries of any type
+)
+
+// streamOverheadPerEntry is what each allowed entry adds to the bound on
+// an archive's uncompressed tar stream: its 512-byte header, the padding
+// of its data, and a PAX or GNU long-name header; streamSlack covers the
+// end-of-archive blocks.
+const (
+	streamOverheadPerEntry = 4 << 10
+	streamSlack            = 1 << 20
+)
+
+// LimitError reports which unpack cap an archive passed. It matches
+// ErrArchiveTooLarge with errors.Is.
+type LimitError struct {
+	// What names the capped quantity: "unpacked bytes", "entries" or
+	// "uncompressed archive bytes".
+	What string
+	// Limit is the cap.
+	Limit int64
+}
+
+// Error names the cap.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%v: more than %d %s", ErrArchiveTooLarge, e.Limit, e.What)
+}
+
+// Is reports whether target is ErrArchiveTooLarge.
+func (e *LimitError) Is(target error) bool { return target == ErrArchiveTooLarge }
 
 // StatusCreated is the status of every context; the schema reserves the
 // attribute for future lifecycle states.
@@ -56,6 +98,13 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the source of identifiers; default crypto/rand.Reader.
 	Rand io.Reader
+	// MaxUnpackBytes caps the bytes Restore writes to disk for one
+	// archive; default DefaultMaxUnpackBytes.
+	MaxUnpackBytes int64
+	// MaxUnpackEntries caps the entries (files, directories, links, any
+	// type) Restore reads from one archive; default
+	// DefaultMaxUnpackEntries.
+	MaxUnpackEntries int
 }
 
 // Store reads and writes contexts and their archives. It is safe for
@@ -80,7 +129,21 @@ func New(client *dynamodb.Client, names tables.Names, blobs blob.Store, opts *Op
 	if o.Rand == nil {
 		o.Rand = rand.Reader
 	}
+	if o.MaxUnpackBytes <= 0 {
+		o.MaxUnpackBytes = DefaultMaxUnpackBytes
+	}
+	if o.MaxUnpackEntries <= 0 {
+		o.MaxUnpackEntries = DefaultMaxUnpackEntries
+	}
 	return &Store{client: client, names: names, blobs: blobs, opts: o}
+}
+
+// MaxArchiveBytes is the bound on an archive's uncompressed tar stream:
+// MaxUnpackBytes plus 4 KiB of headers and padding per allowed entry plus
+// 1 MiB. A compressed archive larger than this cannot be restored, so it
+// is also a sensible bound on uploads.
+func (s *Store) MaxArchiveBytes() int64 {
+	return s.opts.MaxUnpackBytes + int64(s.opts.MaxUnpackEntries)*streamOverheadPerEntry + streamSlack
 }
 
 // StorageKey returns the blob key of a context's profile archive:

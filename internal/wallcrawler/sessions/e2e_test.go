@@ -57,6 +57,14 @@ type stack struct {
 
 func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 	t.Helper()
+	return newStackWith(t, concurrency, opts, nil)
+}
+
+// newStackWith is newStack with the contexts store's options (unpack caps);
+// nil means the defaults. The upload handler bounds archives as quarry
+// serve does: to the store's MaxArchiveBytes, at most 512 MiB.
+func newStackWith(t *testing.T, concurrency int, opts sessions.Options, ctxOpts *contexts.Options) *stack {
+	t.Helper()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("no chromium (make test installs it)")
 	}
@@ -91,7 +99,7 @@ func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st.repo = sessions.NewRepo(client, names, clk.now)
 	st.tokens = sessions.NewTokens([]byte("0123456789abcdef0123456789abcdef"), clk.now)
-	ctxStore := contexts.New(client, names, blobs, nil)
+	ctxStore := contexts.New(client, names, blobs, ctxOpts)
 	opts.WorkDir, opts.Now, opts.Logger = st.workDir, clk.now, log
 	if opts.ReapEvery == 0 {
 		opts.ReapEvery = time.Hour // tests call Reap themselves
@@ -107,7 +115,7 @@ func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 	h := api.New(st.auth, &api.Options{Logger: log, Sessions: st.mgr, Contexts: ctxStore, Uploads: signer, CDP: cdp.NewProxy(st.mgr, log)})
 	mux := http.NewServeMux()
 	mux.Handle("/wallcrawler/", http.StripPrefix("/wallcrawler", h))
-	mux.Handle("/wallcrawler/uploads/", signer.Handler(blobs, 1<<20))
+	mux.Handle("/wallcrawler/uploads/", signer.Handler(blobs, min(512<<20, ctxStore.MaxArchiveBytes())))
 	st.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
 		st.srv.CloseClientConnections()

@@ -182,9 +182,14 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	}
 	// Context archives are uploaded through quarry's own signed URLs, or
 	// straight to the bucket through presigned ones when blobs are in S3
-	// (the signed-URL handler stays mounted either way).
+	// (the signed-URL handler stays mounted either way). quarry refuses a
+	// signed upload once its context is deleted; a presigned one it cannot
+	// stop, so those expire after blob.DefaultMaxUploadTTL (5 minutes).
 	signer := blob.NewSigner(secret, uploadPrefix, nil)
-	w.uploads = signer.Handler(blobs, min(maxContextArchive, ctxStore.MaxArchiveBytes()))
+	w.uploads = signer.HandlerWith(blobs, blob.HandlerOptions{
+		MaxBytes: min(maxContextArchive, ctxStore.MaxArchiveBytes()),
+		Allow:    ctxStore.AllowUpload, // an upload URL dies with its context
+	})
 	if uploader == nil {
 		uploader = signer
 	}

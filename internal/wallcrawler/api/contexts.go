@@ -131,6 +131,10 @@ func (h *Handler) getContext(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if c.Deleting() { // only a retried DELETE still sees it
+		writeError(w, http.StatusNotFound, "Context not found")
+		return
+	}
 	writeJSON(w, http.StatusOK, contextJSON{
 		ID:        c.ID,
 		ProjectID: c.ProjectID,

@@ -324,11 +324,15 @@ func (u *unpacker) copy(w io.Writer, r io.Reader) error {
 // GraphiteDawnCache, component_crx_cache, Crashpad) at any depth, and
 // symbolic links, sockets, FIFOs and devices. The archive is streamed to the
 // blob store; a failure leaves the previous archive in place. Persist fails
-// with ErrNotFound when c no longer exists.
+// with ErrNotFound when c no longer exists or is being deleted (and then
+// removes the archive it stored, see Delete).
 func (s *Store) Persist(ctx context.Context, c Context, dir string) error {
 	cur, err := s.Get(ctx, c.ProjectID, c.ID)
 	if err != nil {
 		return err
+	}
+	if cur.Deleting() {
+		return fmt.Errorf("%w: context %s is being deleted", ErrNotFound, c.ID)
 	}
 	key := storageKey(cur)
 	root, err := os.OpenRoot(dir)

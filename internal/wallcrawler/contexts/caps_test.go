@@ -210,3 +210,32 @@ func truncated(w io.Writer) error {
 	tw.Flush() //nolint:errcheck // fails on purpose: the entry is short
 	return gz.Close()
 }
+
+func TestAllowUpload(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	live := e.create(t, "proj_a")
+	gone := e.create(t, "proj_a")
+	if err := e.store.Delete(ctx, "proj_a", gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, key string
+		ok        bool
+	}{
+		{"live context", live.StorageKey, true},
+		{"deleted context", gone.StorageKey, false},
+		{"other project", contexts.StorageKey("proj_b", live.ID), false},
+		{"unknown context", contexts.StorageKey("proj_a", "ctx_0123"), false},
+		{"other file of the context", "proj_a/" + live.ID + "/other.tar.gz", false},
+		{"not a context key", "proj_a/" + live.ID, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.store.AllowUpload(ctx, tt.key)
+			if tt.ok && err != nil || !tt.ok && (!errors.Is(err, blob.ErrNotFound) || !errors.Is(err, contexts.ErrNotFound)) {
+				t.Fatalf("AllowUpload(%q) = %v", tt.key, err)
+			}
+		})
+	}
+}

@@ -195,6 +195,9 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			return Session{}, fmt.Errorf("%w: contexts are not enabled", ErrInvalid)
 		}
 		c, err := m.d.Contexts.Get(ctx, project.ID, in.ContextID)
+		if err == nil && c.Deleting() {
+			err = contexts.ErrNotFound
+		}
 		if errors.Is(err, contexts.ErrNotFound) {
 			return Session{}, fmt.Errorf("%w: context %s not found", ErrInvalid, in.ContextID)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/origin"
 	wcapi "github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
@@ -193,9 +194,14 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	if uploader == nil {
 		uploader = signer
 	}
+	// Validated with the configuration: cannot fail here.
+	orig, err := origin.Parse(c.PublicURL, c.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("wallcrawler: %w", err)
+	}
 	h := wcapi.New(authStore, &wcapi.Options{
 		Logger: log, Contexts: ctxStore, Uploads: uploader, Sessions: w.manager,
-		CDP: cdp.NewProxy(w.manager, log),
+		CDP: cdp.NewProxy(w.manager, log), Origin: orig,
 	})
 	w.handler = http.StripPrefix("/wallcrawler", h)
 	return w, nil

@@ -14,12 +14,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/platform/origin"
 )
 
 // Config is the configuration of `quarry serve` and `quarry ddb serve`.
 type Config struct {
 	// Listen is the address of the HTTP API (systems, /healthz, /metrics).
 	Listen string
+	// PublicURL is the base URL the outside world reaches the HTTP API at
+	// (https://browsers.example.com); the URLs quarry hands out
+	// (Wallcrawler's connectUrl and upload URLs) are built on it. Empty:
+	// each request's Host (see TrustedProxies).
+	PublicURL string
+	// TrustedProxies are comma-separated CIDRs (or addresses) of reverse
+	// proxies whose X-Forwarded-Proto and X-Forwarded-Host headers are
+	// believed when PublicURL is empty; default none.
+	TrustedProxies string
 	// DDBListen is the address of the DynamoDB-compatible endpoint; "off"
 	// disables it (the systems still use the store in-process).
 	DDBListen string
@@ -152,6 +163,8 @@ type field struct {
 func (c *Config) fields(which []string) []field {
 	all := []field{
 		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil, nil, nil},
+		{"public-url", "QUARRY_PUBLIC_URL", "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", &c.PublicURL, nil, nil, nil, nil},
+		{"trusted-proxies", "QUARRY_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", &c.TrustedProxies, nil, nil, nil, nil},
 		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil, nil, nil},
 		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil, nil, nil},
 		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil, nil, nil},
@@ -284,6 +297,12 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkAddr("listen", c.Listen, false)
+	if _, err := origin.ParsePublicURL(c.PublicURL); err != nil {
+		errs = append(errs, fmt.Errorf("config: public-url %q: want an http:// or https:// URL with a host and no query, e.g. https://browsers.example.com (%w)", c.PublicURL, err))
+	}
+	if _, err := origin.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("config: trusted-proxies %q: want comma-separated CIDRs like 10.0.0.0/8 (%w)", c.TrustedProxies, err))
+	}
 	checkAddr("ddb-listen", c.DDBListen, true)
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("config: data-dir must not be empty"))

@@ -62,6 +62,15 @@ func TestLoad(t *testing.T) {
 		{name: "bad context max bytes flag", args: []string{"--wallcrawler-context-max-bytes", "-5"}, wantErr: "not a size"},
 		{name: "context max bytes too small", args: []string{"--wallcrawler-context-max-bytes", "1000"}, wantErr: "wallcrawler-context-max-bytes 1000: want at least 1MiB"},
 		{name: "context max entries zero", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES": "0"}, wantErr: "wallcrawler-context-max-entries 0: must be at least 1"},
+		{name: "public URL and trusted proxies", args: []string{"--public-url", "https://browsers.example.com"}, env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"},
+			check: func(c *Config) bool {
+				return c.PublicURL == "https://browsers.example.com" && c.TrustedProxies == "10.0.0.0/8, 127.0.0.1"
+			}},
+		{name: "no public URL nor trusted proxies by default", check: func(c *Config) bool { return c.PublicURL == "" && c.TrustedProxies == "" }},
+		{name: "public URL without scheme", args: []string{"--public-url", "browsers.example.com"}, wantErr: `public-url "browsers.example.com": want an http:// or https:// URL with a host and no query`},
+		{name: "public URL with query", env: map[string]string{"QUARRY_PUBLIC_URL": "https://b.example.com/?x=1"}, wantErr: "must not carry a query"},
+		{name: "public URL without host", args: []string{"--public-url", "https:///path"}, wantErr: "no host"},
+		{name: "bad trusted proxy", env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8,proxy.internal"}, wantErr: `trusted-proxies "10.0.0.0/8,proxy.internal": want comma-separated CIDRs`},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

@@ -63,7 +63,7 @@ type createContextJSON struct {
 func (h *Handler) uploadJSON(r *http.Request, c contexts.Context) (contextUploadJSON, error) {
 	out := contextUploadJSON{ID: c.ID, CipherAlgorithm: "NONE"}
 	if h.opts.Uploads != nil {
-		u, err := h.opts.Uploads.UploadURL(r.Context(), origin(r), c.StorageKey, UploadURLTTL)
+		u, err := h.opts.Uploads.UploadURL(r.Context(), h.origin(r), c.StorageKey, UploadURLTTL)
 		if err != nil {
 			return out, fmt.Errorf("context %s: upload URL: %w", c.ID, err)
 		}

@@ -182,7 +182,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 	if v := req.BrowserSettings.Viewport; v != nil {
 		in.Width, in.Height = v.Width, v.Height
 	}
-	x, err := h.opts.Sessions.Create(r.Context(), pr, in, origin(r))
+	x, err := h.opts.Sessions.Create(r.Context(), pr, in, h.origin(r))
 	if err != nil {
 		h.sessionError(w, r, err)
 		return

@@ -116,7 +116,10 @@ func TestContextArchiveRefused(t *testing.T) {
 		{"50 MiB of zeros, 10 MiB cap", small, contextstest.Bomb{Name: "zeros", Size: 50 << 20}.Write, "more than 10485760 unpacked bytes", 0},
 		{"2000 files, 1000-entry cap", small, func(w io.Writer) error { return contextstest.Entries(w, 2000, false) }, "more than 1000 entries", 0},
 	}
-	stacks := map[*contexts.Options]*stack{nil: newStackWith(t, 1, sessions.Options{}, nil), small: newStackWith(t, 1, sessions.Options{}, small)}
+	stacks := map[*contexts.Options]*stack{
+		nil:   newStackWith(t, 1, sessions.Options{}, stackOptions{}),
+		small: newStackWith(t, 1, sessions.Options{}, stackOptions{Contexts: small}),
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := stacks[tt.opts]

@@ -24,6 +24,7 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/platform/origin"
 	wcapi "github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
@@ -196,7 +197,9 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		}
 	}
 	authStore := auth.New(client, names, nil)
-	ctxStore := contexts.New(client, names, blobs, nil)
+	ctxStore := contexts.New(client, names, blobs, &contexts.Options{
+		MaxUnpackBytes: c.WallcrawlerContextMaxBytes, MaxUnpackEntries: c.WallcrawlerContextMaxEntries,
+	})
 	repo := sessions.NewRepo(client, names, nil)
 	poll := 250 * time.Millisecond
 	if embedded {
@@ -214,21 +217,33 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	}
 	// Context archives are uploaded through quarry's own signed URLs, or
 	// straight to the bucket through presigned ones when blobs are in S3
-	// (the signed-URL handler stays mounted either way).
+	// (the signed-URL handler stays mounted either way). quarry refuses a
+	// signed upload once its context is deleted; a presigned one it cannot
+	// stop, so those expire after blob.DefaultMaxUploadTTL (5 minutes).
 	signer := blob.NewSigner(secret, uploadPrefix, nil)
-	w.uploads = signer.Handler(blobs, maxContextArchive)
+	w.uploads = signer.HandlerWith(blobs, blob.HandlerOptions{
+		MaxBytes: min(maxContextArchive, ctxStore.MaxArchiveBytes()),
+		Allow:    ctxStore.AllowUpload, // an upload URL dies with its context
+	})
 	if uploader == nil {
 		uploader = signer
 	}
+	// Validated with the configuration: cannot fail here.
+	orig, err := origin.Parse(c.PublicURL, c.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("wallcrawler: %w", err)
+	}
 	h := wcapi.New(authStore, &wcapi.Options{
 		Logger: log, Contexts: ctxStore, Uploads: uploader, Sessions: w.manager,
-		CDP: cdp.NewProxy(w.manager, log),
+		CDP: cdp.NewProxy(w.manager, log), Origin: orig,
 	})
 	w.handler = http.StripPrefix("/wallcrawler", h)
 	return w, nil
 }
 
-// maxContextArchive bounds an uploaded profile archive.
+// maxContextArchive bounds an uploaded profile archive (compressed), or
+// the contexts store's MaxArchiveBytes when smaller: an archive whose
+// compressed size passes its uncompressed bound could never be restored.
 const maxContextArchive = 512 << 20
 
 // run runs the session reaper and stream notifier until ctx ends.

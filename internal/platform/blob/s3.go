@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,16 @@ type S3Options struct {
 	// TempDir holds the spool files of Put for readers that cannot seek;
 	// empty: os.TempDir().
 	TempDir string
+	// MaxUploadTTL caps the validity of presigned upload URLs (UploadURL);
+	// default DefaultMaxUploadTTL. A presigned URL cannot be revoked: it
+	// works until it expires even when what it was issued for is deleted.
+	MaxUploadTTL time.Duration
 }
+
+// DefaultMaxUploadTTL is the default cap on a presigned upload URL's
+// validity: short, because S3 cannot be told to refuse a presigned PUT
+// once what it was issued for is gone.
+const DefaultMaxUploadTTL = 5 * time.Minute
 
 // S3 is a Store in a bucket of AWS S3 or an S3-compatible service. It also
 // issues presigned upload URLs (Uploader). It is safe for concurrent use.
@@ -56,6 +66,7 @@ type S3 struct {
 	bucket  string
 	prefix  string
 	tempDir string
+	maxTTL  time.Duration
 }
 
 var (
@@ -107,6 +118,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 		bucket:  opts.Bucket,
 		prefix:  opts.Prefix,
 		tempDir: opts.TempDir,
+		maxTTL:  cmp.Or(max(opts.MaxUploadTTL, 0), DefaultMaxUploadTTL),
 	}, nil
 }
 
@@ -212,16 +224,19 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// UploadURL returns a presigned PutObject URL for key, valid for ttl
-// (S3 allows at most 7 days). origin is not used: the URL points at the
-// bucket. The client PUTs the bytes with no further headers; S3 enforces
-// the expiry and signature, and its own 5 GiB limit of one PUT, but no
-// smaller size limit.
+// UploadURL returns a presigned PutObject URL for key, valid for ttl but
+// at most S3Options.MaxUploadTTL (default 5 minutes). origin is not used:
+// the URL points at the bucket. The client PUTs the bytes with no further
+// headers; S3 enforces the expiry and signature, and its own 5 GiB limit
+// of one PUT, but no smaller size limit, and nothing stops the PUT when
+// what the URL was issued for has been deleted meanwhile: hence the short
+// validity.
 func (s *S3) UploadURL(ctx context.Context, origin, key string, ttl time.Duration) (string, error) {
 	k, err := s.objectKey(key)
 	if err != nil {
 		return "", err
 	}
+	ttl = min(ttl, s.maxTTL)
 	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)},
 		s3.WithPresignExpires(ttl))
 	if err != nil {

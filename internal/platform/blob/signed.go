@@ -102,19 +102,41 @@ func (s *Signer) mac(method, key, expires string) []byte {
 	return m.Sum(nil)
 }
 
+// HandlerOptions configures a Signer's Handler.
+type HandlerOptions struct {
+	// MaxBytes bounds an uploaded object; ≤ 0: unlimited.
+	MaxBytes int64
+	// Allow, when set, decides whether the object at key may (still) be
+	// written: the system that issued the URL looks up what owns the key,
+	// so that a URL outlives neither its owner nor the owner's deletion.
+	// It is asked before the body is read and again once the object is
+	// stored. An error matching ErrNotFound refuses the upload with 404
+	// (when it comes after the Put, the object just written is deleted
+	// again); any other error answers 500 (after the Put, the object is
+	// kept: its owner may well exist).
+	Allow func(ctx context.Context, key string) error
+}
+
 // Handler returns the HTTP handler of the signed URLs, to be mounted at the
 // prefix with the prefix still in the request path, e.g.
 //
 //	mux.Handle("/blobs/", signer.Handler(store, 64<<20))
 //
+// It is HandlerWith(store, HandlerOptions{MaxBytes: maxBytes}).
+func (s *Signer) Handler(store Store, maxBytes int64) http.Handler {
+	return s.HandlerWith(store, HandlerOptions{MaxBytes: maxBytes})
+}
+
+// HandlerWith returns the HTTP handler of the signed URLs (see Handler).
 // A PUT with a valid signature streams its body into store.Put under the
 // key named by the rest of the path and answers 200 {"key": key}. A body
-// larger than maxBytes (≤ 0: unlimited) is refused with 413 and nothing is
-// stored: the Store's Put sees a read error and, by the Store contract,
-// keeps no partial object. A missing or bad signature answers 403, an
-// expired one 403 saying so, any other method 405. Error bodies are
-// {"error": "..."}.
-func (s *Signer) Handler(store Store, maxBytes int64) http.Handler {
+// larger than o.MaxBytes is refused with 413 and nothing is stored: the
+// Store's Put sees a read error and, by the Store contract, keeps no
+// partial object. A missing or bad signature answers 403, an expired one
+// 403 saying so, a key o.Allow refuses 404, any other method 405. Error
+// bodies are {"error": "..."}.
+func (s *Signer) HandlerWith(store Store, o HandlerOptions) http.Handler {
+	maxBytes := o.MaxBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPut {
 			w.Header().Set("Allow", http.MethodPut)
@@ -132,6 +154,9 @@ func (s *Signer) Handler(store Store, maxBytes int64) http.Handler {
 				msg = "signed URL has expired"
 			}
 			writeBlobError(w, http.StatusForbidden, msg)
+			return
+		}
+		if o.Allow != nil && refused(w, o.Allow(r.Context(), key)) {
 			return
 		}
 		if maxBytes > 0 && r.ContentLength > maxBytes {
@@ -153,9 +178,35 @@ func (s *Signer) Handler(store Store, maxBytes int64) http.Handler {
 		case err != nil:
 			writeBlobError(w, http.StatusInternalServerError, "could not store the object")
 		default:
+			// The owner may have gone while the body streamed in: then
+			// the object must not outlive it.
+			if o.Allow != nil {
+				ctx := context.WithoutCancel(r.Context())
+				aerr := o.Allow(ctx, key)
+				if errors.Is(aerr, ErrNotFound) {
+					_ = store.Delete(ctx, key)
+				}
+				if refused(w, aerr) {
+					return
+				}
+			}
 			writeBlobJSON(w, http.StatusOK, map[string]string{"key": key})
 		}
 	})
+}
+
+// refused answers an Allow error, 404 for ErrNotFound and 500 for any
+// other, and reports whether there was one.
+func refused(w http.ResponseWriter, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrNotFound):
+		writeBlobError(w, http.StatusNotFound, "the object's owner no longer exists; this upload URL is void")
+	default:
+		writeBlobError(w, http.StatusInternalServerError, "could not check the upload")
+	}
+	return true
 }
 
 // limitedReader records whether the wrapped http.MaxBytesReader refused to

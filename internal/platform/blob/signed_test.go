@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -277,3 +278,94 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+// owners is an Allow hook over a set of live keys; gone(key) deletes one.
+type owners struct {
+	mu   sync.Mutex
+	live map[string]bool
+	err  error // answered for every key when set
+}
+
+func (o *owners) allow(_ context.Context, key string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return o.err
+	}
+	if !o.live[key] {
+		return fmt.Errorf("owner of %s: %w", key, ErrNotFound)
+	}
+	return nil
+}
+
+func (o *owners) gone(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.live, key)
+}
+
+// Allow voids the URL of a key whose owner is gone, before the body is read
+// and after the object is stored (then deleting it again).
+func TestSignedAllow(t *testing.T) {
+	t.Parallel()
+	store, err := NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSigner([]byte("secret"), "/blobs/", nil)
+	o := &owners{live: map[string]bool{"p/live": true, "p/racing": true, "p/gone": true}}
+	o.gone("p/gone")
+	// racing's owner goes while its body streams in: the store sees the
+	// body end only after the owner is gone.
+	racingStore := storeFunc{Store: store, put: func(ctx context.Context, key string, r io.Reader) error {
+		err := store.Put(ctx, key, r)
+		if key == "p/racing" {
+			o.gone(key)
+		}
+		return err
+	}}
+	srv := httptest.NewServer(s.HandlerWith(racingStore, HandlerOptions{MaxBytes: 1 << 20, Allow: o.allow}))
+	t.Cleanup(srv.Close)
+	e := &signedEnv{srv: srv, signer: s, store: store}
+	for _, tt := range []struct {
+		key    string
+		status int
+		stored bool
+	}{
+		{"p/live", http.StatusOK, true},
+		{"p/gone", http.StatusNotFound, false},
+		{"p/racing", http.StatusNotFound, false},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			status, body := e.do(t, "PUT", s.URL(srv.URL, "PUT", tt.key, time.Minute), "bytes")
+			if status != tt.status {
+				t.Fatalf("PUT: %d %v, want %d", status, body, tt.status)
+			}
+			if status == http.StatusNotFound && !strings.Contains(body["error"], "no longer exists") {
+				t.Fatalf("error body %v", body)
+			}
+			if _, ok := e.content(t, tt.key); ok != tt.stored {
+				t.Fatalf("stored %v, want %v", ok, tt.stored)
+			}
+		})
+	}
+	// A failing lookup is a server error, and nothing is stored.
+	o.mu.Lock()
+	o.err = errors.New("table unavailable")
+	o.mu.Unlock()
+	status, body := e.do(t, "PUT", s.URL(srv.URL, "PUT", "p/other", time.Minute), "bytes")
+	if status != http.StatusInternalServerError || body["error"] == "" {
+		t.Fatalf("PUT with a failing Allow: %d %v", status, body)
+	}
+	if _, ok := e.content(t, "p/other"); ok {
+		t.Fatal("stored despite the failing Allow")
+	}
+}
+
+// storeFunc is a Store whose Put is put.
+type storeFunc struct {
+	Store
+	put func(ctx context.Context, key string, r io.Reader) error
+}
+
+func (s storeFunc) Put(ctx context.Context, key string, r io.Reader) error { return s.put(ctx, key, r) }

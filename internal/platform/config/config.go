@@ -16,12 +16,22 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/platform/origin"
 )
 
 // Config is the configuration of `quarry serve` and `quarry ddb serve`.
 type Config struct {
 	// Listen is the address of the HTTP API (systems, /healthz, /metrics).
 	Listen string
+	// PublicURL is the base URL the outside world reaches the HTTP API at
+	// (https://browsers.example.com); the URLs quarry hands out
+	// (Wallcrawler's connectUrl and upload URLs) are built on it. Empty:
+	// each request's Host (see TrustedProxies).
+	PublicURL string
+	// TrustedProxies are comma-separated CIDRs (or addresses) of reverse
+	// proxies whose X-Forwarded-Proto and X-Forwarded-Host headers are
+	// believed when PublicURL is empty; default none.
+	TrustedProxies string
 	// DDBListen is the address of the DynamoDB-compatible endpoint; "off"
 	// disables it (the systems still use the store in-process).
 	DDBListen string
@@ -64,6 +74,12 @@ type Config struct {
 	// WallcrawlerIdleGrace ends a session without keepAlive after this long
 	// without a CDP client.
 	WallcrawlerIdleGrace time.Duration
+	// WallcrawlerContextMaxBytes caps the bytes one context archive may
+	// unpack to on disk (default 1 GiB).
+	WallcrawlerContextMaxBytes int64
+	// WallcrawlerContextMaxEntries caps the entries of one context archive
+	// (default 100,000).
+	WallcrawlerContextMaxEntries int
 	// Chromium is the browser binary; empty: chromium on PATH.
 	Chromium string
 	// WallcrawlerUser is the account browsers run as when quarry runs as
@@ -137,7 +153,9 @@ func Defaults() Config {
 		DDBCacheMB:      64,
 		DDBSyncInterval: 250 * time.Microsecond,
 
-		WallcrawlerIdleGrace: 120 * time.Second,
+		WallcrawlerIdleGrace:         120 * time.Second,
+		WallcrawlerContextMaxBytes:   1 << 30,
+		WallcrawlerContextMaxEntries: 100_000,
 
 		ChecksTablePrefix: "checks-",
 		ChecksMinInterval: 10 * time.Second,
@@ -154,51 +172,56 @@ type field struct {
 	dur              *time.Duration
 	num              *int
 	boolean          *bool
+	size             *int64 // bytes, or a size such as 512MiB (ParseSize)
 }
 
 func (c *Config) fields(which []string) []field {
 	all := []field{
-		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil, nil},
-		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil, nil},
-		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil, nil},
-		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil, nil},
-		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil, nil, nil},
-		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil, nil},
-		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil, nil},
-		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil, nil},
+		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil, nil, nil},
+		{"public-url", "QUARRY_PUBLIC_URL", "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", &c.PublicURL, nil, nil, nil, nil},
+		{"trusted-proxies", "QUARRY_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", &c.TrustedProxies, nil, nil, nil, nil},
+		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil, nil, nil},
+		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil, nil, nil},
+		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil, nil, nil},
+		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil, nil, nil, nil},
+		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil, nil, nil},
+		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil, nil, nil},
+		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil, nil, nil},
 		{flag: "ddb-sync", env: "QUARRY_DDB_SYNC", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
 		{flag: "ddb-sync-interval", env: "QUARRY_DDB_SYNC_INTERVAL", usage: "shortest time between two fsyncs of the store's log; commits arriving meanwhile share the next fsync (0: sync at once)", dur: &c.DDBSyncInterval},
 		{flag: "ddb-cache-mb", env: "QUARRY_DDB_CACHE_MB", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
-		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil, nil},
-		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil, nil},
-		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil, nil},
-		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool, nil},
-		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil, nil},
-		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil, nil},
+		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil, nil, nil},
+		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil, nil, nil},
+		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil, nil, nil},
+		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool, nil, nil},
+		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil, nil, nil},
+		{flag: "wallcrawler-context-max-bytes", env: "QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &c.WallcrawlerContextMaxBytes},
+		{flag: "wallcrawler-context-max-entries", env: "QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
+		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil, nil, nil},
 		{flag: "wallcrawler-user", env: "QUARRY_WALLCRAWLER_USER", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
 		{flag: "wallcrawler-browser-dir", env: "QUARRY_WALLCRAWLER_BROWSER_DIR", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
-		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil, nil},
-		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil, nil},
-		{"allow-networks", "QUARRY_ALLOW_NETWORKS", `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, &c.AllowNetworks, nil, nil, nil},
-		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", "deprecated: use --allow-networks", &c.ChecksAllowNetworks, nil, nil, nil},
-		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil, nil},
-		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit, nil},
-		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit, nil},
-		{"checks-smtp", "QUARRY_CHECKS_SMTP", "SMTP server (host:port) for email alerts; empty: no email", &c.ChecksSMTP, nil, nil, nil},
-		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil, nil},
-		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil, nil},
-		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil, nil},
-		{"eecar-table-prefix", "QUARRY_EECAR_TABLE_PREFIX", "prefix of eecar-parts-table", &c.EECARTablePrefix, nil, nil, nil},
-		{"eecar-embeddings-url", "QUARRY_EECAR_EMBEDDINGS_URL", "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", &c.EECAREmbeddingsURL, nil, nil, nil},
-		{"eecar-embeddings-model", "QUARRY_EECAR_EMBEDDINGS_MODEL", "embedding model name at eecar-embeddings-url", &c.EECAREmbeddingsModel, nil, nil, nil},
-		{"eecar-embeddings-key", "QUARRY_EECAR_EMBEDDINGS_KEY", "API key for eecar-embeddings-url", &c.EECAREmbeddingsKey, nil, nil, nil},
-		{"eecar-embeddings-dim", "QUARRY_EECAR_EMBEDDINGS_DIM", "dimension of the embeddings at eecar-embeddings-url", nil, nil, &c.EECAREmbeddingsDim, nil},
-		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil, nil},
-		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil, nil},
-		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil, nil},
-		{"blob-s3-bucket", "QUARRY_BLOB_S3_BUCKET", "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", &c.BlobS3Bucket, nil, nil, nil},
-		{"blob-s3-endpoint", "QUARRY_BLOB_S3_ENDPOINT", "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", &c.BlobS3Endpoint, nil, nil, nil},
-		{"blob-s3-region", "QUARRY_BLOB_S3_REGION", "region of blob-s3-bucket (default: region)", &c.BlobS3Region, nil, nil, nil},
+		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil, nil, nil},
+		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil, nil, nil},
+		{"allow-networks", "QUARRY_ALLOW_NETWORKS", `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, &c.AllowNetworks, nil, nil, nil, nil},
+		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", "deprecated: use --allow-networks", &c.ChecksAllowNetworks, nil, nil, nil, nil},
+		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil, nil, nil},
+		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit, nil, nil},
+		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit, nil, nil},
+		{"checks-smtp", "QUARRY_CHECKS_SMTP", "SMTP server (host:port) for email alerts; empty: no email", &c.ChecksSMTP, nil, nil, nil, nil},
+		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil, nil, nil},
+		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil, nil, nil},
+		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil, nil, nil},
+		{"eecar-table-prefix", "QUARRY_EECAR_TABLE_PREFIX", "prefix of eecar-parts-table", &c.EECARTablePrefix, nil, nil, nil, nil},
+		{"eecar-embeddings-url", "QUARRY_EECAR_EMBEDDINGS_URL", "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", &c.EECAREmbeddingsURL, nil, nil, nil, nil},
+		{"eecar-embeddings-model", "QUARRY_EECAR_EMBEDDINGS_MODEL", "embedding model name at eecar-embeddings-url", &c.EECAREmbeddingsModel, nil, nil, nil, nil},
+		{"eecar-embeddings-key", "QUARRY_EECAR_EMBEDDINGS_KEY", "API key for eecar-embeddings-url", &c.EECAREmbeddingsKey, nil, nil, nil, nil},
+		{"eecar-embeddings-dim", "QUARRY_EECAR_EMBEDDINGS_DIM", "dimension of the embeddings at eecar-embeddings-url", nil, nil, &c.EECAREmbeddingsDim, nil, nil},
+		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil, nil, nil},
+		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil, nil, nil},
+		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil, nil, nil},
+		{"blob-s3-bucket", "QUARRY_BLOB_S3_BUCKET", "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", &c.BlobS3Bucket, nil, nil, nil, nil},
+		{"blob-s3-endpoint", "QUARRY_BLOB_S3_ENDPOINT", "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", &c.BlobS3Endpoint, nil, nil, nil, nil},
+		{"blob-s3-region", "QUARRY_BLOB_S3_REGION", "region of blob-s3-bucket (default: region)", &c.BlobS3Region, nil, nil, nil, nil},
 		{flag: "blob-s3-path-style", env: "QUARRY_BLOB_S3_PATH_STYLE", usage: "address blob-s3-bucket in the URL path (MinIO, Ceph and most S3-compatible services)", boolean: &c.BlobS3PathStyle},
 	}
 	if which == nil {
@@ -240,6 +263,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 				return nil, fmt.Errorf("config: %s=%q: not a whole number", f.env, v)
 			}
 			*f.num = n
+		} else if f.size != nil {
+			n, err := ParseSize(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s=%q: %w", f.env, v, err)
+			}
+			*f.size = n
 		} else {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -256,6 +285,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 			fs.BoolVar(f.boolean, f.flag, *f.boolean, usage)
 		} else if f.num != nil {
 			fs.IntVar(f.num, f.flag, *f.num, usage)
+		} else if f.size != nil {
+			fs.Var((*sizeValue)(f.size), f.flag, usage)
 		} else {
 			fs.DurationVar(f.dur, f.flag, *f.dur, usage)
 		}
@@ -284,6 +315,12 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkAddr("listen", c.Listen, false)
+	if _, err := origin.ParsePublicURL(c.PublicURL); err != nil {
+		errs = append(errs, fmt.Errorf("config: public-url %q: want an http:// or https:// URL with a host and no query, e.g. https://browsers.example.com (%w)", c.PublicURL, err))
+	}
+	if _, err := origin.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("config: trusted-proxies %q: want comma-separated CIDRs like 10.0.0.0/8 (%w)", c.TrustedProxies, err))
+	}
 	checkAddr("ddb-listen", c.DDBListen, true)
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("config: data-dir must not be empty"))
@@ -336,6 +373,12 @@ func (c *Config) Validate() error {
 		} else if inside {
 			errs = append(errs, fmt.Errorf("config: wallcrawler-browser-dir %q is inside data-dir %q, which the browser user must not enter", c.WallcrawlerBrowserDir, c.DataDir))
 		}
+	}
+	if c.WallcrawlerContextMaxBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("config: wallcrawler-context-max-bytes %d: want at least 1MiB (1048576)", c.WallcrawlerContextMaxBytes))
+	}
+	if c.WallcrawlerContextMaxEntries < 1 {
+		errs = append(errs, fmt.Errorf("config: wallcrawler-context-max-entries %d: must be at least 1", c.WallcrawlerContextMaxEntries))
 	}
 	if c.ChecksMinInterval < time.Second {
 		errs = append(errs, fmt.Errorf("config: checks-min-interval %v: at least 1s", c.ChecksMinInterval))
@@ -404,6 +447,49 @@ func (c *Config) Deprecations() []string {
 		w = append(w, msg)
 	}
 	return w
+}
+
+// sizeUnits are the suffixes ParseSize accepts, longest first.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
+}
+
+// ParseSize parses a byte count: a whole number of bytes ("1048576"), or
+// one with a binary unit, case-insensitive ("512MiB", "1GiB", "64k"; K, M,
+// G and T are KiB, MiB, GiB and TiB). It refuses negative sizes and sizes
+// that overflow int64.
+func ParseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<63-1)/mult {
+		return 0, fmt.Errorf("not a size: want bytes or a size like 512MiB or 1GiB")
+	}
+	return n * mult, nil
+}
+
+// sizeValue is a flag.Value of a byte count parsed by ParseSize.
+type sizeValue int64
+
+func (s *sizeValue) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeValue) Set(v string) error {
+	n, err := ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeValue(n)
+	return nil
 }
 
 // ParseLevel parses a log level name.

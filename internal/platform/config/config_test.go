@@ -47,6 +47,30 @@ func TestLoad(t *testing.T) {
 		{name: "sync interval", env: map[string]string{"QUARRY_DDB_SYNC_INTERVAL": "0s"}, check: func(c *Config) bool { return c.DDBSyncInterval == 0 }},
 		{name: "bad sync interval", args: []string{"--ddb-sync-interval", "1s"}, wantErr: "ddb-sync-interval 1s: must be in [0, 100ms]"},
 		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
+		{name: "context caps default", check: func(c *Config) bool {
+			return c.WallcrawlerContextMaxBytes == 1<<30 && c.WallcrawlerContextMaxEntries == 100_000
+		}},
+		{name: "context caps from env", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "512MiB", "QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES": "5000"},
+			check: func(c *Config) bool {
+				return c.WallcrawlerContextMaxBytes == 512<<20 && c.WallcrawlerContextMaxEntries == 5000
+			}},
+		{name: "context max bytes flag in bytes", args: []string{"--wallcrawler-context-max-bytes", "2097152"}, env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "1GiB"},
+			check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<20 }},
+		{name: "context max bytes flag with unit", args: []string{"--wallcrawler-context-max-bytes=2g"},
+			check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<30 }},
+		{name: "bad context max bytes", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "lots"}, wantErr: `QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES="lots": not a size`},
+		{name: "bad context max bytes flag", args: []string{"--wallcrawler-context-max-bytes", "-5"}, wantErr: "not a size"},
+		{name: "context max bytes too small", args: []string{"--wallcrawler-context-max-bytes", "1000"}, wantErr: "wallcrawler-context-max-bytes 1000: want at least 1MiB"},
+		{name: "context max entries zero", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES": "0"}, wantErr: "wallcrawler-context-max-entries 0: must be at least 1"},
+		{name: "public URL and trusted proxies", args: []string{"--public-url", "https://browsers.example.com"}, env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"},
+			check: func(c *Config) bool {
+				return c.PublicURL == "https://browsers.example.com" && c.TrustedProxies == "10.0.0.0/8, 127.0.0.1"
+			}},
+		{name: "no public URL nor trusted proxies by default", check: func(c *Config) bool { return c.PublicURL == "" && c.TrustedProxies == "" }},
+		{name: "public URL without scheme", args: []string{"--public-url", "browsers.example.com"}, wantErr: `public-url "browsers.example.com": want an http:// or https:// URL with a host and no query`},
+		{name: "public URL with query", env: map[string]string{"QUARRY_PUBLIC_URL": "https://b.example.com/?x=1"}, wantErr: "must not carry a query"},
+		{name: "public URL without host", args: []string{"--public-url", "https:///path"}, wantErr: "no host"},
+		{name: "bad trusted proxy", env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8,proxy.internal"}, wantErr: `trusted-proxies "10.0.0.0/8,proxy.internal": want comma-separated CIDRs`},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 		{name: "browser user and dir from env", env: map[string]string{"QUARRY_WALLCRAWLER_USER": "65534:65534", "QUARRY_WALLCRAWLER_BROWSER_DIR": "/var/tmp/qb"},
 			check: func(c *Config) bool {
@@ -84,5 +108,22 @@ func TestLoad(t *testing.T) {
 	}, Defaults(), nil)
 	if err == nil || !strings.Contains(err.Error(), "log-format") || !strings.Contains(err.Error(), "log-level") {
 		t.Fatalf("want both errors, got %v", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"1048576", 1 << 20, true}, {"512MiB", 512 << 20, true}, {"1GiB", 1 << 30, true},
+		{"1gib", 1 << 30, true}, {"64k", 64 << 10, true}, {"3 M", 3 << 20, true}, {"2T", 2 << 40, true}, {"10b", 10, true},
+		{"", 0, false}, {"MiB", 0, false}, {"1.5GiB", 0, false}, {"-1", 0, false}, {"1PiB", 0, false}, {"9999999999T", 0, false},
+	} {
+		got, err := ParseSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d (ok %v)", tt.in, got, err, tt.want, tt.ok)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/origin"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
@@ -63,6 +64,11 @@ type Options struct {
 	Sessions *sessions.Manager
 	// CDP serves /cdp/... (authenticated by signingKey, not API key).
 	CDP http.Handler
+	// Origin computes the origin of connectUrl and of quarry-signed
+	// uploadUrl: the configured public URL, else the request's Host
+	// (X-Forwarded-* only from trusted proxies). nil: the request's Host
+	// and TLS, never X-Forwarded-* headers.
+	Origin *origin.Resolver
 }
 
 // Handler serves the Wallcrawler API. Every request must carry a valid API
@@ -209,23 +215,10 @@ func (h *Handler) projectUsage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, u)
 }
 
-// origin returns the scheme and host the client used to reach the server
-// ("http://127.0.0.1:8080"), honouring X-Forwarded-Proto and
-// X-Forwarded-Host from a reverse proxy.
-func origin(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
-	host := r.Host
-	if fh := r.Header.Get("X-Forwarded-Host"); fh != "" {
-		host = fh
-	}
-	return scheme + "://" + host
-}
+// origin returns the scheme and host (and base path) clients reach quarry
+// at ("http://127.0.0.1:8080"), for the URLs the API hands out: see
+// Options.Origin.
+func (h *Handler) origin(r *http.Request) string { return h.opts.Origin.Origin(r) }
 
 // errorJSON is the error body Browserbase's API returns.
 type errorJSON struct {

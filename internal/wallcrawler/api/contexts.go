@@ -63,7 +63,7 @@ type createContextJSON struct {
 func (h *Handler) uploadJSON(r *http.Request, c contexts.Context) (contextUploadJSON, error) {
 	out := contextUploadJSON{ID: c.ID, CipherAlgorithm: "NONE"}
 	if h.opts.Uploads != nil {
-		u, err := h.opts.Uploads.UploadURL(r.Context(), origin(r), c.StorageKey, UploadURLTTL)
+		u, err := h.opts.Uploads.UploadURL(r.Context(), h.origin(r), c.StorageKey, UploadURLTTL)
 		if err != nil {
 			return out, fmt.Errorf("context %s: upload URL: %w", c.ID, err)
 		}
@@ -129,6 +129,10 @@ func (h *Handler) lookupContext(w http.ResponseWriter, r *http.Request) (context
 func (h *Handler) getContext(w http.ResponseWriter, r *http.Request) {
 	c, ok := h.lookupContext(w, r)
 	if !ok {
+		return
+	}
+	if c.Deleting() { // only a retried DELETE still sees it
+		writeError(w, http.StatusNotFound, "Context not found")
 		return
 	}
 	writeJSON(w, http.StatusOK, contextJSON{

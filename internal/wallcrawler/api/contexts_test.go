@@ -49,6 +49,7 @@ func (c *ctxClock) add(d time.Duration) {
 type ctxEnv struct {
 	srv      *httptest.Server
 	contexts *contexts.Store
+	blobs    *blob.Dir
 	clock    *ctxClock
 	p1, p2   auth.Project // key may use both, p1 primary
 	p3       auth.Project // key3 only
@@ -86,6 +87,7 @@ func setupContexts(t *testing.T) *ctxEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.blobs = blobs
 	e.contexts = contexts.New(client, names, blobs, &contexts.Options{Now: e.clock.now})
 	signer := blob.NewSigner([]byte("test secret"), "/blobs/", e.clock.now)
 	h := api.New(st, &api.Options{
@@ -95,7 +97,7 @@ func setupContexts(t *testing.T) *ctxEnv {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/wallcrawler/", http.StripPrefix("/wallcrawler", h))
-	mux.Handle("/blobs/", signer.Handler(blobs, 1<<20))
+	mux.Handle("/blobs/", signer.HandlerWith(blobs, blob.HandlerOptions{MaxBytes: 1 << 20, Allow: e.contexts.AllowUpload}))
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e
@@ -404,4 +406,104 @@ func TestContextsDisabled(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("POST /v1/contexts without a contexts store: %d", resp.StatusCode)
 	}
+}
+
+// putBody PUTs body to rawURL and returns the status and the decoded JSON
+// answer.
+func putBody(t *testing.T, e *ctxEnv, rawURL string, body io.Reader) (int, map[string]string) {
+	t.Helper()
+	req, err := http.NewRequest("PUT", rawURL, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("PUT answer: %v", err)
+	}
+	return resp.StatusCode, out
+}
+
+// A context's upload URL dies with the context: after DELETE it answers
+// 404 and stores nothing, and an upload still streaming in when the
+// context is deleted is refused and its archive removed.
+func TestContextUploadURLDiesWithContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setupContexts(t)
+	archive := profileArchive(t, map[string]string{"Default/Cookies": "jar"})
+	restored := func(t *testing.T, id string) bool {
+		t.Helper()
+		// The archive key is known even once the context is gone.
+		c := contexts.Context{ID: id, ProjectID: e.p1.ID}
+		ok, err := e.contexts.Restore(ctx, c, filepath.Join(t.TempDir(), "p"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+
+	t.Run("after delete", func(t *testing.T) {
+		up := e.create(t, e.key, "")
+		if got := upload(t, e, up.UploadURL, archive); got != http.StatusOK {
+			t.Fatalf("upload: %d", got)
+		}
+		if status, b := e.call(t, "DELETE", "/v1/contexts/"+up.ID, e.key, ""); status != http.StatusNoContent {
+			t.Fatalf("DELETE: %d %s", status, b)
+		}
+		status, body := putBody(t, e, up.UploadURL, bytes.NewReader(archive))
+		if status != http.StatusNotFound || !strings.Contains(body["error"], "no longer exists") {
+			t.Fatalf("upload after DELETE: %d %v, want 404", status, body)
+		}
+		if restored(t, up.ID) {
+			t.Fatal("the deleted context's archive was written again")
+		}
+	})
+
+	t.Run("delete while uploading", func(t *testing.T) {
+		up := e.create(t, e.key, "")
+		pr, pw := io.Pipe()
+		type answer struct {
+			status int
+			body   map[string]string
+		}
+		done := make(chan answer, 1)
+		go func() {
+			status, body := putBody(t, e, up.UploadURL, pr)
+			done <- answer{status, body}
+		}()
+		// Half the archive is in the store's temporary file (so the
+		// upload passed its first check), then the context is deleted,
+		// then the rest arrives.
+		if _, err := pw.Write(archive[:len(archive)/2]); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(e.blobs.Root, e.p1.ID, up.ID, ".tmp-*")
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if m, _ := filepath.Glob(tmp); len(m) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the upload never reached the store")
+			}
+		}
+		if status, b := e.call(t, "DELETE", "/v1/contexts/"+up.ID, e.key, ""); status != http.StatusNoContent {
+			t.Fatalf("DELETE: %d %s", status, b)
+		}
+		if _, err := pw.Write(archive[len(archive)/2:]); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		a := <-done
+		if a.status != http.StatusNotFound || !strings.Contains(a.body["error"], "no longer exists") {
+			t.Fatalf("racing upload: %d %v, want 404", a.status, a.body)
+		}
+		if restored(t, up.ID) {
+			t.Fatal("the racing upload's archive survived the DELETE")
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 )
 
@@ -181,7 +182,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 	if v := req.BrowserSettings.Viewport; v != nil {
 		in.Width, in.Height = v.Width, v.Height
 	}
-	x, err := h.opts.Sessions.Create(r.Context(), pr, in, origin(r))
+	x, err := h.opts.Sessions.Create(r.Context(), pr, in, h.origin(r))
 	if err != nil {
 		h.sessionError(w, r, err)
 		return
@@ -327,11 +328,28 @@ func (h *Handler) sessionError(w http.ResponseWriter, r *http.Request, err error
 		writeError(w, http.StatusTooManyRequests, "The project's concurrency limit is reached: release a session first")
 	case errors.Is(err, sessions.ErrState):
 		writeError(w, http.StatusConflict, "Session is not running")
+	case errors.Is(err, sessions.ErrContextArchive):
+		writeError(w, http.StatusUnprocessableEntity, contextArchiveMessage(err))
 	case errors.Is(err, sessions.ErrUnavailable):
 		h.opts.Logger.WarnContext(r.Context(), "wallcrawler: session failed to start", "err", err)
 		w.Header().Set("x-should-retry", "false")
 		writeError(w, http.StatusServiceUnavailable, "The browser could not be started: "+err.Error())
 	default:
 		h.serverError(w, r, err)
+	}
+}
+
+// contextArchiveMessage explains why a context's archive was refused (422):
+// which cap it passes, or that it is unsafe or corrupt.
+func contextArchiveMessage(err error) string {
+	const prefix = "The context's archive cannot be used: "
+	var le *contexts.LimitError
+	switch {
+	case errors.As(err, &le):
+		return fmt.Sprintf("%sit holds more than %d %s, this server's cap; upload a smaller profile", prefix, le.Limit, le.What)
+	case errors.Is(err, contexts.ErrUnsafeArchive):
+		return prefix + "it holds an entry outside the profile directory (absolute path, \"..\" or a link pointing outside)"
+	default:
+		return prefix + "it is not a valid tar.gz archive"
 	}
 }

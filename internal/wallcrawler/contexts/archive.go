@@ -55,7 +55,18 @@ func storageKey(c Context) string {
 // archived permission bits, and refuses (ErrUnsafeArchive) any entry whose
 // name or link target would leave dir: absolute paths, "..", and symbolic
 // or hard links pointing outside. Links pointing inside dir, devices and
-// FIFOs are skipped. On error dir may hold part of the archive.
+// FIFOs are skipped.
+//
+// Unpacking is capped (see Options): it stops with a *LimitError
+// (ErrArchiveTooLarge) before writing the byte that would pass
+// MaxUnpackBytes, at the entry past MaxUnpackEntries, or once the
+// uncompressed tar stream passes MaxArchiveBytes (so that data the tar
+// reader skips cannot make it decompress for long). Bytes are counted as
+// written, whatever the headers claim. A malformed archive fails with
+// ErrCorruptArchive; ctx ends the work between reads.
+//
+// On error, Restore removes dir when it created it; a dir that existed
+// before may hold part of the archive.
 func (s *Store) Restore(ctx context.Context, c Context, dir string) (bool, error) {
 	rc, err := s.blobs.Get(ctx, storageKey(c))
 	if errors.Is(err, blob.ErrNotFound) {
@@ -65,28 +76,96 @@ func (s *Store) Restore(ctx context.Context, c Context, dir string) (bool, error
 		return false, fmt.Errorf("contexts: restore %s: %w", c.ID, err)
 	}
 	defer rc.Close()
+	_, statErr := os.Lstat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("contexts: restore %s: %w", c.ID, err)
 	}
-	root, err := os.OpenRoot(dir)
+	err = s.extractInto(ctx, dir, rc)
 	if err != nil {
-		return false, fmt.Errorf("contexts: restore %s: %w", c.ID, err)
-	}
-	defer root.Close()
-	if err := extract(ctx, root, rc); err != nil {
+		if created {
+			_ = os.RemoveAll(dir)
+		}
 		return false, fmt.Errorf("contexts: restore %s: %w", c.ID, err)
 	}
 	return true, nil
 }
 
-// extract unpacks the tar.gz read from r under root.
-func extract(ctx context.Context, root *os.Root, r io.Reader) error {
+// extractInto opens dir as a root and unpacks the archive read from r
+// under it, within the Store's caps.
+func (s *Store) extractInto(ctx context.Context, dir string, r io.Reader) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return extract(ctx, root, r, s.limits())
+}
+
+// limits are the unpack caps of one archive.
+type limits struct {
+	bytes   int64 // written to disk
+	entries int   // tar entries of any type
+	stream  int64 // uncompressed tar stream
+}
+
+func (s *Store) limits() limits {
+	return limits{bytes: s.opts.MaxUnpackBytes, entries: s.opts.MaxUnpackEntries, stream: s.MaxArchiveBytes()}
+}
+
+// streamReader reads the uncompressed tar stream: it fails with a
+// *LimitError past max bytes and with ctx's error once ctx ends.
+type streamReader struct {
+	ctx  context.Context
+	r    io.Reader
+	read int64
+	max  int64
+}
+
+func (s *streamReader) Read(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if s.read > s.max {
+		return 0, &LimitError{What: "uncompressed archive bytes", Limit: s.max}
+	}
+	if rest := s.max - s.read + 1; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := s.r.Read(p)
+	s.read += int64(n)
+	if s.read > s.max {
+		return n, &LimitError{What: "uncompressed archive bytes", Limit: s.max}
+	}
+	return n, err
+}
+
+// readError classifies an error met while reading the archive: cap and
+// context errors pass as they are, anything else is ErrCorruptArchive.
+func readError(err error) error {
+	if errors.Is(err, ErrArchiveTooLarge) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorruptArchive, err)
+}
+
+// unpacker holds the state of one extract: the caps and what was used.
+type unpacker struct {
+	lim     limits
+	written int64
+	entries int
+	buf     []byte
+}
+
+// extract unpacks the tar.gz read from r under root within lim.
+func extract(ctx context.Context, root *os.Root, r io.Reader, lim limits) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return fmt.Errorf("archive: %w", err)
+		return readError(err)
 	}
 	defer gz.Close()
-	tr := tar.NewReader(gz)
+	tr := tar.NewReader(&streamReader{ctx: ctx, r: gz, max: lim.stream})
+	u := &unpacker{lim: lim, buf: make([]byte, 32<<10)}
 	type dirMode struct {
 		name string
 		mode fs.FileMode
@@ -104,7 +183,10 @@ func extract(ctx context.Context, root *os.Root, r io.Reader) error {
 			return fmt.Errorf("%w: %q", ErrUnsafeArchive, hdr.Name)
 		}
 		if err != nil {
-			return fmt.Errorf("archive: %w", err)
+			return readError(err)
+		}
+		if u.entries++; u.entries > lim.entries {
+			return &LimitError{What: "entries", Limit: int64(lim.entries)}
 		}
 		name, err := localName(hdr.Name)
 		if err != nil {
@@ -124,7 +206,12 @@ func extract(ctx context.Context, root *os.Root, r io.Reader) error {
 			if name == "." {
 				return fmt.Errorf("%w: file entry %q", ErrUnsafeArchive, hdr.Name)
 			}
-			if err := writeFile(root, name, mode, hdr, tr); err != nil {
+			// Refuse at once an entry whose announced size passes the
+			// cap (the bytes are counted as written all the same).
+			if hdr.Size > lim.bytes-u.written {
+				return &LimitError{What: "unpacked bytes", Limit: lim.bytes}
+			}
+			if err := u.writeFile(root, name, mode, hdr, tr); err != nil {
 				return err
 			}
 		case tar.TypeSymlink:
@@ -168,8 +255,9 @@ func localName(name string) (string, error) {
 }
 
 // writeFile creates (or replaces) the regular file name under root with the
-// entry's contents, permission bits and modification time.
-func writeFile(root *os.Root, name string, mode fs.FileMode, hdr *tar.Header, r io.Reader) error {
+// entry's contents, permission bits and modification time. It counts the
+// bytes it writes and stops before the one that would pass the cap.
+func (u *unpacker) writeFile(root *os.Root, name string, mode fs.FileMode, hdr *tar.Header, r io.Reader) error {
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -186,7 +274,7 @@ func writeFile(root *os.Root, name string, mode fs.FileMode, hdr *tar.Header, r 
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
+	if err := u.copy(f, r); err != nil {
 		f.Close()
 		return fmt.Errorf("archive: %s: %w", name, err)
 	}
@@ -205,6 +293,28 @@ func writeFile(root *os.Root, name string, mode fs.FileMode, hdr *tar.Header, r 
 	return nil
 }
 
+// copy copies r to w, counting the bytes against the cap before writing
+// them.
+func (u *unpacker) copy(w io.Writer, r io.Reader) error {
+	for {
+		n, rerr := r.Read(u.buf)
+		if n > 0 {
+			if u.written += int64(n); u.written > u.lim.bytes {
+				return &LimitError{What: "unpacked bytes", Limit: u.lim.bytes}
+			}
+			if _, err := w.Write(u.buf[:n]); err != nil {
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			return readError(rerr)
+		}
+	}
+}
+
 // Persist packs the Chrome profile in dir into a tar.gz, stores it as c's
 // archive (replacing any previous one) and sets c's updatedAt. It keeps
 // regular files and directories with their permission bits, and leaves out
@@ -214,11 +324,15 @@ func writeFile(root *os.Root, name string, mode fs.FileMode, hdr *tar.Header, r 
 // GraphiteDawnCache, component_crx_cache, Crashpad) at any depth, and
 // symbolic links, sockets, FIFOs and devices. The archive is streamed to the
 // blob store; a failure leaves the previous archive in place. Persist fails
-// with ErrNotFound when c no longer exists.
+// with ErrNotFound when c no longer exists or is being deleted (and then
+// removes the archive it stored, see Delete).
 func (s *Store) Persist(ctx context.Context, c Context, dir string) error {
 	cur, err := s.Get(ctx, c.ProjectID, c.ID)
 	if err != nil {
 		return err
+	}
+	if cur.Deleting() {
+		return fmt.Errorf("%w: context %s is being deleted", ErrNotFound, c.ID)
 	}
 	key := storageKey(cur)
 	root, err := os.OpenRoot(dir)

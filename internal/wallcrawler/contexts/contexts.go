@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,11 +33,56 @@ var (
 	// ErrUnsafeArchive means an archive holds an entry that would land
 	// outside the target directory.
 	ErrUnsafeArchive = errors.New("contexts: unsafe archive entry")
+	// ErrArchiveTooLarge means an archive passes one of the unpack caps
+	// (Options.MaxUnpackBytes, Options.MaxUnpackEntries, or the bound on
+	// its uncompressed tar stream derived from them); the error is a
+	// *LimitError naming the cap.
+	ErrArchiveTooLarge = errors.New("contexts: archive too large")
+	// ErrCorruptArchive means an archive is not a valid tar.gz (bad gzip
+	// data, a malformed tar header, an entry shorter or longer than its
+	// header says).
+	ErrCorruptArchive = errors.New("contexts: corrupt archive")
 )
 
-// StatusCreated is the status of every context; the schema reserves the
-// attribute for future lifecycle states.
-const StatusCreated = "CREATED"
+// Default unpack caps of a context archive.
+const (
+	DefaultMaxUnpackBytes   = 1 << 30 // 1 GiB written to disk
+	DefaultMaxUnpackEntries = 100_000 // tar entries of any type
+)
+
+// streamOverheadPerEntry is what each allowed entry adds to the bound on
+// an archive's uncompressed tar stream: its 512-byte header, the padding
+// of its data, and a PAX or GNU long-name header; streamSlack covers the
+// end-of-archive blocks.
+const (
+	streamOverheadPerEntry = 4 << 10
+	streamSlack            = 1 << 20
+)
+
+// LimitError reports which unpack cap an archive passed. It matches
+// ErrArchiveTooLarge with errors.Is.
+type LimitError struct {
+	// What names the capped quantity: "unpacked bytes", "entries" or
+	// "uncompressed archive bytes".
+	What string
+	// Limit is the cap.
+	Limit int64
+}
+
+// Error names the cap.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%v: more than %d %s", ErrArchiveTooLarge, e.Limit, e.What)
+}
+
+// Is reports whether target is ErrArchiveTooLarge.
+func (e *LimitError) Is(target error) bool { return target == ErrArchiveTooLarge }
+
+// Context statuses. A context is CREATED until Delete marks it DELETING,
+// just before removing its archive and then its item.
+const (
+	StatusCreated  = "CREATED"
+	StatusDeleting = "DELETING"
+)
 
 // Context is an item of the wallcrawler-contexts table.
 type Context struct {
@@ -44,7 +90,7 @@ type Context struct {
 	ProjectID  string // owning project
 	Name       string // optional label
 	StorageKey string // blob key of the profile archive
-	Status     string // StatusCreated
+	Status     string // StatusCreated, or StatusDeleting while Delete runs
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
@@ -56,6 +102,13 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the source of identifiers; default crypto/rand.Reader.
 	Rand io.Reader
+	// MaxUnpackBytes caps the bytes Restore writes to disk for one
+	// archive; default DefaultMaxUnpackBytes.
+	MaxUnpackBytes int64
+	// MaxUnpackEntries caps the entries (files, directories, links, any
+	// type) Restore reads from one archive; default
+	// DefaultMaxUnpackEntries.
+	MaxUnpackEntries int
 }
 
 // Store reads and writes contexts and their archives. It is safe for
@@ -80,7 +133,21 @@ func New(client *dynamodb.Client, names tables.Names, blobs blob.Store, opts *Op
 	if o.Rand == nil {
 		o.Rand = rand.Reader
 	}
+	if o.MaxUnpackBytes <= 0 {
+		o.MaxUnpackBytes = DefaultMaxUnpackBytes
+	}
+	if o.MaxUnpackEntries <= 0 {
+		o.MaxUnpackEntries = DefaultMaxUnpackEntries
+	}
 	return &Store{client: client, names: names, blobs: blobs, opts: o}
+}
+
+// MaxArchiveBytes is the bound on an archive's uncompressed tar stream:
+// MaxUnpackBytes plus 4 KiB of headers and padding per allowed entry plus
+// 1 MiB. A compressed archive larger than this cannot be restored, so it
+// is also a sensible bound on uploads.
+func (s *Store) MaxArchiveBytes() int64 {
+	return s.opts.MaxUnpackBytes + int64(s.opts.MaxUnpackEntries)*streamOverheadPerEntry + streamSlack
 }
 
 // StorageKey returns the blob key of a context's profile archive:
@@ -153,20 +220,22 @@ func (s *Store) GetIn(ctx context.Context, projectIDs []string, id string) (Cont
 }
 
 // Touch sets the context's updatedAt to now and returns the context. It
-// fails with ErrNotFound when the context does not exist or belongs to
-// another project.
+// fails with ErrNotFound when the context does not exist, belongs to
+// another project or is being deleted.
 func (s *Store) Touch(ctx context.Context, projectID, id string) (Context, error) {
 	if id == "" || projectID == "" {
 		return Context{}, fmt.Errorf("%w: context %q", ErrNotFound, id)
 	}
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.names.Contexts),
-		Key:                 key(id),
-		UpdateExpression:    aws.String("SET updatedAt = :u"),
-		ConditionExpression: aws.String("projectId = :p"),
+		TableName:                aws.String(s.names.Contexts),
+		Key:                      key(id),
+		UpdateExpression:         aws.String("SET updatedAt = :u"),
+		ConditionExpression:      aws.String("projectId = :p AND (attribute_not_exists(#s) OR #s <> :d)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":u": &types.AttributeValueMemberS{Value: ddbitem.FormatTime(s.now())},
 			":p": &types.AttributeValueMemberS{Value: projectID},
+			":d": &types.AttributeValueMemberS{Value: StatusDeleting},
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
@@ -180,12 +249,33 @@ func (s *Store) Touch(ctx context.Context, projectID, id string) (Context, error
 }
 
 // Delete removes the context and its archive. It fails with ErrNotFound
-// when the context does not exist or belongs to another project. The
-// archive goes first, so that a failed Delete can simply be retried.
+// when the context does not exist or belongs to another project. It first
+// marks the context DELETING (from then on uploads, updates, persists and
+// new sessions treat it as gone), then removes the archive, then the
+// item: an upload or persist that stored an archive before the mark has
+// it removed here, one that stores it after sees the mark and removes it
+// itself. A failed Delete leaves the context DELETING and can be retried.
 func (s *Store) Delete(ctx context.Context, projectID, id string) error {
 	c, err := s.Get(ctx, projectID, id)
 	if err != nil {
 		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.names.Contexts),
+		Key:                      key(id),
+		UpdateExpression:         aws.String("SET #s = :d"),
+		ConditionExpression:      aws.String("projectId = :p"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":d": &types.AttributeValueMemberS{Value: StatusDeleting},
+			":p": &types.AttributeValueMemberS{Value: projectID},
+		},
+	})
+	if ddbitem.ConditionFailed(err) {
+		return fmt.Errorf("%w: context %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("contexts: delete: mark: %w", err)
 	}
 	if err := s.blobs.Delete(ctx, c.StorageKey); err != nil {
 		return fmt.Errorf("contexts: delete archive: %w", err)
@@ -203,6 +293,33 @@ func (s *Store) Delete(ctx context.Context, projectID, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("contexts: delete: %w", err)
+	}
+	return nil
+}
+
+// Deleting reports whether Delete has started on c: it is no longer
+// usable (sessions, uploads, updates), only deletable.
+func (c Context) Deleting() bool { return c.Status == StatusDeleting }
+
+// AllowUpload is the blob.HandlerOptions.Allow hook of context archive
+// uploads: it returns an error matching blob.ErrNotFound (and ErrNotFound)
+// unless key is the archive key of an existing context that is not being
+// deleted. The signed upload handler asks it before and after storing an
+// archive, so that an upload URL dies with its context.
+func (s *Store) AllowUpload(ctx context.Context, key string) error {
+	parts := strings.Split(key, "/")
+	if len(parts) != 3 || parts[2] != "profile.tar.gz" {
+		return fmt.Errorf("%w: %w: %q is not a context archive key", ErrNotFound, blob.ErrNotFound, key)
+	}
+	c, err := s.Get(ctx, parts[0], parts[1])
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %w", err, blob.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Deleting() || c.StorageKey != key {
+		return fmt.Errorf("%w: %w: context %s", ErrNotFound, blob.ErrNotFound, c.ID)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/origin"
 	"github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
@@ -56,6 +57,23 @@ type stack struct {
 }
 
 func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
+	t.Helper()
+	return newStackWith(t, concurrency, opts, stackOptions{})
+}
+
+// stackOptions are newStackWith's further options; the zero value is
+// newStack's stack.
+type stackOptions struct {
+	// Contexts configures the contexts store (unpack caps); nil: defaults.
+	Contexts *contexts.Options
+	// Origin is the API's origin resolver; nil: the request's Host.
+	Origin *origin.Resolver
+}
+
+// newStackWith is newStack with further options. The upload handler bounds
+// archives as quarry serve does (the store's MaxArchiveBytes, at most 512
+// MiB) and voids the URLs of deleted contexts.
+func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stackOptions) *stack {
 	t.Helper()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("no chromium (make test installs it)")
@@ -91,7 +109,7 @@ func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st.repo = sessions.NewRepo(client, names, clk.now)
 	st.tokens = sessions.NewTokens([]byte("0123456789abcdef0123456789abcdef"), clk.now)
-	ctxStore := contexts.New(client, names, blobs, nil)
+	ctxStore := contexts.New(client, names, blobs, so.Contexts)
 	opts.WorkDir, opts.Now, opts.Logger = st.workDir, clk.now, log
 	if opts.ReapEvery == 0 {
 		opts.ReapEvery = time.Hour // tests call Reap themselves
@@ -104,10 +122,12 @@ func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.mgr.Run(runCtx) }()
 	signer := blob.NewSigner([]byte("0123456789abcdef0123456789abcdef"), "/wallcrawler/uploads/", nil)
-	h := api.New(st.auth, &api.Options{Logger: log, Sessions: st.mgr, Contexts: ctxStore, Uploads: signer, CDP: cdp.NewProxy(st.mgr, log)})
+	h := api.New(st.auth, &api.Options{Logger: log, Sessions: st.mgr, Contexts: ctxStore, Uploads: signer, CDP: cdp.NewProxy(st.mgr, log), Origin: so.Origin})
 	mux := http.NewServeMux()
 	mux.Handle("/wallcrawler/", http.StripPrefix("/wallcrawler", h))
-	mux.Handle("/wallcrawler/uploads/", signer.Handler(blobs, 1<<20))
+	mux.Handle("/wallcrawler/uploads/", signer.HandlerWith(blobs, blob.HandlerOptions{
+		MaxBytes: min(512<<20, ctxStore.MaxArchiveBytes()), Allow: ctxStore.AllowUpload,
+	}))
 	st.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
 		st.srv.CloseClientConnections()

@@ -152,7 +152,16 @@ type CreateInput struct {
 // Create starts a session and returns it once READY. origin is the
 // scheme and host clients reach quarry at ("http://127.0.0.1:8080"); the
 // connectUrl is built from it.
+//
+// With a context, its archive is restored synchronously, after the
+// concurrency slot is taken (so a project unpacks at most as many archives
+// at once as its concurrency) and before the session is recorded: an
+// archive that passes an unpack cap, holds an unsafe entry or is corrupt
+// fails Create with ErrContextArchive, leaves no session record and no
+// profile on disk, launches no browser and frees the slot. The restore
+// counts against ReadyWait.
 func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, origin string) (Session, error) {
+	deadline := time.Now().Add(m.o.ReadyWait)
 	project := p.Project
 	if in.ProjectID != "" && in.ProjectID != p.ProjectID {
 		if !p.CanUse(in.ProjectID) {
@@ -190,6 +199,9 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			return Session{}, fmt.Errorf("%w: contexts are not enabled", ErrInvalid)
 		}
 		c, err := m.d.Contexts.Get(ctx, project.ID, in.ContextID)
+		if err == nil && c.Deleting() {
+			err = contexts.ErrNotFound
+		}
 		if errors.Is(err, contexts.ErrNotFound) {
 			return Session{}, fmt.Errorf("%w: context %s not found", ErrInvalid, in.ContextID)
 		}
@@ -202,16 +214,40 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
 		return Session{}, err
 	}
-	now := m.now()
 	id, err := newID("sess_")
 	if err != nil {
 		m.releaseSlot(project.ID)
 		return Session{}, err
 	}
+	var profileDir string
+	if ctxRec != nil {
+		profiles := filepath.Join(m.o.WorkDir, "profiles")
+		err := os.MkdirAll(profiles, 0o711)
+		if err == nil {
+			err = os.Chmod(profiles, 0o711) // enterable, not listable, by the browser user
+		}
+		if err != nil {
+			m.releaseSlot(project.ID)
+			return Session{}, fmt.Errorf("sessions: profiles dir: %w", err)
+		}
+		profileDir = filepath.Join(profiles, id)
+		if err := m.restore(ctx, deadline, *ctxRec, profileDir); err != nil {
+			m.releaseSlot(project.ID)
+			return Session{}, err
+		}
+	}
+	// undo frees what Create took when it fails before provision runs.
+	undo := func() {
+		if profileDir != "" {
+			_ = os.RemoveAll(profileDir)
+		}
+		m.releaseSlot(project.ID)
+	}
+	now := m.now()
 	expires := now.Add(time.Duration(in.Timeout) * time.Second).Truncate(time.Second)
 	token, err := m.d.Tokens.Sign(id, project.ID, expires)
 	if err != nil {
-		m.releaseSlot(project.ID)
+		undo()
 		return Session{}, err
 	}
 	x := Session{
@@ -227,19 +263,22 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		x.ContextID, x.ContextPersist, x.ContextKey = ctxRec.ID, in.ContextPersist, ctxRec.StorageKey
 	}
 	if err := m.d.Repo.Insert(ctx, x); err != nil {
-		m.releaseSlot(project.ID)
+		undo()
 		return Session{}, err
 	}
 	ready, cancel := m.d.Notifier.Watch(id)
 	defer cancel()
 	if _, err := m.d.Repo.Transition(ctx, id, []string{StateCreating}, StateProvisioning, "launch browser", nil); err != nil {
+		if profileDir != "" {
+			_ = os.RemoveAll(profileDir)
+		}
 		m.fail(id, project.ID, []string{StateCreating}, err.Error())
 		return Session{}, err
 	}
 	m.wg.Add(1)
-	go m.provision(x, ctxRec, in)
+	go m.provision(x, ctxRec, profileDir, in)
 
-	timer := time.NewTimer(m.o.ReadyWait)
+	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
 	defer timer.Stop()
 	var reason string
 	select {
@@ -265,32 +304,38 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	return Session{}, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 }
 
+// restore unpacks c's archive into dir before deadline. On any error dir
+// is removed; an archive the contexts store refuses (caps, unsafe entries,
+// corruption) is ErrContextArchive.
+func (m *Manager) restore(ctx context.Context, deadline time.Time, c contexts.Context, dir string) error {
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	_, err := m.d.Contexts.Restore(rctx, c, dir)
+	if err == nil {
+		return nil
+	}
+	_ = os.RemoveAll(dir)
+	switch {
+	case errors.Is(err, contexts.ErrArchiveTooLarge), errors.Is(err, contexts.ErrUnsafeArchive), errors.Is(err, contexts.ErrCorruptArchive):
+		m.log.Warn("wallcrawler: context archive refused", "context", c.ID, "project", c.ProjectID, "took", time.Since(start), "err", err)
+		return fmt.Errorf("%w: context %s: %w", ErrContextArchive, c.ID, err)
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: context %s not restored within %s", ErrUnavailable, c.ID, m.o.ReadyWait)
+	}
+	return fmt.Errorf("sessions: restore context %s: %w", c.ID, err)
+}
+
 // provision launches the browser of a PROVISIONING session and marks it
-// READY (or FAILED). It runs detached from the create request.
-func (m *Manager) provision(x Session, ctxRec *contexts.Context, in CreateInput) {
+// READY (or FAILED). It runs detached from the create request. profileDir
+// is the context's restored profile ("" without a context), which it
+// removes when the launch fails.
+func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir string, in CreateInput) {
 	defer m.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.ReadyWait+5*time.Second)
 	defer cancel()
-	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist}
-	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height}
-	if ctxRec != nil {
-		profiles := filepath.Join(m.o.WorkDir, "profiles")
-		err := os.MkdirAll(profiles, 0o711)
-		if err == nil {
-			err = os.Chmod(profiles, 0o711) // enterable, not listable, by the browser user
-		}
-		if err != nil {
-			m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "restore context: "+err.Error())
-			return
-		}
-		l.profileDir = filepath.Join(profiles, x.ID)
-		if _, err := m.d.Contexts.Restore(ctx, *ctxRec, l.profileDir); err != nil {
-			_ = os.RemoveAll(l.profileDir)
-			m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "restore context: "+err.Error())
-			return
-		}
-		opts.UserDataDir = l.profileDir
-	}
+	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
+	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
 	b, err := m.d.Browsers.Launch(ctx, opts)
 	if err != nil {
 		if l.profileDir != "" {

@@ -62,6 +62,11 @@ var (
 	ErrInvalid = errors.New("sessions: invalid request")
 	// ErrUnavailable: the browser could not be started.
 	ErrUnavailable = errors.New("sessions: browser unavailable")
+	// ErrContextArchive: the context's archive cannot be used: it passes
+	// an unpack cap (the error also matches contexts.ErrArchiveTooLarge),
+	// holds an unsafe entry (contexts.ErrUnsafeArchive) or is corrupt
+	// (contexts.ErrCorruptArchive). No session is created.
+	ErrContextArchive = errors.New("sessions: context archive refused")
 )
 
 // Event is one entry of a session's eventHistory: an EventBridge-style

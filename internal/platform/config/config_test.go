@@ -127,3 +127,49 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestNetworkPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		want       string // the policy, rendered
+		deprecated string // substring of the one deprecation warning, "" for none
+		wantErr    string
+	}{
+		{name: "default: public only", want: ""},
+		{name: "flag", args: []string{"--allow-networks", "127.0.0.1:3000,10.0.0.0/8"}, want: "10.0.0.0/8,127.0.0.1:3000"},
+		{name: "env", env: map[string]string{"QUARRY_ALLOW_NETWORKS": "all"}, want: "all"},
+		{name: "deprecated alias alone", args: []string{"--checks-allow-networks", "10.0.0.0/8"}, want: "10.0.0.0/8", deprecated: "use --allow-networks"},
+		{name: "deprecated alias ignored beside the flag", env: map[string]string{"QUARRY_CHECKS_ALLOW_NETWORKS": "all"}, args: []string{"--allow-networks", "192.168.0.0/16"},
+			want: "192.168.0.0/16", deprecated: "ignored because --allow-networks is set"},
+		{name: "bad entry", args: []string{"--allow-networks", "example.com:80"}, wantErr: `allow-networks "example.com:80"`},
+		{name: "bad alias entry", args: []string{"--checks-allow-networks", "nope"}, wantErr: `checks-allow-networks "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			c, err := Load(fs, tc.args, func(k string) string { return tc.env[k] }, Defaults(), nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Load = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.NetworkPolicy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.String() != tc.want {
+				t.Errorf("policy %q, want %q", p, tc.want)
+			}
+			dep := c.Deprecations()
+			if tc.deprecated == "" && len(dep) != 0 || tc.deprecated != "" && (len(dep) != 1 || !strings.Contains(dep[0], tc.deprecated)) {
+				t.Errorf("deprecations %q, want one containing %q", dep, tc.deprecated)
+			}
+		})
+	}
+}

@@ -57,6 +57,8 @@ fuzz:
 		$(GO) test ./ddb/expr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for t in $$($(GO) test ./ddb -list 'Fuzz.*' | grep ^Fuzz); do \
 		$(GO) test ./ddb -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in $$($(GO) test ./ddb/attr -list 'Fuzz.*' | grep ^Fuzz); do \
+		$(GO) test ./ddb/attr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 clean:
 	rm -rf bin .cache

@@ -80,9 +80,14 @@ func (v Value) appendBinary(dst []byte) []byte {
 	return dst
 }
 
+// decoder reads the binary format. It has no depth limit of its own, so
+// that it reads whatever AppendBinary writes, however deep (the store
+// refuses values deeper than MaxNestingLevels, but the format does not
+// depend on it): a level of nesting takes at least two bytes of input, so
+// the recursion is bounded by the length of the input, and Go stacks grow
+// as needed.
 type decoder struct {
-	b     []byte
-	depth int
+	b []byte
 }
 
 func (d *decoder) uvarint() (int, error) {
@@ -140,11 +145,6 @@ func (d *decoder) item() (Item, error) {
 
 func (d *decoder) value() (Value, error) {
 	if len(d.b) == 0 {
-		return Value{}, ErrCorrupt
-	}
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > 64 {
 		return Value{}, ErrCorrupt
 	}
 	k := Kind(d.b[0])

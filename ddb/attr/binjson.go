@@ -60,11 +60,6 @@ func (d *decoder) valueJSON(dst []byte) ([]byte, int, error) {
 	if len(d.b) == 0 {
 		return dst, 0, ErrCorrupt
 	}
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > 64 {
-		return dst, 0, ErrCorrupt
-	}
 	k := Kind(d.b[0])
 	d.b = d.b[1:]
 	size := 0

@@ -175,6 +175,12 @@ func (s *Store) backfillChunk(name string, id uint64, after []byte) (done bool, 
 	defer b.Close()
 	for _, k := range keys {
 		item, err := s.getItem(k) // the current item, not the iterator's
+		if isCorrupt(err) {
+			// No index entry can be made for it; the rest of the table is
+			// indexed (corrupt.go).
+			s.opts.Logger.Error("ddb: index backfill skips a stored item that cannot be decoded", "index", ix.meta.Name, "err", t.named(err).Error())
+			continue
+		}
 		if err != nil {
 			return false, nil, err
 		}

@@ -103,7 +103,7 @@ func (s *Store) BatchGetItem(in *BatchGetItemInput) (*BatchGetItemOutput, error)
 			}
 			item, err := s.getItem(pl.t.itemKey(k))
 			if err != nil {
-				return nil, internal(err)
+				return nil, internal(pl.t.named(err))
 			}
 			caps.of(pl.t).units += itemReadUnits(itemSize(item), ka.ConsistentRead != nil && *ka.ConsistentRead)
 			if item == nil {
@@ -222,12 +222,19 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 	for _, w := range writes {
 		old, err := s.getItem(w.key)
 		if err != nil {
-			return nil, internal(err)
-		}
-		caps.of(w.t).addWrite(w.t, old, w.item, 1)
-		if old == nil && w.item == nil {
+			if !isCorrupt(err) {
+				return nil, internal(err)
+			}
+			// A put or delete replaces what cannot be decoded (corrupt.go).
+			if err := s.stageCorruptRemoval(b, w.t, w.key); err != nil {
+				return nil, internal(err)
+			}
+			old = nil
+		} else if old == nil && w.item == nil {
+			caps.of(w.t).addWrite(w.t, old, w.item, 1)
 			continue
 		}
+		caps.of(w.t).addWrite(w.t, old, w.item, 1)
 		s.stageWrite(b, w.t, w.key, old, w.item)
 	}
 	if err := s.commit(b); err != nil {

@@ -62,11 +62,15 @@ func (f *fields) value(n string, v any, isNil bool) error {
 func (o *GetItemOutput) appendJSON(buf *bytes.Buffer) error {
 	buf.WriteByte('{')
 	f := fields{buf: buf}
-	if o.itemJSON != nil {
+	switch {
+	case o.itemJSON != nil:
 		f.name("Item")
 		buf.Write(o.itemJSON)
-	} else {
-		f.item("Item", o.Item)
+	case o.Item != nil:
+		// Present even when empty: a projection that matches no attribute
+		// of an existing item answers "Item": {}, a missing item no Item.
+		f.name("Item")
+		o.Item.AppendJSON(buf)
 	}
 	if err := f.value("ConsumedCapacity", o.ConsumedCapacity, o.ConsumedCapacity == nil); err != nil {
 		return err

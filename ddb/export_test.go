@@ -3,6 +3,9 @@ package ddb
 import (
 	"context"
 	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/quarrydb/quarry/ddb/attr"
 )
 
 // SweepTokensForTest runs one sweep of expired ClientRequestToken records.
@@ -33,4 +36,14 @@ func (s *Store) WaitBackfillsForTest() { s.backfills.wg.Wait() }
 func (s *Store) IndexKeyCountForTest() int {
 	n, _ := s.countPrefix([]byte{nsIndex})
 	return int(n)
+}
+
+// CorruptItemForTest overwrites the stored bytes of the item with the given
+// key in table with raw, as damage on disk would (corrupt.go).
+func (s *Store) CorruptItemForTest(table string, key attr.Item, raw []byte) error {
+	t, err := s.table(table)
+	if err != nil {
+		return err
+	}
+	return s.db.Set(t.itemKey(key), raw, pebble.Sync)
 }

@@ -112,6 +112,14 @@ func (t *table) keyOf(item attr.Item) attr.Item {
 // validateItem checks a whole item to be written: key attributes, index
 // key attributes and the size limit.
 func (t *table) validateItem(item attr.Item) *Error {
+	if err := checkNesting(item); err != nil {
+		return err
+	}
+	for name := range item {
+		if len(name) > maxAttrName {
+			return validationf("%s", msgAttrNameTooLarge)
+		}
+	}
 	for _, kd := range t.keyDefs() {
 		v, ok := item[kd.Name]
 		if !ok {
@@ -151,6 +159,36 @@ func (t *table) validateItem(item attr.Item) *Error {
 	return nil
 }
 
+// maxAttrName is the length limit, in bytes, of any attribute's name (64
+// KB); key attributes' names are limited to maxKeyAttrName by the schema.
+const maxAttrName = 65535
+
+// msgAttrNameTooLarge is the message for an attribute name over maxAttrName
+// (DynamoDB Local's wording).
+const msgAttrNameTooLarge = "Attribute name is too large, must be less than 65536 bytes"
+
+// checkNesting refuses an item nested deeper than DynamoDB allows
+// (attr.MaxNestingLevels). Every write checks the item it writes, an
+// UpdateItem the item its update produces, so no stored item is deeper.
+func checkNesting(item attr.Item) *Error {
+	if item.TooDeep() {
+		return validationf("%s", attr.NestingMessage)
+	}
+	return nil
+}
+
+// checkValuesNesting applies the same limit to ExpressionAttributeValues,
+// each a level-1 value, as PutItem, UpdateItem and DeleteItem check them
+// (TransactWriteItems does not).
+func checkValuesNesting(values map[string]attr.Value) *Error {
+	for _, v := range values {
+		if v.TooDeep() {
+			return validationf("%s", attr.NestingMessage)
+		}
+	}
+	return nil
+}
+
 // getItem reads the item stored under key, or nil.
 func (s *Store) getItem(key []byte) (attr.Item, error) { return readItem(s.db, key) }
 
@@ -160,8 +198,10 @@ func (s *Store) getItemJSON(key []byte) ([]byte, int, error) {
 	var buf bytes.Buffer
 	size := 0
 	found, err := readValue(s.db, key, func(v []byte) (err error) {
-		size, err = appendItemJSON(&buf, v)
-		return err
+		if size, err = appendItemJSON(&buf, v); err != nil {
+			return corruptAt(key, err)
+		}
+		return nil
 	})
 	if err != nil || !found {
 		return nil, 0, err
@@ -173,8 +213,10 @@ func (s *Store) getItemJSON(key []byte) ([]byte, int, error) {
 // snapshot of it), or nil.
 func readItem(r pebble.Reader, key []byte) (item attr.Item, err error) {
 	_, err = readValue(r, key, func(v []byte) error {
-		item, err = decodeItem(v)
-		return err
+		if item, err = decodeItem(v); err != nil {
+			return corruptAt(key, err)
+		}
+		return nil
 	})
 	return item, err
 }
@@ -385,6 +427,9 @@ func (w *writeInput) condition() (*expr.Condition, error) {
 	if perr != nil {
 		return nil, perr
 	}
+	if err := checkValuesNesting(w.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
 	cond, err := writeCondition(w.ConditionExpression, w.Expected, w.ConditionalOperator, p)
 	if err != nil {
 		return nil, err
@@ -397,11 +442,20 @@ func (w *writeInput) condition() (*expr.Condition, error) {
 // deletes) and commits. It returns the old and new items. change MUST
 // return a valid item (validateItem): PutItem's is validated before the
 // key is computed, UpdateItem validates what its update produced.
-func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailure string, change func(old attr.Item) (attr.Item, error)) (old, new attr.Item, err error) {
+//
+// blind says that change does not read the old item (PutItem, DeleteItem):
+// then an old item that cannot be decoded is replaced or removed when there
+// is no condition to evaluate on it (corrupt.go), as if it were absent.
+// Otherwise it is an error naming its key.
+func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailure string, blind bool, change func(old attr.Item) (attr.Item, error)) (old, new attr.Item, err error) {
 	defer s.lockKeys(key)()
 	old, err = s.getItem(key)
+	corrupt := false
 	if err != nil {
-		return nil, nil, internal(err)
+		if !blind || cond != nil || !isCorrupt(err) {
+			return nil, nil, internal(t.named(err))
+		}
+		old, corrupt = nil, true
 	}
 	if cond != nil && !cond.Eval(old) {
 		return nil, nil, failed(rvOnFailure, old)
@@ -409,11 +463,16 @@ func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailu
 	if new, err = change(old); err != nil {
 		return nil, nil, err
 	}
-	if old == nil && new == nil {
+	if old == nil && new == nil && !corrupt {
 		return nil, nil, nil
 	}
 	b := s.newBatch()
 	defer b.release(s)
+	if corrupt {
+		if err := s.stageCorruptRemoval(b, t, key); err != nil {
+			return nil, nil, internal(err)
+		}
+	}
 	s.stageWrite(b, t, key, old, new)
 	if err := s.commit(b); err != nil {
 		return nil, nil, internal(err)
@@ -438,7 +497,7 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if err := t.validateItem(in.Item); err != nil {
 		return nil, err
 	}
-	old, _, err := s.applyWrite(t, t.itemKey(in.Item), cond, in.ReturnValuesOnConditionCheckFailure,
+	old, _, err := s.applyWrite(t, t.itemKey(in.Item), cond, in.ReturnValuesOnConditionCheckFailure, true,
 		func(attr.Item) (attr.Item, error) { return in.Item, nil })
 	if err != nil {
 		return nil, err
@@ -524,14 +583,14 @@ func (s *Store) GetItem(in *GetItemInput) (*GetItemOutput, error) {
 		// The item goes out as stored: transcode it without decoding it.
 		itemJSON, size, err := s.getItemJSON(t.itemKey(in.Key))
 		if err != nil {
-			return nil, internal(err)
+			return nil, internal(t.named(err))
 		}
 		cc := readCapacity(t, in.ReturnConsumedCapacity, size, in.ConsistentRead)
 		return &GetItemOutput{itemJSON: itemJSON, ConsumedCapacity: cc}, nil
 	}
 	item, gerr := s.getItem(t.itemKey(in.Key))
 	if gerr != nil {
-		return nil, internal(gerr)
+		return nil, internal(t.named(gerr))
 	}
 	cc := readCapacity(t, in.ReturnConsumedCapacity, itemSize(item), in.ConsistentRead)
 	if item != nil && proj != nil {
@@ -561,7 +620,7 @@ func (s *Store) DeleteItem(in *DeleteItemInput) (*ItemOutput, error) {
 	if err := t.validateKey(in.Key); err != nil {
 		return nil, err
 	}
-	old, _, err := s.applyWrite(t, t.itemKey(in.Key), cond, in.ReturnValuesOnConditionCheckFailure,
+	old, _, err := s.applyWrite(t, t.itemKey(in.Key), cond, in.ReturnValuesOnConditionCheckFailure, true,
 		func(attr.Item) (attr.Item, error) { return nil, nil })
 	if err != nil {
 		return nil, err
@@ -587,6 +646,9 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 	p, perr := params(in.exprInput, len(exprs) > 0, "UpdateExpression", "ConditionExpression")
 	if perr != nil {
 		return nil, perr
+	}
+	if err := checkValuesNesting(in.ExpressionAttributeValues); err != nil {
+		return nil, err
 	}
 	var upd *expr.Update
 	var err error
@@ -622,7 +684,10 @@ func (s *Store) UpdateItem(in *UpdateItemInput) (*ItemOutput, error) {
 			}
 		}
 	}
-	old, newItem, err := s.applyWrite(t, t.itemKey(in.Key), cond, in.ReturnValuesOnConditionCheckFailure, func(old attr.Item) (attr.Item, error) {
+	old, newItem, err := s.applyWrite(t, t.itemKey(in.Key), cond, in.ReturnValuesOnConditionCheckFailure, false, func(old attr.Item) (attr.Item, error) {
+		if old == nil && upd.OnlyRemoves() {
+			return nil, nil // nothing to remove from: no item is created
+		}
 		base := old
 		if base == nil {
 			base = t.keyOf(in.Key)

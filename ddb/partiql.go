@@ -522,6 +522,15 @@ func (s *Store) translateWrite(st partiql.Statement) (*writeAction, error) {
 	}
 	w.action.TableName = &w.table
 	w.action.exprInput = b.input()
+	// The literals of an INSERT or UPDATE are checked as the statement is
+	// read, in a transaction too (whose Update values TransactWriteItems
+	// would not check).
+	if err := checkNesting(w.action.Item); err != nil {
+		return nil, err
+	}
+	if err := checkValuesNesting(w.action.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 

@@ -449,12 +449,15 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 	}
 	for ; ok; ok = advance(it, pl.reverse) {
 		if raw {
+			mark := out.itemsJSON.Len()
 			if out.Count > 0 {
 				out.itemsJSON.WriteByte(',')
 			}
 			size, err := appendItemJSON(out.itemsJSON, it.Value())
 			if err != nil {
-				return nil, internal(err)
+				out.itemsJSON.Truncate(mark)
+				s.skipCorrupt(pl, it.Key(), err)
+				continue
 			}
 			out.ScannedCount++
 			out.Count++
@@ -462,22 +465,27 @@ func (s *Store) run(pl *readPlan) (*QueryOutput, error) {
 		} else {
 			item, err := decodeItem(it.Value())
 			if err != nil {
-				return nil, internal(err)
+				s.skipCorrupt(pl, it.Key(), err)
+				continue
 			}
 			out.ScannedCount++
 			last = item
 			bytesRead += item.Size()
-			if pl.filter == nil || pl.filter.Eval(item) {
-				if pl.fetchBase {
-					full, err := s.getItem(pl.t.itemKey(item))
-					if err != nil {
-						return nil, internal(err)
-					}
-					if full != nil {
-						item = full
-						pl.fetchedBytes += full.Size()
-					}
+			keep := pl.filter == nil || pl.filter.Eval(item)
+			if keep && pl.fetchBase {
+				full, err := s.getItem(pl.t.itemKey(item))
+				switch {
+				case isCorrupt(err):
+					s.skipCorrupt(&readPlan{t: pl.t}, pl.t.itemKey(item), err)
+					keep = false
+				case err != nil:
+					return nil, internal(err)
+				case full != nil:
+					item = full
+					pl.fetchedBytes += full.Size()
 				}
+			}
+			if keep {
 				out.Count++
 				if pl.sel != "COUNT" {
 					if pl.proj != nil {

@@ -24,6 +24,9 @@ type opCounter struct {
 type opStats struct {
 	once sync.Once
 	byOp map[string]*opCounter
+	// corruptItems counts the stored items Query and Scan skipped because
+	// they could not be decoded (corrupt.go).
+	corruptItems atomic.Int64
 }
 
 // init makes the counters, once: the operations are all registered by then.
@@ -85,6 +88,10 @@ type Metrics struct {
 	Flushes, Compactions int64
 	// WALBytes counts the bytes written to the write-ahead log.
 	WALBytes uint64
+	// CorruptItems counts the stored items that Query and Scan left out of
+	// their pages because they could not be decoded (each is also logged
+	// with its key); 0 on a healthy store.
+	CorruptItems int64
 }
 
 // Metrics returns a snapshot of the store's counters and storage figures.
@@ -115,5 +122,6 @@ func (s *Store) Metrics() Metrics {
 	m.MemTableBytes = pm.MemTable.Size
 	m.Flushes, m.Compactions = pm.Flush.Count, pm.Compact.Count
 	m.WALBytes = pm.WAL.BytesWritten
+	m.CorruptItems = st.corruptItems.Load()
 	return m
 }

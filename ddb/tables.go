@@ -60,6 +60,41 @@ func checkKeySchema(c *constraintErrors, field string, ks []KeySchemaElement) {
 		if e.AttributeName == "" {
 			c.add("Value '' at '%s.%d.member.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1", field, i+1)
 		}
+		checkKeyAttrName(c, fmt.Sprintf("%s.%d.member.attributeName", field, i+1), e.AttributeName)
+	}
+}
+
+// maxKeyAttrName is the length limit, in bytes, of the name of a key
+// attribute, of an attribute definition and of a projected attribute.
+const maxKeyAttrName = 255
+
+// checkKeyAttrName checks the length of a key attribute's name (a key
+// schema element's or an attribute definition's).
+func checkKeyAttrName(c *constraintErrors, field, name string) {
+	if len(name) > maxKeyAttrName {
+		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to %d", name, field, maxKeyAttrName)
+	}
+}
+
+// checkAttrDefNames checks the lengths of the names of attribute
+// definitions.
+func checkAttrDefNames(c *constraintErrors, defs []AttributeDefinition) {
+	for i, d := range defs {
+		checkKeyAttrName(c, fmt.Sprintf("attributeDefinitions.%d.member.attributeName", i+1), d.AttributeName)
+	}
+}
+
+// checkNonKeyNames checks the lengths of an index projection's
+// NonKeyAttributes; field names the index.
+func checkNonKeyNames(c *constraintErrors, field string, p *Projection) {
+	if p == nil {
+		return
+	}
+	for _, a := range p.NonKeyAttributes {
+		if len(a) > maxKeyAttrName || a == "" {
+			c.add("Value '[%s]' at '%s.projection.nonKeyAttributes' failed to satisfy constraint: Member must satisfy constraint: [Member must have length less than or equal to %d, Member must have length greater than or equal to 1]", strings.Join(p.NonKeyAttributes, ", "), field, maxKeyAttrName)
+			return
+		}
 	}
 }
 
@@ -181,16 +216,19 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 			c.add("Value '%s' at 'attributeDefinitions.%d.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType, i+1)
 		}
 	}
+	checkAttrDefNames(&c, in.AttributeDefinitions)
 	if in.BillingMode != "" && in.BillingMode != "PROVISIONED" && in.BillingMode != "PAY_PER_REQUEST" {
 		c.add("Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", in.BillingMode)
 	}
 	for i, ix := range in.GlobalSecondaryIndexes {
 		checkName(&c, fmt.Sprintf("globalSecondaryIndexes.%d.member.indexName", i+1), ix.IndexName)
 		checkKeySchema(&c, fmt.Sprintf("globalSecondaryIndexes.%d.member.keySchema", i+1), ix.KeySchema)
+		checkNonKeyNames(&c, fmt.Sprintf("globalSecondaryIndexes.%d.member", i+1), ix.Projection)
 	}
 	for i, ix := range in.LocalSecondaryIndexes {
 		checkName(&c, fmt.Sprintf("localSecondaryIndexes.%d.member.indexName", i+1), ix.IndexName)
 		checkKeySchema(&c, fmt.Sprintf("localSecondaryIndexes.%d.member.keySchema", i+1), ix.KeySchema)
+		checkNonKeyNames(&c, fmt.Sprintf("localSecondaryIndexes.%d.member", i+1), ix.Projection)
 	}
 	if err := c.err(); err != nil {
 		return nil, err
@@ -667,8 +705,10 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 		if u.Create != nil {
 			checkName(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create.indexName", i+1), u.Create.IndexName)
 			checkKeySchema(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create.keySchema", i+1), u.Create.KeySchema)
+			checkNonKeyNames(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create", i+1), u.Create.Projection)
 		}
 	}
+	checkAttrDefNames(&c, in.AttributeDefinitions)
 	if in.BillingMode != "" && in.BillingMode != "PROVISIONED" && in.BillingMode != "PAY_PER_REQUEST" {
 		c.add("Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", in.BillingMode)
 	}

@@ -418,7 +418,7 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, t
 		}
 		old, gerr := s.getItem(pl.key)
 		if gerr != nil {
-			return nil, nil, time.Time{}, internal(gerr)
+			return nil, nil, time.Time{}, internal(pl.t.named(gerr))
 		}
 		pl.old = old
 		if pl.cond != nil && !pl.cond.Eval(old) {
@@ -433,6 +433,9 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, t
 		case "Put":
 			pl.new = pl.a.Item
 		case "Update":
+			if old == nil && pl.upd.OnlyRemoves() {
+				continue // nothing to remove from: no item is created
+			}
 			base := old
 			if base == nil {
 				base = pl.t.keyOf(pl.a.Key)
@@ -592,7 +595,7 @@ func (s *Store) TransactGetItems(in *TransactGetItemsInput) (*TransactGetItemsOu
 	for i, k := range keys {
 		item, err := readItem(snap, k)
 		if err != nil {
-			return nil, internal(err)
+			return nil, internal(tabs[i].named(err))
 		}
 		caps.of(tabs[i]).units += 2 * blocks(itemSize(item), readUnitBytes)
 		size += itemSize(item)

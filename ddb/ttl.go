@@ -250,6 +250,11 @@ func (s *Store) sweepTable(ctx context.Context, name string) (int, error) {
 func (s *Store) expireOne(t *table, key []byte, now time.Time) (bool, error) {
 	defer s.lockKeys(key)()
 	old, err := s.getItem(key)
+	if isCorrupt(err) {
+		// Its expiry cannot be checked; the sweep goes on (corrupt.go).
+		s.opts.Logger.Error("ddb: TTL sweep skips a stored item that cannot be decoded", "err", t.named(err).Error())
+		return false, nil
+	}
 	if err != nil || old == nil {
 		return false, err
 	}

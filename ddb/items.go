@@ -510,7 +510,9 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	return out, nil
 }
 
-// GetItemOutput is the response of GetItem.
+// GetItemOutput is the response of GetItem. The wire form has an Item when
+// Item is not nil, even empty ("Item": {} for a projection that matched no
+// attribute of an existing item); a missing item has none.
 type GetItemOutput struct {
 	Item             attr.Item         `json:"Item,omitempty"`
 	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`

@@ -123,11 +123,11 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return map[string]any{"wallcrawler": wc.health()}
 	}))
 	mux.Handle("GET /metrics", reg)
-	mux.Handle("/datashelf/", reg.Count("datashelf", dsHandler))
-	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", wc.handler))
-	mux.Handle(uploadPrefix, reg.Count("wallcrawler", wc.uploads))
-	mux.Handle("/checks/", reg.Count("checks", ck.handler))
-	mux.Handle("/eecar/", reg.Count("eecar", ee.handler))
+	mux.Handle("/datashelf/", reg.Count("datashelf", boundedIDs(dsHandler, dataShelfError)))
+	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", boundedIDs(wc.handler, browserbaseError)))
+	mux.Handle(uploadPrefix, reg.Count("wallcrawler", boundedIDs(wc.uploads, plainError)))
+	mux.Handle("/checks/", reg.Count("checks", boundedIDs(ck.handler, plainError)))
+	mux.Handle("/eecar/", reg.Count("eecar", boundedIDs(ee.handler, plainError)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

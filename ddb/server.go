@@ -20,11 +20,6 @@ import (
 // maxRequestBytes bounds the size of a request body (DynamoDB's is 16 MB).
 const maxRequestBytes = 16 << 20
 
-// initialBodyBytes is the most buffer reserved for a body before it
-// arrives, whatever its Content-Length announces: the rest grows with the
-// bytes actually received.
-const initialBodyBytes = 64 << 10
-
 // requestTooLarge is the answer to a body over maxRequestBytes.
 func requestTooLarge() *Error {
 	return validationf("Request size exceeded %d bytes", maxRequestBytes)
@@ -201,9 +196,6 @@ func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Veri
 	}
 	in := getBuffer()
 	defer putBuffer(in)
-	if n := r.ContentLength; n > 0 {
-		in.Grow(int(min(n, initialBodyBytes)))
-	}
 	if _, err := in.ReadFrom(io.LimitReader(r.Body, maxRequestBytes+1)); err != nil {
 		return s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
 	}

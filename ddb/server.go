@@ -20,6 +20,20 @@ import (
 // maxRequestBytes bounds the size of a request body (DynamoDB's is 16 MB).
 const maxRequestBytes = 16 << 20
 
+// requestTooLarge is the answer to a body over maxRequestBytes.
+func requestTooLarge() *Error {
+	return validationf("Request size exceeded %d bytes", maxRequestBytes)
+}
+
+// signatureError maps a failed signature check to its DynamoDB error.
+func signatureError(err error) *Error {
+	var se *sigv4.Error
+	if errors.As(err, &se) {
+		return &Error{Type: se.Type, Message: se.Message}
+	}
+	return &Error{Type: "IncompleteSignatureException", Message: err.Error()}
+}
+
 type opFunc func(s *Store, body []byte) (any, error)
 
 // op adapts a typed operation to the dispatcher: decode, run.
@@ -161,26 +175,37 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 // serveOp reads, authenticates and runs one request of operation opName
 // and writes the answer; it returns the type of the error it answered, or
 // "" on success.
+//
+// A hostile client must not make the server reserve memory or hold a
+// buffer for a body it does not send: the signature is checked from the
+// headers before the body is read (all of it when the client signed
+// X-Amz-Content-Sha256, all but the final signature comparison otherwise),
+// a Content-Length over the limit is refused unread, and the body is read
+// as it arrives, never pre-allocated from the length it announces.
 func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier, f opFunc, opName string) string {
+	var check *sigv4.BodyCheck
+	if auth != nil {
+		c, err := auth.VerifyHeaders(r)
+		if err != nil {
+			return s.writeError(w, signatureError(err))
+		}
+		check = c
+	}
+	if r.ContentLength > maxRequestBytes {
+		return s.writeError(w, requestTooLarge())
+	}
 	in := getBuffer()
 	defer putBuffer(in)
-	if n := r.ContentLength; n > 0 && n <= maxRequestBytes {
-		in.Grow(int(n))
-	}
 	if _, err := in.ReadFrom(io.LimitReader(r.Body, maxRequestBytes+1)); err != nil {
 		return s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
 	}
 	if in.Len() > maxRequestBytes {
-		return s.writeError(w, validationf("Request size exceeded %d bytes", maxRequestBytes))
+		return s.writeError(w, requestTooLarge())
 	}
 	body := in.Bytes() // no operation keeps it: decoding copies
-	if auth != nil {
-		if err := auth.Verify(r, body); err != nil {
-			var se *sigv4.Error
-			if errors.As(err, &se) {
-				return s.writeError(w, &Error{Type: se.Type, Message: se.Message})
-			}
-			return s.writeError(w, &Error{Type: "IncompleteSignatureException", Message: err.Error()})
+	if check != nil {
+		if err := check.Verify(body); err != nil {
+			return s.writeError(w, signatureError(err))
 		}
 	}
 	out, err := s.call(f, body, opName)

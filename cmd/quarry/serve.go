@@ -123,19 +123,20 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return map[string]any{"wallcrawler": wc.health()}
 	}))
 	mux.Handle("GET /metrics", reg)
-	mux.Handle("/datashelf/", reg.Count("datashelf", dsHandler))
-	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", wc.handler))
-	mux.Handle(uploadPrefix, reg.Count("wallcrawler", wc.uploads))
-	mux.Handle("/checks/", reg.Count("checks", ck.handler))
-	mux.Handle("/eecar/", reg.Count("eecar", ee.handler))
+	mux.Handle("/datashelf/", reg.Count("datashelf", boundedIDs(dsHandler, dataShelfError)))
+	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", boundedIDs(wc.handler, browserbaseError)))
+	mux.Handle(uploadPrefix, reg.Count("wallcrawler", boundedIDs(wc.uploads, plainError)))
+	mux.Handle("/checks/", reg.Count("checks", boundedIDs(ck.handler, plainError)))
+	mux.Handle("/eecar/", reg.Count("eecar", boundedIDs(ee.handler, plainError)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		json.NewEncoder(w).Encode(map[string]string{"error": "not found: " + r.URL.Path})
 	})
-	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log}}
+	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}}
 	if c.DDBListen != "off" && store != nil {
-		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log})
+		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
+			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody})
 	}
 	return serveAll(ctx, c, log, servers)
 }
@@ -177,7 +178,8 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base := config.Defaults()
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
-	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-sync-interval", "ddb-cache-mb", "credentials"})
+	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-sync-interval", "ddb-cache-mb", "credentials",
+		"read-header-timeout", "read-timeout", "idle-timeout", "ddb-max-conns"})
 	if err != nil {
 		return err
 	}
@@ -187,7 +189,18 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: ddbHandler(store), Logger: log}})
+	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: ddbHandler(store), Logger: log,
+		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}})
+}
+
+// ddbBusyBody is the DynamoDB endpoint's answer (with status 503) to a
+// connection over --ddb-max-conns, in DynamoDB's error shape; SDKs retry it.
+const ddbBusyBody = `{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavailableException","message":"too many connections"}`
+
+// limits are a listener's timeouts (shared by both listeners) and its
+// connection cap.
+func limits(c *config.Config, maxConns int) httpserver.Limits {
+	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
 }
 
 // serveAll binds every server, serves until ctx ends or one fails, then

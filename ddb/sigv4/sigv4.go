@@ -112,15 +112,81 @@ func New(creds map[string]string, opts ...Option) *Verifier {
 // into body (the request's own Body is not touched). It returns nil when the
 // signature is valid and an *Error otherwise.
 func (v *Verifier) Verify(r *http.Request, body []byte) error {
-	if err := v.verify(r, body); err != nil {
+	c, err := v.verifyHeaders(r)
+	if err != nil {
+		return err
+	}
+	if err := c.body(body); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (v *Verifier) verify(r *http.Request, body []byte) *Error {
+// VerifyHeaders checks what r's headers (or query) alone decide, before its
+// body is read, and returns the check of the body to run once it is: every
+// check of Verify but the last when the payload hash is unknown, and all of
+// them when the client sent X-Amz-Content-Sha256 (which the signature
+// covers), so that an unsigned, badly signed or unknown-key request is
+// refused without reading its body. Verify(r, body) is VerifyHeaders(r)
+// followed by BodyCheck.Verify(body). On failure the error is an *Error.
+func (v *Verifier) VerifyHeaders(r *http.Request) (*BodyCheck, error) {
+	c, err := v.verifyHeaders(r)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// BodyCheck is the rest of a signature check once the headers passed: the
+// payload hash, and the signature itself when the hash was not sent.
+type BodyCheck struct {
+	r         *http.Request
+	signed    []string
+	presigned bool
+	signedAt  time.Time
+	sc        scope
+	secret    string
+	sig       string // the signature the request carries
+	sentHash  string // X-Amz-Content-Sha256, already verified with the signature; "" when absent
+}
+
+// Verify checks the body against the signature; nil means the request is
+// authentic. On failure the error is an *Error.
+func (c *BodyCheck) Verify(body []byte) error {
+	if err := c.body(body); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *BodyCheck) body(body []byte) *Error {
+	hash := payloadHash(body)
+	if c.sentHash != "" {
+		if !strings.EqualFold(c.sentHash, hash) {
+			return mismatch()
+		}
+		return nil
+	}
+	return c.signature(hash)
+}
+
+// signature compares the request's signature with the one computed over
+// the canonical request whose payload hash is hash.
+func (c *BodyCheck) signature(hash string) *Error {
+	canonical, err := canonicalRequest(c.r, c.signed, hash, c.presigned)
+	if err != nil {
+		return err
+	}
+	want := hmacSHA256(signingKey(c.secret, c.sc), stringToSign(c.signedAt.Format(amzTimeFormat), c.sc, canonical))
+	if !hmac.Equal([]byte(hex.EncodeToString(want)), []byte(c.sig)) {
+		return mismatch()
+	}
+	return nil
+}
+
+func (v *Verifier) verifyHeaders(r *http.Request) (*BodyCheck, *Error) {
 	if r == nil {
-		return missingToken()
+		return nil, missingToken()
 	}
 	var query url.Values
 	if r.URL != nil {
@@ -129,10 +195,10 @@ func (v *Verifier) verify(r *http.Request, body []byte) *Error {
 	header := r.Header.Get("Authorization")
 	_, presigned := query[queryAlgorithm]
 	if header != "" && presigned {
-		return invalid(msgFoundBoth)
+		return nil, invalid(msgFoundBoth)
 	}
 	if header == "" && !presigned {
-		return missingToken()
+		return nil, missingToken()
 	}
 
 	var (
@@ -150,51 +216,44 @@ func (v *Verifier) verify(r *http.Request, body []byte) *Error {
 		auth.date = date
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	signedAt, err := parseSigningTime(auth.date)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := v.checkTime(signedAt, auth); err != nil {
-		return err
+		return nil, err
 	}
 	signed := splitSignedHeaders(auth.signedHeaders)
 	if !slices.Contains(signed, "host") {
-		return invalid(msgHostNotSigned)
+		return nil, invalid(msgHostNotSigned)
 	}
 	if auth.algorithm != Algorithm {
-		return incomplete("Unsupported AWS 'algorithm': '%s' (only %s for now). ", auth.algorithm, Algorithm)
+		return nil, incomplete("Unsupported AWS 'algorithm': '%s' (only %s for now). ", auth.algorithm, Algorithm)
 	}
 	sc, err := parseCredential(auth.credential)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := v.checkScope(sc, signedAt); err != nil {
-		return err
+		return nil, err
 	}
 	secret, ok := v.creds[sc.accessKeyID]
 	if !ok {
-		return unrecognized()
+		return nil, unrecognized()
 	}
-
-	hash := payloadHash(body)
+	c := &BodyCheck{r: r, signed: signed, presigned: auth.presigned, signedAt: signedAt, sc: sc, secret: secret, sig: auth.signature}
 	if sent := r.Header.Get("X-Amz-Content-Sha256"); sent != "" {
-		if !strings.EqualFold(sent, hash) {
-			return mismatch()
+		// The signature covers the hash the client sent: check it now,
+		// and the body against the hash once read.
+		if err := c.signature(sent); err != nil {
+			return nil, err
 		}
-		hash = sent
+		c.sentHash = sent
 	}
-	canonical, err := canonicalRequest(r, signed, hash, auth.presigned)
-	if err != nil {
-		return err
-	}
-	want := hmacSHA256(signingKey(secret, sc), stringToSign(signedAt.Format(amzTimeFormat), sc, canonical))
-	if !hmac.Equal([]byte(hex.EncodeToString(want)), []byte(auth.signature)) {
-		return mismatch()
-	}
-	return nil
+	return c, nil
 }
 
 // checkTime rejects a signing time outside the skew window or, for a

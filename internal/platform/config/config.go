@@ -59,6 +59,27 @@ type Config struct {
 	// Credentials is a file of access key ids and secrets; when set, the
 	// store's endpoint verifies AWS Signature V4 on every request.
 	Credentials string
+	// ReadHeaderTimeout bounds reading a request's headers, on both
+	// listeners (the HTTP API and the DynamoDB endpoint).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request's body, on both listeners,
+	// extended by one second per 64 KiB received: a body slower than that
+	// on average is cut off.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long, on both
+	// listeners.
+	IdleTimeout time.Duration
+	// MaxConns caps the connections open at once on the HTTP API; one
+	// more is answered 503 and closed.
+	MaxConns int
+	// DDBMaxConns caps the connections open at once on the DynamoDB
+	// endpoint (`quarry ddb serve`'s --listen included).
+	DDBMaxConns int
+	// DDBAccessKeyID and DDBSecretAccessKey sign the administration
+	// commands' requests to a running server's DynamoDB endpoint (which
+	// requires signatures when started with --credentials). With only
+	// the id, the secret is read from the Credentials file.
+	DDBAccessKeyID, DDBSecretAccessKey string
 	// DynamoDBEndpoint, when set, points the DynamoDB systems at another
 	// DynamoDB endpoint (AWS, ScyllaDB Alternator) instead of the embedded
 	// store; credentials and region come from the AWS environment.
@@ -153,6 +174,12 @@ func Defaults() Config {
 		DDBCacheMB:      64,
 		DDBSyncInterval: 250 * time.Microsecond,
 
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxConns:          1024,
+		DDBMaxConns:       1024,
+
 		WallcrawlerIdleGrace:         120 * time.Second,
 		WallcrawlerContextMaxBytes:   1 << 30,
 		WallcrawlerContextMaxEntries: 100_000,
@@ -219,6 +246,13 @@ func (c *Config) fields(which []string) []field {
 		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil, nil, nil},
 		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil, nil, nil},
 		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil, nil, nil},
+		{flag: "read-header-timeout", env: "QUARRY_READ_HEADER_TIMEOUT", usage: "longest time to read a request's headers, on both listeners", dur: &c.ReadHeaderTimeout},
+		{flag: "read-timeout", env: "QUARRY_READ_TIMEOUT", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
+		{flag: "idle-timeout", env: "QUARRY_IDLE_TIMEOUT", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
+		{flag: "max-conns", env: "QUARRY_MAX_CONNS", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
+		{flag: "ddb-max-conns", env: "QUARRY_DDB_MAX_CONNS", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
+		{flag: "ddb-access-key-id", env: "QUARRY_DDB_ACCESS_KEY_ID", usage: "access key id signing the command's requests to a running server's DynamoDB endpoint (its secret from --ddb-secret-access-key or the --credentials file)", str: &c.DDBAccessKeyID},
+		{flag: "ddb-secret-access-key", env: "QUARRY_DDB_SECRET_ACCESS_KEY", usage: "secret access key of --ddb-access-key-id", str: &c.DDBSecretAccessKey},
 		{"blob-s3-bucket", "QUARRY_BLOB_S3_BUCKET", "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", &c.BlobS3Bucket, nil, nil, nil, nil},
 		{"blob-s3-endpoint", "QUARRY_BLOB_S3_ENDPOINT", "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", &c.BlobS3Endpoint, nil, nil, nil, nil},
 		{"blob-s3-region", "QUARRY_BLOB_S3_REGION", "region of blob-s3-bucket (default: region)", &c.BlobS3Region, nil, nil, nil, nil},
@@ -414,6 +448,28 @@ func (c *Config) Validate() error {
 	}
 	if c.DDBCacheMB < 1 {
 		errs = append(errs, fmt.Errorf("config: ddb-cache-mb %d: must be at least 1", c.DDBCacheMB))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"idle-timeout", c.IdleTimeout}} {
+		if d.v < 100*time.Millisecond || d.v > 24*time.Hour {
+			errs = append(errs, fmt.Errorf("config: %s %v: want 100ms to 24h", d.name, d.v))
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max-conns", c.MaxConns}, {"ddb-max-conns", c.DDBMaxConns}} {
+		if n.v < 1 || n.v > 1_000_000 {
+			errs = append(errs, fmt.Errorf("config: %s %d: want 1 to 1000000", n.name, n.v))
+		}
+	}
+	if c.DDBSecretAccessKey != "" && c.DDBAccessKeyID == "" {
+		errs = append(errs, errors.New("config: ddb-secret-access-key needs ddb-access-key-id"))
+	}
+	if c.DDBAccessKeyID != "" && c.DDBSecretAccessKey == "" && c.Credentials == "" {
+		errs = append(errs, errors.New("config: ddb-access-key-id needs ddb-secret-access-key, or credentials (the file holding its secret)"))
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

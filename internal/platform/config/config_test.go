@@ -80,6 +80,21 @@ func TestLoad(t *testing.T) {
 		{name: "bad browser user", args: []string{"--wallcrawler-user", "nobody:x"}, wantErr: "wallcrawler-user \"nobody:x\": want a user name or uid[:gid]"},
 		{name: "browser dir inside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/browsers"}, wantErr: "is inside data-dir"},
 		{name: "browser dir is data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/"}, wantErr: "is inside data-dir"},
+		{name: "listener limits default", check: func(c *Config) bool {
+			return c.ReadHeaderTimeout == 10*time.Second && c.ReadTimeout == 30*time.Second && c.IdleTimeout == 120*time.Second && c.MaxConns == 1024 && c.DDBMaxConns == 1024
+		}},
+		{name: "listener limits from env and flags", args: []string{"--max-conns", "50", "--read-timeout", "5s"},
+			env: map[string]string{"QUARRY_DDB_MAX_CONNS": "200", "QUARRY_IDLE_TIMEOUT": "1m", "QUARRY_READ_HEADER_TIMEOUT": "2s", "QUARRY_MAX_CONNS": "9"},
+			check: func(c *Config) bool {
+				return c.MaxConns == 50 && c.DDBMaxConns == 200 && c.ReadTimeout == 5*time.Second && c.IdleTimeout == time.Minute && c.ReadHeaderTimeout == 2*time.Second
+			}},
+		{name: "bad max conns", args: []string{"--ddb-max-conns", "0"}, wantErr: "ddb-max-conns 0: want 1 to 1000000"},
+		{name: "bad read timeout", env: map[string]string{"QUARRY_READ_TIMEOUT": "1ms"}, wantErr: "read-timeout 1ms: want 100ms to 24h"},
+		{name: "bad idle timeout", args: []string{"--idle-timeout", "0s"}, wantErr: "idle-timeout 0s: want 100ms to 24h"},
+		{name: "signing key from env", env: map[string]string{"QUARRY_DDB_ACCESS_KEY_ID": "AKID", "QUARRY_DDB_SECRET_ACCESS_KEY": "s3cret"},
+			check: func(c *Config) bool { return c.DDBAccessKeyID == "AKID" && c.DDBSecretAccessKey == "s3cret" }},
+		{name: "signing secret without id", args: []string{"--ddb-secret-access-key", "s3cret"}, wantErr: "ddb-secret-access-key needs ddb-access-key-id"},
+		{name: "signing id without secret", args: []string{"--ddb-access-key-id", "AKID"}, wantErr: "ddb-access-key-id needs ddb-secret-access-key, or credentials"},
 		{name: "browser dir beside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q-browsers"}, check: func(c *Config) bool { return c.WallcrawlerBrowserDir == "/srv/q-browsers" }},
 	}
 	for _, tt := range tests {

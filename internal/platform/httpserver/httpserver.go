@@ -14,12 +14,65 @@ import (
 	"time"
 )
 
+// Default limits of a listener, used where Limits leaves a field zero.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxConns          = 1024
+)
+
+// MinBodyRate is the average rate, in bytes per second, below which a
+// request body falls behind its deadline: reading a body may take
+// Limits.ReadTimeout plus one second per MinBodyRate bytes received.
+const MinBodyRate = 64 << 10
+
+// Limits bound what one client can hold of a listener. A zero field takes
+// its default.
+type Limits struct {
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request's body, extended by one second
+	// per MinBodyRate bytes received, so that a large body sent at a
+	// reasonable rate completes and a trickle is cut off. Requests without
+	// a body (WebSocket upgrades among them) are not affected, nor is
+	// anything after the body: a long-running handler keeps its connection.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long.
+	IdleTimeout time.Duration
+	// MaxConns caps the connections open at once; a connection over the cap
+	// is answered 503 with BusyBody and closed.
+	MaxConns int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = DefaultReadTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = DefaultMaxConns
+	}
+	return l
+}
+
 // Server is one HTTP listener.
 type Server struct {
 	Name    string
 	Addr    string
 	Handler http.Handler
 	Logger  *slog.Logger
+	// Limits bound each client's use of the listener.
+	Limits Limits
+	// BusyBody is the JSON body of the 503 answered to a connection over
+	// Limits.MaxConns (default {"error":"too many connections"}), so that
+	// each listener answers in its clients' error shape.
+	BusyBody string
 
 	ln  net.Listener
 	srv *http.Server
@@ -32,11 +85,16 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("%s: listen %s: %w", s.Name, s.Addr, err)
 	}
-	s.ln = ln
+	lim := s.Limits.withDefaults()
+	busy := s.BusyBody
+	if busy == "" {
+		busy = `{"error":"too many connections"}`
+	}
+	s.ln = newLimitListener(ln, lim.MaxConns, busy, s.Logger.With("server", s.Name))
 	s.srv = &http.Server{
-		Handler:           s.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		Handler:           BodyDeadline(s.Handler, lim.ReadTimeout),
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
 	return nil

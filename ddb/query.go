@@ -125,7 +125,9 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 	if !isQuery {
 		legacyFilter, legacyName, legacyKind = in.ScanFilter, "ScanFilter", expr.ScanFilter
 	}
-	legacy := present("KeyConditions", in.KeyConditions != nil, legacyName, legacyFilter != nil, "AttributesToGet", in.AttributesToGet != nil)
+	// KeyConditions conflicts only with KeyConditionExpression: it may be
+	// combined with FilterExpression and ProjectionExpression.
+	legacy := present("KeyConditions", in.KeyConditions != nil && in.KeyConditionExpression != nil, legacyName, legacyFilter != nil, "AttributesToGet", in.AttributesToGet != nil)
 	exprs := present("KeyConditionExpression", in.KeyConditionExpression != nil, "FilterExpression", in.FilterExpression != nil, "ProjectionExpression", in.ProjectionExpression != nil)
 	if len(legacy) > 0 && len(exprs) > 0 {
 		return nil, nil, mixErr(legacy, exprs)

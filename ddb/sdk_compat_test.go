@@ -1,6 +1,7 @@
 package ddb_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -171,4 +172,51 @@ func TestSDKExpectedLegacyConditions(t *testing.T) {
 	requireAPIError(t, err, "ValidationException", "ConditionalOperator can only be used")
 	_, err = c.DeleteItem(tctx(t), &dynamodb.DeleteItemInput{TableName: name, Key: key, Expected: map[string]types.ExpectedAttributeValue{}, ConditionalOperator: types.ConditionalOperatorAnd})
 	requireAPIError(t, err, "ValidationException", "ConditionalOperator can only be used")
+}
+
+// TestSDKScanSegmentStartKey checks that a parallel Scan rejects an
+// ExclusiveStartKey of another segment, on the table and on an index.
+func TestSDKScanSegmentStartKey(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	tbl := createTable(t, c, tableSpec{Hash: "pk:S", GSIs: []indexSpec{{Name: "gsi", Hash: "g:S"}}})
+	var items []attrs
+	for i := 0; i < 40; i++ {
+		items = append(items, attrs{"pk": avS(fmt.Sprintf("k%d", i)), "g": avS(fmt.Sprintf("g%d", i))})
+	}
+	putItems(t, c, tbl, items...)
+	for _, index := range []*string{nil, aws.String("gsi")} {
+		// A key from each of the two segments.
+		keys := make([]attrs, 2)
+		for seg := int32(0); seg < 2; seg++ {
+			out, err := c.Scan(tctx(t), &dynamodb.ScanInput{TableName: aws.String(tbl), IndexName: index, Segment: aws.Int32(seg), TotalSegments: aws.Int32(2), Limit: aws.Int32(1)})
+			requireNoError(t, err, "Scan")
+			if out.LastEvaluatedKey == nil {
+				t.Fatalf("segment %d of 2 has at most one item", seg)
+			}
+			keys[seg] = out.LastEvaluatedKey
+		}
+		cases := []struct {
+			name     string
+			seg, tot int32
+			esk      attrs
+			msg      string
+		}{
+			{"own segment 0", 0, 2, keys[0], ""},
+			{"own segment 1", 1, 2, keys[1], ""},
+			{"segment 1's key in segment 0", 0, 2, keys[1], "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey with correct Segment. TotalSegments: 2 Segment: 0"},
+			{"segment 0's key in segment 1", 1, 2, keys[0], "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey with correct Segment. TotalSegments: 2 Segment: 1"},
+			{"one segment takes any key", 0, 1, keys[1], ""},
+		}
+		for _, tc := range cases {
+			t.Run(aws.ToString(index)+" "+tc.name, func(t *testing.T) {
+				_, err := c.Scan(tctx(t), &dynamodb.ScanInput{TableName: aws.String(tbl), IndexName: index, Segment: aws.Int32(tc.seg), TotalSegments: aws.Int32(tc.tot), ExclusiveStartKey: tc.esk})
+				if tc.msg == "" {
+					requireNoError(t, err, "Scan")
+					return
+				}
+				requireAPIErrorExact(t, err, "ValidationException", tc.msg)
+			})
+		}
+	}
 }

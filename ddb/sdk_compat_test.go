@@ -2,6 +2,7 @@ package ddb_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -218,5 +219,48 @@ func TestSDKScanSegmentStartKey(t *testing.T) {
 				requireAPIErrorExact(t, err, "ValidationException", tc.msg)
 			})
 		}
+	}
+}
+
+// TestSDKNumberLimits checks the messages for malformed and out-of-range
+// numbers, and that zero with any exponent is zero.
+func TestSDKNumberLimits(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	tbl := createTable(t, c, tableSpec{Hash: "pk:S"})
+	const (
+		overflow  = "Number overflow. Attempting to store a number with magnitude larger than supported range"
+		underflow = "Number underflow. Attempting to store a number with magnitude smaller than supported range"
+	)
+	cases := []struct {
+		n, stored, msg string
+	}{
+		{"abc", "", "The parameter cannot be converted to a numeric value: abc"},
+		{"1.2.3", "", "The parameter cannot be converted to a numeric value: 1.2.3"},
+		{"1e", "", "The parameter cannot be converted to a numeric value: 1e"},
+		{"", "", "The parameter cannot be converted to a numeric value"},
+		{"1E+126", "", overflow},
+		{"-9.99E+200", "", overflow},
+		{"1E+99999999999", "", overflow},
+		{"1E-131", "", underflow},
+		{"-1E-99999999999", "", underflow},
+		{"0E+1000", "0", ""},
+		{"-0.000E-1000", "0", ""},
+		{"0E+99999999999", "0", ""},
+		{"9.9999999999999999999999999999999999999E+125", "999999999999999999999999999999999999990000000000000000000000000000000000000000000000000000000000000000000000000000000000000000", ""},
+		{"1E-130", "0." + strings.Repeat("0", 129) + "1", ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.n, func(t *testing.T) {
+			key := attrs{"pk": avS(fmt.Sprintf("n%d", i))}
+			item := attrs{"pk": key["pk"], "n": avN(tc.n)}
+			_, err := c.PutItem(tctx(t), &dynamodb.PutItemInput{TableName: aws.String(tbl), Item: item})
+			if tc.msg != "" {
+				requireAPIErrorExact(t, err, "ValidationException", tc.msg)
+				return
+			}
+			requireNoError(t, err, "PutItem")
+			requireItem(t, getItem(t, c, tbl, key), attrs{"pk": key["pk"], "n": avN(tc.stored)})
+		})
 	}
 }

@@ -46,7 +46,9 @@ func TestSDKCreateTableNullsAndTags(t *testing.T) {
 		in   dynamodb.CreateTableInput
 		msg  string
 	}{
-		{"table HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", "pk")}, sameName},
+		// For the table's own key schema, DynamoDB reports the missing
+		// definition first (recorded by the conformance suite).
+		{"table HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", "pk")}, "Invalid KeySchema: Some index key attribute have no definition"},
 		{"GSI HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk", "g"), KeySchema: ks("pk", ""),
 			GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("gsi"), KeySchema: ks("g", "g"), Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}, sameName},
 		{"LSI HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk", "sk"), KeySchema: ks("pk", "sk"),
@@ -67,7 +69,7 @@ func TestSDKCreateTableNullsAndTags(t *testing.T) {
 			in.TableName = aws.String(name)
 			in.BillingMode = types.BillingModePayPerRequest
 			_, err := c.CreateTable(tctx(t), &in)
-			if strings.HasPrefix(tc.msg, "1 validation") || tc.msg == sameName || strings.HasPrefix(tc.msg, "One or more") {
+			if !strings.HasPrefix(tc.msg, "at ") && !strings.HasPrefix(tc.msg, "Tag keys") {
 				requireAPIErrorExact(t, err, "ValidationException", tc.msg)
 			} else {
 				requireAPIError(t, err, "ValidationException", tc.msg)

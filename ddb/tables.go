@@ -74,12 +74,26 @@ func fmtKeySchema(ks []KeySchemaElement) string {
 // validateKeySchema checks the semantic rules of a key schema and returns
 // an error message, or "".
 func validateKeySchema(ks []KeySchemaElement, defs map[string]string) *Error {
+	return validateKeySchemaOf(ks, defs, false)
+}
+
+// validateIndexKeySchema checks the key schema of a secondary index: the
+// same rules, but DynamoDB names a HASH and RANGE of the same attribute
+// plainly (for a table it reports a missing definition).
+func validateIndexKeySchema(ks []KeySchemaElement, defs map[string]string) *Error {
+	return validateKeySchemaOf(ks, defs, true)
+}
+
+func validateKeySchemaOf(ks []KeySchemaElement, defs map[string]string, index bool) *Error {
 	if ks[0].KeyType != "HASH" {
 		return invalidParam("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
 	}
 	if len(ks) == 2 {
 		if ks[0].AttributeName == ks[1].AttributeName {
-			return validationf("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+			if index {
+				return validationf("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+			}
+			return validationf("Invalid KeySchema: Some index key attribute have no definition")
 		}
 		if ks[1].KeyType != "RANGE" {
 			return invalidParam("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
@@ -254,7 +268,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		if len(in.KeySchema) < 2 {
 			return nil, invalidParam("Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
 		}
-		if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+		if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
 			return nil, err
 		}
 		if len(ix.KeySchema) != 2 {
@@ -271,7 +285,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		}
 	}
 	for _, ix := range in.GlobalSecondaryIndexes {
-		if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+		if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
 			return nil, err
 		}
 		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
@@ -827,7 +841,7 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 		switch {
 		case u.Create != nil:
 			ix := u.Create
-			if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+			if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
 				return nil, err
 			}
 			if err := validateProjection(ix.Projection, ix.IndexName); err != nil {

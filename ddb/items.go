@@ -316,9 +316,11 @@ func writeCondition(ce *string, expected map[string]expr.ExpectedAttr, condOp st
 	if ce != nil {
 		return expr.ParseCondition(expr.ConditionExpression, *ce, p)
 	}
-	if expected != nil {
+	if len(expected) > 0 {
 		return expr.FromExpected(expected, condOp)
 	}
+	// An empty Expected is no condition, and gives ConditionalOperator
+	// nothing to combine.
 	if condOp != "" {
 		return nil, validationf("ConditionalOperator can only be used when Expected or KeyConditions or QueryFilter or ScanFilter is present")
 	}

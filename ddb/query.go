@@ -125,7 +125,9 @@ func (s *Store) plan(in *QueryInput, isQuery bool) (*readPlan, *expr.Params, err
 	if !isQuery {
 		legacyFilter, legacyName, legacyKind = in.ScanFilter, "ScanFilter", expr.ScanFilter
 	}
-	legacy := present("KeyConditions", in.KeyConditions != nil, legacyName, legacyFilter != nil, "AttributesToGet", in.AttributesToGet != nil)
+	// KeyConditions conflicts only with KeyConditionExpression: it may be
+	// combined with FilterExpression and ProjectionExpression.
+	legacy := present("KeyConditions", in.KeyConditions != nil && in.KeyConditionExpression != nil, legacyName, legacyFilter != nil, "AttributesToGet", in.AttributesToGet != nil)
 	exprs := present("KeyConditionExpression", in.KeyConditionExpression != nil, "FilterExpression", in.FilterExpression != nil, "ProjectionExpression", in.ProjectionExpression != nil)
 	if len(legacy) > 0 && len(exprs) > 0 {
 		return nil, nil, mixErr(legacy, exprs)
@@ -350,8 +352,16 @@ func (s *Store) Scan(in *QueryInput) (*QueryOutput, error) {
 			pl.upper = binary.BigEndian.AppendUint32(append([]byte(nil), base...), uint32(hi))
 		}
 	}
+	segLower, segUpper := pl.lower, pl.upper
 	if err := s.applyStartKey(pl, in.ExclusiveStartKey, false, attr.Value{}); err != nil {
 		return nil, err
+	}
+	if in.ExclusiveStartKey != nil && in.TotalSegments != nil && *in.TotalSegments > 1 {
+		// The start key must lie in the segment the request scans.
+		k := pl.startKey(in.ExclusiveStartKey)
+		if bytes.Compare(k, segLower) < 0 || segUpper != nil && bytes.Compare(k, segUpper) >= 0 {
+			return nil, validationf("The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey with correct Segment. TotalSegments: %d Segment: %d", *in.TotalSegments, *in.Segment)
+		}
 	}
 	out, err := s.run(pl)
 	if err == nil {
@@ -399,12 +409,7 @@ func (s *Store) applyStartKey(pl *readPlan, esk attr.Item, isQuery bool, hv attr
 			return validationf("The provided starting key is invalid: The query can return at most one row and cannot be restarted")
 		}
 	}
-	var k []byte
-	if pl.ix != nil {
-		k = pl.ix.entryKey(t, esk)
-	} else {
-		k = t.itemKey(esk)
-	}
+	k := pl.startKey(esk)
 	if pl.reverse {
 		if bytes.Compare(k, pl.upper) < 0 || pl.upper == nil {
 			pl.upper = k
@@ -416,6 +421,15 @@ func (s *Store) applyStartKey(pl *readPlan, esk attr.Item, isQuery bool, hv attr
 		}
 	}
 	return nil
+}
+
+// startKey is the storage key of a validated ExclusiveStartKey: its
+// index entry's key when the plan reads an index.
+func (pl *readPlan) startKey(esk attr.Item) []byte {
+	if pl.ix != nil {
+		return pl.ix.entryKey(pl.t, esk)
+	}
+	return pl.t.itemKey(esk)
 }
 
 // run executes a plan and builds one page of results.

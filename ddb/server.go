@@ -51,7 +51,7 @@ var dynamoOps = map[string]opFunc{
 	"CreateTable":    op((*Store).CreateTable),
 	"DescribeTable":  op((*Store).DescribeTable),
 	"ListTables":     op((*Store).ListTables),
-	"DeleteTable":    op((*Store).DeleteTable),
+	"DeleteTable":    op((*Store).deleteTableWire),
 	"UpdateTable":    op((*Store).UpdateTable),
 	"PutItem":        op((*Store).PutItem),
 	"GetItem":        op((*Store).getItemWire),
@@ -143,8 +143,13 @@ func requestID() string {
 func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier) {
 	w.Header()["X-Amzn-Requestid"] = []string{requestID()}
 	if r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == "") {
+		// DynamoDB's health check names the host the client addressed.
+		host := requestHost(r)
+		if host == "" {
+			host = "dynamodb." + s.opts.Region + ".amazonaws.com"
+		}
 		w.Header().Set("Content-Type", "text/plain")
-		io.WriteString(w, "healthy: dynamodb."+s.opts.Region+".amazonaws.com ")
+		io.WriteString(w, "healthy: "+host+" ")
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -211,6 +216,10 @@ func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Veri
 	out, err := s.call(f, body, opName)
 	if err != nil {
 		return s.writeError(w, asAPIError(err))
+	}
+	if _, ok := out.(emptyOutput); ok {
+		writeJSON(w, http.StatusOK, nil) // DynamoDB answers with no body
+		return ""
 	}
 	resp := getBuffer()
 	defer putBuffer(resp)

@@ -865,6 +865,9 @@ func (s *Store) GetShardIterator(in *GetShardIteratorInput) (*GetShardIteratorOu
 	if *in.ShardId != shardID(ref.t, ref.meta) {
 		return nil, notFound("Requested resource not found: Shard does not exist")
 	}
+	if in.SequenceNumber != nil && (typ == "TRIM_HORIZON" || typ == "LATEST") {
+		return nil, validationf("Invalid request: SequenceNumber cannot be specified with ShardIteratorType %s", typ)
+	}
 	now := s.opts.Now()
 	var pos uint64
 	exact := false
@@ -878,6 +881,17 @@ func (s *Store) GetShardIterator(in *GetShardIteratorInput) (*GetShardIteratorOu
 			return nil, validationf("Must specify a SequenceNumber for ShardIteratorType %s", typ)
 		}
 		q := parseSeq(*in.SequenceNumber)
+		if ok, berr := s.isShardStart(ref, q); berr != nil {
+			return nil, internal(berr)
+		} else if ok {
+			// The shard's advertised start, valid even while the shard
+			// holds no record there (or none at all).
+			pos = q
+			if typ == "AFTER_SEQUENCE_NUMBER" {
+				pos++
+			}
+			break
+		}
 		if q == 0 || q > s.seq.lastIssued() {
 			return nil, validationf("Invalid SequenceNumber %s for shard %s", *in.SequenceNumber, *in.ShardId)
 		}
@@ -902,6 +916,29 @@ func (s *Store) GetShardIterator(in *GetShardIteratorInput) (*GetShardIteratorOu
 		}
 	}
 	return &GetShardIteratorOutput{ShardIterator: s.encodeIterator(ref, pos, exact, now)}, nil
+}
+
+// isShardStart reports whether q is, or was, the StartingSequenceNumber
+// DescribeStream advertises for the stream's shard while it holds no record
+// at q: the shard's start while it is empty (which follows the store's
+// sequence numbers until the shard's first record), or the start of a
+// closed shard that never held one.
+func (s *Store) isShardStart(ref *streamRef, q uint64) (bool, error) {
+	if q == 0 {
+		return false, nil
+	}
+	b, err := s.boundsOf(ref)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case b.first != 0:
+		return false, nil // q is checked against the shard's records
+	case b.closed:
+		return q == b.scanned, nil
+	default:
+		return q <= s.seq.stable()+1 && q > s.streams.trimmedThrough(ref.key()), nil
+	}
 }
 
 // checkSeq checks that sequence number q of a stream can still be read.

@@ -109,15 +109,29 @@ func fmtKeySchema(ks []KeySchemaElement) string {
 // validateKeySchema checks the semantic rules of a key schema and returns
 // an error message, or "".
 func validateKeySchema(ks []KeySchemaElement, defs map[string]string) *Error {
+	return validateKeySchemaOf(ks, defs, false)
+}
+
+// validateIndexKeySchema checks the key schema of a secondary index: the
+// same rules, but DynamoDB names a HASH and RANGE of the same attribute
+// plainly (for a table it reports a missing definition).
+func validateIndexKeySchema(ks []KeySchemaElement, defs map[string]string) *Error {
+	return validateKeySchemaOf(ks, defs, true)
+}
+
+func validateKeySchemaOf(ks []KeySchemaElement, defs map[string]string, index bool) *Error {
 	if ks[0].KeyType != "HASH" {
 		return invalidParam("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
 	}
 	if len(ks) == 2 {
+		if ks[0].AttributeName == ks[1].AttributeName {
+			if index {
+				return validationf("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+			}
+			return validationf("Invalid KeySchema: Some index key attribute have no definition")
+		}
 		if ks[1].KeyType != "RANGE" {
 			return invalidParam("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
-		}
-		if ks[0].AttributeName == ks[1].AttributeName {
-			return validationf("Invalid KeySchema: Some index key attribute have no definition")
 		}
 	}
 	for _, e := range ks {
@@ -212,7 +226,13 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		c.add("Value null at 'attributeDefinitions' failed to satisfy constraint: Member must not be null")
 	}
 	for i, d := range in.AttributeDefinitions {
-		if d.AttributeType != "S" && d.AttributeType != "N" && d.AttributeType != "B" {
+		if d.nameNull {
+			c.add("Value null at 'attributeDefinitions.%d.member.attributeName' failed to satisfy constraint: Member must not be null", i+1)
+		}
+		switch {
+		case d.typeNull:
+			c.add("Value null at 'attributeDefinitions.%d.member.attributeType' failed to satisfy constraint: Member must not be null", i+1)
+		case d.AttributeType != "S" && d.AttributeType != "N" && d.AttributeType != "B":
 			c.add("Value '%s' at 'attributeDefinitions.%d.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType, i+1)
 		}
 	}
@@ -230,6 +250,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		checkKeySchema(&c, fmt.Sprintf("localSecondaryIndexes.%d.member.keySchema", i+1), ix.KeySchema)
 		checkNonKeyNames(&c, fmt.Sprintf("localSecondaryIndexes.%d.member", i+1), ix.Projection)
 	}
+	checkTagList(&c, in.Tags)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -285,7 +306,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		if len(in.KeySchema) < 2 {
 			return nil, invalidParam("Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
 		}
-		if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+		if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
 			return nil, err
 		}
 		if len(ix.KeySchema) != 2 {
@@ -302,7 +323,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		}
 	}
 	for _, ix := range in.GlobalSecondaryIndexes {
-		if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+		if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
 			return nil, err
 		}
 		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
@@ -325,6 +346,13 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		if err := validateStreamSpec(in.StreamSpecification); err != nil {
 			return nil, err
 		}
+	}
+	// Tags are validated, like everything else, before the table exists.
+	if len(in.Tags) > maxTags {
+		return nil, invalidParam("The number of tags exceeds the limit of %d", maxTags)
+	}
+	if err := checkTagsText(in.Tags); err != nil {
+		return nil, err
 	}
 
 	now := s.opts.Now()
@@ -426,6 +454,37 @@ type TableDescription struct {
 	LatestStreamArn           string                `json:"LatestStreamArn,omitempty"`
 	DeletionProtectionEnabled bool                  `json:"DeletionProtectionEnabled"`
 	TableClassSummary         *tableClassSummary    `json:"TableClassSummary,omitempty"`
+}
+
+// deletingDescription is the TableDescription DeleteTable answers with:
+// DynamoDB returns only these members of a table being deleted.
+type deletingDescription struct {
+	TableName             string               `json:"TableName"`
+	TableStatus           string               `json:"TableStatus"`
+	TableArn              string               `json:"TableArn"`
+	TableID               string               `json:"TableId"`
+	ItemCount             int64                `json:"ItemCount"`
+	TableSizeBytes        int64                `json:"TableSizeBytes"`
+	ProvisionedThroughput throughputDesc       `json:"ProvisionedThroughput"`
+	BillingModeSummary    *billingSummary      `json:"BillingModeSummary,omitempty"`
+	StreamSpecification   *StreamSpecification `json:"StreamSpecification,omitempty"`
+	LatestStreamLabel     string               `json:"LatestStreamLabel,omitempty"`
+	LatestStreamArn       string               `json:"LatestStreamArn,omitempty"`
+}
+
+// deleteTableWire is DeleteTable on the wire, which answers with fewer
+// members than the Go API's TableDescription.
+func (s *Store) deleteTableWire(in *TableNameInput) (*deletingDescription, error) {
+	d, err := s.DeleteTable(in)
+	if err != nil {
+		return nil, err
+	}
+	return &deletingDescription{
+		TableName: d.TableName, TableStatus: d.TableStatus, TableArn: d.TableArn, TableID: d.TableID,
+		ItemCount: d.ItemCount, TableSizeBytes: d.TableSizeBytes,
+		ProvisionedThroughput: d.ProvisionedThroughput, BillingModeSummary: d.BillingModeSummary,
+		StreamSpecification: d.StreamSpecification, LatestStreamLabel: d.LatestStreamLabel, LatestStreamArn: d.LatestStreamArn,
+	}, nil
 }
 
 type tableClassSummary struct {
@@ -822,7 +881,7 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 		switch {
 		case u.Create != nil:
 			ix := u.Create
-			if err := validateKeySchema(ix.KeySchema, defs); err != nil {
+			if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
 				return nil, err
 			}
 			if err := validateProjection(ix.Projection, ix.IndexName); err != nil {

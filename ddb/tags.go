@@ -50,8 +50,13 @@ type ListTagsOfResourceOutput struct {
 }
 
 // TagResourceOutput is the (empty) response of TagResource and
-// UntagResource.
+// UntagResource: on the wire, a response with no body.
 type TagResourceOutput struct{}
+
+// emptyOutput is an operation output answered with an empty body.
+type emptyOutput interface{ emptyBody() }
+
+func (*TagResourceOutput) emptyBody() {}
 
 func init() {
 	registerOps(dynamoOps, map[string]opFunc{
@@ -108,6 +113,38 @@ func checkTagLengths(c *constraintErrors, field, key string, value *string) {
 	if value != nil && utf8.RuneCountInString(*value) > maxTagValueLen {
 		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to %d", *value, valueField, maxTagValueLen)
 	}
+}
+
+// checkTagList records the constraint errors of a request's Tags: a
+// missing Key or Value, and the lengths of both.
+func checkTagList(c *constraintErrors, tags []Tag) {
+	for i, tg := range tags {
+		field := fmt.Sprintf("tags.%d.member", i+1)
+		if tg.keyNull {
+			c.add("Value null at '%s.key' failed to satisfy constraint: Member must not be null", field)
+		}
+		if tg.valueNull {
+			c.add("Value null at '%s.value' failed to satisfy constraint: Member must not be null", field)
+		}
+		if tg.keyNull {
+			if v := tg.Value; !tg.valueNull && utf8.RuneCountInString(v) > maxTagValueLen {
+				c.add("Value '%s' at '%s.value' failed to satisfy constraint: Member must have length less than or equal to %d", v, field, maxTagValueLen)
+			}
+			continue
+		}
+		v := tg.Value
+		checkTagLengths(c, field, tg.Key, &v)
+	}
+}
+
+// checkTagsText checks the characters and prefixes of every tag.
+func checkTagsText(tags []Tag) *Error {
+	for _, tg := range tags {
+		if err := checkTagText(tg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkTagText rejects a tag with characters tags may not hold, or a key
@@ -172,20 +209,15 @@ func (s *Store) TagResource(in *TagResourceInput) (*TagResourceOutput, error) {
 	if in.Tags == nil {
 		c.add("Value null at 'tags' failed to satisfy constraint: Member must not be null")
 	}
-	for i, tg := range in.Tags {
-		v := tg.Value
-		checkTagLengths(&c, fmt.Sprintf("tags.%d.member", i+1), tg.Key, &v)
-	}
+	checkTagList(&c, in.Tags)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
 	if len(in.Tags) == 0 {
 		return nil, validationf("Atleast one Tag needs to be provided as Input.")
 	}
-	for _, tg := range in.Tags {
-		if err := checkTagText(tg); err != nil {
-			return nil, err
-		}
+	if err := checkTagsText(in.Tags); err != nil {
+		return nil, err
 	}
 	err := s.updateTags(in.ResourceArn, func(tags []Tag) ([]Tag, *Error) {
 		for _, tg := range in.Tags {

@@ -113,6 +113,10 @@ const (
 	msgKeySchema      = "The provided key element does not match the schema"
 	msgItemSize       = "Item size has exceeded the maximum allowed size"
 	msgUpdateItemSize = "Item size to update has exceeded the maximum allowed size"
+	// msgTransactSize answers a transaction whose payload (the items, keys
+	// and expression values it carries, not the stored items it refers
+	// to) is over 4 MB.
+	msgTransactSize = "Transaction request size cannot exceed 4 MB"
 )
 
 // transactionCanceled builds the TransactionCanceledException of reasons.
@@ -130,6 +134,18 @@ func transactionCanceled(reasons []CancellationReason) *Error {
 
 func validationReason(msg string) CancellationReason {
 	return CancellationReason{Code: reasonValidation, Message: msg}
+}
+
+// firstInvalid is the reasons of a transaction of n actions whose action i
+// is the first invalid one: DynamoDB stops validating there, so every other
+// action's reason is None, even one whose condition would have failed.
+func firstInvalid(n, i int, r CancellationReason) []CancellationReason {
+	reasons := make([]CancellationReason, n)
+	for j := range reasons {
+		reasons[j] = CancellationReason{Code: reasonNone}
+	}
+	reasons[i] = r
+	return reasons
 }
 
 // keyProblem splits a Key's validation error the way DynamoDB reports it
@@ -382,6 +398,10 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, t
 		} else {
 			top, pl.reason = keyProblem(t, pl.a.Key)
 			keyItem = pl.a.Key
+			size += pl.a.Key.Size()
+		}
+		for _, v := range pl.a.ExpressionAttributeValues {
+			size += v.Size()
 		}
 		if top != nil {
 			return nil, nil, time.Time{}, top
@@ -404,7 +424,14 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, t
 		keys = append(keys, pl.key)
 	}
 	if size > maxTransactBytes {
-		return nil, nil, time.Time{}, validationf("Transaction request cannot be larger than 4 MB")
+		return nil, nil, time.Time{}, validationf("%s", msgTransactSize)
+	}
+	// DynamoDB validates the actions before it evaluates any of them and
+	// stops at the first invalid one: only that one has a reason.
+	for i, pl := range plans {
+		if pl.reason != nil {
+			return nil, nil, time.Time{}, transactionCanceled(firstInvalid(len(plans), i, *pl.reason))
+		}
 	}
 
 	defer s.lockKeys(keys...)()
@@ -412,10 +439,6 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, t
 	failed := false
 	for i, pl := range plans {
 		reasons[i] = CancellationReason{Code: reasonNone}
-		if pl.reason != nil {
-			reasons[i], failed = *pl.reason, true
-			continue
-		}
 		old, gerr := s.getItem(pl.key)
 		if gerr != nil {
 			return nil, nil, time.Time{}, internal(pl.t.named(gerr))
@@ -442,16 +465,14 @@ func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, t
 			}
 			n, aerr := pl.upd.Apply(base)
 			if aerr != nil {
-				reasons[i], failed = validationReason(asAPIError(aerr).Message), true
-				continue
+				return nil, nil, time.Time{}, transactionCanceled(firstInvalid(len(plans), i, validationReason(asAPIError(aerr).Message)))
 			}
 			if verr := pl.t.validateItem(n); verr != nil {
 				msg := verr.Message
 				if msg == msgItemSize {
 					msg = msgUpdateItemSize
 				}
-				reasons[i], failed = validationReason(msg), true
-				continue
+				return nil, nil, time.Time{}, transactionCanceled(firstInvalid(len(plans), i, validationReason(msg)))
 			}
 			pl.new = n
 		}

@@ -158,6 +158,31 @@ func TestTransactWriteItemsCancellation(t *testing.T) {
 			codes: "None,ValidationError", message: map[int]string{1: "The provided key element does not match the schema"},
 		},
 		{
+			name: "validation stops at the first invalid action",
+			items: []types.TransactWriteItem{
+				txPut(tab, attrs{"pk": avN("7")}),
+				txPut(tab, attrs{"pk": avN("8")}),
+				{Put: &types.Put{TableName: aws.String(tab), Item: attrs{"pk": avS("locked")}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+			},
+			codes: "ValidationError,None,None", message: map[int]string{0: "One or more parameter values were invalid: Type mismatch for key pk expected: S actual: N"},
+		},
+		{
+			name: "an invalid key hides an earlier failing condition",
+			items: []types.TransactWriteItem{
+				{Put: &types.Put{TableName: aws.String(tab), Item: attrs{"pk": avS("locked")}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+				txDelete(tab, attrs{"pk": avN("5")}),
+			},
+			codes: "None,ValidationError", message: map[int]string{1: "The provided key element does not match the schema"},
+		},
+		{
+			name: "an update error hides a later failing condition",
+			items: []types.TransactWriteItem{
+				txUpdate(tab, pk("str"), "SET n = n + :one", eaValues(":one", avN("1"))),
+				{Put: &types.Put{TableName: aws.String(tab), Item: attrs{"pk": avS("locked")}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+			},
+			codes: "ValidationError,None", message: map[int]string{0: "An operand in the update expression has an incorrect data type"},
+		},
+		{
 			name:  "ConditionCheck key with an extra attribute",
 			items: []types.TransactWriteItem{witness, txCheck(tab, attrs{"pk": avS("locked"), "x": avS("y")}, "attribute_exists(pk)", nil)},
 			codes: "None,ValidationError", message: map[int]string{1: "The provided key element does not match the schema"},
@@ -176,6 +201,11 @@ func TestTransactWriteItemsCancellation(t *testing.T) {
 			}
 			for i, it := range tc.item {
 				requireItem(t, reasons[i].Item, it)
+			}
+			for i, r := range reasons {
+				if aws.ToString(r.Code) == "None" && r.Message != nil {
+					t.Errorf("reason %d is None with message %q", i, *r.Message)
+				}
 			}
 			for i, r := range reasons {
 				if _, ok := tc.item[i]; !ok && r.Item != nil {
@@ -233,7 +263,7 @@ func TestTransactWriteItemsValidation(t *testing.T) {
 		{"Put item over 400 KB", dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{txPut(tab, attrs{"pk": avS("x"), "b": avS(strings.Repeat("x", 410_000))})}}, "ValidationException",
 			"Item size has exceeded the maximum allowed size"},
 		{"over 4 MB in all", dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{big(1), big(2), big(3), big(4), big(5), big(6), big(7), big(8), big(9), big(10), big(11), big(12)}}, "ValidationException",
-			"4 MB"},
+			"Transaction request size cannot exceed 4 MB"},
 		{"two members in one action", dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(tab), Item: pk("a")}, Delete: &types.Delete{TableName: aws.String(tab), Key: pk("b")}}}}, "ValidationException",
 			"TransactItems can only contain one of"},
 	}
@@ -251,6 +281,14 @@ func TestTransactWriteItemsValidation(t *testing.T) {
 	// Exactly 100 actions and 10 items of 350 KB are within the limits.
 	requireNoError(t, transact(t, c, many(100)...), "100 actions")
 	requireNoError(t, transact(t, c, big(1), big(2), big(3), big(4), big(5), big(6), big(7), big(8), big(9), big(10)), "3.5 MB")
+	// The limit is on the request's payload, not on the stored items it
+	// names: deleting 4.2 MB of items in one transaction is allowed.
+	requireNoError(t, transact(t, c, big(11), big(12)), "0.7 MB")
+	var dels []types.TransactWriteItem
+	for i := 1; i <= 12; i++ {
+		dels = append(dels, txDelete(tab, pk(fmt.Sprintf("big%d", i))))
+	}
+	requireNoError(t, transact(t, c, dels...), "deleting 4.2 MB")
 }
 
 // clock is a settable time source for Options.Now.

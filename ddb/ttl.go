@@ -3,6 +3,8 @@ package ddb
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"math/big"
 	"time"
 
@@ -37,6 +39,28 @@ func init() {
 type TimeToLiveSpecification struct {
 	Enabled       *bool  `json:"Enabled"`
 	AttributeName string `json:"AttributeName"`
+
+	// nameSet records that the request carried AttributeName (even
+	// empty); see UnmarshalJSON.
+	nameSet bool
+}
+
+// UnmarshalJSON decodes a TimeToLiveSpecification, noting whether
+// AttributeName was present: DynamoDB reports a missing one as null and an
+// empty one by its length.
+func (ts *TimeToLiveSpecification) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Enabled       *bool   `json:"Enabled"`
+		AttributeName *string `json:"AttributeName"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("decode TimeToLiveSpecification: %w", err)
+	}
+	*ts = TimeToLiveSpecification{Enabled: raw.Enabled, nameSet: raw.AttributeName != nil}
+	if raw.AttributeName != nil {
+		ts.AttributeName = *raw.AttributeName
+	}
+	return nil
 }
 
 // UpdateTimeToLiveInput is the request of UpdateTimeToLive.
@@ -113,9 +137,12 @@ func (s *Store) UpdateTimeToLive(in *UpdateTimeToLiveInput) (*UpdateTimeToLiveOu
 		if in.TimeToLiveSpecification.Enabled == nil {
 			c.add("Value null at 'timeToLiveSpecification.enabled' failed to satisfy constraint: Member must not be null")
 		}
-		if in.TimeToLiveSpecification.AttributeName == "" {
+		switch spec := in.TimeToLiveSpecification; {
+		case spec.AttributeName == "" && !spec.nameSet:
 			c.add("Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null")
-		} else if len(in.TimeToLiveSpecification.AttributeName) > 255 {
+		case spec.AttributeName == "":
+			c.add("Value '' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1")
+		case len(in.TimeToLiveSpecification.AttributeName) > 255:
 			c.add("Value '%s' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length less than or equal to 255", in.TimeToLiveSpecification.AttributeName)
 		}
 	}

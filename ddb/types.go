@@ -1,6 +1,9 @@
 package ddb
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 	"github.com/quarrydb/quarry/ddb/expr"
 )
@@ -17,6 +20,29 @@ type KeySchemaElement struct {
 type AttributeDefinition struct {
 	AttributeName string `json:"AttributeName"`
 	AttributeType string `json:"AttributeType"`
+
+	// nameNull and typeNull record a member missing from the request
+	// (UnmarshalJSON), which DynamoDB reports as null.
+	nameNull, typeNull bool
+}
+
+// UnmarshalJSON decodes an AttributeDefinition, noting missing members.
+func (d *AttributeDefinition) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		AttributeName *string `json:"AttributeName"`
+		AttributeType *string `json:"AttributeType"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("decode attribute definition: %w", err)
+	}
+	*d = AttributeDefinition{nameNull: raw.AttributeName == nil, typeNull: raw.AttributeType == nil}
+	if raw.AttributeName != nil {
+		d.AttributeName = *raw.AttributeName
+	}
+	if raw.AttributeType != nil {
+		d.AttributeType = *raw.AttributeType
+	}
+	return nil
 }
 
 // Projection says which attributes an index holds.
@@ -64,6 +90,29 @@ type CreateTableInput struct {
 type Tag struct {
 	Key   string `json:"Key"`
 	Value string `json:"Value"`
+
+	// keyNull and valueNull record a Key or Value missing from the
+	// request (UnmarshalJSON), which DynamoDB reports as null.
+	keyNull, valueNull bool
+}
+
+// UnmarshalJSON decodes a Tag, noting a missing Key or Value.
+func (t *Tag) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Key   *string `json:"Key"`
+		Value *string `json:"Value"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("decode tag: %w", err)
+	}
+	*t = Tag{keyNull: raw.Key == nil, valueNull: raw.Value == nil}
+	if raw.Key != nil {
+		t.Key = *raw.Key
+	}
+	if raw.Value != nil {
+		t.Value = *raw.Value
+	}
+	return nil
 }
 
 // GSIUpdate is one entry of UpdateTable's GlobalSecondaryIndexUpdates.

@@ -99,7 +99,7 @@ func TestValueJSON(t *testing.T) {
 		{`{"SS":["a","a"]}`, "", "contains duplicates"},
 		{`{"NS":["1","1.0"]}`, "", "contains duplicates"},
 		{`{"BS":[]}`, "", "should not be empty"},
-		{`{"N":"x"}`, "", "cannot be converted into a number"},
+		{`{"N":"x"}`, "", "The parameter cannot be converted to a numeric value: x"},
 		{`{"L":[{}]}`, "", "Supplied AttributeValue is empty"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,8 @@
 package attr
 
 import (
+	"strings"
+
 	"github.com/cockroachdb/apd/v3"
 )
 
@@ -59,17 +61,37 @@ func isNumberSyntax(s string) bool {
 // ParseDecimal parses a DynamoDB number and checks DynamoDB's limits.
 func ParseDecimal(s string) (*apd.Decimal, error) {
 	if !isNumberSyntax(s) {
-		return nil, verr("A value provided cannot be converted into a number")
+		if s == "" {
+			return nil, verr("The parameter cannot be converted to a numeric value")
+		}
+		return nil, verr("The parameter cannot be converted to a numeric value: %s", s)
 	}
 	d, _, err := apd.NewFromString(s)
 	if err != nil {
-		return nil, verr("A value provided cannot be converted into a number")
+		// Well-formed, but the exponent is beyond what apd holds.
+		return outOfRange(s)
 	}
 	d.Reduce(d)
 	if err := checkRange(d); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// outOfRange classifies a well-formed number whose exponent is too large
+// to parse: zero (whatever its exponent), an overflow or an underflow.
+func outOfRange(s string) (*apd.Decimal, error) {
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i+1:]
+	}
+	if strings.Trim(mant, "+-0.") == "" {
+		return apd.New(0, 0), nil
+	}
+	if strings.HasPrefix(exp, "-") {
+		return nil, verr("Number underflow. Attempting to store a number with magnitude smaller than supported range")
+	}
+	return nil, verr("Number overflow. Attempting to store a number with magnitude larger than supported range")
 }
 
 func checkRange(d *apd.Decimal) error {

@@ -174,7 +174,14 @@ func FromExpected(expected map[string]ExpectedAttr, conditionalOperator string) 
 			if err := checkValues(op, vals); err != nil {
 				return nil, err
 			}
-			conds = append(conds, legacyCond(name, op, vals))
+			c := legacyCond(name, op, vals)
+			if op == "NOT_CONTAINS" {
+				// In Expected, a missing attribute does not satisfy
+				// NOT_CONTAINS (in QueryFilter and ScanFilter it does).
+				exists := legacyCond(name, "NOT_NULL", nil)
+				c = &cond{op: cAnd, kids: []*cond{exists, c}}
+			}
+			conds = append(conds, c)
 			continue
 		}
 		if e.AttributeValueList != nil {

@@ -122,6 +122,13 @@ func (s *Store) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, s.auth) })
 }
 
+// TrustedHandler serves the wire protocol like Handler but checks no
+// signature, whatever Options.Credentials says: its caller is trusted. Serve
+// it only where nobody else can reach it — an in-process transport
+// (NewClient uses it), or a Unix socket in a directory only the store's
+// owner can enter (quarry's admin channel).
+func (s *Store) TrustedHandler() http.Handler { return s.trustedHandler() }
+
 // trustedHandler serves in-process clients without signature checks.
 func (s *Store) trustedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, nil) })

@@ -49,7 +49,7 @@ func cmdChecks(ctx context.Context, args []string, getenv func(string) string, s
 	email := fs.String("email", "", "the user's email address")
 	tier := fs.String("tier", "", "FREE or PRO")
 	c, err := config.Load(fs, args[2:], getenv, config.Defaults(),
-		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "credentials", "ddb-access-key-id", "ddb-secret-access-key", "checks-table-prefix", "checks-free-limit", "checks-pro-limit", "region", "log-level", "log-format"})
+		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "checks-table-prefix", "checks-free-limit", "checks-pro-limit", "region", "log-level", "log-format"})
 	if err != nil {
 		return err
 	}

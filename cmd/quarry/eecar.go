@@ -40,7 +40,7 @@ func cmdEECAR(ctx context.Context, args []string, getenv func(string) string, st
 	industry := fs.String("industry", "", "company industry")
 	companyID := fs.String("company", "", "company id")
 	c, err := config.Load(fs, args[2:], getenv, config.Defaults(),
-		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "credentials", "ddb-access-key-id", "ddb-secret-access-key", "eecar-table-prefix", "region", "log-level", "log-format"})
+		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "eecar-table-prefix", "region", "log-level", "log-format"})
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/ddb"
 )
 
 // hostileServer is a running `quarry serve` whose DynamoDB endpoint
 // requires signatures by one key (adminKeyID/adminSecret, in credsFile).
+// Its administration commands go through the admin channel.
 type hostileServer struct {
 	api, store, dir, credsFile string
 }
@@ -71,65 +74,100 @@ func (s *hostileServer) cli(env map[string]string, args ...string) (code int, st
 	return code, strings.TrimSpace(out.String()), errs.String()
 }
 
-// mustCLI runs an administration command signed with the admin key and
-// returns its standard output.
+// mustCLI runs an administration command and returns its standard
+// output. It reaches the server through the data directory's admin
+// channel, so it needs no key although the endpoint demands signatures.
 func (s *hostileServer) mustCLI(t *testing.T, args ...string) string {
 	t.Helper()
-	code, out, errs := s.cli(nil, append(args, "--ddb-access-key-id", adminKeyID, "--ddb-secret-access-key", adminSecret)...)
+	code, out, errs := s.cli(nil, args...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errs)
 	}
 	return out
 }
 
-// TestAdminCLISigning runs the administration commands against a server
-// started with --credentials: they sign with the key the operator names
-// (flags, environment, or the credentials file) and fail clearly without.
-func TestAdminCLISigning(t *testing.T) {
-	s := startHostileServer(t)
-	twoKeys := filepath.Join(t.TempDir(), "two")
-	if err := os.WriteFile(twoKeys, []byte(adminKeyID+" "+adminSecret+"\nAKIDOTHER other\n"), 0o600); err != nil {
-		t.Fatal(err)
+// TestAdminChannel runs the administration commands against servers whose
+// data directory they name: against a server whose DynamoDB endpoint
+// demands signatures they work without any key (the admin channel in the
+// data directory needs none), and with two servers running — one on the
+// default-style endpoint the command is pointed at, one with its endpoint
+// off — a command given the second's data directory writes into the
+// second, never into whatever answers on the endpoint (the trap a user fell
+// into). A data directory held by a process without an admin channel is
+// an error that names the directory.
+func TestAdminChannel(t *testing.T) {
+	signed := startHostileServer(t)
+	token := signed.mustCLI(t, "checks", "user", "create", "--email", "signed@example.com")
+	if !strings.HasPrefix(token, "chk_") {
+		t.Fatalf("checks user create printed %q", token)
 	}
-	for i, tc := range []struct {
-		name    string
-		args    []string
-		env     map[string]string
-		wantErr string // "" for success
-	}{
-		{name: "flags", args: []string{"--ddb-access-key-id", adminKeyID, "--ddb-secret-access-key", adminSecret}},
-		{name: "environment", env: map[string]string{"QUARRY_DDB_ACCESS_KEY_ID": adminKeyID, "QUARRY_DDB_SECRET_ACCESS_KEY": adminSecret}},
-		{name: "the credentials file's only key", args: []string{"--credentials", s.credsFile}},
-		{name: "a key named in a credentials file", args: []string{"--credentials", twoKeys, "--ddb-access-key-id", adminKeyID}},
-		{name: "credentials from the environment", env: map[string]string{"QUARRY_CREDENTIALS": s.credsFile}},
-		{name: "no key", wantErr: "requires signed requests: name a key with --ddb-access-key-id"},
-		{name: "wrong secret", args: []string{"--ddb-access-key-id", adminKeyID, "--ddb-secret-access-key", "wrong"}, wantErr: `refused the signing key "AKIDADMIN"`},
-		{name: "unknown key", args: []string{"--ddb-access-key-id", "AKIDNOBODY", "--ddb-secret-access-key", "x"}, wantErr: `refused the signing key "AKIDNOBODY"`},
-		{name: "key not in the file", args: []string{"--credentials", s.credsFile, "--ddb-access-key-id", "AKIDNOBODY"}, wantErr: `"AKIDNOBODY" (--ddb-access-key-id) is not in the credentials file`},
-		{name: "file of two keys, none named", args: []string{"--credentials", twoKeys}, wantErr: "holds 2 keys: name the one to sign with by --ddb-access-key-id"},
-		{name: "id without secret", args: []string{"--ddb-access-key-id", adminKeyID}, wantErr: "ddb-access-key-id needs ddb-secret-access-key"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			email := fmt.Sprintf("user%d@example.com", i)
-			code, out, errs := s.cli(tc.env, append([]string{"checks", "user", "create", "--email", email}, tc.args...)...)
-			if tc.wantErr == "" {
-				if code != 0 || !strings.HasPrefix(out, "chk_") {
-					t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
-				}
-				return
-			}
-			if code == 0 || !strings.Contains(errs, tc.wantErr) {
-				t.Fatalf("exit %d, stderr %q, want a failure with %q", code, errs, tc.wantErr)
-			}
-		})
-	}
-	// The other systems' commands sign the same way.
-	if out := s.mustCLI(t, "wallcrawler", "project", "create", "--name", "Acme", "--id", "project_acme"); !strings.Contains(out, "project_acme") {
+	if out := signed.mustCLI(t, "wallcrawler", "project", "create", "--name", "Acme", "--id", "project_acme"); !strings.Contains(out, "project_acme") {
 		t.Errorf("wallcrawler project create: %q", out)
 	}
-	if out := s.mustCLI(t, "eecar", "company", "create", "--name", "Acme"); out == "" {
+	if out := signed.mustCLI(t, "eecar", "company", "create", "--name", "Acme"); out == "" {
 		t.Error("eecar company create printed no key")
 	}
+	// The user is in the signed server's store: its API accepts the token.
+	if code := getStatus(t, "http://"+signed.api+"/checks/v1/checks", token); code != http.StatusOK {
+		t.Errorf("the signed server answers %d to the new user's token", code)
+	}
+
+	// The trap: server A on an endpoint, server B with its endpoint off.
+	a := startHostileServer(t)
+	bDir := t.TempDir()
+	bAPI := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", bAPI, "--ddb-listen", "off", "--data-dir", bDir}, noEnv, &logs, &logs)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor(t, "server B", func() bool { return strings.Contains(logs.String(), "listening on "+bAPI) })
+	var out, errs syncBuffer
+	// Pointed at A's endpoint by --ddb-listen, but given B's directory.
+	if code := run(context.Background(), []string{"checks", "user", "create", "--email", "b@example.com", "--data-dir", bDir, "--ddb-listen", a.store}, noEnv, &out, &errs); code != 0 {
+		t.Fatalf("checks user create in B: exit %d: %s", code, errs.String())
+	}
+	bToken := strings.TrimSpace(out.String())
+	if code := getStatus(t, "http://"+bAPI+"/checks/v1/checks", bToken); code != http.StatusOK {
+		t.Errorf("server B answers %d to the user created with its data directory", code)
+	}
+	if code := getStatus(t, "http://"+a.api+"/checks/v1/checks", bToken); code != http.StatusUnauthorized {
+		t.Errorf("server A answers %d to the user created with B's data directory, want 401: the command wrote into A", code)
+	}
+
+	// A directory held without an answering channel: a clear error.
+	stale := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(stale, "ddb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	held, err := ddb.Open(filepath.Join(stale, "ddb"), &ddb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var out2, errs2 syncBuffer
+	code := run(context.Background(), []string{"checks", "user", "create", "--email", "c@example.com", "--data-dir", stale, "--ddb-listen", a.store}, noEnv, &out2, &errs2)
+	if code == 0 || !strings.Contains(errs2.String(), "is in use by another quarry process") || !strings.Contains(errs2.String(), stale) {
+		t.Errorf("command on a held directory without a channel: exit %d, stderr %q", code, errs2.String())
+	}
+}
+
+// getStatus GETs url with a bearer token and returns the status.
+func getStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // TestNastyIDs sends each system's ID routes ids DynamoDB's key limits

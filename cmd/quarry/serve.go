@@ -68,6 +68,15 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer closeStore()
+	if store != nil {
+		// Administration commands given this data directory reach this
+		// process here, never through a guessed address.
+		stopAdmin, err := serveAdminChannel(c.DataDir, store.TrustedHandler(), log)
+		if err != nil {
+			return err
+		}
+		defer stopAdmin()
+	}
 	streams, err := streamsClient(ctx, c, store)
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 	also := fs.String("also", "", "comma-separated further projects the key may use")
 	rawKey := fs.String("key", "", "the raw API key to revoke")
 	c, err := config.Load(fs, args[2:], getenv, config.Defaults(),
-		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "credentials", "ddb-access-key-id", "ddb-secret-access-key", "wallcrawler-table-prefix", "region", "log-level", "log-format"})
+		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "wallcrawler-table-prefix", "region", "log-level", "log-format"})
 	if err != nil {
 		return err
 	}

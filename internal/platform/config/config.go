@@ -75,11 +75,6 @@ type Config struct {
 	// DDBMaxConns caps the connections open at once on the DynamoDB
 	// endpoint (`quarry ddb serve`'s --listen included).
 	DDBMaxConns int
-	// DDBAccessKeyID and DDBSecretAccessKey sign the administration
-	// commands' requests to a running server's DynamoDB endpoint (which
-	// requires signatures when started with --credentials). With only
-	// the id, the secret is read from the Credentials file.
-	DDBAccessKeyID, DDBSecretAccessKey string
 	// DynamoDBEndpoint, when set, points the DynamoDB systems at another
 	// DynamoDB endpoint (AWS, ScyllaDB Alternator) instead of the embedded
 	// store; credentials and region come from the AWS environment.
@@ -251,8 +246,6 @@ func (c *Config) fields(which []string) []field {
 		{flag: "idle-timeout", env: "QUARRY_IDLE_TIMEOUT", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
 		{flag: "max-conns", env: "QUARRY_MAX_CONNS", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
 		{flag: "ddb-max-conns", env: "QUARRY_DDB_MAX_CONNS", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
-		{flag: "ddb-access-key-id", env: "QUARRY_DDB_ACCESS_KEY_ID", usage: "access key id signing the command's requests to a running server's DynamoDB endpoint (its secret from --ddb-secret-access-key or the --credentials file)", str: &c.DDBAccessKeyID},
-		{flag: "ddb-secret-access-key", env: "QUARRY_DDB_SECRET_ACCESS_KEY", usage: "secret access key of --ddb-access-key-id", str: &c.DDBSecretAccessKey},
 		{"blob-s3-bucket", "QUARRY_BLOB_S3_BUCKET", "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", &c.BlobS3Bucket, nil, nil, nil, nil},
 		{"blob-s3-endpoint", "QUARRY_BLOB_S3_ENDPOINT", "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", &c.BlobS3Endpoint, nil, nil, nil, nil},
 		{"blob-s3-region", "QUARRY_BLOB_S3_REGION", "region of blob-s3-bucket (default: region)", &c.BlobS3Region, nil, nil, nil, nil},
@@ -464,12 +457,6 @@ func (c *Config) Validate() error {
 		if n.v < 1 || n.v > 1_000_000 {
 			errs = append(errs, fmt.Errorf("config: %s %d: want 1 to 1000000", n.name, n.v))
 		}
-	}
-	if c.DDBSecretAccessKey != "" && c.DDBAccessKeyID == "" {
-		errs = append(errs, errors.New("config: ddb-secret-access-key needs ddb-access-key-id"))
-	}
-	if c.DDBAccessKeyID != "" && c.DDBSecretAccessKey == "" && c.Credentials == "" {
-		errs = append(errs, errors.New("config: ddb-access-key-id needs ddb-secret-access-key, or credentials (the file holding its secret)"))
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))

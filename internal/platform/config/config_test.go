@@ -91,10 +91,6 @@ func TestLoad(t *testing.T) {
 		{name: "bad max conns", args: []string{"--ddb-max-conns", "0"}, wantErr: "ddb-max-conns 0: want 1 to 1000000"},
 		{name: "bad read timeout", env: map[string]string{"QUARRY_READ_TIMEOUT": "1ms"}, wantErr: "read-timeout 1ms: want 100ms to 24h"},
 		{name: "bad idle timeout", args: []string{"--idle-timeout", "0s"}, wantErr: "idle-timeout 0s: want 100ms to 24h"},
-		{name: "signing key from env", env: map[string]string{"QUARRY_DDB_ACCESS_KEY_ID": "AKID", "QUARRY_DDB_SECRET_ACCESS_KEY": "s3cret"},
-			check: func(c *Config) bool { return c.DDBAccessKeyID == "AKID" && c.DDBSecretAccessKey == "s3cret" }},
-		{name: "signing secret without id", args: []string{"--ddb-secret-access-key", "s3cret"}, wantErr: "ddb-secret-access-key needs ddb-access-key-id"},
-		{name: "signing id without secret", args: []string{"--ddb-access-key-id", "AKID"}, wantErr: "ddb-access-key-id needs ddb-secret-access-key, or credentials"},
 		{name: "browser dir beside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q-browsers"}, check: func(c *Config) bool { return c.WallcrawlerBrowserDir == "/srv/q-browsers" }},
 	}
 	for _, tt := range tests {

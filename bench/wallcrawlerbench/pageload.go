@@ -379,6 +379,7 @@ func (e *egressProc) stop() (egress.Stats, error) {
 type series struct {
 	via, scheme string
 	load, idle  []time.Duration
+	last        []time.Duration // last resource's responseEnd (performance API)
 	errors      int
 	firstErr    string
 	cpu         time.Duration // egress child CPU during the measured loads
@@ -442,7 +443,7 @@ func (t *tab) close() {
 // main frame's load event and to its networkIdle event (Chromium's: no
 // request for 500 ms, which the figure includes), checking that the page
 // loaded whole and nothing came from a cache.
-func (t *tab) pageLoad(ctx context.Context, url string) (load, idle time.Duration, err error) {
+func (t *tab) pageLoad(ctx context.Context, url string) (load, idle, last time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c := t.conn
@@ -450,23 +451,23 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle time.Duratio
 	t0 := time.Now()
 	raw, err := c.call(ctx, t.sess, "Page.navigate", map[string]any{"url": url})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var nav struct {
 		LoaderID  string `json:"loaderId"`
 		ErrorText string `json:"errorText"`
 	}
 	if err := json.Unmarshal(raw, &nav); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if nav.ErrorText != "" {
-		return 0, 0, fmt.Errorf("Page.navigate: %s", nav.ErrorText)
+		return 0, 0, 0, fmt.Errorf("Page.navigate: %s", nav.ErrorText)
 	}
 	var tLoad, tIdle time.Time
 	for tLoad.IsZero() || tIdle.IsZero() {
 		m, err := c.nextEvent(ctx)
 		if err != nil {
-			return 0, 0, fmt.Errorf("waiting for load and networkIdle: %w", err)
+			return 0, 0, 0, fmt.Errorf("waiting for load and networkIdle: %w", err)
 		}
 		if m.Method != "Page.lifecycleEvent" || m.SessionID != t.sess {
 			continue
@@ -486,17 +487,18 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle time.Duratio
 		}
 	}
 	if tIdle.Before(tLoad) {
-		return 0, 0, errors.New("networkIdle before load")
+		return 0, 0, 0, errors.New("networkIdle before load")
 	}
 	raw, err = c.call(ctx, t.sess, "Runtime.evaluate", map[string]any{"returnByValue": true, "expression": `JSON.stringify((function(){
 		var r = performance.getEntriesByType('resource');
 		return {title: document.title, n: r.length,
 			cached: r.filter(function(e){return e.transferSize === 0}).length,
 			broken: Array.prototype.filter.call(document.images, function(i){return !i.complete || i.naturalWidth === 0}).length,
-			late: document.images.length};
+			late: document.images.length,
+			last: Math.max.apply(null, r.map(function(e){return e.responseEnd}))};
 	})())`})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var ev struct {
 		Result struct {
@@ -504,22 +506,23 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle time.Duratio
 		} `json:"result"`
 	}
 	var chk struct {
-		Title  string `json:"title"`
-		N      int    `json:"n"`
-		Cached int    `json:"cached"`
-		Broken int    `json:"broken"`
-		Late   int    `json:"late"`
+		Title  string  `json:"title"`
+		N      int     `json:"n"`
+		Cached int     `json:"cached"`
+		Broken int     `json:"broken"`
+		Late   int     `json:"late"`
+		Last   float64 `json:"last"` // ms since the navigation started
 	}
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if err := json.Unmarshal([]byte(ev.Result.Value), &chk); err != nil {
-		return 0, 0, fmt.Errorf("check: %w (%q)", err, ev.Result.Value)
+		return 0, 0, 0, fmt.Errorf("check: %w (%q)", err, ev.Result.Value)
 	}
 	if chk.Title != fixtureTitle || chk.N < minResources || chk.Cached > 0 || chk.Broken > 0 || chk.Late < len(imgSizes)+2 {
-		return 0, 0, fmt.Errorf("incomplete load: %s", ev.Result.Value)
+		return 0, 0, 0, fmt.Errorf("incomplete load: %s", ev.Result.Value)
 	}
-	return tLoad.Sub(t0), tIdle.Sub(t0), nil
+	return tLoad.Sub(t0), tIdle.Sub(t0), time.Duration(chk.Last * float64(time.Millisecond)), nil
 }
 
 // runPageLoad runs the page-load mode.
@@ -609,7 +612,7 @@ func runPageLoad(c *config) (*pageResult, error) {
 		nonce++
 		u := fmt.Sprintf("%s/page?r=%d-%d", cb.site.URL, time.Now().UnixNano(), nonce)
 		cpu0 := eg.cpu()
-		l, idle, err := (*cb.tab).pageLoad(ctx, u)
+		l, idle, last, err := (*cb.tab).pageLoad(ctx, u)
 		if !measure {
 			if err != nil {
 				logf("pageload: warm-up %s %s: %v", cb.s.via, cb.s.scheme, err)
@@ -629,6 +632,7 @@ func runPageLoad(c *config) (*pageResult, error) {
 		}
 		cb.s.load = append(cb.s.load, l)
 		cb.s.idle = append(cb.s.idle, idle)
+		cb.s.last = append(cb.s.last, last)
 	}
 	for round := range c.rounds {
 		logf("pageload: round %d of %d: launching the browsers", round+1, c.rounds)
@@ -700,27 +704,29 @@ func pageMarkdown(b *strings.Builder, c *config, r *pageResult) {
 		sandbox = "without Chromium's sandbox"
 	}
 	fmt.Fprintf(b, "- Browsers: two `browser.NewChromium` providers, identical (user %s, %s, `--ignore-certificate-errors` for the bench only) but for `ProxyServer`: direct (none) vs `http://` an `egress.Proxy` in a child process of the harness (policy: `--allow-networks` the fixture's host:ports; the flags quarry serve adds with it: `--proxy-bypass-list=<-loopback>`, `--disable-quic`, WebRTC proxied only). Fresh browsers each round; schemes: %s.\n", r.user, sandbox, schemes)
-	fmt.Fprintf(b, "- Workload: %d rounds × (%d warm-up loads, not counted, then %d measured loads) per series; the series' loads are interleaved one by one with the order rotating by load. Page load = from sending `Page.navigate` to the main frame's `load` lifecycle event (received by the client); network idle = to `networkIdle` (Chromium: no request for 500 ms, included).\n\n", c.rounds, c.warmup, c.pageLoads)
-	b.WriteString("| scheme | via | load p50 | load p95 | load mean | network idle p50 | network idle p95 | loads | errors | egress CPU / load |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "- Workload: %d rounds × (%d warm-up loads, not counted, then %d measured loads) per series; the series' loads are interleaved one by one with the order rotating by load. Page load = from sending `Page.navigate` to the main frame's `load` lifecycle event (received by the client); network idle = to `networkIdle` (Chromium: no request for 500 ms, included; it is detected at the end of a renderer task or by a 2 s watchdog, so it falls near 1.1 s or 2.1 s and its ratio is coarse); last response = the latest `responseEnd` of the page's resources, XHR and late images included (performance API, from the navigation's start in the browser).\n\n", c.rounds, c.warmup, c.pageLoads)
+	b.WriteString("| scheme | via | load p50 | load p95 | load mean | network idle p50 | network idle p95 | last response p50 | last response p95 | loads | errors | egress CPU / load |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range r.series {
 		cpu := "–"
 		if s.via == "egress" && len(s.load)+s.errors > 0 {
 			cpu = fmtDur(s.cpu / time.Duration(len(s.load)+s.errors))
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", s.scheme, s.via,
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", s.scheme, s.via,
 			fmtDur(report.Percentile(s.load, 50)), fmtDur(report.Percentile(s.load, 95)), fmtDur(mean(s.load)),
-			fmtDur(report.Percentile(s.idle, 50)), fmtDur(report.Percentile(s.idle, 95)), len(s.load), s.errors, cpu)
+			fmtDur(report.Percentile(s.idle, 50)), fmtDur(report.Percentile(s.idle, 95)),
+			fmtDur(report.Percentile(s.last, 50)), fmtDur(report.Percentile(s.last, 95)), len(s.load), s.errors, cpu)
 	}
-	b.WriteString("\n| scheme | egress/direct load p50 | load p95 | load mean | network idle p50 |\n|---|--:|--:|--:|--:|\n")
+	b.WriteString("\n| scheme | egress/direct load p50 | load p95 | load mean | network idle p50 | last response p50 |\n|---|--:|--:|--:|--:|--:|\n")
 	var verdicts []string
 	met := true
 	for i := 0; i+1 < len(r.series); i += 2 {
 		d, e := r.series[i], r.series[i+1]
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", d.scheme,
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", d.scheme,
 			ratio(report.Percentile(e.load, 50), report.Percentile(d.load, 50)),
 			ratio(report.Percentile(e.load, 95), report.Percentile(d.load, 95)),
 			ratio(mean(e.load), mean(d.load)),
-			ratio(report.Percentile(e.idle, 50), report.Percentile(d.idle, 50)))
+			ratio(report.Percentile(e.idle, 50), report.Percentile(d.idle, 50)),
+			ratio(report.Percentile(e.last, 50), report.Percentile(d.last, 50)))
 		p50d, p50e := report.Percentile(d.load, 50), report.Percentile(e.load, 50)
 		ok := len(d.load) > 0 && len(e.load) > 0 && float64(p50e) <= 1.10*float64(p50d)
 		if !ok {
@@ -733,7 +739,7 @@ func pageMarkdown(b *strings.Builder, c *config, r *pageResult) {
 		verdict = "missed"
 	}
 	fmt.Fprintf(b, "\nTarget (the egress adds at most 10 %% to the fixture's page-load time, p50 to the load event): %s (%s).", verdict, strings.Join(verdicts, ", "))
-	fmt.Fprintf(b, " Egress counters: %d CONNECT tunnels, %d forwarded http requests, %d refused, %d failed, %.1f MB relayed.\n", r.stats.Tunnels, r.stats.Requests, r.stats.Refused, r.stats.Failed, float64(r.stats.Bytes)/1e6)
+	fmt.Fprintf(b, " Egress counters: %d CONNECT tunnels, %d forwarded http requests, %d refused, %d failed (Chromium's own background requests to Google hosts, which do not resolve here; the direct browser's fail too), %.1f MB relayed.\n", r.stats.Tunnels, r.stats.Requests, r.stats.Refused, r.stats.Failed, float64(r.stats.Bytes)/1e6)
 	for _, s := range r.series {
 		if s.errors > 0 {
 			fmt.Fprintf(b, "\n- %s %s: %d failed loads, first: %s\n", s.scheme, s.via, s.errors, oneLine(s.firstErr))

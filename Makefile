@@ -38,7 +38,7 @@ bench-datashelf: test-deps
 	$(GO) run ./bench/crawlbench -products 5000 -concurrency 8 -out bench/RESULTS.md
 	url="$$(bash scripts/pg-start.sh)" && $(GO) run ./bench/queuebench -postgres "$$url" -jobs 20000 -workers 8 -out bench/RESULTS.md
 
-## bench-wallcrawler: Wallcrawler session start, cold and with a warm pool; appends to bench/RESULTS.md
+## bench-wallcrawler: Wallcrawler session start (cold, warm pool) and page load direct vs through the egress proxy; appends to bench/RESULTS.md
 bench-wallcrawler: test-deps
 	PEERS_DIR=$(PEERS_DIR) bash bench/wallcrawlerbench/run.sh
 

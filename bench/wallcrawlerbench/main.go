@@ -32,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/quarrydb/quarry/bench/internal/report"
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
 
 const (
@@ -60,6 +62,13 @@ type config struct {
 	concurrency int
 	out         string
 	commandLine string
+
+	pageLoads     int
+	rounds        int
+	warmup        int
+	https         bool
+	freshConns    bool
+	egressProfile string
 }
 
 func main() {
@@ -71,7 +80,20 @@ func main() {
 	flag.DurationVar(&c.between, "between", 0, "pause between two sessions (0: back to back)")
 	flag.IntVar(&c.concurrency, "concurrency", 64, "the project's concurrency quota")
 	flag.StringVar(&c.out, "out", "", "Markdown file to append results to (default: stdout only)")
+	flag.IntVar(&c.pageLoads, "pageload", 0, "page-load mode: measured loads per round of each series (direct/egress × http/https); 0: off")
+	flag.IntVar(&c.rounds, "rounds", 3, "page-load mode: rounds, each with fresh browsers")
+	flag.IntVar(&c.warmup, "warmup", 3, "page-load mode: loads per series and round before the measured ones")
+	flag.BoolVar(&c.https, "https", true, "page-load mode: also load the fixture over https")
+	flag.BoolVar(&c.freshConns, "fresh-conns", true, "page-load mode: close the fixture's client connections before each load")
+	flag.StringVar(&c.egressProfile, "egress-cpuprofile", "", "page-load mode: write the egress proxy's CPU profile (pprof) to this file")
+	egressAllow := flag.String("egress-child", "", "internal: serve an egress proxy allowing these host:ports until stdin closes")
 	flag.Parse()
+	if *egressAllow != "" {
+		if err := egressChild(*egressAllow, c.egressProfile); err != nil {
+			fail(err)
+		}
+		return
+	}
 	for _, f := range strings.Split(*pools, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 0 {
@@ -79,8 +101,14 @@ func main() {
 		}
 		c.pools = append(c.pools, n)
 	}
-	if c.sessions < 1 {
-		fail(errors.New("-sessions must be positive"))
+	if c.sessions < 0 || c.pageLoads < 0 || c.rounds < 1 || c.warmup < 0 {
+		fail(errors.New("-sessions, -pageload and -warmup must not be negative, -rounds must be positive"))
+	}
+	if c.sessions == 0 && c.pageLoads == 0 {
+		fail(errors.New("nothing to do: -sessions 0 and no -pageload"))
+	}
+	if c.sessions == 0 {
+		c.pools = nil
 	}
 	c.commandLine = "go run ./bench/wallcrawlerbench " + strings.Join(os.Args[1:], " ")
 	if via := os.Getenv("WALLCRAWLERBENCH_VIA"); via != "" { // set by run.sh
@@ -125,7 +153,9 @@ type modeResult struct {
 func run(c *config) error {
 	bin := c.quarry
 	version := "given binary"
-	if bin == "" {
+	if len(c.pools) == 0 {
+		version = "not used"
+	} else if bin == "" {
 		dir, err := os.MkdirTemp("", "wallcrawlerbench-bin")
 		if err != nil {
 			return err
@@ -166,7 +196,14 @@ func run(c *config) error {
 		}
 		results = append(results, r)
 	}
-	md := markdown(c, results, start, loadBefore, report.LoadAvg(), version, chromium)
+	var page *pageResult
+	if c.pageLoads > 0 {
+		var err error
+		if page, err = runPageLoad(c); err != nil {
+			return fmt.Errorf("page load: %w", err)
+		}
+	}
+	md := markdown(c, results, page, start, loadBefore, report.LoadAvg(), version, chromium)
 	fmt.Print(md)
 	if c.out != "" {
 		if err := report.Append(c.out, "\n"+md); err != nil {
@@ -194,7 +231,7 @@ type server struct {
 	exited               chan error
 }
 
-func startServer(bin string, pool int) (*server, error) {
+func startServer(bin string, pool int, allow string) (*server, error) {
 	dir, err := os.MkdirTemp("", "wallcrawlerbench-data")
 	if err != nil {
 		return nil, err
@@ -211,7 +248,7 @@ func startServer(bin string, pool int) (*server, error) {
 		return nil, err
 	}
 	s.cmd = exec.Command(bin, "serve", "--listen", s.api, "--ddb-listen", s.store, "--data-dir", filepath.Join(dir, "data"),
-		"--wallcrawler-pool", strconv.Itoa(pool))
+		"--wallcrawler-pool", strconv.Itoa(pool), "--allow-networks", allow)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()
@@ -300,7 +337,13 @@ func processesOf(dir string) []string {
 
 func runMode(c *config, bin string, pool int, pageURL string) (*modeResult, error) {
 	logf("pool %d: starting quarry serve", pool)
-	s, err := startServer(bin, pool)
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, err
+	}
+	// quarry serve sends every browser connection through its egress
+	// proxy, whose policy refuses loopback unless allowed: allow the page.
+	s, err := startServer(bin, pool, u.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -477,6 +520,7 @@ type cdpMsg struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
+	at time.Time // when it was read
 }
 
 func dialCDP(ctx context.Context, url string) (*cdpConn, error) {
@@ -508,6 +552,7 @@ func (c *cdpConn) call(ctx context.Context, sessionID, method string, params any
 		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
+		m.at = time.Now()
 		if m.ID == id {
 			if m.Error != nil {
 				return nil, fmt.Errorf("%s: CDP error %d: %s", method, m.Error.Code, m.Error.Message)
@@ -533,16 +578,74 @@ func (c *cdpConn) waitEvent(ctx context.Context, sessionID, method string) error
 		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
 			return fmt.Errorf("waiting for %s: %w", method, err)
 		}
+		m.at = time.Now()
 		if m.Method != "" {
 			c.events = append(c.events, m)
 		}
 	}
 }
 
+// nextEvent returns the oldest event not yet taken, reading one when none
+// is kept.
+func (c *cdpConn) nextEvent(ctx context.Context) (cdpMsg, error) {
+	for len(c.events) == 0 {
+		var m cdpMsg
+		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
+			return cdpMsg{}, err
+		}
+		m.at = time.Now()
+		if m.Method != "" {
+			c.events = append(c.events, m)
+		}
+	}
+	m := c.events[0]
+	c.events = c.events[1:]
+	return m, nil
+}
+
 // load attaches to the browser's first page (creating one when there is
 // none), navigates it to url, waits for its load event and returns its
 // title.
 func (c *cdpConn) load(ctx context.Context, url string) (string, error) {
+	sessionID, err := c.attachPage(ctx)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.call(ctx, sessionID, "Page.enable", nil); err != nil {
+		return "", err
+	}
+	c.events = c.events[:0]
+	raw, err := c.call(ctx, sessionID, "Page.navigate", map[string]any{"url": url})
+	if err != nil {
+		return "", err
+	}
+	var nav struct {
+		ErrorText string `json:"errorText"`
+	}
+	if err := json.Unmarshal(raw, &nav); err == nil && nav.ErrorText != "" {
+		return "", fmt.Errorf("Page.navigate: %s", nav.ErrorText)
+	}
+	if err := c.waitEvent(ctx, sessionID, "Page.loadEventFired"); err != nil {
+		return "", err
+	}
+	raw, err = c.call(ctx, sessionID, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
+	if err != nil {
+		return "", err
+	}
+	var ev struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return "", err
+	}
+	return ev.Result.Value, nil
+}
+
+// attachPage attaches (flat) to the browser's first page target, creating
+// one when there is none, and returns the CDP session id.
+func (c *cdpConn) attachPage(ctx context.Context) (string, error) {
 	raw, err := c.call(ctx, "", "Target.getTargets", nil)
 	if err != nil {
 		return "", err
@@ -586,36 +689,7 @@ func (c *cdpConn) load(ctx context.Context, url string) (string, error) {
 	if err := json.Unmarshal(raw, &att); err != nil {
 		return "", err
 	}
-	if _, err := c.call(ctx, att.SessionID, "Page.enable", nil); err != nil {
-		return "", err
-	}
-	c.events = c.events[:0]
-	raw, err = c.call(ctx, att.SessionID, "Page.navigate", map[string]any{"url": url})
-	if err != nil {
-		return "", err
-	}
-	var nav struct {
-		ErrorText string `json:"errorText"`
-	}
-	if err := json.Unmarshal(raw, &nav); err == nil && nav.ErrorText != "" {
-		return "", fmt.Errorf("Page.navigate: %s", nav.ErrorText)
-	}
-	if err := c.waitEvent(ctx, att.SessionID, "Page.loadEventFired"); err != nil {
-		return "", err
-	}
-	raw, err = c.call(ctx, att.SessionID, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
-	if err != nil {
-		return "", err
-	}
-	var ev struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return "", err
-	}
-	return ev.Result.Value, nil
+	return att.SessionID, nil
 }
 
 func fmtDur(d time.Duration) string {
@@ -636,13 +710,27 @@ func modeName(pool int) string {
 	return fmt.Sprintf("warm (pool %d)", pool)
 }
 
-func markdown(c *config, results []*modeResult, start time.Time, loadBefore, loadAfter, version, chromium string) string {
+func markdown(c *config, results []*modeResult, page *pageResult, start time.Time, loadBefore, loadAfter, version, chromium string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## %s — Wallcrawler session start: cold vs warm pool, %d sequential sessions (wallcrawlerbench)\n\n", start.Format("2006-01-02 15:04 UTC"), c.sessions)
+	var what []string
+	if len(results) > 0 {
+		what = append(what, fmt.Sprintf("session start: cold vs warm pool, %d sequential sessions", c.sessions))
+	}
+	if page != nil {
+		what = append(what, fmt.Sprintf("page load direct vs egress proxy, %d rounds × %d loads", c.rounds, c.pageLoads))
+	}
+	fmt.Fprintf(&b, "## %s — Wallcrawler %s (wallcrawlerbench)\n\n", start.Format("2006-01-02 15:04 UTC"), strings.Join(what, "; "))
 	fmt.Fprintf(&b, "- Machine: %s\n", report.Machine())
 	fmt.Fprintf(&b, "- Load average (1/5/15 min) before: %s, after: %s\n", loadBefore, loadAfter)
 	fmt.Fprintf(&b, "- Command: `%s`\n", c.commandLine)
-	fmt.Fprintf(&b, "- quarry: `quarry serve --wallcrawler-pool N` %s, fresh data dir per mode, embedded store; %s\n", version, chromium)
+	if len(results) == 0 {
+		fmt.Fprintf(&b, "- Tree: %s; %s\n", version, chromium)
+		if page != nil {
+			pageMarkdown(&b, c, page)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "- quarry: `quarry serve --wallcrawler-pool N --allow-networks <the page's host:port>` %s, fresh data dir per mode, embedded store; browsers through serve's egress proxy, as user %s; %s\n", version, browserUserNote(), chromium)
 	fmt.Fprintf(&b, "- Workload: per mode one project (concurrency %d) and key made with the CLI; sessions run one after the other (pause %v), each: POST /v1/sessions `{projectId}` → 201; WebSocket (github.com/coder/websocket) to connectUrl + `Browser.getVersion`; attach to the first page target (flat), `Page.enable`, `Page.navigate` to a loopback httptest page, wait for `Page.loadEventFired`, read `document.title` (checked); close the WebSocket and POST /v1/sessions/{id} `REQUEST_RELEASE` → 200. Client, server and Chromium share the machine; nearest-rank percentiles over the successful sessions.\n", c.concurrency, c.between)
 	for _, r := range results {
 		if r.pool > 0 {
@@ -687,7 +775,23 @@ func markdown(c *config, results []*modeResult, start time.Time, loadBefore, loa
 			fmt.Fprintf(&b, "\n- %s: %s\n", modeName(r.pool), n)
 		}
 	}
+	if page != nil {
+		pageMarkdown(&b, c, page)
+	}
 	return b.String()
+}
+
+// browserUserNote names the user quarry serve runs its browsers as here
+// (its default: browser.DefaultUser when root, else its own).
+func browserUserNote() string {
+	if os.Geteuid() != 0 {
+		return "quarry's own (not root)"
+	}
+	u, err := browser.DefaultUser()
+	if err != nil {
+		return "root (no unprivileged user)"
+	}
+	return u.String()
 }
 
 func oneLine(s string) string {

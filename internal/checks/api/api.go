@@ -248,10 +248,21 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes})
+	p := store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes}
+	delay := cur.DelayMs
+	if in.DelayMs != nil {
+		delay = *in.DelayMs
+	}
+	if next, ok := store.NextRunAfterChange(cur, in.URL != nil && *in.URL != cur.URL, delay, h.o.Now()); ok {
+		p.NextRunAt = &next
+	}
+	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, p)
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if h.sched != nil && p.NextRunAt != nil && c.Status == store.CheckActive {
+		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
 	jsonhttp.Write(w, http.StatusOK, c)
 }

@@ -78,7 +78,15 @@ type Scheduler struct {
 	index map[string]*entry
 	wake  chan struct{}
 	users map[string]cachedUser
+	// changesFrom is where the next Refresh reads the schedule change log
+	// from (zero: the first Refresh loads every check anyway).
+	changesFrom time.Time
 }
+
+// ChangeSkew is how far before its previous refresh a scheduler re-reads
+// the schedule change log, so that changes written by a process whose
+// clock is behind by up to this much are not missed.
+const ChangeSkew = 30 * time.Second
 
 type cachedUser struct {
 	u  store.User
@@ -166,8 +174,22 @@ func (s *Scheduler) Remove(id string) {
 }
 
 // Refresh reloads the ACTIVE checks: new ones are scheduled at their
-// nextRunAt, vanished ones removed.
+// nextRunAt, vanished ones removed, and those whose schedule was changed
+// (by any process: PATCH, resume, run now; see store.ScheduleChanges)
+// since the previous refresh are rescheduled at their stored nextRunAt.
 func (s *Scheduler) Refresh(ctx context.Context) error {
+	s.mu.Lock()
+	from := s.changesFrom
+	s.mu.Unlock()
+	started := s.o.Now()
+	var changed []string
+	if !from.IsZero() {
+		ids, err := s.st.ScheduleChanges(ctx, from.Add(-ChangeSkew))
+		if err != nil {
+			return err
+		}
+		changed = ids
+	}
 	var active []store.Due
 	for _, t := range s.o.Types {
 		ds, err := s.st.ActiveChecks(ctx, t)
@@ -185,6 +207,11 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 			fresh = append(fresh, d)
 		}
 	}
+	for _, id := range changed {
+		if _, ok := s.index[id]; ok && seen[id] {
+			fresh = append(fresh, store.Due{ID: id})
+		}
+	}
 	var gone []string
 	for id := range s.index {
 		if !seen[id] {
@@ -195,16 +222,18 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 	for _, id := range gone {
 		s.Remove(id)
 	}
-	if len(fresh) == 0 {
-		return nil
+	if len(fresh) > 0 {
+		fresh, err := s.st.NextRuns(ctx, fresh)
+		if err != nil {
+			return err
+		}
+		for _, d := range fresh {
+			s.Schedule(d.ID, d.NextRunAt)
+		}
 	}
-	fresh, err := s.st.NextRuns(ctx, fresh)
-	if err != nil {
-		return err
-	}
-	for _, d := range fresh {
-		s.Schedule(d.ID, d.NextRunAt)
-	}
+	s.mu.Lock()
+	s.changesFrom = started
+	s.mu.Unlock()
 	return nil
 }
 

@@ -36,6 +36,9 @@ type Scheduler interface {
 type Options struct {
 	// MinDelay is the shortest allowed delayMs; default 10s.
 	MinDelay time.Duration
+	// EmailEnabled says email alerts can be delivered (an SMTP server is
+	// configured with --checks-smtp); without it an alert email is refused.
+	EmailEnabled bool
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -124,6 +127,10 @@ func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
 			jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl: "+err.Error())
 			return
 		}
+	}
+	if in.Email != "" && !h.o.EmailEnabled {
+		jsonhttp.Error(w, http.StatusBadRequest, "email: email alerts cannot be delivered: this server has no SMTP server configured (start quarry with --checks-smtp host:port and --checks-smtp-from); use webhookUrl")
+		return
 	}
 	u, err := h.st.SetAlerts(r.Context(), user(r).ID, in.WebhookURL, in.WebhookSecret, in.Email)
 	if err != nil {

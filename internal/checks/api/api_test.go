@@ -70,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	strict := probe.New(probe.Options{})
 	t.Cleanup(strict.Close)
 	e.sched = scheduler.New(e.st, lenient, nil, scheduler.Options{Owner: "test", RunTimeout: 5 * time.Second, Logger: logger})
-	e.srv = httptest.NewServer(api.New(e.st, lenient, e.sched, api.Options{Logger: logger}))
+	e.srv = httptest.NewServer(api.New(e.st, lenient, e.sched, api.Options{EmailEnabled: true, Logger: logger}))
 	t.Cleanup(e.srv.Close)
 	e.strict = httptest.NewServer(api.New(e.st, strict, nil, api.Options{Logger: logger}))
 	t.Cleanup(e.strict.Close)

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,8 +52,9 @@ type Options struct {
 	// Retention keeps each run in the check's history; default 7 days;
 	// negative keeps none.
 	Retention time.Duration
-	// UserCache is how long a user's status and alert targets are cached;
-	// default 5s.
+	// UserCache is how long a user's status is cached for deciding
+	// whether their checks run; default 5s. Alert targets are read afresh
+	// for every alert.
 	UserCache time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -394,6 +396,13 @@ func (s *Scheduler) runOne(ctx context.Context, id string, due, now time.Time) b
 		s.Remove(id)
 	}
 	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
+		// The alert targets are read afresh (not from the status cache):
+		// a change of targets applies to the very next alert.
+		if fresh, err := s.st.GetUser(ctx, c.UserID); err == nil {
+			u = fresh
+		} else if ctx.Err() == nil {
+			s.log.Warn("checks: alert targets not re-read; using those read at the run", "check", id, "err", err)
+		}
 		s.sendAlert(c, u, ev, out)
 	}
 	return true
@@ -462,6 +471,30 @@ func (s *Scheduler) user(ctx context.Context, id string, now time.Time) (store.U
 	s.users[id] = cachedUser{u: u, at: now}
 	s.mu.Unlock()
 	return u, nil
+}
+
+// RecordDeliveries returns an alert.Options.OnResult that records each
+// delivery's outcome on the alert's user and check
+// (store.RecordAlertDelivery), so that failures are visible through the
+// API and not only in the logs.
+func RecordDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, channel string, attempts int, err error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(a alert.Alert, channel string, attempts int, err error) {
+		failure := ""
+		if err != nil {
+			failure = err.Error()
+			if !strings.HasPrefix(failure, channel+":") {
+				failure = channel + ": " + failure
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if rerr := st.RecordAlertDelivery(ctx, a.UserID, a.CheckID, time.Now(), failure); rerr != nil {
+			log.Warn("checks: alert delivery outcome not recorded", "check", a.CheckID, "channel", channel, "delivery", failure, "err", rerr)
+		}
+	}
 }
 
 // ForgetUser drops a user from the cache (after a suspension, say).

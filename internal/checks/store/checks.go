@@ -35,6 +35,10 @@ type Check struct {
 	FailCount     int       `json:"-"`
 	AlertState    string    `json:"alertState,omitempty"`
 	FailureReason string    `json:"failureReason,omitempty"`
+	// Alert delivery outcome (extensions; see User).
+	LastAlertAt      string `json:"lastAlertAt,omitempty"`
+	LastAlertError   string `json:"lastAlertError,omitempty"`
+	LastAlertErrorAt string `json:"lastAlertErrorAt,omitempty"`
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -55,6 +59,7 @@ func parseCheck(it map[string]av) Check {
 		NextRunAt: fromMs(ddbitem.Int(it, "nextRunAt")), LeaseOwner: ddbitem.String(it, "leaseOwner"),
 		LeaseUntil: fromMs(ddbitem.Int(it, "leaseUntil")), FailCount: int(ddbitem.Int(it, "failCount")),
 		AlertState: ddbitem.String(it, "alertState"), FailureReason: ddbitem.String(it, "failureReason"),
+		LastAlertAt: ddbitem.String(it, "lastAlertAt"), LastAlertError: ddbitem.String(it, "lastAlertError"), LastAlertErrorAt: ddbitem.String(it, "lastAlertErrorAt"),
 	}
 }
 

@@ -575,6 +575,12 @@ func ResultMap(r probe.Result, at time.Time) map[string]any {
 	if r.Shipping != nil {
 		m["shipping"] = *r.Shipping
 	}
+	if r.Availability != "" {
+		m["availability"] = r.Availability
+	}
+	if r.PriceSource != "" {
+		m["priceSource"] = r.PriceSource
+	}
 	if r.Error != "" {
 		m["error"] = r.Error
 	}

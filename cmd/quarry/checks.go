@@ -122,7 +122,7 @@ func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client,
 	}
 	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: policy}
 	prober := probe.New(probe.Options{Fetch: fo})
-	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client()}
+	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log)}
 	if c.ChecksSMTP != "" {
 		aopts.SMTP = &alert.SMTPConfig{Addr: c.ChecksSMTP, From: c.ChecksSMTPFrom, Username: c.ChecksSMTPUser, Password: c.ChecksSMTPPassword}
 	}
@@ -133,7 +133,7 @@ func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client,
 		retention = -1 // no history
 	}
 	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: host + "-" + fmt.Sprint(os.Getpid()), Retention: retention, Logger: log})
-	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, Logger: log})
+	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, EmailEnabled: aopts.SMTP != nil, Logger: log})
 	return &checks{handler: http.StripPrefix("/checks", h), sched: sched, alerts: dispatcher, prober: prober}, nil
 }
 

@@ -258,3 +258,38 @@ func TestChecksMonitorEndToEnd(t *testing.T) {
 	before := hits.Load()
 	waitLong(t, "runs to resume after reactivation", 15*time.Second, func() bool { return hits.Load() > before })
 }
+
+// TestChecksAlertDeliveryWiring: quarry serve without --checks-smtp
+// refuses an alert email, and a webhook delivery failure is shown on the
+// user and the check (the dispatcher's outcomes are recorded in the store).
+func TestChecksAlertDeliveryWiring(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	}))
+	defer site.Close()
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusGone)
+	}))
+	defer hook.Close()
+	s := startChecksServer(t)
+	token := s.createUser("a@example.com")
+
+	code, body := s.do("PUT", "/v1/me/alerts", token, map[string]any{"email": "ops@example.com"})
+	if msg, _ := body["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, "--checks-smtp") {
+		t.Fatalf("PUT email without SMTP = %d %v, want 400 naming --checks-smtp", code, body)
+	}
+	if code, body := s.do("PUT", "/v1/me/alerts", token, map[string]any{"webhookUrl": hook.URL + "/"}); code != 200 {
+		t.Fatalf("PUT webhook = %d %v", code, body)
+	}
+	code, check := s.do("POST", "/v1/checks", token, map[string]any{"url": site.URL + "/", "checkType": "AVAILABILITY", "delayMs": 1000})
+	if code != http.StatusCreated {
+		t.Fatalf("create check = %d %v", code, check)
+	}
+	for _, path := range []string{"/v1/me", "/v1/checks/" + check["id"].(string)} {
+		waitFor(t, "lastAlertError on "+path, func() bool {
+			_, got := s.do("GET", path, token, nil)
+			msg, _ := got["lastAlertError"].(string)
+			return strings.Contains(msg, "webhook") && strings.Contains(msg, "410") && got["lastAlertErrorAt"] != nil
+		})
+	}
+}

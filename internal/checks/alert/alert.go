@@ -113,8 +113,9 @@ type SMTPConfig struct {
 
 // Options configures a Dispatcher. Zero values select the defaults.
 type Options struct {
-	// SMTP configures email; nil disables email (alerts with only Email
-	// targets are dropped with a logged warning).
+	// SMTP configures email; nil disables email (email deliveries are
+	// dropped with a logged warning and OnResult reporting
+	// ErrEmailDisabled; the Checks API refuses email targets then).
 	SMTP *SMTPConfig
 	// HTTPClient sends webhooks; default: timeout 10s, redirects not followed.
 	// Production callers pass an SSRF-safe client.

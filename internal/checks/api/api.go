@@ -36,6 +36,9 @@ type Scheduler interface {
 type Options struct {
 	// MinDelay is the shortest allowed delayMs; default 10s.
 	MinDelay time.Duration
+	// EmailEnabled says email alerts can be delivered (an SMTP server is
+	// configured with --checks-smtp); without it an alert email is refused.
+	EmailEnabled bool
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -124,6 +127,10 @@ func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
 			jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl: "+err.Error())
 			return
 		}
+	}
+	if in.Email != "" && !h.o.EmailEnabled {
+		jsonhttp.Error(w, http.StatusBadRequest, "email: email alerts cannot be delivered: this server has no SMTP server configured (start quarry with --checks-smtp host:port and --checks-smtp-from); use webhookUrl")
+		return
 	}
 	u, err := h.st.SetAlerts(r.Context(), user(r).ID, in.WebhookURL, in.WebhookSecret, in.Email)
 	if err != nil {
@@ -248,10 +255,21 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes})
+	p := store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes}
+	delay := cur.DelayMs
+	if in.DelayMs != nil {
+		delay = *in.DelayMs
+	}
+	if next, ok := store.NextRunAfterChange(cur, in.URL != nil && *in.URL != cur.URL, delay, h.o.Now()); ok {
+		p.NextRunAt = &next
+	}
+	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, p)
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if h.sched != nil && p.NextRunAt != nil && c.Status == store.CheckActive {
+		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
 	jsonhttp.Write(w, http.StatusOK, c)
 }

@@ -70,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	strict := probe.New(probe.Options{})
 	t.Cleanup(strict.Close)
 	e.sched = scheduler.New(e.st, lenient, nil, scheduler.Options{Owner: "test", RunTimeout: 5 * time.Second, Logger: logger})
-	e.srv = httptest.NewServer(api.New(e.st, lenient, e.sched, api.Options{Logger: logger}))
+	e.srv = httptest.NewServer(api.New(e.st, lenient, e.sched, api.Options{EmailEnabled: true, Logger: logger}))
 	t.Cleanup(e.srv.Close)
 	e.strict = httptest.NewServer(api.New(e.st, strict, nil, api.Options{Logger: logger}))
 	t.Cleanup(e.strict.Close)
@@ -722,4 +722,110 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("results of a deleted check = %d", r.code)
 		}
 	})
+}
+
+// nextRunAt reads a check's nextRunAt from an API response.
+func nextRunAt(t *testing.T, c map[string]any) time.Time {
+	t.Helper()
+	next, err := time.Parse(time.RFC3339Nano, fmt.Sprint(c["nextRunAt"]))
+	if err != nil {
+		t.Fatalf("nextRunAt %v: %v", c["nextRunAt"], err)
+	}
+	return next
+}
+
+// TestScheduleChanges: a PATCH of delayMs or url reschedules the check at
+// once, the nextRunAt the API shows is when it really runs next, and the
+// change reaches another process's scheduler at its next refresh (through
+// the schedule change log), not only this process's.
+func TestScheduleChanges(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		remote bool // run by another process's scheduler (after its Refresh)
+	}{
+		{"this process", false},
+		{"another process", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			_, token := e.user(t, "a@example.com", store.TierPro)
+			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+			lenient := probe.New(probe.Options{Fetch: fetch.Options{AllowPrivate: true}})
+			t.Cleanup(lenient.Close)
+			other := scheduler.New(e.st, lenient, nil, scheduler.Options{Owner: "other", RunTimeout: 5 * time.Second, Logger: logger})
+			runner := e.sched
+			if tt.remote {
+				runner = other
+			}
+			// refreshed brings the runner up to date the way it would be
+			// in a running process: its own API tells it at once, another
+			// process's scheduler learns at its refresh.
+			refreshed := func(t *testing.T) *scheduler.Scheduler {
+				t.Helper()
+				if tt.remote {
+					if err := other.Refresh(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return runner
+			}
+
+			t0 := time.Now()
+			c := e.createCheck(t, token, time.Hour.Milliseconds(), nil)
+			path := "/v1/checks/" + c["id"].(string)
+			first := nextRunAt(t, c)
+			if n := refreshed(t).RunDue(ctx, t0.Add(61*time.Second)); n != 1 {
+				t.Fatalf("first run: %d runs", n)
+			}
+			got := call(t, e.srv.URL, "GET", path, token, nil).obj(t)
+			if next := nextRunAt(t, got); !next.Equal(first.Add(time.Hour)) {
+				t.Fatalf("after the first run nextRunAt %v, want %v", next, first.Add(time.Hour))
+			}
+
+			// Each step's PATCH shows the next run; the check runs exactly
+			// then: not a millisecond before, and at that time.
+			prev := first.Add(time.Hour) // nextRunAt before the step
+			prevDelay := time.Hour
+			for _, step := range []struct {
+				name  string
+				body  map[string]any
+				delay time.Duration // the period after the step
+				want  func(patchedAt time.Time) time.Time
+			}{
+				// The period in progress started at prev - prevDelay.
+				{"1 h to 10 s", map[string]any{"delayMs": 10000}, 10 * time.Second,
+					func(time.Time) time.Time { return prev.Add(-prevDelay + 10*time.Second) }},
+				{"10 s to 1 h", map[string]any{"delayMs": 3600000}, time.Hour,
+					func(time.Time) time.Time { return prev.Add(-prevDelay + time.Hour) }},
+				{"new url: at once", map[string]any{"url": e.site.URL + "/moved"}, time.Hour,
+					func(at time.Time) time.Time { return at }},
+			} {
+				patchedAt := time.Now()
+				r := call(t, e.srv.URL, "PATCH", path, token, step.body)
+				if r.code != 200 {
+					t.Fatalf("%s: PATCH = %d %s", step.name, r.code, r.raw)
+				}
+				shown := nextRunAt(t, r.obj(t))
+				if want := step.want(patchedAt); shown.Sub(want).Abs() > time.Second {
+					t.Fatalf("%s: PATCH shows nextRunAt %v, want %v", step.name, shown, want)
+				}
+				if g := nextRunAt(t, call(t, e.srv.URL, "GET", path, token, nil).obj(t)); !g.Equal(shown) {
+					t.Fatalf("%s: GET shows nextRunAt %v, PATCH %v", step.name, g, shown)
+				}
+				before := e.site.hits.Load()
+				if n := refreshed(t).RunDue(ctx, shown.Add(-time.Millisecond)); n != 0 {
+					t.Fatalf("%s: %d runs before the nextRunAt shown", step.name, n)
+				}
+				if n := refreshed(t).RunDue(ctx, shown); n != 1 || e.site.hits.Load()-before != 1 {
+					t.Fatalf("%s: %d runs at the nextRunAt shown, want 1", step.name, n)
+				}
+				after := nextRunAt(t, call(t, e.srv.URL, "GET", path, token, nil).obj(t))
+				if !after.Equal(shown.Add(step.delay)) {
+					t.Fatalf("%s: after the run nextRunAt %v, want %v", step.name, after, shown.Add(step.delay))
+				}
+				prev, prevDelay = after, step.delay
+			}
+		})
+	}
 }

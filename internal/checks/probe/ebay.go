@@ -14,6 +14,12 @@ type quote struct {
 	shipping    float64
 	hasShipping bool
 	currency    string
+	// availability is the schema.org availability of the offer without
+	// its URL prefix ("InStock", "OutOfStock", …); "" when not given.
+	availability string
+	// source says which part of the page the price came from: "json-ld",
+	// "microdata", "listing" (visible price) or "search" (result cards).
+	source string
 }
 
 func (q quote) total() float64 { return q.price + q.shipping }
@@ -126,13 +132,44 @@ func parseShipping(s string) (float64, bool) {
 	return 0, false
 }
 
-// parseEbay reads a quote from an eBay page: a search results page when it
-// has result cards, else a listing page.
+// parseEbay reads a quote from an eBay page, from the most to the least
+// reliable part: the schema.org Product/Offer data in JSON-LD, then the
+// result cards of a search page, then schema.org microdata (itemprop
+// price, priceCurrency, availability, shippingRate), then the visible
+// price and shipping elements of a listing page. Structured data wins over
+// the visible elements when both are present (they are what eBay publishes
+// for machines, and survive layout changes); fields it lacks (shipping,
+// currency) are taken from the visible elements.
 func parseEbay(doc *goquery.Document) (quote, bool) {
+	if q, ok := parseJSONLD(doc); ok {
+		return completeFromVisible(doc, q), true
+	}
 	if q, ok := parseSearch(doc); ok {
+		q.source = "search"
 		return q, true
 	}
+	if q, ok := parseMicrodata(doc); ok {
+		return completeFromVisible(doc, q), true
+	}
 	return parseListing(doc)
+}
+
+// completeFromVisible fills the currency and shipping a structured quote
+// lacks from the visible listing elements.
+func completeFromVisible(doc *goquery.Document, q quote) quote {
+	if q.currency != "" && q.hasShipping {
+		return q
+	}
+	v, ok := parseListing(doc)
+	if q.currency == "" && ok {
+		q.currency = v.currency
+	}
+	if !q.hasShipping {
+		if ship, ok := visibleShipping(doc); ok {
+			q.shipping, q.hasShipping = ship, true
+		}
+	}
+	return q
 }
 
 // Listing page selectors, most specific first. The current ("x-") layout
@@ -156,7 +193,7 @@ var listingShippingSelectors = []string{
 	"#shSummary",
 }
 
-// parseListing reads the price and shipping of an item page.
+// parseListing reads the visible price and shipping of an item page.
 func parseListing(doc *goquery.Document) (quote, bool) {
 	var q quote
 	found := false
@@ -173,36 +210,25 @@ func parseListing(doc *goquery.Document) (quote, bool) {
 		}
 	}
 	if !found {
-		// Microdata: <span itemprop="price" content="12.99">.
-		doc.Find("[itemprop=price]").EachWithBreak(func(_ int, s *goquery.Selection) bool {
-			raw, ok := s.Attr("content")
-			if !ok {
-				raw = s.Text()
-			}
-			if v, good := parseAmount(raw); good {
-				q.price, found = v, true
-				return false
-			}
-			return true
-		})
-	}
-	if !found {
 		return q, false
 	}
-	if c, ok := doc.Find("[itemprop=priceCurrency]").First().Attr("content"); ok && len(strings.TrimSpace(c)) == 3 {
-		q.currency = strings.ToUpper(strings.TrimSpace(c))
-	}
+	q.source = "listing"
+	q.shipping, q.hasShipping = visibleShipping(doc)
+	return q, true
+}
+
+// visibleShipping reads the shipping cost shown on a listing page.
+func visibleShipping(doc *goquery.Document) (float64, bool) {
 	for _, sel := range listingShippingSelectors {
 		s := doc.Find(sel).First()
 		if s.Length() == 0 {
 			continue
 		}
 		if v, ok := parseShipping(s.Text()); ok {
-			q.shipping, q.hasShipping = v, true
-			break
+			return v, true
 		}
 	}
-	return q, true
+	return 0, false
 }
 
 // parseSearch reads the result with the lowest price + shipping of a search

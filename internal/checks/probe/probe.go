@@ -134,6 +134,15 @@ type Result struct {
 	// Currency is the EBAY price's ISO code, e.g. "USD", "GBP", "EUR";
 	// "" when it cannot be told.
 	Currency string
+	// Availability is the EBAY offer's schema.org availability without
+	// its prefix ("InStock", "OutOfStock", "LimitedAvailability", …) when
+	// the page's structured data gives it; "" otherwise.
+	Availability string
+	// PriceSource says where the EBAY price was read: "json-ld" or
+	// "microdata" (schema.org structured data), "listing" (the visible
+	// price of an item page) or "search" (the result cards of a search
+	// page).
+	PriceSource string
 	// Alerting reports whether the check's alert condition holds now.
 	Alerting bool
 	// Condition is the machine-readable reason of Alerting, one of the
@@ -309,7 +318,7 @@ func evalEbay(res *Result, ps spec, resp *fetch.Response, isHTML bool, q quote, 
 		return
 	}
 	price := q.price
-	res.Price, res.Currency = &price, q.currency
+	res.Price, res.Currency, res.Availability, res.PriceSource = &price, q.currency, q.availability, q.source
 	total := price
 	if q.hasShipping {
 		ship := q.shipping

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,8 +52,9 @@ type Options struct {
 	// Retention keeps each run in the check's history; default 7 days;
 	// negative keeps none.
 	Retention time.Duration
-	// UserCache is how long a user's status and alert targets are cached;
-	// default 5s.
+	// UserCache is how long a user's status is cached for deciding
+	// whether their checks run; default 5s. Alert targets are read afresh
+	// for every alert.
 	UserCache time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -78,7 +80,15 @@ type Scheduler struct {
 	index map[string]*entry
 	wake  chan struct{}
 	users map[string]cachedUser
+	// changesFrom is where the next Refresh reads the schedule change log
+	// from (zero: the first Refresh loads every check anyway).
+	changesFrom time.Time
 }
+
+// ChangeSkew is how far before its previous refresh a scheduler re-reads
+// the schedule change log, so that changes written by a process whose
+// clock is behind by up to this much are not missed.
+const ChangeSkew = 30 * time.Second
 
 type cachedUser struct {
 	u  store.User
@@ -166,8 +176,22 @@ func (s *Scheduler) Remove(id string) {
 }
 
 // Refresh reloads the ACTIVE checks: new ones are scheduled at their
-// nextRunAt, vanished ones removed.
+// nextRunAt, vanished ones removed, and those whose schedule was changed
+// (by any process: PATCH, resume, run now; see store.ScheduleChanges)
+// since the previous refresh are rescheduled at their stored nextRunAt.
 func (s *Scheduler) Refresh(ctx context.Context) error {
+	s.mu.Lock()
+	from := s.changesFrom
+	s.mu.Unlock()
+	started := s.o.Now()
+	var changed []string
+	if !from.IsZero() {
+		ids, err := s.st.ScheduleChanges(ctx, from.Add(-ChangeSkew))
+		if err != nil {
+			return err
+		}
+		changed = ids
+	}
 	var active []store.Due
 	for _, t := range s.o.Types {
 		ds, err := s.st.ActiveChecks(ctx, t)
@@ -185,6 +209,11 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 			fresh = append(fresh, d)
 		}
 	}
+	for _, id := range changed {
+		if _, ok := s.index[id]; ok && seen[id] {
+			fresh = append(fresh, store.Due{ID: id})
+		}
+	}
 	var gone []string
 	for id := range s.index {
 		if !seen[id] {
@@ -195,16 +224,18 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 	for _, id := range gone {
 		s.Remove(id)
 	}
-	if len(fresh) == 0 {
-		return nil
+	if len(fresh) > 0 {
+		fresh, err := s.st.NextRuns(ctx, fresh)
+		if err != nil {
+			return err
+		}
+		for _, d := range fresh {
+			s.Schedule(d.ID, d.NextRunAt)
+		}
 	}
-	fresh, err := s.st.NextRuns(ctx, fresh)
-	if err != nil {
-		return err
-	}
-	for _, d := range fresh {
-		s.Schedule(d.ID, d.NextRunAt)
-	}
+	s.mu.Lock()
+	s.changesFrom = started
+	s.mu.Unlock()
 	return nil
 }
 
@@ -365,6 +396,13 @@ func (s *Scheduler) runOne(ctx context.Context, id string, due, now time.Time) b
 		s.Remove(id)
 	}
 	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
+		// The alert targets are read afresh (not from the status cache):
+		// a change of targets applies to the very next alert.
+		if fresh, err := s.st.GetUser(ctx, c.UserID); err == nil {
+			u = fresh
+		} else if ctx.Err() == nil {
+			s.log.Warn("checks: alert targets not re-read; using those read at the run", "check", id, "err", err)
+		}
 		s.sendAlert(c, u, ev, out)
 	}
 	return true
@@ -433,6 +471,30 @@ func (s *Scheduler) user(ctx context.Context, id string, now time.Time) (store.U
 	s.users[id] = cachedUser{u: u, at: now}
 	s.mu.Unlock()
 	return u, nil
+}
+
+// RecordDeliveries returns an alert.Options.OnResult that records each
+// delivery's outcome on the alert's user and check
+// (store.RecordAlertDelivery), so that failures are visible through the
+// API and not only in the logs.
+func RecordDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, channel string, attempts int, err error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(a alert.Alert, channel string, attempts int, err error) {
+		failure := ""
+		if err != nil {
+			failure = err.Error()
+			if !strings.HasPrefix(failure, channel+":") {
+				failure = channel + ": " + failure
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if rerr := st.RecordAlertDelivery(ctx, a.UserID, a.CheckID, time.Now(), failure); rerr != nil {
+			log.Warn("checks: alert delivery outcome not recorded", "check", a.CheckID, "channel", channel, "delivery", failure, "err", rerr)
+		}
+	}
 }
 
 // ForgetUser drops a user from the cache (after a suspension, say).
@@ -512,6 +574,12 @@ func ResultMap(r probe.Result, at time.Time) map[string]any {
 	}
 	if r.Shipping != nil {
 		m["shipping"] = *r.Shipping
+	}
+	if r.Availability != "" {
+		m["availability"] = r.Availability
+	}
+	if r.PriceSource != "" {
+		m["priceSource"] = r.PriceSource
 	}
 	if r.Error != "" {
 		m["error"] = r.Error

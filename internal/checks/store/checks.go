@@ -35,6 +35,10 @@ type Check struct {
 	FailCount     int       `json:"-"`
 	AlertState    string    `json:"alertState,omitempty"`
 	FailureReason string    `json:"failureReason,omitempty"`
+	// Alert delivery outcome (extensions; see User).
+	LastAlertAt      string `json:"lastAlertAt,omitempty"`
+	LastAlertError   string `json:"lastAlertError,omitempty"`
+	LastAlertErrorAt string `json:"lastAlertErrorAt,omitempty"`
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -55,6 +59,7 @@ func parseCheck(it map[string]av) Check {
 		NextRunAt: fromMs(ddbitem.Int(it, "nextRunAt")), LeaseOwner: ddbitem.String(it, "leaseOwner"),
 		LeaseUntil: fromMs(ddbitem.Int(it, "leaseUntil")), FailCount: int(ddbitem.Int(it, "failCount")),
 		AlertState: ddbitem.String(it, "alertState"), FailureReason: ddbitem.String(it, "failureReason"),
+		LastAlertAt: ddbitem.String(it, "lastAlertAt"), LastAlertError: ddbitem.String(it, "lastAlertError"), LastAlertErrorAt: ddbitem.String(it, "lastAlertErrorAt"),
 	}
 }
 
@@ -157,6 +162,31 @@ type Patch struct {
 	URL        *string
 	DelayMs    *int64
 	Attributes map[string]any
+	// NextRunAt, when set, moves the check's next run (a schedule change:
+	// see NextRunAfterChange); it is published to other processes'
+	// schedulers through the schedule change log.
+	NextRunAt *time.Time
+}
+
+// NextRunAfterChange is when a check runs next after a PATCH: at once
+// when its URL changed (the new target is checked now); when its period
+// changed, one new period after the start of the period in progress
+// (nextRunAt - old delayMs), or now if that has passed; else unchanged.
+// ok is false when the schedule does not change.
+func NextRunAfterChange(cur Check, urlChanged bool, newDelayMs int64, now time.Time) (next time.Time, ok bool) {
+	now = fromMs(ms(now))
+	if urlChanged {
+		return now, true
+	}
+	if newDelayMs == cur.DelayMs || newDelayMs <= 0 {
+		return cur.NextRunAt, false
+	}
+	start := cur.NextRunAt.Add(-time.Duration(cur.DelayMs) * time.Millisecond)
+	next = start.Add(time.Duration(newDelayMs) * time.Millisecond)
+	if next.Before(now) {
+		next = now
+	}
+	return next, true
 }
 
 // UpdateCheck applies a patch to a user's check. A changed URL or
@@ -183,7 +213,15 @@ func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Ch
 		values[":a"] = a
 		remove = " REMOVE alertState"
 	}
-	return s.updateCheck(ctx, id, update+remove, "userid = :u", values, map[string]string{"#url": "url"})
+	if p.NextRunAt != nil {
+		update += ", nextRunAt = :next"
+		values[":next"] = ddbitem.N(ms(*p.NextRunAt))
+	}
+	c, err := s.updateCheck(ctx, id, update+remove, "userid = :u", values, map[string]string{"#url": "url"})
+	if err != nil || p.NextRunAt == nil {
+		return c, err
+	}
+	return c, s.noteScheduleChange(ctx, id)
 }
 
 // SetCheckStatus moves a user's check from one of from to status. Resuming
@@ -204,13 +242,21 @@ func (s *Store) SetCheckStatus(ctx context.Context, userID, id string, from []st
 		values[ph] = ddbitem.S(f)
 		cond += ph
 	}
-	return s.updateCheck(ctx, id, update, cond+")", values, map[string]string{"#s": "status"})
+	c, err := s.updateCheck(ctx, id, update, cond+")", values, map[string]string{"#s": "status"})
+	if err != nil || status != CheckActive {
+		return c, err
+	}
+	return c, s.noteScheduleChange(ctx, id)
 }
 
 // RunNow makes a user's ACTIVE check due at once.
 func (s *Store) RunNow(ctx context.Context, userID, id string) (Check, error) {
-	return s.updateCheck(ctx, id, "SET nextRunAt = :next", "userid = :u AND #s = :active",
+	c, err := s.updateCheck(ctx, id, "SET nextRunAt = :next", "userid = :u AND #s = :active",
 		map[string]av{":next": ddbitem.N(ms(s.now())), ":u": ddbitem.S(userID), ":active": ddbitem.S(CheckActive)}, map[string]string{"#s": "status"})
+	if err != nil {
+		return c, err
+	}
+	return c, s.noteScheduleChange(ctx, id)
 }
 
 func (s *Store) updateCheck(ctx context.Context, id, update, cond string, values map[string]av, names map[string]string) (Check, error) {

@@ -244,3 +244,62 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	}
 	return nil
 }
+
+// The schedule change log: one item per change of a check's nextRunAt made
+// outside a run (PATCH, resume, run now), in the CHECK table under
+// PK = "SCHEDULE", SK = "CHANGE#<epoch ms, 13 digits>#<check id>", expired
+// by TTL after ChangeLogRetention. Schedulers read the changes since their
+// last refresh (ScheduleChanges) and re-read those checks' nextRunAt, so a
+// change made through one process reaches every process's scheduler within
+// its refresh period. The items carry no indexed attribute.
+const (
+	pkSchedule = "SCHEDULE"
+	skChange   = "CHANGE#"
+	// ChangeLogRetention is how long a schedule change is kept.
+	ChangeLogRetention = time.Hour
+)
+
+func changeSK(t time.Time) string { return fmt.Sprintf("%s%013d#", skChange, max(ms(t), 0)) }
+
+// noteScheduleChange records that check id's nextRunAt was changed.
+func (s *Store) noteScheduleChange(ctx context.Context, id string) error {
+	now := s.now()
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.names.Checks),
+		Item: map[string]av{
+			"PK": ddbitem.S(pkSchedule), "SK": ddbitem.S(changeSK(now) + id), "check": ddbitem.S(id),
+			tables.TTLAttribute: ddbitem.N(now.Add(ChangeLogRetention).Unix()),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("checks: note schedule change of %s (the change is made; other processes see it at its old due time): %w", id, err)
+	}
+	return nil
+}
+
+// ScheduleChanges returns the ids of the checks whose schedule changed at
+// or after since (by the writer's clock), each once.
+func (s *Store) ScheduleChanges(ctx context.Context, since time.Time) ([]string, error) {
+	var ids []string
+	seen := map[string]bool{}
+	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.names.Checks),
+		KeyConditionExpression:    aws.String("PK = :pk AND SK BETWEEN :from AND :to"),
+		ExpressionAttributeValues: map[string]av{":pk": ddbitem.S(pkSchedule), ":from": ddbitem.S(changeSK(since)), ":to": ddbitem.S(skChange + "\U0010ffff")},
+		ProjectionExpression:      aws.String("#c"),
+		ExpressionAttributeNames:  map[string]string{"#c": "check"},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("checks: schedule changes: %w", err)
+		}
+		for _, it := range page.Items {
+			if id := ddbitem.String(it, "check"); id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, nil
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -34,6 +35,12 @@ type User struct {
 	WebhookURL    string `json:"webhookUrl,omitempty"`
 	WebhookSecret string `json:"-"`
 	AlertEmail    string `json:"alertEmail,omitempty"`
+	// Alert delivery outcome (extensions): when an alert was last
+	// delivered to any target, and the last delivery failure ("<channel>:
+	// <reason>") and when it happened.
+	LastAlertAt      string `json:"lastAlertAt,omitempty"`
+	LastAlertError   string `json:"lastAlertError,omitempty"`
+	LastAlertErrorAt string `json:"lastAlertErrorAt,omitempty"`
 }
 
 func parseUser(it map[string]av) User {
@@ -43,6 +50,7 @@ func parseUser(it map[string]av) User {
 		CheckCount: int(ddbitem.Int(it, "checkCount")),
 		CreatedAt:  ddbitem.String(it, "createdAt"), UpdatedAt: ddbitem.String(it, "updatedAt"),
 		WebhookURL: ddbitem.String(it, "webhookUrl"), WebhookSecret: ddbitem.String(it, "webhookSecret"), AlertEmail: ddbitem.String(it, "alertEmail"),
+		LastAlertAt: ddbitem.String(it, "lastAlertAt"), LastAlertError: ddbitem.String(it, "lastAlertError"), LastAlertErrorAt: ddbitem.String(it, "lastAlertErrorAt"),
 	}
 }
 
@@ -238,7 +246,8 @@ func (s *Store) SetTier(ctx context.Context, id, tier string) (User, error) {
 	return s.updateUser(ctx, id, "SET tier = :t, checkLimit = :l, updatedAt = :now", map[string]av{":t": ddbitem.S(tier), ":l": ddbitem.N(int64(limit))})
 }
 
-// SetAlerts sets where a user's alerts go; empty strings clear.
+// SetAlerts sets where a user's alerts go; empty strings clear. The
+// user's last delivery error is cleared (it was about the old targets).
 func (s *Store) SetAlerts(ctx context.Context, id, webhookURL, webhookSecret, email string) (User, error) {
 	if email != "" {
 		var err error
@@ -246,8 +255,36 @@ func (s *Store) SetAlerts(ctx context.Context, id, webhookURL, webhookSecret, em
 			return User{}, err
 		}
 	}
-	return s.updateUser(ctx, id, "SET webhookUrl = :w, webhookSecret = :k, alertEmail = :e, updatedAt = :now",
+	return s.updateUser(ctx, id, "SET webhookUrl = :w, webhookSecret = :k, alertEmail = :e, updatedAt = :now REMOVE lastAlertError, lastAlertErrorAt",
 		map[string]av{":w": ddbitem.S(webhookURL), ":k": ddbitem.S(webhookSecret), ":e": ddbitem.S(email)})
+}
+
+// RecordAlertDelivery records the outcome of delivering an alert of check
+// checkID to its user's targets at at: on success lastAlertAt, on failure
+// lastAlertError (failure, e.g. "webhook: …") and lastAlertErrorAt, on
+// both the user and the check (a check deleted meanwhile is skipped).
+func (s *Store) RecordAlertDelivery(ctx context.Context, userID, checkID string, at time.Time, failure string) error {
+	update := "SET lastAlertAt = :at"
+	values := map[string]av{":at": ddbitem.S(ddbitem.FormatTime(at))}
+	if failure != "" {
+		update = "SET lastAlertError = :e, lastAlertErrorAt = :at"
+		values[":e"] = ddbitem.S(failure)
+	}
+	for _, k := range []struct{ table, pk, sk string }{{s.names.Users, userID, skUser}, {s.names.Checks, checkID, skCheck}} {
+		if k.pk == "" {
+			continue
+		}
+		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(k.table), Key: key(k.pk, k.sk),
+			UpdateExpression:          aws.String(update),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: values,
+		})
+		if err != nil && !ddbitem.ConditionFailed(err) {
+			return fmt.Errorf("checks: record alert delivery for %s: %w", k.pk, err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) updateUser(ctx context.Context, id, update string, values map[string]av) (User, error) {

@@ -1,0 +1,228 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
+)
+
+// clock is a settable test clock shared by the embedded store and Checks.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	client *dynamodb.Client
+	st     *store.Store
+	clock  *clock
+	user   store.User
+	names  tables.Names
+}
+
+// newEnv opens an embedded store driven by a test clock; ttlInterval is its
+// TTL sweep period (negative: no sweeper).
+func newEnv(t *testing.T, ttlInterval time.Duration) *env {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	db, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true, Now: clk.now, TTLInterval: ttlInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	client := ddb.NewClient(db)
+	names, err := tables.EnsureTables(context.Background(), client, tables.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{client: client, clock: clk, names: names}
+	e.st = store.New(client, names, &store.Options{Now: clk.now})
+	if e.user, _, err = e.st.CreateUser(context.Background(), "ops@example.com", store.TierPro); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// check creates an ACTIVE check first due at first.
+func (e *env) check(t *testing.T, delay time.Duration, first time.Time) store.Check {
+	t.Helper()
+	c, err := e.st.CreateCheck(context.Background(), store.Check{UserID: e.user.ID, URL: "http://127.0.0.1:1/", Type: "AVAILABILITY", DelayMs: delay.Milliseconds()}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func outcome(at time.Time, status string, retention time.Duration) store.Outcome {
+	return store.Outcome{Result: map[string]any{"status": status}, At: at, AlertState: "ok", Retention: retention}
+}
+
+// TestClaimLeaseGuard: while one owner's lease on a run holds, another
+// owner may not claim the same check, even when its next period is due
+// (a run longer than the period); once the lease has expired it may.
+func TestClaimLeaseGuard(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, -1)
+	t0 := e.clock.now()
+	period := 10 * time.Second
+	lease := time.Minute
+	c := e.check(t, period, t0)
+
+	first, err := e.st.Claim(ctx, c.ID, "a", t0, t0, lease)
+	if err != nil {
+		t.Fatalf("a's claim: %v", err)
+	}
+	if !first.NextRunAt.Equal(t0.Add(period)) || first.LeaseOwner != "a" {
+		t.Fatalf("after a's claim: next %v owner %q", first.NextRunAt, first.LeaseOwner)
+	}
+	for _, tt := range []struct {
+		name  string
+		owner string
+		at    time.Duration // after t0
+		want  error
+	}{
+		{"other owner, next period due, lease holds", "b", period, store.ErrLost},
+		{"other owner, just before the lease ends", "b", lease - time.Millisecond, store.ErrLost},
+		{"other owner after the lease ended", "b", lease + time.Second, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0.Add(tt.at)
+			cur, err := e.st.GetCheck(ctx, "", c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.st.Claim(ctx, c.ID, tt.owner, cur.NextRunAt, now, lease)
+			if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+				t.Fatalf("claim by %s at +%s: %v, want %v", tt.owner, tt.at, err, tt.want)
+			}
+			if tt.want != nil && (got.LeaseOwner != "a" || !got.NextRunAt.Equal(cur.NextRunAt)) {
+				t.Fatalf("refused claim changed the check: owner %q next %v", got.LeaseOwner, got.NextRunAt)
+			}
+			if tt.want == nil && got.LeaseOwner != tt.owner {
+				t.Fatalf("claim by %s: owner %q", tt.owner, got.LeaseOwner)
+			}
+		})
+	}
+}
+
+// TestCompleteNeedsLease: a run whose lease was taken over by another
+// owner may not record its result (nor history, nor alert state); the new
+// owner's run does.
+func TestCompleteNeedsLease(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, -1)
+	t0 := e.clock.now()
+	c := e.check(t, 10*time.Second, t0)
+	lease := time.Minute
+	if _, err := e.st.Claim(ctx, c.ID, "a", t0, t0, lease); err != nil {
+		t.Fatal(err)
+	}
+	// a's run hangs past its lease; b claims the check's next period.
+	later := t0.Add(2 * lease)
+	cur, err := e.st.GetCheck(ctx, "", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Claim(ctx, c.ID, "b", cur.NextRunAt, later, lease); err != nil {
+		t.Fatalf("b's claim after a's lease expired: %v", err)
+	}
+
+	stale := outcome(t0.Add(30*time.Second), "DOWN", time.Hour)
+	stale.AlertState = "down"
+	if err := e.st.Complete(ctx, c.ID, "a", stale); !errors.Is(err, store.ErrLost) {
+		t.Fatalf("a's Complete after the takeover = %v, want ErrLost", err)
+	}
+	got, err := e.st.GetCheck(ctx, "", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastResult != nil || got.AlertState != "" || got.LeaseOwner != "b" {
+		t.Fatalf("a's stale run was recorded: lastResult %v alertState %q lease %q", got.LastResult, got.AlertState, got.LeaseOwner)
+	}
+	if runs, err := e.st.Results(ctx, e.user.ID, c.ID, 10); err != nil || len(runs) != 0 {
+		t.Fatalf("history after a's stale run: %v %v, want none", runs, err)
+	}
+
+	if err := e.st.Complete(ctx, c.ID, "b", outcome(later, "UP", time.Hour)); err != nil {
+		t.Fatalf("b's Complete: %v", err)
+	}
+	got, _ = e.st.GetCheck(ctx, "", c.ID)
+	if got.LastResult["status"] != "UP" || got.LeaseOwner != "" {
+		t.Fatalf("b's run: lastResult %v lease %q", got.LastResult, got.LeaseOwner)
+	}
+}
+
+// TestHistoryExpires: each run's history item carries the TTL attribute
+// at run time + retention (epoch seconds), and the store's TTL sweep
+// removes it once that has passed; the check itself stays.
+func TestHistoryExpires(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 20*time.Millisecond)
+	t0 := e.clock.now()
+	c := e.check(t, 10*time.Second, t0)
+	retention := 3 * time.Hour
+	if _, err := e.st.Claim(ctx, c.ID, "a", t0, t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Complete(ctx, c.ID, "a", outcome(t0, "UP", retention)); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := e.st.Results(ctx, e.user.ID, c.ID, 10)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("history: %v %v, want 1 run", runs, err)
+	}
+	out, err := e.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(e.names.Checks),
+		Key:       map[string]types.AttributeValue{"PK": ddbitem.S(c.ID), "SK": ddbitem.S("RESULT#" + runs[0].At)},
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("history item: %v %v", out, err)
+	}
+	if got, want := ddbitem.Int(out.Item, tables.TTLAttribute), t0.Add(retention).Unix(); got != want {
+		t.Fatalf("%s = %d, want %d (run time + retention)", tables.TTLAttribute, got, want)
+	}
+
+	waitHistory := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			runs, err := e.st.Results(ctx, e.user.ID, c.ID, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) == want || time.Now().After(deadline) {
+				if len(runs) != want {
+					t.Fatalf("at %s: %d runs in the history, want %d", e.clock.now().Sub(t0), len(runs), want)
+				}
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	e.clock.add(retention - time.Minute)
+	time.Sleep(100 * time.Millisecond) // several sweeps
+	waitHistory(1)
+	e.clock.add(2 * time.Minute)
+	waitHistory(0)
+	if _, err := e.st.GetCheck(ctx, e.user.ID, c.ID); err != nil {
+		t.Fatalf("the check itself: %v", err)
+	}
+}

@@ -473,7 +473,7 @@ func TestKoreanQueryFindsEnglishPart(t *testing.T) {
 	if len(hits) == 0 || hits[0].ID != "m3" {
 		t.Fatalf("hits = %v, want m3 first", ids(hits))
 	}
-	if !slices.Equal(hits[0].MatchedTerms, []string{"tesla", "battery", "module"}) {
+	if !slices.Equal(hits[0].MatchedTerms, []string{"tesla", "battery-module", "battery", "module"}) {
 		t.Errorf("MatchedTerms = %v", hits[0].MatchedTerms)
 	}
 }

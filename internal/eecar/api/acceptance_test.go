@@ -273,3 +273,71 @@ func TestGlossaryFamilies(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchNumbersAndUnits: a part whose spec matches the query's number
+// and unit ranks above one that does not, and range words (over, under,
+// 이상, 미만, …) leave out parts whose stated value is out of range.
+func TestSearchNumbersAndUnits(t *testing.T) {
+	e := newEnv(t)
+	reg := func(name, category string, specs map[string]any) string {
+		return e.register(e.ka, map[string]any{"name": name, "category": category, "manufacturer": "Test Maker", "price": 1000000, "specs": specs}).ID
+	}
+	elec := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return map[string]any{"electricalProps": m}
+	}
+	pack := func(cathode string, kwh, soh float64) map[string]any {
+		return map[string]any{"electricalProps": map[string]any{"capacity": kwh, "voltage": 360}, "chemicalProps": map[string]any{"cathode": cathode, "soh": soh}}
+	}
+	obc11 := reg("온보드 충전기", "charger", elec("power", 11, "voltage", 800))
+	obc7 := reg("on-board charger", "charger", elec("power", 7.2, "voltage", 400))
+	obc66 := reg("온보드 충전기 OBC", "charger", elec("power", 6.6, "voltage", 360))
+	inv400 := reg("IGBT inverter", "inverter", elec("power", 150, "voltage", 400))
+	inv800 := reg("SiC inverter", "inverter", elec("power", 250, "voltage", 800))
+	lfp85 := reg("LFP battery pack", "battery", pack("LFP", 60, 85))
+	lfp75 := reg("LFP battery pack", "battery", pack("LFP", 60, 75))
+	ncm64 := reg("NCM battery pack", "battery", pack("NCM622", 64, 90))
+	ncm40 := reg("NCM battery pack", "battery", pack("NCM622", 40, 88))
+
+	for _, tc := range []struct {
+		query    string
+		first    string   // must rank first ("": any; "a|b": either)
+		excluded []string // must not be returned
+		reason   string   // the first result's reason mentions it
+	}{
+		{"11kW on-board charger", obc11, nil, "power 11 kW"},
+		{"7.2kW 온보드 충전기", obc7, nil, "power 7.2 kW"},
+		{"on-board charger under 7 kW", obc66, []string{obc11, obc7}, "power < 7 kW"},
+		{"온보드 충전기 10kW 이상", obc11, []string{obc7, obc66}, "power >= 10 kW"},
+		{"400V inverter", inv400, nil, "voltage 400 V"},
+		{"800V 인버터", inv800, nil, "voltage 800 V"},
+		{"LFP over 80% SOH", lfp85, []string{lfp75}, "soh > 80 %"},
+		{"LFP 배터리 SOH 80% 미만", lfp75, []string{lfp85}, "soh < 80 %"},
+		{"60 kWh battery pack", lfp85 + "|" + lfp75, nil, "energy 60 kWh"},
+		{"battery pack above 50 kWh", "", []string{ncm40}, "energy > 50 kWh"},
+		{"배터리 팩 50kWh 이하", ncm40, []string{lfp85, lfp75, ncm64}, "energy <= 50 kWh"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			e := e.on(t)
+			out := e.search(e.kb, map[string]any{"query": tc.query, "topK": 20})
+			got := ids(out.Results)
+			if len(got) == 0 {
+				t.Fatal("no results")
+			}
+			if tc.first != "" && !contains(strings.Split(tc.first, "|"), got[0]) {
+				t.Errorf("first %s, want %s (results %v)", got[0], tc.first, got)
+			}
+			for _, x := range tc.excluded {
+				if contains(got, x) {
+					t.Errorf("%s returned, its value is out of the range", x)
+				}
+			}
+			if !strings.Contains(out.Results[0].Reason, tc.reason) {
+				t.Errorf("reason %q does not mention %q", out.Results[0].Reason, tc.reason)
+			}
+		})
+	}
+}

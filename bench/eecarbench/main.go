@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -55,8 +56,8 @@ func main() {
 	fmt.Fprintf(&b, "\n## %s — EECAR part search: quality and latency (eecarbench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average (1/5/15 min) before: %s\n", report.Machine(), report.LoadAvg())
 	fmt.Fprintf(&b, "- Command: `go run ./bench/eecarbench %s`\n", strings.Join(os.Args[1:], " "))
-	fmt.Fprintf(&b, "- Index: internal/eecar/search (in-memory; brute-force cosine over a contiguous slab, split across CPUs from %d docs; BM25 k1 = %.1f, b = %.2f; hybrid = %.1f·vector + %.1f·bm25, min-max normalised over max(10·TopK, %d) candidates from each ranking; filters before candidate selection). Embedder: embed.NewLocal(dim) (hashed features + Korean/English glossary; no model download); BM25 tokenizer: embed.Tokenize mapped through Local.Canonical.\n",
-		16384, search.K1, search.B, search.VectorWeight, search.BM25Weight, search.MinCandidates)
+	fmt.Fprintf(&b, "- Index: internal/eecar/search (in-memory; brute-force cosine over a contiguous slab, split across CPUs from %d docs; BM25 k1 = %.1f, b = %.2f; hybrid = %.1f·vector + %.1f·bm25, min-max normalised over max(10·TopK, %d) candidates from each ranking, + %.1f × the share of the query's numbers with units a part meets; filters, and range words with a number (over 80 kWh, 7kW 미만), before candidate selection). Embedder: embed.NewLocal(dim) (hashed features + the Korean/English glossary internal/eecar/embed/glossary.tsv; no model download); BM25 tokenizer: Local.Tokens (embed.Tokenize mapped through the glossary).\n",
+		16384, search.K1, search.B, search.VectorWeight, search.BM25Weight, search.MinCandidates, search.QuantityWeight)
 	fmt.Fprintf(&b, "- Data: internal/eecar/fixture.Catalogue(n) (deterministic; 11 categories, ~90 SKUs × year/condition/SOH/price variants; Korean, English and mixed descriptions); Doc.Text = Part.Text(), Doc.Specs = Part.FlatSpecs().\n")
 
 	if *quality {
@@ -149,6 +150,13 @@ func filters(m map[string]any) search.Filters {
 	return f
 }
 
+// unitNumberRE finds a number with a unit (11kW, 72.6 kWh, 800V, 94Ah,
+// 80%).
+var unitNumberRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])\d+(\.\d+)?\s?(kwh|kw|v|ah|a|%)($|[^a-z0-9])`)
+
+// hasUnitNumber reports whether a query has a number with a unit.
+func hasUnitNumber(s string) bool { return unitNumberRE.MatchString(s) }
+
 func hasHangul(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return unicode.Is(unicode.Hangul, r) }) >= 0
 }
@@ -184,11 +192,14 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 	}
 	qvecs := embedParallel(local, texts)
 
-	type agg struct{ recall, rr, koRecall, enRecall, fRecall float64 }
+	type agg struct{ recall, rr, koRecall, enRecall, fRecall, uRecall, uRR float64 }
 	res := map[search.Mode]*agg{}
 	per := map[search.Mode][]qscore{}
-	nKo, nEn, nF := 0, 0, 0
+	nKo, nEn, nF, nU := 0, 0, 0, 0
 	for _, q := range qs {
+		if hasUnitNumber(q.Text) {
+			nU++
+		}
 		if hasHangul(q.Text) {
 			nKo++
 		} else {
@@ -215,6 +226,10 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 			if len(q.Filters) > 0 {
 				a.fRecall += s.recall
 			}
+			if hasUnitNumber(q.Text) {
+				a.uRecall += s.recall
+				a.uRR += s.rr
+			}
 			if verbose {
 				ids := make([]string, len(hits))
 				for j, h := range hits {
@@ -226,10 +241,10 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 	}
 	n := float64(len(qs))
 	fmt.Fprintf(b, "\n### Quality, dim %d: %d labelled queries over Catalogue(%d), TopK 5\n\n", dim, len(qs), len(parts))
-	fmt.Fprintf(b, "| mode | recall@5 | MRR@5 | recall@5 Korean (%d) | recall@5 English (%d) | recall@5 with filters (%d) |\n|---|--:|--:|--:|--:|--:|\n", nKo, nEn, nF)
+	fmt.Fprintf(b, "| mode | recall@5 | MRR@5 | recall@5 Korean (%d) | recall@5 English (%d) | recall@5 with filters (%d) | recall@5 / MRR@5 with a number and unit (%d) |\n|---|--:|--:|--:|--:|--:|--:|\n", nKo, nEn, nF, nU)
 	for _, mode := range modes {
 		a := res[mode]
-		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", mode, a.recall/n, a.rr/n, a.koRecall/float64(nKo), a.enRecall/float64(nEn), a.fRecall/float64(max(nF, 1)))
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f |\n", mode, a.recall/n, a.rr/n, a.koRecall/float64(nKo), a.enRecall/float64(nEn), a.fRecall/float64(max(nF, 1)), a.uRecall/float64(max(nU, 1)), a.uRR/float64(max(nU, 1)))
 	}
 	var losses []string
 	for i, q := range qs {

@@ -98,7 +98,8 @@ func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		return nil, err
 	}
 	st := store.New(client, table, nil)
-	hooks := notify.New(st, fetch.New(fetch.Options{Policy: policy}).Client(), log)
+	fetcher := fetch.New(fetch.Options{Policy: policy})
+	hooks := notify.New(st, fetcher.Client(), log)
 	opts := market.Options{Logger: log, Notify: hooks.Notify}
 	if c.EECAREmbeddingsURL != "" {
 		opts.Embedder = embed.NewOpenAI(c.EECAREmbeddingsURL, c.EECAREmbeddingsKey, c.EECAREmbeddingsModel, c.EECAREmbeddingsDim, nil)
@@ -112,7 +113,7 @@ func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		poll = 100 * time.Millisecond // in-process, but idle polling is not free
 	}
 	e := &eecar{market: m, hooks: hooks, client: client, streams: streams, poll: poll}
-	e.handler = http.StripPrefix("/eecar", eecarapi.New(m, log))
+	e.handler = http.StripPrefix("/eecar", eecarapi.New(m, log, eecarapi.WithWebhookCheck(fetcher.Validate)))
 	return e, nil
 }
 

@@ -8,29 +8,47 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/quarrydb/quarry/internal/eecar/market"
 	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/jsonhttp"
 )
 
 // Handler serves the API.
 type Handler struct {
-	m   *market.Market
-	st  *store.Store
-	log *slog.Logger
-	mux *http.ServeMux
+	m            *market.Market
+	st           *store.Store
+	log          *slog.Logger
+	mux          *http.ServeMux
+	checkWebhook func(ctx context.Context, url string) error
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithWebhookCheck makes PUT /me/webhook refuse (400, with the reason) a
+// URL that check refuses; give it the shared network policy's
+// fetch.Fetcher.Validate, so that a webhook the deliverer could never
+// reach is refused when it is set, not dropped at every delivery.
+func WithWebhookCheck(check func(ctx context.Context, url string) error) Option {
+	return func(h *Handler) { h.checkWebhook = check }
 }
 
 // New returns the API over a market.
-func New(m *market.Market, logger *slog.Logger) *Handler {
+func New(m *market.Market, logger *slog.Logger, opts ...Option) *Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	h := &Handler{m: m, st: m.Store(), log: logger, mux: http.NewServeMux()}
+	for _, o := range opts {
+		o(h)
+	}
 	h.mux.HandleFunc("GET /me", h.me)
+	h.mux.HandleFunc("GET /me/webhook", h.getWebhook)
 	h.mux.HandleFunc("PUT /me/webhook", h.setWebhook)
 	h.mux.HandleFunc("POST /parts", h.createPart)
 	h.mux.HandleFunc("GET /parts", h.listParts)
@@ -97,6 +115,21 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request) {
 	jsonhttp.Write(w, http.StatusOK, company(r))
 }
 
+// webhookStatus is GET /me/webhook: the webhook and how delivery to it
+// went.
+type webhookStatus struct {
+	WebhookURL          string `json:"webhookUrl"`
+	LastDeliveredAt     string `json:"lastDeliveredAt,omitempty"`
+	LastDeliveryError   string `json:"lastDeliveryError,omitempty"`
+	LastDeliveryErrorAt string `json:"lastDeliveryErrorAt,omitempty"`
+}
+
+func (h *Handler) getWebhook(w http.ResponseWriter, r *http.Request) {
+	c := company(r)
+	jsonhttp.Write(w, http.StatusOK, webhookStatus{WebhookURL: c.WebhookURL, LastDeliveredAt: c.LastDeliveredAt,
+		LastDeliveryError: c.LastDeliveryError, LastDeliveryErrorAt: c.LastDeliveryErrorAt})
+}
+
 func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		WebhookURL string `json:"webhookUrl"`
@@ -104,9 +137,23 @@ func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request) {
 	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
-	if in.WebhookURL != "" && !strings.HasPrefix(in.WebhookURL, "https://") && !strings.HasPrefix(in.WebhookURL, "http://") {
-		jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl must be an http(s) URL")
-		return
+	in.WebhookURL = strings.TrimSpace(in.WebhookURL)
+	if in.WebhookURL != "" {
+		u, err := url.Parse(in.WebhookURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl must be an http(s) URL")
+			return
+		}
+		if h.checkWebhook != nil {
+			if err := h.checkWebhook(r.Context(), in.WebhookURL); err != nil {
+				msg := "webhookUrl refused by the network policy: " + err.Error()
+				if !strings.Contains(msg, fetch.PolicyFlag) {
+					msg += " (outbound addresses are governed by " + fetch.PolicyFlag + ")"
+				}
+				jsonhttp.Error(w, http.StatusBadRequest, msg)
+				return
+			}
+		}
 	}
 	c, err := h.st.SetWebhook(r.Context(), company(r).ID, in.WebhookURL)
 	if err != nil {

@@ -19,8 +19,10 @@ import (
 	"github.com/quarrydb/quarry/ddb/consumer"
 	"github.com/quarrydb/quarry/internal/eecar/api"
 	"github.com/quarrydb/quarry/internal/eecar/market"
+	"github.com/quarrydb/quarry/internal/eecar/notify"
 	"github.com/quarrydb/quarry/internal/eecar/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 // tickClock returns a later time on every call (1 ms apart), so every
@@ -50,6 +52,21 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, envOptions{})
+}
+
+// envOptions varies newEnvWith's environment.
+type envOptions struct {
+	// webhookPolicy, when set, is the network policy PUT /me/webhook
+	// validates against.
+	webhookPolicy *fetch.Policy
+	// deliveryPolicy, when set, turns on webhook delivery through a client
+	// of this policy (2 attempts, 5 ms apart).
+	deliveryPolicy *fetch.Policy
+}
+
+func newEnvWith(t *testing.T, o envOptions) *env {
+	t.Helper()
 	db, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true, TTLInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +85,14 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.m = market.New(e.st, blobs, market.Options{Logger: logger})
+	mo := market.Options{Logger: logger}
+	if o.deliveryPolicy != nil {
+		hooks := notify.New(e.st, fetch.New(fetch.Options{Policy: o.deliveryPolicy}).Client(), logger)
+		hooks.SetRetry(2, 5*time.Millisecond)
+		mo.Notify = hooks.Notify
+		t.Cleanup(hooks.Wait)
+	}
+	e.m = market.New(e.st, blobs, mo)
 
 	fctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
@@ -93,7 +117,11 @@ func newEnv(t *testing.T) *env {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/eecar/", http.StripPrefix("/eecar", api.New(e.m, logger)))
+	var apiOpts []api.Option
+	if o.webhookPolicy != nil {
+		apiOpts = append(apiOpts, api.WithWebhookCheck(fetch.New(fetch.Options{Policy: o.webhookPolicy}).Validate))
+	}
+	mux.Handle("/eecar/", http.StripPrefix("/eecar", api.New(e.m, logger, apiOpts...)))
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	e.settle()

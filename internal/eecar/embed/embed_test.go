@@ -77,9 +77,9 @@ func TestLocalModelAndDimension(t *testing.T) {
 		wantDim   int
 		wantModel string
 	}{
-		{0, 256, "quarry-local-hash-v2-256"},
-		{-3, 256, "quarry-local-hash-v2-256"},
-		{64, 64, "quarry-local-hash-v2-64"},
+		{0, 256, "quarry-local-hash-v3-256"},
+		{-3, 256, "quarry-local-hash-v3-256"},
+		{64, 64, "quarry-local-hash-v3-64"},
 	}
 	for _, tt := range tests {
 		l := NewLocal(tt.dim)
@@ -109,8 +109,8 @@ func TestLocalDeterministicAndGolden(t *testing.T) {
 	}
 	// The first four components, then the first four non-zero ones.
 	golden := map[int]float32{
-		0: 0, 1: 0, 2: 0, 3: 0.064831026,
-		11: -0.15316091, 16: 0.03829023, 17: 0.064831026, 18: -0.03829023,
+		0: 0, 1: 0, 2: 0, 3: 0.062208623,
+		11: -0.1469656, 16: 0.0367414, 17: 0.062208623, 18: -0.0367414,
 	}
 	for i, want := range golden {
 		if got := a[0][i]; math.Abs(float64(got-want)) > 1e-6 {
@@ -305,3 +305,52 @@ func TestOpenAIEmptyInputAndAPIError(t *testing.T) {
 
 var _ Embedder = (*Local)(nil)
 var _ Embedder = (*OpenAI)(nil)
+
+// TestGlossaryFile: the embedded glossary parses, no word or phrase is in
+// two families, and every family has an English and a Korean variant.
+func TestGlossaryFile(t *testing.T) {
+	fams := Glossary()
+	if len(fams) < 100 {
+		t.Fatalf("%d glossary families, want at least 100", len(fams))
+	}
+	if _, err := compileGlossary(fams); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		var ko, en bool
+		for _, v := range f.Variants {
+			if strings.IndexFunc(v, isHangul) >= 0 {
+				ko = true
+			} else {
+				en = true
+			}
+		}
+		if !ko || !en {
+			t.Errorf("family %s %q: want an English and a Korean variant", f.Canonical, f.Variants)
+		}
+	}
+	if _, err := compileGlossary([]Family{{"a", []string{"heat pump"}}, {"b", []string{"Heat  pump"}}}); err == nil {
+		t.Error("a phrase in two families was accepted")
+	}
+}
+
+func TestGlossaryPhrases(t *testing.T) {
+	l := NewLocal(0)
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{
+		{"heat pump", []string{"heatpump", "heat", "pump"}},
+		{"히트펌프", []string{"heatpump"}},
+		{"히트 펌프를", []string{"heatpump", "히트", "pump"}},
+		{"11kW on-board charger", []string{"11kw", "11", "kw", "obc", "on", "board", "charger"}},
+		{"온보드 충전기 11kW", []string{"obc", "온보드", "charger", "11kw", "11", "kw"}},
+		{"DC-DC 컨버터", []string{"ldc", "dc", "dc", "converter"}},
+		{"고전압 정션박스", []string{"junction-box", "high-voltage", "junction-box"}},
+		{"heat", []string{"heat"}},
+	} {
+		if got := l.Tokens(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Tokens(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

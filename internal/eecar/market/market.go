@@ -90,8 +90,12 @@ type PartInput struct {
 	UseCases     []store.UseCase `json:"useCases"`
 }
 
-// conditions maps accepted condition words (English and the document's
-// Korean) to the stored value.
+// DefaultCondition is the condition of a part registered without one:
+// EECAR is a marketplace for used parts.
+const DefaultCondition = "used"
+
+// normalizeCondition maps accepted condition words (English and the
+// document's Korean) to the stored value.
 func normalizeCondition(c string) (string, bool) {
 	switch strings.ToLower(strings.TrimSpace(c)) {
 	case "new", "신품":
@@ -117,9 +121,12 @@ func (m *Market) validate(in PartInput) (store.Part, error) {
 	if strings.TrimSpace(in.Manufacturer) == "" {
 		errs = append(errs, "manufacturer is required")
 	}
-	cond, ok := normalizeCondition(in.Condition)
-	if !ok {
-		errs = append(errs, "condition must be new, used or refurbished (신품, 중고, 재생)")
+	cond := DefaultCondition
+	if strings.TrimSpace(in.Condition) != "" {
+		var ok bool
+		if cond, ok = normalizeCondition(in.Condition); !ok {
+			errs = append(errs, "condition must be new, used or refurbished (신품, 중고, 재생)")
+		}
 	}
 	if in.Price == nil || *in.Price < 0 || math.IsNaN(*in.Price) || math.IsInf(*in.Price, 0) {
 		errs = append(errs, "price is required and must be ≥ 0")

@@ -97,7 +97,7 @@ func (m *Market) meets(w store.Watch, f *facts) bool {
 			return false
 		}
 	}
-	for _, t := range m.local.Tokens(c.Keywords) {
+	for _, t := range m.local.Tokens(c.Keywords.Text()) {
 		if !f.hasWord(t) {
 			return false
 		}

@@ -1,7 +1,10 @@
 // Package notify delivers EECAR notifications to a company's webhook:
 // POST of the notification as JSON, retried with backoff on 5xx, 429 and
 // network errors. Delivery is best effort; the notification itself is
-// always in the table (GET /eecar/notifications).
+// always in the table (GET /eecar/notifications). The outcome of each
+// delivery is recorded on the company (lastDeliveredAt, or
+// lastDeliveryError and lastDeliveryErrorAt), where GET /eecar/me and GET
+// /eecar/me/webhook show it.
 package notify
 
 import (
@@ -36,6 +39,13 @@ func New(st *store.Store, client *http.Client, logger *slog.Logger) *Webhooks {
 	return &Webhooks{st: st, client: client, log: logger, attempts: 4, backoff: time.Second}
 }
 
+// SetRetry sets how many attempts a delivery makes (at least 1) and the
+// delay before the second, doubled before each further one; the default is
+// 4 attempts from 1 s. Call it before the first Notify.
+func (w *Webhooks) SetRetry(attempts int, backoff time.Duration) {
+	w.attempts, w.backoff = max(1, attempts), backoff
+}
+
 // Notify delivers n to its recipient's webhook, if any, in the background.
 func (w *Webhooks) Notify(ctx context.Context, n store.Notification) {
 	c, err := w.st.GetCompany(ctx, n.RecipientID)
@@ -46,8 +56,14 @@ func (w *Webhooks) Notify(ctx context.Context, n store.Notification) {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		if err := w.deliver(context.WithoutCancel(ctx), c.WebhookURL, n.ID, body); err != nil {
+		dctx := context.WithoutCancel(ctx)
+		err := w.deliver(dctx, c.WebhookURL, n.ID, body)
+		if err != nil {
 			w.log.Warn("eecar: webhook not delivered", "company", c.ID, "notification", n.ID, "err", err)
+			err = fmt.Errorf("notification %s not delivered: %w", n.ID, err)
+		}
+		if rerr := w.st.RecordDelivery(dctx, c.ID, c.WebhookURL, err); rerr != nil {
+			w.log.Warn("eecar: record webhook delivery", "company", c.ID, "err", rerr)
 		}
 	}()
 }

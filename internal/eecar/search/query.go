@@ -17,9 +17,10 @@ type filter struct {
 	maxPrice float64
 	hasMin   bool
 	minQty   int
+	ranges   []Constraint // the query's range constraints (over 80 kWh, 7kW 미만)
 }
 
-func compileFilter(f Filters) filter {
+func compileFilter(f Filters, cs []Constraint) filter {
 	c := filter{
 		category: strings.TrimSpace(f.Category),
 		manuf:    strings.ToLower(strings.TrimSpace(f.Manufacturer)),
@@ -30,7 +31,12 @@ func compileFilter(f Filters) filter {
 	if f.MinQuantity != nil {
 		c.hasMin, c.minQty = true, *f.MinQuantity
 	}
-	c.active = c.category != "" || c.manuf != "" || c.hasMax || c.hasMin
+	for _, x := range cs {
+		if x.Op != "=" {
+			c.ranges = append(c.ranges, x)
+		}
+	}
+	c.active = c.category != "" || c.manuf != "" || c.hasMax || c.hasMin || len(c.ranges) > 0
 	return c
 }
 
@@ -50,6 +56,11 @@ func (f *filter) ok(e *entry) bool {
 	}
 	if f.hasMin && e.doc.Quantity < f.minQty {
 		return false
+	}
+	if len(f.ranges) > 0 {
+		if _, excluded := quantityMatch(f.ranges, e.qty); excluded {
+			return false
+		}
 	}
 	return true
 }
@@ -259,8 +270,12 @@ func (x *Index) queryTerms(text string) []string {
 // candidates are the union of the best C docs by vector and the best C
 // by BM25, C = max(10×TopK, 100); both scores are min-max normalised
 // over the candidates (all-equal → 1 if > 0 else 0) and fused as
-// 0.7·vector + 0.3·bm25. Repeated query words count once. Ties go to
-// the newer CreatedAt, then the smaller ID.
+// 0.7·vector + 0.3·bm25, plus QuantityWeight times the share of the
+// query's numbers with units the doc meets. In every mode a range word
+// with a number ("over 80 kWh", "7kW 미만") filters: a doc stating that
+// dimension with no value in the range is left out (a doc that does not
+// state it stays). Repeated query words count once. Ties go to the newer
+// CreatedAt, then the smaller ID.
 func (x *Index) Search(q Query) []Hit {
 	k := q.TopK
 	if k <= 0 {
@@ -268,7 +283,8 @@ func (x *Index) Search(q Query) []Hit {
 	}
 	k = min(k, MaxTopK)
 	terms := x.queryTerms(q.Text)
-	f := compileFilter(q.Filters)
+	cs := ParseConstraints(q.Text)
+	f := compileFilter(q.Filters, cs)
 
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -348,6 +364,10 @@ func (x *Index) Search(q Query) []Hit {
 		all := make([]cand, len(cands))
 		for i, s := range cands {
 			hy := VectorWeight*vn(vs[i]) + BM25Weight*bn(bs[i])
+			if len(cs) > 0 {
+				met, _ := quantityMatch(cs, x.entries[s].qty)
+				hy += QuantityWeight * float64(met) / float64(len(cs))
+			}
 			all[i] = cand{score: hy, slot: s}
 			scores[s] = Scores{Hybrid: hy, Vector: vs[i], BM25: bs[i]}
 		}
@@ -363,11 +383,12 @@ func (x *Index) Search(q Query) []Hit {
 	for _, c := range ranked {
 		e := &x.entries[c.slot]
 		hits = append(hits, Hit{
-			ID:           e.doc.ID,
-			Score:        c.score,
-			Scores:       scores[c.slot],
-			MatchedTerms: matchedTerms(terms, e),
-			MatchedSpecs: x.matchedSpecs(qset, e),
+			ID:                 e.doc.ID,
+			Score:              c.score,
+			Scores:             scores[c.slot],
+			MatchedTerms:       matchedTerms(terms, e),
+			MatchedSpecs:       x.matchedSpecs(qset, e),
+			MatchedConstraints: matchedConstraints(cs, e.qty),
 		})
 	}
 	return hits
@@ -501,4 +522,15 @@ func scanWorkers(total int) int {
 		return 1
 	}
 	return max(1, min(runtime.GOMAXPROCS(0), total/(parallelScanMin/2)))
+}
+
+// matchedConstraints lists the constraints some quantity of the doc meets.
+func matchedConstraints(cs []Constraint, qs []quantity) []Constraint {
+	var out []Constraint
+	for _, c := range cs {
+		if met, _ := quantityMatch([]Constraint{c}, qs); met == 1 {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -13,6 +13,9 @@ import (
 // out. Without any match it falls back to a fixed text.
 func Reason(h Hit, d Doc) string {
 	var specs []string
+	for _, c := range h.MatchedConstraints {
+		specs = append(specs, c.String())
+	}
 	for _, key := range h.MatchedSpecs {
 		val, ok := d.Specs[key]
 		if !ok {

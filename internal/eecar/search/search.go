@@ -18,6 +18,9 @@ const (
 	B            = 0.75
 	VectorWeight = 0.7
 	BM25Weight   = 0.3
+	// QuantityWeight is added to a hybrid score, times the share of the
+	// query's numbers with units (ParseConstraints) the doc meets.
+	QuantityWeight = 0.3
 )
 
 // Result-size limits for Query.TopK.
@@ -133,6 +136,9 @@ type Hit struct {
 	// MatchedSpecs are the doc's spec keys (sorted) whose value appears
 	// among the query tokens, or whose key's last segment does.
 	MatchedSpecs []string
+	// MatchedConstraints are the query's numbers with units (and range
+	// words) the doc meets, in query order.
+	MatchedConstraints []Constraint
 }
 
 // entry is the index's record of one doc; its slot is its position in
@@ -144,6 +150,7 @@ type entry struct {
 	manuf   string // lower-cased, trimmed Manufacturer
 	length  int    // number of tokens
 	terms   map[string]termRef
+	qty     []quantity // numbers with units, from the text and the specs
 }
 
 // termRef is a doc's frequency of one term and the position of its
@@ -259,6 +266,7 @@ func (x *Index) Put(d Doc) {
 		manuf:   strings.ToLower(strings.TrimSpace(d.Manufacturer)),
 		length:  len(toks),
 		terms:   terms,
+		qty:     docQuantities(d.Text, d.Specs),
 	}
 
 	x.mu.Lock()

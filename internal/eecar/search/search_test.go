@@ -473,7 +473,7 @@ func TestKoreanQueryFindsEnglishPart(t *testing.T) {
 	if len(hits) == 0 || hits[0].ID != "m3" {
 		t.Fatalf("hits = %v, want m3 first", ids(hits))
 	}
-	if !slices.Equal(hits[0].MatchedTerms, []string{"tesla", "battery", "module"}) {
+	if !slices.Equal(hits[0].MatchedTerms, []string{"tesla", "battery-module", "battery", "module"}) {
 		t.Errorf("MatchedTerms = %v", hits[0].MatchedTerms)
 	}
 }
@@ -586,5 +586,37 @@ func BenchmarkPut(b *testing.B) {
 	for b.Loop() {
 		x.Put(Doc{ID: fmt.Sprintf("part-%06d", i%5000), Text: "used tesla battery module 800v ncm811", Vector: qv})
 		i++
+	}
+}
+
+func TestParseConstraints(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{"11kW on-board charger", "power 11 kW"},
+		{"LFP over 80% SOH", "soh > 80 %"},
+		{"400V inverter", "voltage 400 V"},
+		{"60 kWh battery pack", "energy 60 kWh"},
+		{"배터리 팩 80kWh 이상", "energy >= 80 kWh"},
+		{"배터리 팩 50kWh 이하", "energy <= 50 kWh"},
+		{"7kW 미만 충전기", "power < 7 kW"},
+		{"100kW 초과", "power > 100 kW"},
+		{"motor under 100 kW", "power < 100 kW"},
+		{"pack above 60 kWh", "energy > 60 kWh"},
+		{"at least 90% SOH", "soh >= 90 %"},
+		{"up to 1,000 V", "voltage <= 1000 V"},
+		{"800V SiC 인버터 200kW 이상", "voltage 800 V; power >= 200 kW"},
+		{"500W heater 10A", "power 0.5 kW; current 10 A"},
+		{"NCM811 Ioniq5 Model 3 a pack 18650", ""},
+		{"94Ah module", "charge 94 Ah"},
+	} {
+		var got []string
+		for _, c := range ParseConstraints(tt.in) {
+			got = append(got, c.String())
+		}
+		if strings.Join(got, "; ") != tt.want {
+			t.Errorf("ParseConstraints(%q) = %q, want %q", tt.in, strings.Join(got, "; "), tt.want)
+		}
 	}
 }

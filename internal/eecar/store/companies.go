@@ -25,6 +25,14 @@ type Company struct {
 	Industry   string `json:"industry,omitempty"`
 	WebhookURL string `json:"webhookUrl,omitempty"`
 	CreatedAt  string `json:"createdAt"`
+	// LastDeliveredAt is when a notification was last delivered to the
+	// webhook.
+	LastDeliveredAt string `json:"lastDeliveredAt,omitempty"`
+	// LastDeliveryError says why the last failed delivery to the webhook
+	// failed (after its retries), and LastDeliveryErrorAt when; both are
+	// cleared when the webhook is changed.
+	LastDeliveryError   string `json:"lastDeliveryError,omitempty"`
+	LastDeliveryErrorAt string `json:"lastDeliveryErrorAt,omitempty"`
 }
 
 // HashKey is how an API key is stored: SHA-256 hex.
@@ -143,7 +151,7 @@ func (s *Store) GetCompany(ctx context.Context, id string) (Company, error) {
 func (s *Store) SetWebhook(ctx context.Context, id, url string) (Company, error) {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: key("COMPANY#"+id, "PROFILE"),
-		UpdateExpression:          aws.String("SET webhookUrl = :u"),
+		UpdateExpression:          aws.String("SET webhookUrl = :u REMOVE lastDeliveryError, lastDeliveryErrorAt, lastDeliveredAt"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]av{":u": ddbitem.S(url)},
 	})
@@ -154,4 +162,38 @@ func (s *Store) SetWebhook(ctx context.Context, id, url string) (Company, error)
 		return Company{}, fmt.Errorf("eecar: set webhook: %w", err)
 	}
 	return s.GetCompany(ctx, id)
+}
+
+// maxDeliveryError bounds the stored delivery error.
+const maxDeliveryError = 500
+
+// RecordDelivery records the outcome of a webhook delivery on the company:
+// lastDeliveredAt on success, lastDeliveryError and lastDeliveryErrorAt on
+// failure. It is recorded only while the webhook is still url, so an
+// outcome for a webhook since replaced is dropped.
+func (s *Store) RecordDelivery(ctx context.Context, id, url string, deliveryErr error) error {
+	now := ddbitem.S(ddbitem.FormatTime(s.Now()))
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key("COMPANY#"+id, "PROFILE"),
+		ConditionExpression:       aws.String("webhookUrl = :u"),
+		ExpressionAttributeValues: map[string]av{":u": ddbitem.S(url), ":t": now},
+	}
+	if deliveryErr == nil {
+		in.UpdateExpression = aws.String("SET lastDeliveredAt = :t")
+	} else {
+		msg := deliveryErr.Error()
+		if len(msg) > maxDeliveryError {
+			msg = strings.ToValidUTF8(msg[:maxDeliveryError], "") + "…"
+		}
+		in.UpdateExpression = aws.String("SET lastDeliveryError = :e, lastDeliveryErrorAt = :t")
+		in.ExpressionAttributeValues[":e"] = ddbitem.S(msg)
+	}
+	_, err := s.client.UpdateItem(ctx, in)
+	if ddbitem.ConditionFailed(err) {
+		return nil // the webhook changed meanwhile (or the company is gone)
+	}
+	if err != nil {
+		return fmt.Errorf("eecar: record delivery: %w", err)
+	}
+	return nil
 }

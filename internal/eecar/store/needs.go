@@ -174,7 +174,7 @@ type WatchCriteria struct {
 	Category string             `json:"category,omitempty"`
 	MinSpecs map[string]float64 `json:"minSpecs,omitempty"`
 	MaxPrice float64            `json:"maxPrice,omitempty"`
-	Keywords string             `json:"keywords,omitempty"`
+	Keywords Keywords           `json:"keywords,omitempty"`
 }
 
 // Watch statuses.

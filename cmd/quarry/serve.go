@@ -124,6 +124,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 { return float64(wc.manager.Live()) })
 	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 { return float64(ck.sched.Len()) })
 	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 { return float64(ee.market.Index().Len()) })
+	reg.Collect(egressFamilies(wc.egress))
 	if store != nil {
 		reg.Collect(storeFamilies(store))
 	}

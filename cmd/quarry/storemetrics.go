@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
 )
 
@@ -43,6 +44,7 @@ func storeFamilies(s *ddb.Store) func() []metrics.Family {
 			one("ddb_flushes_total", "Memtable flushes.", "counter", float64(m.Flushes)),
 			one("ddb_compactions_total", "Compactions.", "counter", float64(m.Compactions)),
 			one("ddb_wal_bytes_total", "Bytes written to the write-ahead log.", "counter", float64(m.WALBytes)),
+			one("ddb_corrupt_items_total", "Stored items Query and Scan skipped because they could not be decoded (each is logged with its key).", "counter", float64(m.CorruptItems)),
 		}
 	}
 }
@@ -56,4 +58,21 @@ func ddbHandler(s *ddb.Store) http.Handler {
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("/", s.Handler())
 	return mux
+}
+
+// egressFamilies returns a collector of the egress proxy's counters.
+func egressFamilies(p *egress.Proxy) func() []metrics.Family {
+	return func() []metrics.Family {
+		st := p.Stats()
+		one := func(name, help string, v int64) metrics.Family {
+			return metrics.Family{Name: name, Help: help, Type: "counter", Samples: []metrics.Sample{{Value: float64(v)}}}
+		}
+		return []metrics.Family{
+			one("egress_tunnels_total", "CONNECT tunnels the browsers' egress proxy opened.", st.Tunnels),
+			one("egress_requests_total", "Plain-http requests the egress proxy forwarded.", st.Requests),
+			one("egress_refused_total", "Browser connections the network policy refused.", st.Refused),
+			one("egress_failed_total", "Browser connections whose target could not be reached.", st.Failed),
+			one("egress_bytes_total", "Bytes the egress proxy relayed, both directions.", st.Bytes),
+		}
+	}
 }

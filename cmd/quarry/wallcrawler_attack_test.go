@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -412,6 +413,22 @@ func TestBrowserEgressConfinement(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(logs.String()), []byte("egress: refused")) {
 		t.Error("no refusal in the server log")
+	}
+	// And /metrics counts them.
+	mres, err := http.Get("http://" + api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mres.Body)
+	mres.Body.Close()
+	var refused float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "quarry_egress_refused_total "); ok {
+			fmt.Sscan(v, &refused)
+		}
+	}
+	if refused < 5 {
+		t.Errorf("quarry_egress_refused_total = %v after the attacks, want at least 5", refused)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,9 +54,17 @@ func cmdChecks(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	if *email == "" {
+	switch args[1] {
+	case "create", "suspend", "activate", "tier", "token":
+	default:
 		fmt.Fprint(stderr, checksUsage)
 		return errUsage
+	}
+	if *email == "" {
+		return fmt.Errorf("checks user %s: --email is required (e.g. --email me@example.com)", args[1])
+	}
+	if args[1] == "tier" && *tier == "" {
+		return errors.New("checks user tier: --tier is required: FREE or PRO")
 	}
 	client, _, closeFn, err := dynamoClient(ctx, c, newLogger(c, stderr), true)
 	if err != nil {

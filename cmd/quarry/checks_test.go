@@ -142,7 +142,7 @@ func TestChecksUserCommands(t *testing.T) {
 			{"duplicate email in another case", []string{"create", "--email", "A@Example.COM"}, 1, "a@example.com"},
 			{"invalid email", []string{"create", "--email", "not-an-address"}, 1, "not-an-address"},
 			{"unknown tier", []string{"create", "--email", "b@example.com", "--tier", "GOLD"}, 1, "GOLD"},
-			{"no email", []string{"suspend"}, 2, "usage"},
+			{"no email", []string{"suspend"}, 1, "--email is required"},
 			{"unknown user", []string{"suspend", "--email", "nobody@example.com"}, 1, "nobody@example.com"},
 			{"unknown subcommand", []string{"frobnicate", "--email", "a@example.com"}, 2, "usage"},
 		} {

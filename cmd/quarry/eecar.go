@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,6 +45,15 @@ func cmdEECAR(ctx context.Context, args []string, getenv func(string) string, st
 		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "eecar-table-prefix", "region", "log-level", "log-format"})
 	if err != nil {
 		return err
+	}
+	switch what := args[0] + " " + args[1]; {
+	case what != "company create" && what != "key create":
+		fmt.Fprint(stderr, eecarUsage)
+		return errUsage
+	case what == "company create" && strings.TrimSpace(*name) == "":
+		return errors.New(`eecar company create: --name is required (e.g. --name "Seoul EV Recycling")`)
+	case what == "key create" && *companyID == "":
+		return errors.New("eecar key create: --company is required: the company's id, co_… (printed by company create)")
 	}
 	client, _, closeFn, err := dynamoClient(ctx, c, newLogger(c, stderr), true)
 	if err != nil {

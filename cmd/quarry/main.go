@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -102,7 +103,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2 // the usage is already printed
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "quarry:", err)
+		// One line per problem (configuration errors come all at once).
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(stderr, "quarry:", line)
+		}
 		return 1
 	}
 	return 0

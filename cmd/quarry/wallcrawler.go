@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -60,6 +61,19 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 		[]string{"data-dir", "ddb-listen", "dynamodb-endpoint", "wallcrawler-table-prefix", "region", "log-level", "log-format"})
 	if err != nil {
 		return err
+	}
+	// Required flags are checked before the store is opened, and named as
+	// the command line spells them.
+	switch {
+	case what != "project create" && what != "key create" && what != "key revoke":
+		fmt.Fprint(stderr, wallcrawlerUsage)
+		return errUsage
+	case what == "project create" && *name == "":
+		return errors.New("wallcrawler project create: --name is required (e.g. --name Acme)")
+	case what == "key create" && *project == "":
+		return errors.New("wallcrawler key create: --project is required: the id of the project the key may use (e.g. --project project_acme)")
+	case what == "key revoke" && *rawKey == "" && (*project == "" || *id == ""):
+		return errors.New("wallcrawler key revoke: --key RAW_KEY is required, or --project P with --id KEY_ID")
 	}
 	log := newLogger(c, stderr)
 	client, _, closeFn, err := dynamoClient(ctx, c, log, true)

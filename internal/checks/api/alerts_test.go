@@ -189,6 +189,7 @@ func TestAlertTargetsRefusedAndFailuresShown(t *testing.T) {
 			{"email and webhook without SMTP", noSMTP.srv.URL, map[string]any{"email": "ops@example.com", "webhookUrl": e.site.URL + "/hook"}, 400, "--checks-smtp"},
 			{"webhook refused by the network policy", e.strict.URL, map[string]any{"webhookUrl": e.site.URL + "/hook"}, 400, "--allow-networks"},
 			{"metadata webhook refused", e.strict.URL, map[string]any{"webhookUrl": "http://169.254.169.254/latest"}, 400, "--allow-networks"},
+			{"webhook not http", e.strict.URL, map[string]any{"webhookUrl": "ftp://example.com/hook"}, 400, `webhookUrl "ftp://example.com/hook" cannot receive alerts: want an http:// or https:// URL, not the scheme "ftp"`},
 			{"webhook alone without SMTP", noSMTP.srv.URL, map[string]any{"webhookUrl": e.site.URL + "/hook"}, 200, ""},
 			{"email with SMTP", e.srv.URL, map[string]any{"email": "ops@example.com"}, 200, ""},
 		} {
@@ -198,8 +199,14 @@ func TestAlertTargetsRefusedAndFailuresShown(t *testing.T) {
 					t.Fatalf("= %d %s, want %d", r.code, r.raw, tt.want)
 				}
 				if tt.want != 200 {
-					if msg := r.errMsg(t); !strings.Contains(msg, tt.mention) {
+					msg := r.errMsg(t)
+					if !strings.Contains(msg, tt.mention) {
 						t.Fatalf("error %q does not name %s", msg, tt.mention)
+					}
+					// The reason alone, not the words of the layers it
+					// passed through.
+					if strings.Contains(msg, "probe:") || strings.Contains(msg, "fetch:") || strings.Contains(msg, "invalid check") {
+						t.Fatalf("error %q carries another layer's words", msg)
 					}
 				}
 			})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/quarrydb/quarry/internal/checks/probe"
 	"github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/jsonhttp"
 )
 
@@ -124,7 +125,7 @@ func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.WebhookURL != "" {
 		if err := h.val.Validate(r.Context(), probe.Spec{Type: probe.TypeAvailability, URL: in.WebhookURL}); err != nil {
-			jsonhttp.Error(w, http.StatusBadRequest, "webhookUrl: "+err.Error())
+			jsonhttp.Error(w, http.StatusBadRequest, fmt.Sprintf("webhookUrl %q cannot receive alerts: %s", in.WebhookURL, strings.TrimPrefix(plainReason(err), "url: ")))
 			return
 		}
 	}
@@ -340,13 +341,25 @@ func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
 	jsonhttp.Write(w, http.StatusOK, runs)
 }
 
+// plainReason is err's message without the words of the layers it passed
+// through ("probe: invalid check: ", "fetch: address blocked: "): what a
+// client reads is the reason alone, e.g. "url: 127.0.0.1:3000 is a loopback
+// address (allow it with --allow-networks=127.0.0.1:3000)".
+func plainReason(err error) string {
+	msg := strings.TrimPrefix(err.Error(), probe.ErrInvalid.Error()+": ")
+	msg = strings.TrimPrefix(msg, store.ErrInvalid.Error()+": ")
+	msg = strings.Replace(msg, fetch.ErrBlocked.Error()+": ", "", 1)
+	msg = strings.Replace(msg, fetch.ErrNotHTTP.Error()+": scheme", "want an http:// or https:// URL, not the scheme", 1)
+	return msg
+}
+
 // fail maps store errors to statuses.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		jsonhttp.Error(w, http.StatusNotFound, "check not found")
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, probe.ErrInvalid):
-		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
+		jsonhttp.Error(w, http.StatusBadRequest, plainReason(err))
 	case errors.Is(err, store.ErrLimit):
 		jsonhttp.Error(w, http.StatusForbidden, err.Error()+": upgrade the tier or delete a check")
 	case errors.Is(err, store.ErrSuspended):

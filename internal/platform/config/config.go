@@ -271,6 +271,7 @@ func (c *Config) fields(which []string) []field {
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Config, which []string) (*Config, error) {
 	c := base
 	fields := c.fields(which)
+	var errs []error
 	for _, f := range fields {
 		v := getenv(f.env)
 		if v == "" {
@@ -281,25 +282,29 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 		} else if f.boolean != nil {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return nil, fmt.Errorf("config: %s=%q: want true or false", f.env, v)
+				errs = append(errs, fmt.Errorf("config: %s=%q: want true or false (the environment variable of --%s)", f.env, v, f.flag))
+				continue
 			}
 			*f.boolean = b
 		} else if f.num != nil {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return nil, fmt.Errorf("config: %s=%q: not a whole number", f.env, v)
+				errs = append(errs, fmt.Errorf("config: %s=%q: want a whole number (the environment variable of --%s)", f.env, v, f.flag))
+				continue
 			}
 			*f.num = n
 		} else if f.size != nil {
 			n, err := ParseSize(v)
 			if err != nil {
-				return nil, fmt.Errorf("config: %s=%q: %w", f.env, v, err)
+				errs = append(errs, fmt.Errorf("config: %s=%q: %w (the environment variable of --%s)", f.env, v, err, f.flag))
+				continue
 			}
 			*f.size = n
 		} else {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return nil, fmt.Errorf("config: %s=%q: not a duration (e.g. 10s)", f.env, v)
+				errs = append(errs, fmt.Errorf("config: %s=%q: want a duration such as 10s, 500ms or 2m (the environment variable of --%s)", f.env, v, f.flag))
+				continue
 			}
 			*f.dur = d
 		}
@@ -318,14 +323,19 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 			fs.DurationVar(f.dur, f.flag, *f.dur, usage)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	flagErrs, err := parseFlags(fs, args, fields)
+	if err != nil {
+		return nil, err // -h: the usage is printed
 	}
+	errs = append(errs, flagErrs...)
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("config: unexpected argument %q", fs.Arg(0))
+		errs = append(errs, fmt.Errorf("config: unexpected argument %q: %s takes only flags (--name value or --name=value)", fs.Arg(0), fs.Name()))
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return &c, nil
 }
@@ -334,6 +344,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 func (c *Config) Validate() error {
 	var errs []error
 	checkAddr := func(name, v string, allowOff bool) {
+		name = "--" + name
 		if allowOff && v == "off" {
 			return
 		}
@@ -343,78 +354,78 @@ func (c *Config) Validate() error {
 	}
 	checkAddr("listen", c.Listen, false)
 	if _, err := origin.ParsePublicURL(c.PublicURL); err != nil {
-		errs = append(errs, fmt.Errorf("config: public-url %q: want an http:// or https:// URL with a host and no query, e.g. https://browsers.example.com (%w)", c.PublicURL, err))
+		errs = append(errs, fmt.Errorf("config: --public-url %q: want an http:// or https:// URL with a host and no query, e.g. https://browsers.example.com (%w)", c.PublicURL, err))
 	}
 	if _, err := origin.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		errs = append(errs, fmt.Errorf("config: trusted-proxies %q: want comma-separated CIDRs like 10.0.0.0/8 (%w)", c.TrustedProxies, err))
+		errs = append(errs, fmt.Errorf("config: --trusted-proxies %q: want comma-separated CIDRs like 10.0.0.0/8 (%w)", c.TrustedProxies, err))
 	}
 	checkAddr("ddb-listen", c.DDBListen, true)
 	if c.DataDir == "" {
-		errs = append(errs, errors.New("config: data-dir must not be empty"))
-	} else if st, err := os.Stat(c.DataDir); err == nil && !st.IsDir() {
-		errs = append(errs, fmt.Errorf("config: data-dir %q is not a directory", c.DataDir))
+		errs = append(errs, errors.New("config: --data-dir must not be empty"))
+	} else if err := creatableDir(c.DataDir); err != nil {
+		errs = append(errs, fmt.Errorf("config: --data-dir %q: %w; choose a directory quarry may create or write (or set QUARRY_DATA_DIR)", c.DataDir, err))
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
-		errs = append(errs, fmt.Errorf("config: log-format %q: want text or json", c.LogFormat))
+		errs = append(errs, fmt.Errorf("config: --log-format %q: want text or json", c.LogFormat))
 	}
 	if c.Region == "" {
-		errs = append(errs, errors.New("config: region must not be empty"))
+		errs = append(errs, errors.New("config: --region must not be empty"))
 	}
 	if c.ShutdownTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("config: shutdown-timeout %v: must be positive", c.ShutdownTimeout))
+		errs = append(errs, fmt.Errorf("config: --shutdown-timeout %v: must be positive", c.ShutdownTimeout))
 	}
 	if c.Credentials != "" {
 		if st, err := os.Stat(c.Credentials); err != nil || st.IsDir() {
-			errs = append(errs, fmt.Errorf("config: credentials %q: not a readable file", c.Credentials))
+			errs = append(errs, fmt.Errorf("config: --credentials %q: not a readable file", c.Credentials))
 		}
 	}
 	if c.DataShelfDB != "" && !strings.HasPrefix(c.DataShelfDB, "postgres://") && !strings.HasPrefix(c.DataShelfDB, "postgresql://") {
-		errs = append(errs, fmt.Errorf("config: datashelf-db %q: want empty (SQLite) or a postgres:// URL", c.DataShelfDB))
+		errs = append(errs, fmt.Errorf("config: --datashelf-db %q: want empty (SQLite) or a postgres:// URL", c.DataShelfDB))
 	}
 	for _, f := range []struct{ name, path string }{{"datashelf-keys", c.DataShelfKeys}} {
 		if f.path == "" {
 			continue
 		}
 		if st, err := os.Stat(f.path); err != nil || st.IsDir() {
-			errs = append(errs, fmt.Errorf("config: %s %q: not a readable file", f.name, f.path))
+			errs = append(errs, fmt.Errorf("config: --%s %q: not a readable file", f.name, f.path))
 		}
 	}
 	if c.WallcrawlerPool < 0 || c.WallcrawlerPool > 64 {
-		errs = append(errs, fmt.Errorf("config: wallcrawler-pool %d: want 0 to 64", c.WallcrawlerPool))
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-pool %d: want 0 to 64", c.WallcrawlerPool))
 	}
 	if c.WallcrawlerIdleGrace <= 0 {
-		errs = append(errs, fmt.Errorf("config: wallcrawler-idle-grace %v: must be positive", c.WallcrawlerIdleGrace))
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-idle-grace %v: must be positive", c.WallcrawlerIdleGrace))
 	}
 	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
-		errs = append(errs, errors.New("config: wallcrawler-secret: want at least 16 characters"))
+		errs = append(errs, errors.New("config: --wallcrawler-secret: want at least 16 characters"))
 	}
 	if c.WallcrawlerUser != "" && !validUserSpec(c.WallcrawlerUser) {
-		errs = append(errs, fmt.Errorf("config: wallcrawler-user %q: want a user name or uid[:gid]", c.WallcrawlerUser))
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-user %q: want a user name or uid[:gid]", c.WallcrawlerUser))
 	}
 	if c.WallcrawlerBrowserDir != "" && c.DataDir != "" {
 		if inside, err := within(c.WallcrawlerBrowserDir, c.DataDir); err != nil {
-			errs = append(errs, fmt.Errorf("config: wallcrawler-browser-dir: %w", err))
+			errs = append(errs, fmt.Errorf("config: --wallcrawler-browser-dir: %w", err))
 		} else if inside {
-			errs = append(errs, fmt.Errorf("config: wallcrawler-browser-dir %q is inside data-dir %q, which the browser user must not enter", c.WallcrawlerBrowserDir, c.DataDir))
+			errs = append(errs, fmt.Errorf("config: --wallcrawler-browser-dir %q is inside --data-dir %q, which the browser user must not enter", c.WallcrawlerBrowserDir, c.DataDir))
 		}
 	}
 	if c.WallcrawlerContextMaxBytes < 1<<20 {
-		errs = append(errs, fmt.Errorf("config: wallcrawler-context-max-bytes %d: want at least 1MiB (1048576)", c.WallcrawlerContextMaxBytes))
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-bytes %d: want at least 1MiB (1048576)", c.WallcrawlerContextMaxBytes))
 	}
 	if c.WallcrawlerContextMaxEntries < 1 {
-		errs = append(errs, fmt.Errorf("config: wallcrawler-context-max-entries %d: must be at least 1", c.WallcrawlerContextMaxEntries))
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-entries %d: must be at least 1", c.WallcrawlerContextMaxEntries))
 	}
 	if c.ChecksMinInterval < time.Second {
-		errs = append(errs, fmt.Errorf("config: checks-min-interval %v: at least 1s", c.ChecksMinInterval))
+		errs = append(errs, fmt.Errorf("config: --checks-min-interval %v: at least 1s", c.ChecksMinInterval))
 	}
 	if c.ChecksRetention < 0 {
-		errs = append(errs, fmt.Errorf("config: checks-retention %v: must not be negative", c.ChecksRetention))
+		errs = append(errs, fmt.Errorf("config: --checks-retention %v: must not be negative", c.ChecksRetention))
 	}
 	if c.ChecksFreeLimit < 0 || c.ChecksProLimit < 0 {
-		errs = append(errs, errors.New("config: checks-free-limit and checks-pro-limit must not be negative"))
+		errs = append(errs, errors.New("config: --checks-free-limit and --checks-pro-limit must not be negative"))
 	}
 	if _, err := c.NetworkPolicy(); err != nil {
 		errs = append(errs, err)
@@ -422,32 +433,32 @@ func (c *Config) Validate() error {
 	if c.ChecksSMTP != "" {
 		checkAddr("checks-smtp", c.ChecksSMTP, false)
 		if c.ChecksSMTPFrom == "" {
-			errs = append(errs, errors.New("config: checks-smtp needs checks-smtp-from"))
+			errs = append(errs, errors.New("config: --checks-smtp needs --checks-smtp-from"))
 		}
 	}
 	if c.EECAREmbeddingsURL != "" && (c.EECAREmbeddingsModel == "" || c.EECAREmbeddingsDim <= 0) {
-		errs = append(errs, errors.New("config: eecar-embeddings-url needs eecar-embeddings-model and a positive eecar-embeddings-dim"))
+		errs = append(errs, errors.New("config: --eecar-embeddings-url needs --eecar-embeddings-model and a positive --eecar-embeddings-dim"))
 	}
 	if c.BlobS3Bucket == "" && (c.BlobS3Endpoint != "" || c.BlobS3Region != "" || c.BlobS3PathStyle) {
-		errs = append(errs, errors.New("config: blob-s3-endpoint, blob-s3-region and blob-s3-path-style need blob-s3-bucket"))
+		errs = append(errs, errors.New("config: --blob-s3-endpoint, --blob-s3-region and --blob-s3-path-style need --blob-s3-bucket"))
 	}
 	if c.BlobS3Endpoint != "" {
 		if u, err := url.Parse(c.BlobS3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("config: blob-s3-endpoint %q: want an http:// or https:// URL", c.BlobS3Endpoint))
+			errs = append(errs, fmt.Errorf("config: --blob-s3-endpoint %q: want an http:// or https:// URL", c.BlobS3Endpoint))
 		}
 	}
 	if c.DDBSyncInterval < 0 || c.DDBSyncInterval > 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("config: ddb-sync-interval %v: must be in [0, 100ms]", c.DDBSyncInterval))
+		errs = append(errs, fmt.Errorf("config: --ddb-sync-interval %v: must be in [0, 100ms]", c.DDBSyncInterval))
 	}
 	if c.DDBCacheMB < 1 {
-		errs = append(errs, fmt.Errorf("config: ddb-cache-mb %d: must be at least 1", c.DDBCacheMB))
+		errs = append(errs, fmt.Errorf("config: --ddb-cache-mb %d: must be at least 1", c.DDBCacheMB))
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"idle-timeout", c.IdleTimeout}} {
 		if d.v < 100*time.Millisecond || d.v > 24*time.Hour {
-			errs = append(errs, fmt.Errorf("config: %s %v: want 100ms to 24h", d.name, d.v))
+			errs = append(errs, fmt.Errorf("config: --%s %v: want 100ms to 24h", d.name, d.v))
 		}
 	}
 	for _, n := range []struct {
@@ -455,11 +466,11 @@ func (c *Config) Validate() error {
 		v    int
 	}{{"max-conns", c.MaxConns}, {"ddb-max-conns", c.DDBMaxConns}} {
 		if n.v < 1 || n.v > 1_000_000 {
-			errs = append(errs, fmt.Errorf("config: %s %d: want 1 to 1000000", n.name, n.v))
+			errs = append(errs, fmt.Errorf("config: --%s %d: want 1 to 1000000", n.name, n.v))
 		}
 	}
 	if c.TTLInterval <= 0 {
-		errs = append(errs, fmt.Errorf("config: ttl-interval %v: must be positive", c.TTLInterval))
+		errs = append(errs, fmt.Errorf("config: --ttl-interval %v: must be positive", c.TTLInterval))
 	}
 	return errors.Join(errs...)
 }
@@ -547,7 +558,7 @@ func ParseLevel(s string) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, fmt.Errorf("config: log-level %q: want debug, info, warn or error", s)
+	return 0, fmt.Errorf("config: --log-level %q: want debug, info, warn or error", s)
 }
 
 // validUserSpec reports whether s looks like a user name or uid[:gid].

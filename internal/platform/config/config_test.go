@@ -25,7 +25,7 @@ func TestLoad(t *testing.T) {
 		{name: "bad listen", args: []string{"--listen", "nonsense"}, wantErr: `listen "nonsense": want host:port`},
 		{name: "bad level and format reported together", env: map[string]string{"QUARRY_LOG_LEVEL": "loud", "QUARRY_LOG_FORMAT": "xml"},
 			wantErr: "log-level \"loud\""},
-		{name: "bad duration", env: map[string]string{"QUARRY_SHUTDOWN_TIMEOUT": "soon"}, wantErr: "not a duration"},
+		{name: "bad duration", env: map[string]string{"QUARRY_SHUTDOWN_TIMEOUT": "soon"}, wantErr: "want a duration such as 10s"},
 		{name: "blob s3 from env", env: map[string]string{"QUARRY_BLOB_S3_BUCKET": "b", "QUARRY_BLOB_S3_ENDPOINT": "http://127.0.0.1:9000", "QUARRY_BLOB_S3_PATH_STYLE": "true"},
 			check: func(c *Config) bool {
 				return c.BlobS3Bucket == "b" && c.BlobS3Endpoint == "http://127.0.0.1:9000" && c.BlobS3PathStyle && c.BlobS3Region == ""
@@ -37,7 +37,7 @@ func TestLoad(t *testing.T) {
 			env:   map[string]string{"QUARRY_BLOB_S3_PATH_STYLE": "1"},
 			check: func(c *Config) bool { return !c.BlobS3PathStyle }},
 		{name: "bad bool", env: map[string]string{"QUARRY_BLOB_S3_BUCKET": "b", "QUARRY_BLOB_S3_PATH_STYLE": "yes"}, wantErr: "want true or false"},
-		{name: "blob s3 endpoint without bucket", args: []string{"--blob-s3-endpoint", "http://127.0.0.1:9000"}, wantErr: "need blob-s3-bucket"},
+		{name: "blob s3 endpoint without bucket", args: []string{"--blob-s3-endpoint", "http://127.0.0.1:9000"}, wantErr: "need --blob-s3-bucket"},
 		{name: "bad blob s3 endpoint", args: []string{"--blob-s3-bucket", "b", "--blob-s3-endpoint", "127.0.0.1:9000"}, wantErr: "want an http:// or https:// URL"},
 		{name: "store durability and cache", args: []string{"--ddb-sync=false", "--ddb-cache-mb", "256"},
 			check: func(c *Config) bool { return !c.DDBSync && c.DDBCacheMB == 256 }},
@@ -59,7 +59,7 @@ func TestLoad(t *testing.T) {
 		{name: "context max bytes flag with unit", args: []string{"--wallcrawler-context-max-bytes=2g"},
 			check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<30 }},
 		{name: "bad context max bytes", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "lots"}, wantErr: `QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES="lots": not a size`},
-		{name: "bad context max bytes flag", args: []string{"--wallcrawler-context-max-bytes", "-5"}, wantErr: "not a size"},
+		{name: "bad context max bytes flag", args: []string{"--wallcrawler-context-max-bytes", "-5"}, wantErr: `--wallcrawler-context-max-bytes "-5": want bytes or a size`},
 		{name: "context max bytes too small", args: []string{"--wallcrawler-context-max-bytes", "1000"}, wantErr: "wallcrawler-context-max-bytes 1000: want at least 1MiB"},
 		{name: "context max entries zero", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES": "0"}, wantErr: "wallcrawler-context-max-entries 0: must be at least 1"},
 		{name: "public URL and trusted proxies", args: []string{"--public-url", "https://browsers.example.com"}, env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"},
@@ -78,8 +78,8 @@ func TestLoad(t *testing.T) {
 			}},
 		{name: "browser user by name", args: []string{"--wallcrawler-user", "quarry-browser"}, check: func(c *Config) bool { return c.WallcrawlerUser == "quarry-browser" }},
 		{name: "bad browser user", args: []string{"--wallcrawler-user", "nobody:x"}, wantErr: "wallcrawler-user \"nobody:x\": want a user name or uid[:gid]"},
-		{name: "browser dir inside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/browsers"}, wantErr: "is inside data-dir"},
-		{name: "browser dir is data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/"}, wantErr: "is inside data-dir"},
+		{name: "browser dir inside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/browsers"}, wantErr: "is inside --data-dir"},
+		{name: "browser dir is data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/"}, wantErr: "is inside --data-dir"},
 		{name: "listener limits default", check: func(c *Config) bool {
 			return c.ReadHeaderTimeout == 10*time.Second && c.ReadTimeout == 30*time.Second && c.IdleTimeout == 120*time.Second && c.MaxConns == 1024 && c.DDBMaxConns == 1024
 		}},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/datashelf/api"
+	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 )
 
@@ -170,3 +171,80 @@ func TestImageKeys(t *testing.T) {
 		t.Fatalf("stored image: status %d", w.Code)
 	}
 }
+
+// TestCursorUnderWrites pages through the catalogue with nextCursor in
+// every sort while a "crawl" writes between pages: products inserted
+// before the cursor's position (which would shift an offset and repeat a
+// product), updates of fields outside the sort, and inserts after the
+// position. Every product that existed when paging began is seen exactly
+// once, and so is every product inserted after the position.
+func TestCursorUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	first := map[string]func(n int) (string, *float64){
+		"price_asc":       func(n int) (string, *float64) { return "Cheap", ptrF(0.01) },
+		"price_desc":      func(n int) (string, *float64) { return "Dear", ptrF(999) },
+		"title_asc":       func(n int) (string, *float64) { return fmt.Sprintf("0000 %02d", 99-n), ptrF(5) },
+		"title_desc":      func(n int) (string, *float64) { return fmt.Sprintf("zzzz %02d", n), ptrF(5) },
+		"created_at_desc": func(n int) (string, *float64) { return "Newest", ptrF(5) }, // the store's clock ticks
+	}
+	for sortName, before := range first {
+		t.Run(sortName, func(t *testing.T) {
+			b := setup(t, 0)
+			seen := map[string]int{}
+			target := "/api/products?limit=5&sort=" + sortName
+			next, prevPos := target, 0
+			var inserted []string
+			for round := 1; ; round++ {
+				if round > 30 {
+					t.Fatal("paging does not terminate")
+				}
+				w := b.get(t, next)
+				if w.Code != 200 {
+					t.Fatalf("round %d: status %d: %s", round, w.Code, w.Body)
+				}
+				page := decode[api.ProductPage](t, w)
+				if page.Pagination.Offset != prevPos {
+					t.Errorf("round %d: pagination.offset %d, want %d", round, page.Pagination.Offset, prevPos)
+				}
+				prevPos += len(page.Items)
+				for _, p := range page.Items {
+					seen[p.ID]++
+				}
+				if page.Pagination.NextCursor == nil {
+					break
+				}
+				next = target + "&cursor=" + *page.Pagination.NextCursor
+				// The crawl writes: two products that sort before the
+				// position, and an update of a product not yet seen.
+				for i := 0; i < 2; i++ {
+					title, price := before(round*2 + i)
+					p, err := b.st.UpsertProduct(ctx, store.ProductInput{CategoryID: &b.cats[0].ID, Title: title, Price: price,
+						SourceURL: fmt.Sprintf("https://wob.example/new/%d-%d", round, i)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					inserted = append(inserted, p.ID)
+				}
+				for _, p := range b.products {
+					if seen[p.ID] == 0 {
+						in := store.ProductInput{CategoryID: p.CategoryID, Title: p.Title, SourceURL: p.SourceURL, SourceID: p.SourceID,
+							Price: p.Price, Currency: p.Currency, ImageURLs: p.ImageURLs, Summary: ptrS("updated"), Specs: p.Specs, Available: !p.Available}
+						if _, err := b.st.UpsertProduct(ctx, in); err != nil {
+							t.Fatal(err)
+						}
+						break
+					}
+				}
+			}
+			checkOnce(t, b, seen)
+			for _, id := range inserted {
+				if seen[id] != 0 {
+					t.Errorf("a product inserted before the position was seen %d times", seen[id])
+				}
+			}
+		})
+	}
+}
+
+func ptrF(f float64) *float64 { return &f }
+func ptrS(s string) *string   { return &s }

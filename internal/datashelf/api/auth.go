@@ -107,14 +107,23 @@ func (c *nonceCache) use(key string, expiry, now time.Time) error {
 	return nil
 }
 
+// tooLarge answers 413 for a body over MaxBodyBytes. The connection is
+// closed after the answer, so the rest of the body is never read.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large (limit "+strconv.Itoa(MaxBodyBytes)+" bytes)")
+}
+
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="datashelf"`)
 	writeError(w, http.StatusUnauthorized, "unauthorized", msg)
 }
 
 // signed verifies the request's HMAC signature (see Sign) and the per-key
-// rate limit before calling next with the body, which it reads whole (at most MaxBodyBytes) and
-// replaces with an in-memory copy.
+// rate limit before calling next with the body, which it reads whole and
+// replaces with an in-memory copy. A body over MaxBodyBytes is refused with
+// 413 without being read whole: at once when Content-Length announces it,
+// otherwise as soon as the limit is passed.
 func (s *server) signed(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := s.opts.Now()
@@ -149,13 +158,20 @@ func (s *server) signed(next http.HandlerFunc) http.Handler {
 			unauthorized(w, "missing or malformed X-Signature")
 			return
 		}
+		// A body announced larger than the limit is refused before a byte
+		// of it is read; one without Content-Length (chunked) is read
+		// through MaxBytesReader, which stops one byte past the limit.
+		if r.ContentLength > MaxBodyBytes {
+			tooLarge(w)
+			return
+		}
 		var body []byte
 		if r.Body != nil {
 			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
-					writeError(w, http.StatusRequestEntityTooLarge, "too_large", "request body too large")
+					tooLarge(w)
 					return
 				}
 				writeError(w, http.StatusBadRequest, "bad_body", "cannot read request body")

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
@@ -22,8 +23,12 @@ const maxTextParam = 200
 // maxOffset bounds offsets so that offset+limit never overflows.
 const maxOffset = 1 << 30
 
-// Pagination describes the page returned by a list endpoint. NextCursor is
-// set (products only) when more items follow.
+// Pagination describes the page returned by a list endpoint. Offset is the
+// offset asked for or, on a page reached by a cursor, the number of items
+// the earlier pages returned. NextCursor is set (products only) when more
+// items follow; it is a keyset position (the last item's sort value and
+// id), so paging with it neither repeats nor skips products while others
+// are written, except products whose sort value changes meanwhile.
 type Pagination struct {
 	Limit      int     `json:"limit"`
 	Offset     int     `json:"offset"`
@@ -228,65 +233,70 @@ func pathID(r *http.Request) (string, error) {
 var productFilterParams = []string{"categoryId", "q", "author", "isbn", "format", "condition",
 	"minPrice", "maxPrice", "available", "sort"}
 
-// parseProductFilter reads GET /api/products' parameters.
-func parseProductFilter(r *http.Request) (store.ProductFilter, error) {
-	var f store.ProductFilter
+// parseProductFilter reads GET /api/products' parameters. pos is the
+// number of products before the page: the offset, or the count the cursor
+// carries.
+func parseProductFilter(r *http.Request) (f store.ProductFilter, pos int, err error) {
 	q, err := parseQuery(r, append(productFilterParams, "limit", "offset", "cursor")...)
 	if err != nil {
-		return f, err
+		return f, 0, err
 	}
 	if f.CategoryID, err = q.id("categoryId"); err != nil {
-		return f, err
+		return f, 0, err
 	}
 	for _, t := range []struct {
 		name string
 		dst  *string
 	}{{"q", &f.Q}, {"author", &f.Author}, {"isbn", &f.ISBN}, {"format", &f.Format}, {"condition", &f.Condition}} {
 		if *t.dst, err = q.text(t.name); err != nil {
-			return f, err
+			return f, 0, err
 		}
 	}
 	if f.MinPrice, err = q.price("minPrice"); err != nil {
-		return f, err
+		return f, 0, err
 	}
 	if f.MaxPrice, err = q.price("maxPrice"); err != nil {
-		return f, err
+		return f, 0, err
 	}
 	if f.MinPrice != nil && f.MaxPrice != nil && *f.MinPrice > *f.MaxPrice {
-		return f, badParam("minPrice", "greater than maxPrice")
+		return f, 0, badParam("minPrice", "greater than maxPrice")
 	}
 	if f.Available, err = q.boolean("available"); err != nil {
-		return f, err
+		return f, 0, err
 	}
 	switch f.Sort = q.v.Get("sort"); f.Sort {
 	case "":
 		if q.has("sort") {
-			return f, badParam("sort", "empty")
+			return f, 0, badParam("sort", "empty")
 		}
 		f.Sort = store.SortCreatedAtDesc
 	case store.SortPriceAsc, store.SortPriceDesc, store.SortTitleAsc, store.SortTitleDesc, store.SortCreatedAtDesc:
 	default:
-		return f, badParam("sort", "must be one of price_asc, price_desc, title_asc, title_desc, created_at_desc")
+		return f, 0, badParam("sort", "must be one of price_asc, price_desc, title_asc, title_desc, created_at_desc")
 	}
 	if f.Limit, err = q.intRange("limit", store.DefaultProductLimit, 1, store.MaxListLimit); err != nil {
-		return f, err
+		return f, 0, err
 	}
 	if f.Offset, err = q.intRange("offset", 0, 0, maxOffset); err != nil {
-		return f, err
+		return f, 0, err
 	}
+	pos = f.Offset
 	if q.has("cursor") {
 		if q.has("offset") {
-			return f, badParam("cursor", "cannot be combined with offset")
+			return f, 0, badParam("cursor", "cannot be combined with offset")
 		}
-		if f.Offset, err = decodeCursor(q.v.Get("cursor"), filterFingerprint(q)); err != nil {
-			return f, err
+		c, err := decodeCursor(q.v.Get("cursor"), filterFingerprint(q), f.Sort)
+		if err != nil {
+			return f, 0, err
 		}
+		f.After = &c.key
+		pos = c.Pos
 	}
-	return f, nil
+	return f, pos, nil
 }
 
 func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
-	f, err := parseProductFilter(r)
+	f, pos, err := parseProductFilter(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -299,21 +309,47 @@ func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []store.Product{}
 	}
-	page := ProductPage{Items: items, Total: total, Pagination: Pagination{Limit: f.Limit, Offset: f.Offset}}
-	if next := f.Offset + len(items); len(items) > 0 && next < total {
-		q, _ := parseQuery(r, append(productFilterParams, "limit", "offset", "cursor")...)
-		c := encodeCursor(next, filterFingerprint(q))
-		page.Pagination.NextCursor = &c
+	page := ProductPage{Items: items, Total: total, Pagination: Pagination{Limit: f.Limit, Offset: pos}}
+	// A full page may have a successor: look one product past its last
+	// (without counting) rather than trust the total, which concurrent
+	// writes make stale.
+	if len(items) == f.Limit {
+		key := store.KeyOf(items[len(items)-1], f.Sort)
+		probe := f
+		probe.After, probe.Offset, probe.Limit, probe.SkipTotal = &key, 0, 1, true
+		more, _, err := s.opts.Store.ListProducts(r.Context(), probe)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if len(more) > 0 {
+			q, _ := parseQuery(r, append(productFilterParams, "limit", "offset", "cursor")...)
+			c := encodeCursor(key, pos+len(items), filterFingerprint(q))
+			page.Pagination.NextCursor = &c
+		}
 	}
 	writeJSON(w, r, http.StatusOK, cachePublic, page)
 }
 
-// cursor is the decoded form of the opaque pagination cursor: the offset of
-// the next page and a fingerprint of the filter it belongs to, so that a
-// cursor cannot be replayed against another query.
+// maxCursorLen bounds the cursor parameter. A cursor carries the last
+// product's title for the title sorts, so it grows with the title.
+const maxCursorLen = 8192
+
+// cursor is the decoded form of the opaque pagination cursor: the position
+// of the last product of the previous page in the query's sort (its sort
+// value and id; keyset pagination), the number of products the earlier
+// pages returned (reported as pagination.offset), and a fingerprint of the
+// filter it belongs to, so that a cursor cannot be replayed against another
+// query.
 type cursor struct {
-	Offset int    `json:"o"`
-	Filter string `json:"f"`
+	Filter  string   `json:"f"`
+	ID      string   `json:"i"`
+	Price   *float64 `json:"p,omitempty"`
+	Title   *string  `json:"t,omitempty"`
+	Created int64    `json:"c,omitempty"` // Unix microseconds
+	Pos     int      `json:"n"`
+
+	key store.ProductKey
 }
 
 // filterFingerprint hashes the filter parameters (not limit, offset or
@@ -326,25 +362,48 @@ func filterFingerprint(q query) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-func encodeCursor(offset int, fingerprint string) string {
-	b, _ := json.Marshal(cursor{Offset: offset, Filter: fingerprint})
+func encodeCursor(key store.ProductKey, pos int, fingerprint string) string {
+	c := cursor{Filter: fingerprint, ID: key.ID, Price: key.Price, Pos: pos}
+	if key.Title != "" {
+		c.Title = &key.Title
+	}
+	if !key.CreatedAt.IsZero() {
+		c.Created = key.CreatedAt.UnixMicro()
+	}
+	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(s, fingerprint string) (int, error) {
-	if len(s) > 256 {
-		return 0, badParam("cursor", "malformed")
+// decodeCursor decodes a cursor of the query whose filter has fingerprint
+// and whose sort is sortName, and checks that it holds the position that
+// sort needs.
+func decodeCursor(s, fingerprint, sortName string) (cursor, error) {
+	var c cursor
+	if len(s) > maxCursorLen {
+		return c, badParam("cursor", "malformed")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return 0, badParam("cursor", "malformed")
+		return c, badParam("cursor", "malformed")
 	}
-	var c cursor
-	if err := json.Unmarshal(b, &c); err != nil || c.Offset < 0 || c.Offset > maxOffset {
-		return 0, badParam("cursor", "malformed")
+	if err := json.Unmarshal(b, &c); err != nil || c.Pos < 0 || c.Pos > maxOffset || store.ValidateID(c.ID) != nil {
+		return c, badParam("cursor", "malformed")
 	}
 	if c.Filter != fingerprint {
-		return 0, badParam("cursor", "belongs to a different query")
+		return c, badParam("cursor", "belongs to a different query")
 	}
-	return c.Offset, nil
+	c.key = store.ProductKey{ID: strings.ToLower(c.ID), Price: c.Price}
+	switch sortName {
+	case store.SortTitleAsc, store.SortTitleDesc:
+		if c.Title == nil {
+			return c, badParam("cursor", "malformed")
+		}
+		c.key.Title = *c.Title
+	case store.SortCreatedAtDesc:
+		if c.Created <= 0 {
+			return c, badParam("cursor", "malformed")
+		}
+		c.key.CreatedAt = time.UnixMicro(c.Created).UTC()
+	}
+	return c, nil
 }

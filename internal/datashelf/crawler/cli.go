@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/quarrydb/quarry/internal/platform/fetch"
@@ -26,8 +27,10 @@ func FetchOptions(version string) fetch.Options {
 
 // Crawl is what `quarry datashelf crawl URL [--max-pages N]` runs: it
 // seeds startURL and runs the crawl in the foreground until the queue
-// drains, MaxPages is reached or ctx ends. Set o.Progress for a live line
-// (Stats.String formats one).
+// drains, MaxPages is reached or ctx ends. If the start URL fails for good
+// (the network policy refuses it, it answers 404, or it fails every
+// attempt) the crawl stops at once and the error wraps ErrSeedFailed and
+// the cause. Set o.Progress for a live line (Stats.String formats one).
 func Crawl(ctx context.Context, o Options, startURL string) (Stats, error) {
 	c, err := New(o)
 	if err != nil {
@@ -37,6 +40,9 @@ func Crawl(ctx context.Context, o Options, startURL string) (Stats, error) {
 		return Stats{}, err
 	}
 	st, err := c.Run(ctx)
+	if errors.Is(err, ErrSeedFailed) {
+		return st, err
+	}
 	if err != nil {
 		return st, fmt.Errorf("crawler: %w", err)
 	}

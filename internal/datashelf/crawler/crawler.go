@@ -18,7 +18,10 @@
 //
 // Failures (fetch errors, non-2xx statuses, truncated pages, extraction
 // errors) are reported to the store with Fail, which records the cause and
-// schedules a retry with backoff. Re-crawls refresh products older than
+// schedules a retry with backoff; failures retrying cannot cure (an address
+// the network policy refuses, robots.txt, a 4xx other than 408, 425 and
+// 429) fail the job at once (FailPermanently). A crawl whose start URL
+// fails for good stops with ErrSeedFailed. Re-crawls refresh products older than
 // Options.RefreshAge; younger ones are not fetched again, but a product
 // found in another category is moved there.
 //
@@ -184,6 +187,10 @@ type Crawler struct {
 	prods  map[string]store.Product  // product source_url → row
 	imgs   map[string]*imageEntry    // image source URL → blob key
 	loaded bool
+
+	seedID  string        // the job Seed enqueued
+	seedErr error         // set once the seed failed for good (see ErrSeedFailed)
+	stop    chan struct{} // closed with seedErr; made by Run
 }
 
 type imageEntry struct {
@@ -249,18 +256,24 @@ func New(o Options) (*Crawler, error) {
 }
 
 // Seed enqueues a navigation job for startURL (usually the site's home
-// page). Seeding a URL whose navigation job is queued or running returns
-// that job.
+// page). Seeding a URL whose navigation job is running returns that job; a
+// queued one (say, waiting out the backoff of an earlier run's failure) is
+// made due at once with its attempts counted afresh (store.NewJob.Reset),
+// so a new crawl never waits for an old one's retry. If the seed's job
+// fails for good during Run, Run stops and returns ErrSeedFailed.
 func (c *Crawler) Seed(ctx context.Context, startURL string) error {
 	u, err := url.Parse(startURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("crawler: seed %q: not an absolute http(s) URL", startURL)
 	}
 	u.Fragment = ""
-	_, err = c.o.Store.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: u.String(), Priority: PriorityNavigation, MaxAttempts: c.o.MaxAttempts})
+	j, err := c.o.Store.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: u.String(), Priority: PriorityNavigation, MaxAttempts: c.o.MaxAttempts, Reset: true})
 	if err != nil {
 		return fmt.Errorf("crawler: seed: %w", err)
 	}
+	c.mu.Lock()
+	c.seedID = j.ID
+	c.mu.Unlock()
 	return nil
 }
 
@@ -333,17 +346,22 @@ func (c *Crawler) load(ctx context.Context) error {
 	}
 	prods := map[string]store.Product{}
 	if c.o.RefreshAge > 0 {
-		for off := 0; ; off += store.MaxListLimit {
-			page, total, err := c.o.Store.ListProducts(ctx, store.ProductFilter{Sort: store.SortTitleAsc, Limit: store.MaxListLimit, Offset: off})
+		// Keyset pages, so that another crawler writing meanwhile makes
+		// none be read twice or missed.
+		var after *store.ProductKey
+		for {
+			page, _, err := c.o.Store.ListProducts(ctx, store.ProductFilter{Sort: store.SortCreatedAtDesc, Limit: store.MaxListLimit, After: after, SkipTotal: true})
 			if err != nil {
 				return fmt.Errorf("crawler: load products: %w", err)
 			}
 			for _, x := range page {
 				prods[x.SourceURL] = x
 			}
-			if len(page) == 0 || off+len(page) >= total {
+			if len(page) < store.MaxListLimit {
 				break
 			}
+			k := store.KeyOf(page[len(page)-1], store.SortCreatedAtDesc)
+			after = &k
 		}
 	}
 	c.mu.Lock()

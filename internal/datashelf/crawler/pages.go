@@ -289,6 +289,12 @@ func (c *Crawler) product(ctx context.Context, j store.Job) error {
 			continue
 		}
 		key, err := c.image(ctx, iu.String())
+		if err != nil && permanent(err) {
+			// An image the network policy or robots.txt refuses is left
+			// out, like one the site does not have.
+			c.log.Info("crawler: image refused", "url", iu.String(), "err", err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("image %s: %w", iu, err)
 		}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 // Run processes jobs until the queue is drained (no queued or running job
@@ -27,6 +29,9 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 	c.mu.Lock()
 	c.seen = map[string]bool{}
 	c.loaded = false
+	c.seedErr = nil
+	c.stop = make(chan struct{})
+	stop := c.stop
 	c.mu.Unlock()
 	if err := c.load(ctx); err != nil {
 		return c.Stats(), err
@@ -72,7 +77,7 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 		}
 	}()
 
-	err := c.dispatch(ctx, jobs, finished)
+	err := c.dispatch(ctx, jobs, finished, stop)
 	close(jobs)
 	// Drain finished signals while workers finish their last jobs.
 	go func() {
@@ -94,8 +99,9 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 }
 
 // dispatch claims jobs and hands them to the workers until the queue is
-// drained, MaxPages is reached or ctx ends.
-func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished <-chan struct{}) error {
+// drained, MaxPages is reached, ctx ends or the seed fails for good (stop
+// is closed; the seed's error is returned).
+func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished <-chan struct{}, stop <-chan struct{}) error {
 	inflight := 0
 	rescueEvery := c.o.Lease / 4
 	if rescueEvery > time.Minute {
@@ -116,6 +122,9 @@ func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if err := c.stopped(); err != nil {
+			return err
+		}
 		if time.Since(lastRescue) >= rescueEvery {
 			lastRescue = time.Now()
 			if n, err := c.o.Store.RescueExpired(ctx, c.o.Now(), c.o.Lease); err != nil {
@@ -129,7 +138,7 @@ func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished 
 			if inflight == 0 {
 				return nil
 			}
-			if err := c.waitFinished(ctx, finished, &inflight); err != nil {
+			if err := c.waitFinished(ctx, finished, stop, &inflight); err != nil {
 				return err
 			}
 			continue
@@ -175,19 +184,21 @@ func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished 
 				return nil
 			}
 		}
-		if err := c.waitFinished(ctx, finished, &inflight); err != nil {
+		if err := c.waitFinished(ctx, finished, stop, &inflight); err != nil {
 			return err
 		}
 	}
 }
 
-// waitFinished waits for a worker to finish a job or for PollInterval.
-func (c *Crawler) waitFinished(ctx context.Context, finished <-chan struct{}, inflight *int) error {
+// waitFinished waits for a worker to finish a job, for PollInterval or for
+// stop.
+func (c *Crawler) waitFinished(ctx context.Context, finished <-chan struct{}, stop <-chan struct{}, inflight *int) error {
 	t := time.NewTimer(c.o.PollInterval)
 	defer t.Stop()
 	select {
 	case <-finished:
 		*inflight--
+	case <-stop:
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -258,12 +269,44 @@ func (c *Crawler) work(ctx context.Context, j store.Job) {
 	if msg == "" {
 		msg = "unknown error"
 	}
-	nj, ferr := c.o.Store.Fail(sctx, j.ID, c.o.WorkerID, msg)
+	fail := c.o.Store.Fail
+	if permanent(err) {
+		fail = c.o.Store.FailPermanently
+	}
+	nj, ferr := fail(sctx, j.ID, c.o.WorkerID, msg)
 	if ferr != nil {
 		c.log.Warn("crawler: fail", "job", j.ID, "err", ferr)
 		return
 	}
 	c.log.Info("crawler: job failed", "type", j.Type, "url", j.TargetURL, "attempt", nj.Attempts, "status", nj.Status, "err", msg)
+	if nj.Status == store.StatusFailed && c.isSeed(j.ID) {
+		c.seedFailed(fmt.Errorf("%w: %s: %w", ErrSeedFailed, j.TargetURL, err))
+	}
+}
+
+// isSeed reports whether id is the job Seed enqueued.
+func (c *Crawler) isSeed(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seedID != "" && c.seedID == id
+}
+
+// seedFailed records that the start URL failed for good and tells dispatch
+// to stop.
+func (c *Crawler) seedFailed(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seedErr == nil {
+		c.seedErr = err
+		close(c.stop)
+	}
+}
+
+// stopped returns the seed's failure once it failed for good.
+func (c *Crawler) stopped() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seedErr
 }
 
 // process dispatches a job by type.
@@ -280,9 +323,49 @@ func (c *Crawler) process(ctx context.Context, j store.Job) error {
 	}
 }
 
-// errStatus builds the cause recorded for a non-2xx response.
-func errStatus(status int, u string) error {
-	return fmt.Errorf("%w: HTTP %d for %s", errHTTPStatus, status, u)
+// statusError is the cause recorded for a non-2xx response.
+type statusError struct {
+	status int
+	url    string
 }
 
-var errHTTPStatus = errors.New("crawler: unexpected status")
+func (e *statusError) Error() string {
+	msg := fmt.Sprintf("crawler: unexpected status: HTTP %d for %s", e.status, e.url)
+	if permanentStatus(e.status) {
+		msg += " (not retried)"
+	}
+	return msg
+}
+
+// errStatus builds the cause recorded for a non-2xx response.
+func errStatus(status int, u string) error {
+	return &statusError{status: status, url: u}
+}
+
+// permanentStatus reports whether a status means that asking again will
+// not help: a 4xx other than 408 (timeout), 425 (too early) and 429 (rate
+// limited).
+func permanentStatus(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout &&
+		status != http.StatusTooEarly && status != http.StatusTooManyRequests
+}
+
+// permanent reports whether a job's failure is one retrying cannot cure:
+// the network policy refuses the address (fetch.ErrBlocked, which names
+// the --allow-networks flag), robots.txt disallows the page, the URL is not
+// HTTP, redirects loop, or the site answered a permanent 4xx. Such a job
+// is failed at once (store.FailPermanently) instead of being retried with
+// backoff.
+func permanent(err error) bool {
+	var se *statusError
+	if errors.As(err, &se) {
+		return permanentStatus(se.status)
+	}
+	return errors.Is(err, fetch.ErrBlocked) || errors.Is(err, fetch.ErrDisallowedByRobots) ||
+		errors.Is(err, fetch.ErrNotHTTP) || errors.Is(err, fetch.ErrTooManyRedirects)
+}
+
+// ErrSeedFailed reports a crawl whose start URL (the seed's navigation job)
+// failed for good: Run stops at once and returns it, wrapping the cause
+// (for instance fetch.ErrBlocked, whose message names --allow-networks).
+var ErrSeedFailed = errors.New("crawler: the start URL failed")

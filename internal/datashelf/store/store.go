@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 )
 
@@ -139,7 +141,9 @@ type Store interface {
 
 	// Enqueue adds a job. If a queued or running job of the same type and
 	// URL exists it is returned instead, its priority raised to the higher
-	// of the two. Safe under concurrent calls: at most one such job exists.
+	// of the two (and, with NewJob.Reset, a queued one made due again with
+	// its attempts counted afresh). Safe under concurrent calls: at most
+	// one such job exists.
 	Enqueue(ctx context.Context, in NewJob) (Job, error)
 	// GetJob returns one job or ErrNotFound.
 	GetJob(ctx context.Context, id string) (Job, error)
@@ -164,6 +168,12 @@ type Store interface {
 	// job was rescued and claimed again), so a stale worker can never finish
 	// a job it no longer holds.
 	Complete(ctx context.Context, id, worker string) error
+	// FailPermanently records a failure that retrying cannot cure (the
+	// network policy refuses the address, the page answers 404): the
+	// running job held by worker is failed at once, with last_error = msg
+	// and completed_at = now, whatever attempts it has left. Like Fail, it
+	// returns ErrNotRunning if the job is not running under worker.
+	FailPermanently(ctx context.Context, id, worker, msg string) (Job, error)
 	// Fail records a failed attempt of a running job held by worker:
 	// last_error = msg; if attempts < max_attempts the job is queued again
 	// with run_after = now + Backoff(attempts), otherwise it is failed with
@@ -278,12 +288,51 @@ const (
 	SortCreatedAtDesc = "created_at_desc"
 )
 
+// ProductKey is a position in a product listing: the sort value of one
+// product and its ID, the tiebreaker (ties on the sort value are ordered by
+// id ascending in every sort). Price is the position for the price sorts
+// (nil: among the products without a price, which sort last), Title for the
+// title sorts and CreatedAt for created_at_desc; the other fields are
+// ignored. KeyOf builds one.
+type ProductKey struct {
+	Price     *float64
+	Title     string
+	CreatedAt time.Time
+	ID        string
+}
+
+// KeyOf returns p's position in a listing ordered by sort ("" means
+// SortCreatedAtDesc).
+func KeyOf(p Product, sort string) ProductKey {
+	k := ProductKey{ID: p.ID}
+	switch sort {
+	case SortPriceAsc, SortPriceDesc:
+		if p.Price != nil {
+			v := *p.Price
+			k.Price = &v
+		}
+	case SortTitleAsc, SortTitleDesc:
+		k.Title = p.Title
+	default:
+		k.CreatedAt = p.CreatedAt
+	}
+	return k
+}
+
 // ProductFilter selects products. Empty strings and nil pointers mean "any".
 // Q is a full-text search on title (all words must match, English
 // stemming). Author, Format and Condition match specs values
 // case-insensitively; ISBN matches specs.isbn exactly. Limit 0 means
 // DefaultProductLimit; at most MaxListLimit. Prices without a value sort
-// last.
+// last; ties on the sort value are ordered by id.
+//
+// After selects keyset pagination: the page holds the products that come
+// after that position in Sort's order (Offset must then be 0). Unlike
+// offsets, a position is stable under concurrent writes: paging through a
+// listing while products are inserted or updated never repeats a product
+// and never skips one whose sort value did not change (one whose sort
+// value changed may move past the position, and so appear twice or not
+// at all).
 type ProductFilter struct {
 	CategoryID string
 	Q          string
@@ -297,6 +346,12 @@ type ProductFilter struct {
 	Sort       string
 	Limit      int
 	Offset     int
+	// After is the position the page starts after (keyset pagination);
+	// nil means the start of the listing (or Offset).
+	After *ProductKey
+	// SkipTotal skips counting the matching products: ListProducts then
+	// returns -1 as the total.
+	SkipTotal bool
 }
 
 // JobType is scrape_job.type.
@@ -349,6 +404,12 @@ type NewJob struct {
 	MaxAttempts int
 	Metadata    map[string]any
 	RunAfter    time.Time
+	// Reset applies when a queued job of the same type and URL exists (for
+	// instance one waiting out the backoff of an earlier failure): its
+	// run_after becomes this job's (now by default) and its attempts 0, so
+	// a new crawl does not wait for the old one's retry. A running job is
+	// left alone (its worker, or the lease rescue, finishes it).
+	Reset bool
 }
 
 // QueueStat is a row of the job_queue_stats view.
@@ -428,7 +489,63 @@ func NormalizeProductFilter(f ProductFilter) (ProductFilter, error) {
 			return f, err
 		}
 	}
+	if f.After != nil {
+		if f.Offset != 0 {
+			return f, fmt.Errorf("%w: After and Offset cannot be combined", ErrInvalid)
+		}
+		if err := ValidateID(f.After.ID); err != nil {
+			return f, err
+		}
+		k := *f.After
+		k.ID = strings.ToLower(k.ID)
+		if k.Price != nil && (math.IsNaN(*k.Price) || math.IsInf(*k.Price, 0)) {
+			return f, fmt.Errorf("%w: position price is not a number", ErrInvalid)
+		}
+		k.CreatedAt = k.CreatedAt.UTC().Truncate(time.Microsecond)
+		f.After = &k
+	}
 	return f, nil
+}
+
+// KeysetCondition returns the SQL condition selecting the products after
+// f.After in f.Sort's order, with "?" placeholders and their arguments in
+// order (nil when f.After is nil). f must be normalized. The condition
+// mirrors the ORDER BY clauses of both backends ("price ASC NULLS LAST,
+// id", "lower(title) DESC, title DESC, id", …); cast wraps each argument's
+// placeholder by kind ("price", "id", "time" or "text"), so that a backend
+// can add type casts.
+func KeysetCondition(f ProductFilter, cast func(kind string) string) (string, []any) {
+	k := f.After
+	if k == nil {
+		return "", nil
+	}
+	id := cast("id")
+	switch f.Sort {
+	case SortPriceAsc, SortPriceDesc:
+		if k.Price == nil {
+			return "(price IS NULL AND id > " + id + ")", []any{k.ID}
+		}
+		op := ">"
+		if f.Sort == SortPriceDesc {
+			op = "<"
+		}
+		p := cast("price")
+		return "(price " + op + " " + p + " OR (price = " + p + " AND id > " + id + ") OR price IS NULL)",
+			[]any{*k.Price, *k.Price, k.ID}
+	case SortTitleAsc, SortTitleDesc:
+		op := ">"
+		if f.Sort == SortTitleDesc {
+			op = "<"
+		}
+		t := cast("text")
+		return "(lower(title) " + op + " lower(" + t + ") OR (lower(title) = lower(" + t + ") AND (title " + op + " " + t +
+				" OR (title = " + t + " AND id > " + id + "))))",
+			[]any{k.Title, k.Title, k.Title, k.Title, k.ID}
+	default:
+		c := cast("time")
+		return "(created_at < " + c + " OR (created_at = " + c + " AND id > " + id + "))",
+			[]any{k.CreatedAt, k.CreatedAt, k.ID}
+	}
 }
 
 // NormalizeCategoryFilter checks and defaults a CategoryFilter.

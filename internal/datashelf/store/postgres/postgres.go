@@ -386,6 +386,21 @@ var productOrder = map[string]string{
 	store.SortCreatedAtDesc: "created_at DESC, id",
 }
 
+// keysetCast types the placeholders of store.KeysetCondition the way the
+// columns are compared: prices as numeric (like the price filters), ids as
+// uuid.
+func keysetCast(kind string) string {
+	switch kind {
+	case "price":
+		return "?::float8::numeric"
+	case "id":
+		return "?::uuid"
+	case "time":
+		return "?::timestamptz"
+	}
+	return "?::text"
+}
+
 // ListProducts implements store.Store.
 func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]store.Product, int, error) {
 	f, err := store.NormalizeProductFilter(f)
@@ -429,9 +444,28 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if len(conds) > 0 {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
-	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product`+where, args...).Scan(&total); err != nil {
-		return nil, 0, mapErr(err)
+	total := -1
+	if !f.SkipTotal {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product`+where, args...).Scan(&total); err != nil {
+			return nil, 0, mapErr(err)
+		}
+	}
+	// The keyset condition narrows the page, not the total.
+	if cond, kargs := store.KeysetCondition(f, keysetCast); cond != "" {
+		// Number the placeholders after the filters' arguments.
+		parts := strings.Split(cond, "?")
+		var b strings.Builder
+		b.WriteString(parts[0])
+		for i, part := range parts[1:] {
+			args = append(args, kargs[i])
+			fmt.Fprintf(&b, "$%d", len(args))
+			b.WriteString(part)
+		}
+		if where == "" {
+			where = " WHERE " + b.String()
+		} else {
+			where += " AND " + b.String()
+		}
 	}
 	args = append(args, f.Limit, f.Offset)
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT %s FROM product%s ORDER BY %s LIMIT $%d OFFSET $%d`,
@@ -501,8 +535,10 @@ func (s *Store) Enqueue(ctx context.Context, in store.NewJob) (store.Job, error)
 		INSERT INTO scrape_job (type, target_url, priority, max_attempts, metadata, run_after, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7)
 		ON CONFLICT (type, target_url) WHERE status IN ('queued', 'running')
-		DO UPDATE SET priority = GREATEST(scrape_job.priority, EXCLUDED.priority), updated_at = EXCLUDED.updated_at
-		RETURNING `+jobCols, string(in.Type), in.TargetURL, in.Priority, in.MaxAttempts, jsonText(in.Metadata), runAfter, now))
+		DO UPDATE SET priority = GREATEST(scrape_job.priority, EXCLUDED.priority), updated_at = EXCLUDED.updated_at,
+			run_after = CASE WHEN $8::boolean AND scrape_job.status = 'queued' THEN EXCLUDED.run_after ELSE scrape_job.run_after END,
+			attempts = CASE WHEN $8::boolean AND scrape_job.status = 'queued' THEN 0 ELSE scrape_job.attempts END
+		RETURNING `+jobCols, string(in.Type), in.TargetURL, in.Priority, in.MaxAttempts, jsonText(in.Metadata), runAfter, now, in.Reset))
 }
 
 // GetJob implements store.Store.
@@ -631,6 +667,17 @@ func (s *Store) Complete(ctx context.Context, id, worker string) error {
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, id, worker, msg string) (store.Job, error) {
+	return s.fail(ctx, id, worker, msg, false)
+}
+
+// FailPermanently implements store.Store.
+func (s *Store) FailPermanently(ctx context.Context, id, worker, msg string) (store.Job, error) {
+	return s.fail(ctx, id, worker, msg, true)
+}
+
+// fail records a failed attempt; permanent fails the job whatever attempts
+// it has left.
+func (s *Store) fail(ctx context.Context, id, worker, msg string, permanent bool) (store.Job, error) {
 	if err := store.ValidateID(id); err != nil {
 		return store.Job{}, err
 	}
@@ -648,7 +695,7 @@ func (s *Store) Fail(ctx context.Context, id, worker, msg string) (store.Job, er
 			return store.ErrNotRunning
 		}
 		var err error
-		if attempts >= max {
+		if attempts >= max || permanent {
 			out, err = scanJob(tx.QueryRow(ctx, `UPDATE scrape_job SET status = 'failed', completed_at = $2,
 				last_error = $3, locked_at = NULL, locked_by = NULL, updated_at = $2 WHERE id = $1
 				RETURNING `+jobCols, id, now, msg))

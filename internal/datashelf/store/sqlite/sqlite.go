@@ -441,9 +441,25 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if len(conds) > 0 {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
-	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM product`+where, args...).Scan(&total); err != nil {
-		return nil, 0, mapErr(err)
+	total := -1
+	if !f.SkipTotal {
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM product`+where, args...).Scan(&total); err != nil {
+			return nil, 0, mapErr(err)
+		}
+	}
+	// The keyset condition narrows the page, not the total.
+	if cond, kargs := store.KeysetCondition(f, func(string) string { return "?" }); cond != "" {
+		for i, a := range kargs {
+			if t, ok := a.(time.Time); ok {
+				kargs[i] = micros(t)
+			}
+		}
+		if where == "" {
+			where = " WHERE " + cond
+		} else {
+			where += " AND " + cond
+		}
+		args = append(args, kargs...)
 	}
 	args = append(args, f.Limit, f.Offset)
 	rows, err := s.db.QueryContext(ctx, `SELECT `+prodCols+` FROM product`+where+` ORDER BY `+productOrder[f.Sort]+` LIMIT ? OFFSET ?`, args...)
@@ -500,8 +516,10 @@ func (s *Store) Enqueue(ctx context.Context, in store.NewJob) (store.Job, error)
 		INSERT INTO scrape_job (id, type, target_url, priority, max_attempts, metadata, run_after, created_at, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
 		ON CONFLICT (type, target_url) WHERE status IN ('queued', 'running')
-		DO UPDATE SET priority = max(priority, excluded.priority), updated_at = excluded.updated_at
-		RETURNING `+jobCols, newID(), string(in.Type), in.TargetURL, in.Priority, in.MaxAttempts, jsonText(in.Metadata), runAfter, now))
+		DO UPDATE SET priority = max(priority, excluded.priority), updated_at = excluded.updated_at,
+			run_after = CASE WHEN ?9 AND status = 'queued' THEN excluded.run_after ELSE run_after END,
+			attempts = CASE WHEN ?9 AND status = 'queued' THEN 0 ELSE attempts END
+		RETURNING `+jobCols, newID(), string(in.Type), in.TargetURL, in.Priority, in.MaxAttempts, jsonText(in.Metadata), runAfter, now, in.Reset))
 }
 
 // GetJob implements store.Store.
@@ -619,6 +637,17 @@ func (s *Store) Complete(ctx context.Context, id, worker string) error {
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, id, worker, msg string) (store.Job, error) {
+	return s.fail(ctx, id, worker, msg, false)
+}
+
+// FailPermanently implements store.Store.
+func (s *Store) FailPermanently(ctx context.Context, id, worker, msg string) (store.Job, error) {
+	return s.fail(ctx, id, worker, msg, true)
+}
+
+// fail records a failed attempt; permanent fails the job whatever attempts
+// it has left.
+func (s *Store) fail(ctx context.Context, id, worker, msg string, permanent bool) (store.Job, error) {
 	if err := store.ValidateID(id); err != nil {
 		return store.Job{}, err
 	}
@@ -637,7 +666,7 @@ func (s *Store) Fail(ctx context.Context, id, worker, msg string) (store.Job, er
 			return store.ErrNotRunning
 		}
 		var err error
-		if attempts >= max {
+		if attempts >= max || permanent {
 			out, err = scanJob(tx.QueryRowContext(ctx, `UPDATE scrape_job SET status = 'failed', completed_at = ?2,
 				last_error = ?3, locked_at = NULL, locked_by = NULL, updated_at = ?2 WHERE id = ?1
 				RETURNING `+jobCols, id, micros(now), msg))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +98,7 @@ func Run(t *testing.T, open Opener) {
 		{"ProductCategoryMove", testProductCategoryMove},
 		{"ListProductsFilters", testListProductsFilters},
 		{"ListProductsSortAndPage", testListProductsSort},
+		{"ListProductsKeysetUnderWrites", testKeysetUnderWrites},
 		{"EnqueueDedup", testEnqueueDedup},
 		{"EnqueueConcurrentDedup", testEnqueueConcurrent},
 		{"ClaimOrder", testClaimOrder},
@@ -105,6 +107,8 @@ func Run(t *testing.T, open Opener) {
 		{"Heartbeat", testHeartbeat},
 		{"StaleWorkerCannotFinish", testStaleWorker},
 		{"BackoffSchedule", testBackoff},
+		{"FailPermanently", testFailPermanently},
+		{"EnqueueResetSkipsBackoff", testEnqueueReset},
 		{"FailedCompletedAtAndCleanup", testCleanup},
 		{"QueueStats", testStats},
 		{"JobStateErrors", testJobErrors},
@@ -731,6 +735,75 @@ func testBackoff(t *testing.T, b *bundle) {
 	}
 }
 
+// testFailPermanently: a permanent failure fails the job at once, on its
+// first attempt, with no retry scheduled; it is refused for a job the
+// worker does not hold.
+func testFailPermanently(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/blocked", MaxAttempts: 5}))
+	_, err := s.FailPermanently(ctx, j.ID, "w", "not claimed")
+	wantErr(t, err, store.ErrNotRunning)
+	must(s.Claim(ctx, "w", 1, 0))
+	_, err = s.FailPermanently(ctx, j.ID, "other", "not mine")
+	wantErr(t, err, store.ErrNotRunning)
+	f := must(s.FailPermanently(ctx, j.ID, "w", "address blocked"))
+	if f.Status != store.StatusFailed || f.Attempts != 1 || f.CompletedAt == nil || !f.CompletedAt.Equal(b.clock.Now()) ||
+		f.LastError == nil || *f.LastError != "address blocked" || f.LockedBy != nil {
+		t.Fatalf("after a permanent failure: %+v", f)
+	}
+	b.clock.Advance(2 * time.Hour)
+	if again := must(s.Claim(ctx, "w", 1, 0)); len(again) != 0 {
+		t.Fatalf("a permanently failed job was claimed again: %+v", again)
+	}
+	// A new job for the URL can be enqueued and runs at once.
+	n := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/blocked"}))
+	if n.ID == j.ID || n.Status != store.StatusQueued || n.Attempts != 0 {
+		t.Fatalf("new job after a permanent failure: %+v", n)
+	}
+	_, err = s.FailPermanently(ctx, "not-a-uuid", "w", "x")
+	wantErr(t, err, store.ErrInvalid)
+}
+
+// testEnqueueReset: enqueueing with Reset makes a queued job waiting out
+// its backoff due at once with its attempts counted afresh; without Reset
+// the backoff stands; a running job is never touched.
+func testEnqueueReset(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/seed", Priority: 30}))
+	must(s.Claim(ctx, "w", 1, 0))
+	f := must(s.Fail(ctx, j.ID, "w", "connection refused"))
+	if f.Status != store.StatusQueued || !f.RunAfter.After(b.clock.Now()) || f.Attempts != 1 {
+		t.Fatalf("after a failure: %+v", f)
+	}
+	// Without Reset the job keeps its backoff.
+	same := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/seed", Priority: 30}))
+	if same.ID != j.ID || !same.RunAfter.Equal(f.RunAfter) || same.Attempts != 1 {
+		t.Fatalf("enqueue without Reset: %+v", same)
+	}
+	if got := must(s.Claim(ctx, "w", 1, 0)); len(got) != 0 {
+		t.Fatalf("claimed during the backoff: %+v", got)
+	}
+	r := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/seed", Priority: 30, Reset: true}))
+	if r.ID != j.ID || r.Status != store.StatusQueued || !r.RunAfter.Equal(b.clock.Now()) || r.Attempts != 0 ||
+		r.LastError == nil || *r.LastError != "connection refused" {
+		t.Fatalf("enqueue with Reset: %+v", r)
+	}
+	got := must(s.Claim(ctx, "w", 1, 0))
+	if len(got) != 1 || got[0].ID != j.ID || got[0].Attempts != 1 {
+		t.Fatalf("claim after Reset: %+v", got)
+	}
+	// A running job is left alone.
+	run := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/seed", Reset: true}))
+	if run.ID != j.ID || run.Status != store.StatusRunning || run.Attempts != 1 || run.LockedBy == nil || *run.LockedBy != "w" {
+		t.Fatalf("Reset of a running job: %+v", run)
+	}
+	// Reset with no existing job is a plain enqueue.
+	n := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/other", Reset: true}))
+	if n.ID == j.ID || n.Status != store.StatusQueued || n.Attempts != 0 {
+		t.Fatalf("Reset of a new job: %+v", n)
+	}
+}
+
 func testCleanup(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	failed := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/f", MaxAttempts: 1}))
@@ -827,3 +900,262 @@ func testJobErrors(t *testing.T, b *bundle) {
 	wantErr(t, err, store.ErrNotFound)
 	wantErr(t, s.Heartbeat(ctx, "bad", "w"), store.ErrInvalid)
 }
+
+// keysetCase describes one sort for testKeysetUnderWrites: the values an
+// inserted product takes to sort first or last, a value that moves a
+// product past every other (forward) or before every other (back), and a
+// comparator of positions for the sorts whose order is collation-free.
+type keysetCase struct {
+	sort string
+	// first and last set a new product's sort value so that it sorts
+	// before (after) every product so far; n numbers the write round.
+	first, last func(in *store.ProductInput, n int)
+	// forward and back change an existing product's sort value so that it
+	// moves after (before) every other product; nil when the sort value
+	// cannot change (created_at).
+	forward, back func(in *store.ProductInput, n int)
+}
+
+func keysetCases() []keysetCase {
+	setPrice := func(v float64) func(in *store.ProductInput, n int) {
+		return func(in *store.ProductInput, n int) { in.Price = ptr(v + float64(n)/100) }
+	}
+	setPriceDown := func(v float64) func(in *store.ProductInput, n int) {
+		return func(in *store.ProductInput, n int) { in.Price = ptr(v - float64(n)/100) }
+	}
+	setTitle := func(prefix string, up bool) func(in *store.ProductInput, n int) {
+		return func(in *store.ProductInput, n int) {
+			if !up {
+				n = 99 - n
+			}
+			in.Title = fmt.Sprintf("%s%02d", prefix, n)
+		}
+	}
+	return []keysetCase{
+		// Nulls sort last in both price orders, so "last" is a product
+		// without a price, ordered among them by id.
+		{sort: store.SortPriceAsc, first: setPriceDown(0.50), last: func(in *store.ProductInput, n int) { in.Price = nil },
+			forward: setPrice(900), back: setPriceDown(0.49)},
+		{sort: store.SortPriceDesc, first: setPrice(900), last: func(in *store.ProductInput, n int) { in.Price = nil },
+			forward: setPriceDown(0.50), back: setPrice(950)},
+		{sort: store.SortTitleAsc, first: setTitle("0000", false), last: setTitle("zzzz", true),
+			forward: setTitle("zzzy", true), back: setTitle("0001", false)},
+		{sort: store.SortTitleDesc, first: setTitle("zzzz", true), last: setTitle("0000", false),
+			forward: setTitle("0001", false), back: setTitle("zzzy", true)},
+		{sort: store.SortCreatedAtDesc},
+	}
+}
+
+// keyAfter reports whether the product at position p comes after the
+// position at in sort's order, for the positions testKeysetUnderWrites
+// cannot place by construction (price and created_at: no collation).
+func keyAfter(sort string, p, at store.ProductKey) bool {
+	switch sort {
+	case store.SortPriceAsc, store.SortPriceDesc:
+		switch {
+		case (p.Price == nil) != (at.Price == nil):
+			return p.Price == nil
+		case p.Price != nil && *p.Price != *at.Price:
+			return (*p.Price > *at.Price) == (sort == store.SortPriceAsc)
+		}
+	case store.SortCreatedAtDesc:
+		if !p.CreatedAt.Equal(at.CreatedAt) {
+			return p.CreatedAt.Before(at.CreatedAt)
+		}
+	default:
+		panic("keyAfter: no collation-free order for " + sort)
+	}
+	return p.ID > at.ID
+}
+
+// testKeysetUnderWrites pages through the products in every sort with
+// After (keyset pagination), three at a time, while products are written
+// between pages: inserts that sort before the position (never seen) and
+// after it (seen once), updates of fields outside the sort (seen once),
+// and updates that move a product's sort value past the position either
+// way (such a product may be seen twice or not at all). Every product whose
+// sort value never changed must be seen exactly once, and each page must be
+// in the sort's order. Offsets fail this: an insert before the position
+// shifts the next page back by one and repeats a product.
+func testKeysetUnderWrites(t *testing.T, b *bundle) {
+	seq := 0
+	for _, kc := range keysetCases() {
+		t.Run(kc.sort, func(t *testing.T) {
+			// Each sort pages through its own category, so the values
+			// another case wrote do not change what sorts first or last.
+			cat := newCategory(t, b, "keyset-"+kc.sort)
+			inputs := map[string]store.ProductInput{} // by id
+			put := func(in store.ProductInput) store.Product {
+				p := must(b.s.UpsertProduct(b.ctx, in))
+				inputs[p.ID] = in
+				return p
+			}
+			newInput := func(title string, price *float64) store.ProductInput {
+				seq++
+				return store.ProductInput{CategoryID: &cat.ID, Title: title, SourceURL: fmt.Sprintf("https://x/keyset/%d", seq),
+					Price: price, Specs: map[string]any{"format": "Paperback"}}
+			}
+			// 16 products with ties on every sort value: titles repeat (and
+			// differ only by case), prices repeat (some are null), and
+			// three products share each created_at.
+			titles := []string{"Alpha", "alpha", "Beta", "Gamma", "Alpha", "Delta", "beta", "Gamma"}
+			prices := []*float64{ptr(1.99), ptr(2.50), nil, ptr(1.99), ptr(7.00), ptr(2.50), nil, ptr(3.10)}
+			for i := 0; i < 16; i++ {
+				put(newInput(titles[i%len(titles)], prices[(i*3)%len(prices)]))
+				if i%3 == 2 {
+					b.clock.Advance(time.Second)
+				}
+			}
+			existing := map[string]bool{}
+			for id := range inputs {
+				existing[id] = true
+			}
+			seen := map[string]int{}
+			changed := map[string]int{}    // times the sort value changed while paging
+			wantOnce := map[string]bool{}  // inserted after the position
+			wantNever := map[string]bool{} // inserted before the position
+			var behind, ahead []string     // ids seen / not yet seen, for updates
+			var at *store.ProductKey
+			for round := 1; ; round++ {
+				if round > 60 {
+					t.Fatal("paging does not terminate")
+				}
+				page, _ := must2(b.s.ListProducts(b.ctx, store.ProductFilter{CategoryID: cat.ID, Sort: kc.sort, Limit: 3, After: at, SkipTotal: true}))
+				for i, p := range page {
+					seen[p.ID]++
+					if i > 0 && !pageOrdered(kc.sort, page[i-1], p) {
+						t.Errorf("round %d: %q (%v) before %q (%v)", round, page[i-1].Title, page[i-1].Price, p.Title, p.Price)
+					}
+				}
+				if len(page) == 0 {
+					break
+				}
+				k := store.KeyOf(page[len(page)-1], kc.sort)
+				at = &k
+				behind, ahead = behind[:0], ahead[:0]
+				for id := range inputs {
+					if seen[id] > 0 {
+						behind = append(behind, id)
+					} else {
+						ahead = append(ahead, id)
+					}
+				}
+				sortStrings(behind)
+				sortStrings(ahead)
+
+				// Writes between the first pages (writing after the position
+				// at every page would keep the listing from ending).
+				if round > 6 {
+					continue
+				}
+				b.clock.Advance(time.Second)
+				if kc.first != nil {
+					in := newInput("", nil)
+					in.Title, in.Price = "Inserted", ptr(5.0)
+					kc.first(&in, round)
+					wantNever[put(in).ID] = true
+					in = newInput("", nil)
+					in.Title, in.Price = "Inserted", ptr(5.0)
+					kc.last(&in, round)
+					p := put(in)
+					if kc.sort == store.SortPriceAsc || kc.sort == store.SortPriceDesc {
+						if keyAfter(kc.sort, store.KeyOf(p, kc.sort), *at) {
+							wantOnce[p.ID] = true
+						} else {
+							wantNever[p.ID] = true
+						}
+					} else {
+						wantOnce[p.ID] = true
+					}
+				} else {
+					// created_at_desc: a new product is the newest (sorts
+					// first); one stored with an old clock ties with the
+					// oldest products and lands by id.
+					wantNever[put(newInput("Newest", ptr(1.0))).ID] = true
+					b.clock.Advance(-time.Hour)
+					p := put(newInput("Backdated", ptr(1.0)))
+					b.clock.Advance(time.Hour)
+					if keyAfter(kc.sort, store.KeyOf(p, kc.sort), *at) {
+						wantOnce[p.ID] = true
+					} else {
+						wantNever[p.ID] = true
+					}
+				}
+				// An update outside the sort: the product stays put.
+				if len(ahead) > 0 {
+					id := ahead[round%len(ahead)]
+					in := inputs[id]
+					in.Available = !in.Available
+					in.Summary = ptr(fmt.Sprintf("touched in round %d", round))
+					put(in)
+				}
+				// Updates moving a product past the position both ways.
+				if kc.forward != nil && len(behind) > 0 && len(ahead) > 1 {
+					id := behind[round%len(behind)]
+					in := inputs[id]
+					kc.forward(&in, round)
+					put(in)
+					changed[id]++
+					id = ahead[(round+1)%len(ahead)]
+					in = inputs[id]
+					kc.back(&in, round)
+					put(in)
+					changed[id]++
+				}
+			}
+			for id := range inputs {
+				n := seen[id]
+				switch {
+				case changed[id] > 0:
+					// Each move past the position may show it once more.
+					if n > changed[id]+1 {
+						t.Errorf("product %q moved %d times seen %d times", inputs[id].Title, changed[id], n)
+					}
+				case wantNever[id]:
+					if n != 0 {
+						t.Errorf("product %q inserted before the position seen %d times", inputs[id].Title, n)
+					}
+				case existing[id] || wantOnce[id]:
+					if n != 1 {
+						t.Errorf("product %q (%v) seen %d times, want once", inputs[id].Title, inputs[id].Price, n)
+					}
+				}
+			}
+			if len(changed) == 0 && kc.forward != nil {
+				t.Error("no sort value changed while paging: the case tests nothing")
+			}
+			if len(wantOnce) == 0 {
+				t.Error("no product inserted after the position: the case tests nothing")
+			}
+		})
+	}
+	// After cannot be combined with Offset, and its id must be a UUID.
+	_, _, err := b.s.ListProducts(b.ctx, store.ProductFilter{Offset: 3, After: &store.ProductKey{ID: "00000000-0000-0000-0000-000000000000"}})
+	wantErr(t, err, store.ErrInvalid)
+	_, _, err = b.s.ListProducts(b.ctx, store.ProductFilter{After: &store.ProductKey{ID: "x"}})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+// pageOrdered reports whether a may precede c in sort's order, on the sort
+// value alone (ties are ordered by id, checked elsewhere).
+func pageOrdered(sort string, a, c store.Product) bool {
+	switch sort {
+	case store.SortPriceAsc:
+		return c.Price == nil || (a.Price != nil && *a.Price <= *c.Price)
+	case store.SortPriceDesc:
+		return c.Price == nil || (a.Price != nil && *a.Price >= *c.Price)
+	case store.SortCreatedAtDesc:
+		return !a.CreatedAt.Before(c.CreatedAt)
+	}
+	return true // title orders depend on the database's collation
+}
+
+func must2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		_, file, line, _ := runtime.Caller(1)
+		panic(mustFailure{err, file, line})
+	}
+	return a, b
+}
+
+func sortStrings(s []string) { slices.Sort(s) }

@@ -53,6 +53,8 @@ type sessionJSON struct {
 	ExpiresAt         string         `json:"expiresAt"`
 	Status            string         `json:"status"`
 	ProxyBytes        int64          `json:"proxyBytes"`
+	AvgCPUUsage       *float64       `json:"avgCpuUsage,omitempty"`
+	MemoryUsage       *int64         `json:"memoryUsage,omitempty"`
 	KeepAlive         bool           `json:"keepAlive"`
 	ContextID         string         `json:"contextId,omitempty"`
 	Region            string         `json:"region"`
@@ -81,6 +83,10 @@ func toSessionJSON(x sessions.Session, withConnect bool) sessionJSON {
 		ProjectID: x.ProjectID, StartedAt: jsonTime(started), EndedAt: jsonTime(x.EndedAt),
 		ExpiresAt: jsonTime(x.ExpiresAt), Status: x.Status, ProxyBytes: x.ProxyBytes,
 		KeepAlive: x.KeepAlive, ContextID: x.ContextID, Region: x.Region, UserMetadata: x.UserMetadata,
+	}
+	if x.UsageSampled {
+		cpu, mem := x.AvgCPUUsage, x.MemoryUsage
+		j.AvgCPUUsage, j.MemoryUsage = &cpu, &mem
 	}
 	if withConnect && x.Status == sessions.StatusRunning {
 		j.ConnectURL, j.SigningKey = x.ConnectURL, x.SigningKey

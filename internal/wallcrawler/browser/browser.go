@@ -53,6 +53,10 @@ type Browser interface {
 	// PID returns the process id of the browser's main process (which is
 	// also the id of its process group).
 	PID() int
+	// LaunchRetries returns how many times the provider started the
+	// browser again because an earlier attempt died during start-up (0
+	// when the first attempt succeeded).
+	LaunchRetries() int
 	// UserDataDir returns the profile directory in use.
 	UserDataDir() string
 	// DownloadDir returns the directory into which the browser's downloads

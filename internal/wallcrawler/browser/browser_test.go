@@ -546,6 +546,9 @@ func TestLaunchRetriesAStartupCrash(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatal("the first attempt did not run")
 	}
+	if n := b.LaunchRetries(); n != 1 {
+		t.Errorf("LaunchRetries = %d, want 1", n)
+	}
 	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -211,8 +211,9 @@ const launchAttempts = 2
 func (c *Chromium) Launch(ctx context.Context, opts LaunchOptions) (Browser, error) {
 	var err error
 	for attempt := 1; attempt <= launchAttempts; attempt++ {
-		var b Browser
+		var b *chromiumBrowser
 		if b, err = c.launch(ctx, opts); err == nil {
+			b.retries = attempt - 1
 			return b, nil
 		}
 		if !errors.Is(err, errExitedAtStart) || ctx.Err() != nil {
@@ -224,7 +225,7 @@ func (c *Chromium) Launch(ctx context.Context, opts LaunchOptions) (Browser, err
 }
 
 // launch makes one attempt of Launch.
-func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (Browser, error) {
+func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBrowser, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, fmt.Errorf("browser: launch: %w", err)
@@ -500,6 +501,7 @@ type chromiumBrowser struct {
 	wsURL       string
 	debugAddr   string
 	pid         int
+	retries     int // launch attempts that failed before this one
 	cmd         *exec.Cmd
 	logger      *slog.Logger
 	output      *tailBuffer
@@ -527,6 +529,9 @@ func (b *chromiumBrowser) DebugAddr() string { return b.debugAddr }
 
 // PID implements Browser.
 func (b *chromiumBrowser) PID() int { return b.pid }
+
+// LaunchRetries implements Browser.
+func (b *chromiumBrowser) LaunchRetries() int { return b.retries }
 
 // UserDataDir implements Browser.
 func (b *chromiumBrowser) UserDataDir() string { return b.userDataDir }

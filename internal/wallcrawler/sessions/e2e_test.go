@@ -68,6 +68,8 @@ type stackOptions struct {
 	Contexts *contexts.Options
 	// Origin is the API's origin resolver; nil: the request's Host.
 	Origin *origin.Resolver
+	// ChromiumPath is the browser binary; "": chromium on PATH.
+	ChromiumPath string
 }
 
 // newStackWith is newStack with further options. The upload handler bounds
@@ -102,7 +104,7 @@ func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stack
 	if err != nil {
 		t.Fatal(err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{WorkDir: st.workDir + "/browsers", StartTimeout: 30 * time.Second})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: so.ChromiumPath, WorkDir: st.workDir + "/browsers", StartTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ const (
 	DefaultReadyWait   = 30 * time.Second
 	DefaultIdleGrace   = 120 * time.Second
 	DefaultReapEvery   = 2 * time.Second
+	DefaultSampleEvery = 5 * time.Second
 	defaultCloseBudget = 15 * time.Second
 )
 
@@ -62,6 +63,10 @@ type Options struct {
 	IdleGrace time.Duration
 	// ReapEvery is the reaper's period (default 2s).
 	ReapEvery time.Duration
+	// SampleEvery is how often the running browsers' CPU and memory are
+	// read from /proc into avgCpuUsage and memoryUsage (default 5s; one
+	// scan of /proc serves every session of the process).
+	SampleEvery time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
@@ -105,6 +110,36 @@ type live struct {
 	clients   int
 	idleSince time.Time
 	stopping  bool
+	usage     usageTrack
+}
+
+// usageTrack turns /proc samples of a browser's process group into the
+// session's avgCpuUsage and memoryUsage.
+type usageTrack struct {
+	baseCPU time.Duration // CPU time at the baseline
+	baseAt  time.Time     // when the baseline was taken (READY)
+	lastCPU time.Duration // the CPU time seen last (never decreases)
+	peakRSS int64 // the largest Memory() seen
+	based   bool
+}
+
+// add takes a sample at t and returns the figures to store: CPU percent
+// of one core since the baseline, and the peak resident memory. ok is
+// false for the baseline itself.
+func (u *usageTrack) add(s browser.ProcUsage, t time.Time) (cpu float64, rss int64, ok bool) {
+	u.peakRSS = max(u.peakRSS, s.Memory())
+	if !u.based {
+		u.baseCPU, u.lastCPU, u.baseAt, u.based = s.CPU, s.CPU, t, true
+		return 0, u.peakRSS, false
+	}
+	// Processes that end unreaped take their time with them: the total
+	// never goes back.
+	u.lastCPU = max(u.lastCPU, s.CPU)
+	wall := t.Sub(u.baseAt)
+	if wall > 0 {
+		cpu = 100 * float64(u.lastCPU-u.baseCPU) / float64(wall)
+	}
+	return cpu, u.peakRSS, true
 }
 
 // NewManager returns a Manager. Call Reconcile before serving and Run for
@@ -121,6 +156,9 @@ func NewManager(d Deps, o Options) *Manager {
 	}
 	if o.ReapEvery <= 0 {
 		o.ReapEvery = DefaultReapEvery
+	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = DefaultSampleEvery
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -346,6 +384,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 	}
 	l.b = b
 	l.idleSince = m.now()
+	m.sample(l) // the baseline of avgCpuUsage
 	m.mu.Lock()
 	m.live[x.ID] = l
 	m.mu.Unlock()
@@ -353,6 +392,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		"startedAt":  ddbitem.S(ddbitem.FormatTime(m.now())),
 		"publicIP":   ddbitem.S("127.0.0.1"),
 		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
+		"retryCount": ddbitem.N(int64(b.LaunchRetries())),
 	})
 	if err != nil {
 		// Released, timed out or failed meanwhile: nobody wants it.
@@ -507,6 +547,12 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live) {
 	l.mu.Lock()
 	l.stopping = true
 	l.mu.Unlock()
+	// The last figures, while the browser still runs.
+	if cpu, rss, ok := m.sample(l); ok {
+		if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, false); err != nil {
+			m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
 	if err := l.b.Close(cctx); err != nil {
@@ -625,6 +671,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	go func() { errc <- m.d.Notifier.Run(ctx) }()
 	t := time.NewTicker(m.o.ReapEvery)
 	defer t.Stop()
+	st := time.NewTicker(m.o.SampleEvery)
+	defer st.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -636,6 +684,66 @@ func (m *Manager) Run(ctx context.Context) error {
 			return fmt.Errorf("sessions: stream notifier: %w", err)
 		case <-t.C:
 			m.Reap(ctx)
+		case <-st.C:
+			m.SampleUsage(ctx)
+		}
+	}
+}
+
+// sample reads the usage of one live browser's process group and folds
+// it into l.usage; ok is false when there is nothing to store yet (the
+// baseline) or /proc could not be read.
+func (m *Manager) sample(l *live) (cpu float64, rss int64, ok bool) {
+	pgid := l.b.PID()
+	got, err := browser.SampleGroups(pgid)
+	if err != nil {
+		m.log.Debug("wallcrawler: sample usage", "session", l.id, "err", err)
+		return 0, 0, false
+	}
+	u, found := got[pgid]
+	if !found {
+		return 0, 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.usage.add(u, m.now())
+}
+
+// SampleUsage reads the CPU and memory of every browser running in this
+// process (one scan of /proc) and stores avgCpuUsage and memoryUsage on
+// their READY sessions. Run calls it every Options.SampleEvery.
+func (m *Manager) SampleUsage(ctx context.Context) {
+	m.mu.Lock()
+	ls := make([]*live, 0, len(m.live))
+	pgids := make([]int, 0, len(m.live))
+	for _, l := range m.live {
+		ls = append(ls, l)
+		pgids = append(pgids, l.b.PID())
+	}
+	m.mu.Unlock()
+	if len(ls) == 0 {
+		return
+	}
+	got, err := browser.SampleGroups(pgids...)
+	if err != nil {
+		m.log.Warn("wallcrawler: sample usage", "err", err)
+		return
+	}
+	now := m.now()
+	for _, l := range ls {
+		u, found := got[l.b.PID()]
+		if !found {
+			continue
+		}
+		l.mu.Lock()
+		stopping := l.stopping
+		cpu, rss, ok := l.usage.add(u, now)
+		l.mu.Unlock()
+		if !ok || stopping {
+			continue
+		}
+		if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, true); err != nil && !errors.Is(err, ErrState) {
+			m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
 		}
 	}
 }

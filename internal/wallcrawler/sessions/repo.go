@@ -135,6 +135,13 @@ func parse(it map[string]av) Session {
 		Height:         int(ddbitem.Int(it, "viewportHeight")),
 		Error:          ddbitem.String(it, "error"),
 	}
+	if _, ok := it["memoryUsage"]; ok {
+		x.UsageSampled = true
+		x.MemoryUsage = ddbitem.Int(it, "memoryUsage")
+		if n, ok := it["avgCpuUsage"].(*types.AttributeValueMemberN); ok {
+			x.AvgCPUUsage, _ = strconv.ParseFloat(n.Value, 64)
+		}
+	}
 	if l, ok := it["eventHistory"].(*types.AttributeValueMemberL); ok {
 		for _, e := range l.Value {
 			m, ok := e.(*types.AttributeValueMemberM)
@@ -271,6 +278,40 @@ func (r *Repo) AddProxyBytes(ctx context.Context, id string, bytes int64) error 
 	})
 	if err != nil {
 		return fmt.Errorf("sessions: add proxy bytes to %s: %w", id, err)
+	}
+	return nil
+}
+
+// SetUsage records a session's resource figures: avgCpuUsage (percent of
+// one CPU core, averaged since the browser became READY) and memoryUsage
+// (the largest memory footprint seen, PSS in bytes). With whileReady the write
+// happens only while the session is READY, so a late periodic sample
+// cannot overwrite the final one taken as the session ends.
+func (r *Repo) SetUsage(ctx context.Context, id string, avgCPU float64, memory int64, whileReady bool) error {
+	cond := "attribute_exists(sessionId)"
+	values := map[string]av{
+		":c": &types.AttributeValueMemberN{Value: strconv.FormatFloat(avgCPU, 'f', 2, 64)},
+		":m": ddbitem.N(memory),
+	}
+	var names map[string]string
+	if whileReady {
+		cond += " AND #is = :ready"
+		names = map[string]string{"#is": "internalStatus"}
+		values[":ready"] = ddbitem.S(StateReady)
+	}
+	_, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(r.table),
+		Key:                       map[string]av{"sessionId": ddbitem.S(id)},
+		UpdateExpression:          aws.String("SET avgCpuUsage = :c, memoryUsage = :m"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	if ddbitem.ConditionFailed(err) {
+		return fmt.Errorf("%w: session %s is not running", ErrState, id)
+	}
+	if err != nil {
+		return fmt.Errorf("sessions: set usage of %s: %w", id, err)
 	}
 	return nil
 }

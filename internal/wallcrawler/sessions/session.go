@@ -103,8 +103,17 @@ type Session struct {
 	ProxyBytes     int64
 	Events         []Event
 	LastEventAt    time.Time
-	RetryCount     int
-	UserMetadata   map[string]any
+	// RetryCount is how many times the browser was started again after
+	// dying during start-up (see browser.Browser.LaunchRetries).
+	RetryCount   int
+	UserMetadata map[string]any
+	// AvgCPUUsage is the browser's average CPU use since READY, in percent
+	// of one core; MemoryUsage the largest memory footprint of its
+	// processes seen (their proportional set size), in bytes. Both are sampled (Options.SampleEvery and
+	// once as the session ends); UsageSampled tells whether they were.
+	AvgCPUUsage  float64
+	MemoryUsage  int64
+	UsageSampled bool
 	// Extensions (documented in docs/wallcrawler.md).
 	Timeout       int // seconds
 	Width, Height int // viewport

@@ -119,7 +119,7 @@ type usageTrack struct {
 	baseCPU time.Duration // CPU time at the baseline
 	baseAt  time.Time     // when the baseline was taken (READY)
 	lastCPU time.Duration // the CPU time seen last (never decreases)
-	peakRSS int64 // the largest Memory() seen
+	peakRSS int64         // the largest Memory() seen
 	based   bool
 }
 

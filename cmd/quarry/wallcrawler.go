@@ -36,7 +36,8 @@ import (
 )
 
 const wallcrawlerUsage = `usage:
-  quarry wallcrawler project create --name N [--concurrency C] [--id ID] [--timeout SECONDS]
+  quarry wallcrawler project create --name N [--concurrency C] [--id ID] [--timeout SECONDS] [--owner O] [--tier T]
+  quarry wallcrawler project update --id ID [--name N] [--concurrency C] [--timeout SECONDS] [--owner O] [--tier T] [--status ACTIVE|INACTIVE]
   quarry wallcrawler key create --project P [--also P2,P3] [--name LABEL]
   quarry wallcrawler key revoke (--key RAW | --project P --id KEY_ID)
 `
@@ -52,7 +53,10 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 	fs.SetOutput(stderr)
 	name := fs.String("name", "", "project name, or key label")
 	concurrency := fs.Int("concurrency", 0, "maximum concurrent sessions of the project (default 1)")
-	id := fs.String("id", "", "project id (create), or key id (revoke)")
+	id := fs.String("id", "", "project id (create, update), or key id (revoke)")
+	owner := fs.String("owner", "", "the project's ownerId, an external owner identifier (update: \"\" removes it)")
+	tier := fs.String("tier", "", "the project's billingTier (update: \"\" removes it)")
+	status := fs.String("status", "", "the project's status: ACTIVE, or INACTIVE (no new sessions)")
 	timeout := fs.Int("timeout", 0, "default session timeout in seconds (default 3600)")
 	project := fs.String("project", "", "project id")
 	also := fs.String("also", "", "comma-separated further projects the key may use")
@@ -65,11 +69,15 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 	// Required flags are checked before the store is opened, and named as
 	// the command line spells them.
 	switch {
-	case what != "project create" && what != "key create" && what != "key revoke":
+	case what != "project create" && what != "project update" && what != "key create" && what != "key revoke":
 		fmt.Fprint(stderr, wallcrawlerUsage)
 		return errUsage
 	case what == "project create" && *name == "":
 		return errors.New("wallcrawler project create: --name is required (e.g. --name Acme)")
+	case what == "project update" && *id == "":
+		return errors.New("wallcrawler project update: --id is required: the id of the project to change (e.g. --id project_acme)")
+	case what == "project create" && *status != "":
+		return errors.New("wallcrawler project create: a new project is ACTIVE; use project update --status to change it")
 	case what == "key create" && *project == "":
 		return errors.New("wallcrawler key create: --project is required: the id of the project the key may use (e.g. --project project_acme)")
 	case what == "key revoke" && *rawKey == "" && (*project == "" || *id == ""):
@@ -88,11 +96,37 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 	st := auth.New(client, names, nil)
 	switch what {
 	case "project create":
-		p, err := st.CreateProject(ctx, auth.CreateProjectInput{ID: *id, Name: *name, Concurrency: *concurrency, DefaultTimeout: *timeout})
+		p, err := st.CreateProject(ctx, auth.CreateProjectInput{ID: *id, Name: *name, Concurrency: *concurrency, DefaultTimeout: *timeout,
+			OwnerID: *owner, BillingTier: *tier})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "project %s (%s): concurrency %d, default timeout %ds\n", p.ID, p.Name, p.Concurrency, p.DefaultTimeout)
+		printProject(stdout, p)
+	case "project update":
+		// Only the flags given on the command line change the project.
+		var in auth.UpdateProjectInput
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "name":
+				in.Name = name
+			case "owner":
+				in.OwnerID = owner
+			case "tier":
+				in.BillingTier = tier
+			case "status":
+				up := strings.ToUpper(*status)
+				in.Status = &up
+			case "concurrency":
+				in.Concurrency = concurrency
+			case "timeout":
+				in.DefaultTimeout = timeout
+			}
+		})
+		p, err := st.UpdateProject(ctx, *id, in)
+		if err != nil {
+			return fmt.Errorf("wallcrawler project update: %w", err)
+		}
+		printProject(stdout, p)
 	case "key create":
 		var extra []string
 		for _, p := range strings.Split(*also, ",") {
@@ -125,6 +159,18 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 		return errUsage
 	}
 	return nil
+}
+
+// printProject writes the one-line summary project create and update print.
+func printProject(w io.Writer, p auth.Project) {
+	fmt.Fprintf(w, "project %s (%s): %s, concurrency %d, default timeout %ds", p.ID, p.Name, p.Status, p.Concurrency, p.DefaultTimeout)
+	if p.OwnerID != "" {
+		fmt.Fprintf(w, ", owner %s", p.OwnerID)
+	}
+	if p.BillingTier != "" {
+		fmt.Fprintf(w, ", billing tier %s", p.BillingTier)
+	}
+	fmt.Fprintln(w)
 }
 
 // wallcrawler is the running Wallcrawler system.

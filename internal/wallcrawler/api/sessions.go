@@ -329,6 +329,9 @@ func (h *Handler) sessionError(w http.ResponseWriter, r *http.Request, err error
 		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), sessions.ErrInvalid.Error()+": "))
 	case errors.Is(err, sessions.ErrNotFound):
 		writeError(w, http.StatusNotFound, "Session not found")
+	case errors.Is(err, auth.ErrForbidden):
+		// The project became INACTIVE after the request was authorized.
+		writeError(w, http.StatusForbidden, "The project is not active")
 	case errors.Is(err, auth.ErrConcurrencyLimit):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "The project's concurrency limit is reached: release a session first")

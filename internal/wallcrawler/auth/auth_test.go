@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,7 +100,10 @@ func TestAuthorize(t *testing.T) {
 	if !strings.HasPrefix(raw, auth.KeyPrefix) || len(raw) != len(auth.KeyPrefix)+43 {
 		t.Fatalf("raw key %q", raw)
 	}
-	if key.Hash != auth.HashKey(raw) || len(key.Hash) != 64 || len(key.ProjectIDs) != 2 {
+	// projectIds holds the additional projects only (the primary one,
+	// repeated in the input, is left out), as the original design says.
+	if key.Hash != auth.HashKey(raw) || len(key.Hash) != 64 || !slices.Equal(key.ProjectIDs, []string{p2.ID}) ||
+		!slices.Equal(key.Projects(), []string{p1.ID, p2.ID}) {
 		t.Fatalf("key = %+v", key)
 	}
 

@@ -28,9 +28,12 @@ const maxKeyLen = 512
 // APIKey is an item of the wallcrawler-api-keys table. It never holds the
 // raw key.
 type APIKey struct {
-	Hash       string // SHA-256 hex of the raw key (the table's key)
-	ID         string // friendly identifier, "key_…"
-	ProjectID  string // primary project
+	Hash      string // SHA-256 hex of the raw key (the table's key)
+	ID        string // friendly identifier, "key_…"
+	ProjectID string // primary project
+	// ProjectIDs are the additional projects the key may use (the
+	// original design's projectIds). Items that also list the primary
+	// project read the same: Projects removes the duplicate.
 	ProjectIDs []string
 	Name       string
 	Status     string
@@ -74,13 +77,13 @@ func (s *Store) CreateKey(ctx context.Context, in CreateKeyInput) (raw string, k
 		return "", APIKey{}, fmt.Errorf("%w: projectId is required", ErrInvalid)
 	}
 	key = APIKey{ProjectID: in.ProjectID, Name: strings.TrimSpace(in.Name), Status: StatusActive, CreatedAt: s.now()}
-	key.ProjectIDs = key.Projects() // normalise: primary first, no duplicates
+	// projectIds holds the additional projects only, without duplicates.
 	for _, p := range in.ProjectIDs {
-		if p != "" && !slices.Contains(key.ProjectIDs, p) {
+		if p != "" && p != key.ProjectID && !slices.Contains(key.ProjectIDs, p) {
 			key.ProjectIDs = append(key.ProjectIDs, p)
 		}
 	}
-	for _, p := range key.ProjectIDs {
+	for _, p := range key.Projects() {
 		if _, err := s.GetProject(ctx, p); err != nil {
 			return "", APIKey{}, err
 		}
@@ -187,6 +190,9 @@ func keyItem(k APIKey) map[string]types.AttributeValue {
 	return it
 }
 
+// parseKey decodes a key item. A key seeded by hand as the original design
+// describes (apiKeyHash, projectId, projectIds) has no status: it reads as
+// ACTIVE.
 func parseKey(it map[string]types.AttributeValue) APIKey {
 	k := APIKey{
 		Hash:       ddbitem.String(it, "apiKeyHash"),
@@ -196,6 +202,9 @@ func parseKey(it map[string]types.AttributeValue) APIKey {
 		Name:       ddbitem.String(it, "name"),
 		Status:     ddbitem.String(it, "status"),
 		CreatedAt:  ddbitem.ParseTime(ddbitem.String(it, "createdAt")),
+	}
+	if k.Status == "" {
+		k.Status = StatusActive
 	}
 	if v := ddbitem.String(it, "lastUsedAt"); v != "" {
 		k.LastUsedAt = ddbitem.ParseTime(v)

@@ -156,6 +156,90 @@ func (s *Store) SetProjectStatus(ctx context.Context, id, status string) error {
 	return nil
 }
 
+// UpdateProjectInput changes a project; nil fields stay as they are.
+type UpdateProjectInput struct {
+	Name *string
+	// OwnerID and BillingTier: an empty string removes the attribute.
+	OwnerID     *string
+	BillingTier *string
+	// Status is StatusActive or StatusInactive. An INACTIVE project
+	// authorizes no request, so no new session starts; running ones go on
+	// until they end.
+	Status         *string
+	Concurrency    *int
+	DefaultTimeout *int // seconds
+}
+
+// UpdateProject changes the given attributes of a project and its
+// updatedAt with one write, and returns the project as stored afterwards.
+// It fails with ErrNotFound when the project does not exist and
+// ErrInvalid on bad input.
+func (s *Store) UpdateProject(ctx context.Context, id string, in UpdateProjectInput) (Project, error) {
+	names := map[string]string{}
+	values := map[string]types.AttributeValue{":u": ddbitem.S(ddbitem.FormatTime(s.now()))}
+	set := []string{"updatedAt = :u"}
+	var remove []string
+	str := func(attr string, v *string, optional bool) {
+		if v == nil {
+			return
+		}
+		ph := "#" + attr
+		names[ph] = attr
+		if *v == "" && optional {
+			remove = append(remove, ph)
+			return
+		}
+		values[":"+attr] = ddbitem.S(*v)
+		set = append(set, ph+" = :"+attr)
+	}
+	if in.Name != nil {
+		n := strings.TrimSpace(*in.Name)
+		if n == "" {
+			return Project{}, fmt.Errorf("%w: project name cannot be empty", ErrInvalid)
+		}
+		in.Name = &n
+	}
+	if in.Status != nil && *in.Status != StatusActive && *in.Status != StatusInactive {
+		return Project{}, fmt.Errorf("%w: status %q (want %s or %s)", ErrInvalid, *in.Status, StatusActive, StatusInactive)
+	}
+	str("name", in.Name, false)
+	str("ownerId", in.OwnerID, true)
+	str("billingTier", in.BillingTier, true)
+	str("status", in.Status, false)
+	for attr, v := range map[string]*int{"concurrency": in.Concurrency, "defaultTimeout": in.DefaultTimeout} {
+		if v == nil {
+			continue
+		}
+		if *v <= 0 {
+			return Project{}, fmt.Errorf("%w: %s must be positive", ErrInvalid, attr)
+		}
+		names["#"+attr] = attr
+		values[":"+attr] = ddbitem.N(int64(*v))
+		set = append(set, "#"+attr+" = :"+attr)
+	}
+	update := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		update += " REMOVE " + strings.Join(remove, ", ")
+	}
+	names["#id"] = "projectId"
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.names.Projects),
+		Key:                       map[string]types.AttributeValue{"projectId": ddbitem.S(id)},
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(#id)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if ddbitem.ConditionFailed(err) {
+		return Project{}, fmt.Errorf("%w: project %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Project{}, fmt.Errorf("auth: update project %s: %w", id, err)
+	}
+	return parseProject(out.Attributes), nil
+}
+
 // AcquireSlot atomically takes one of the project's concurrency slots: a
 // single conditional UpdateItem increments activeSessions only while it is
 // below concurrency and the project is ACTIVE, so concurrent callers (in any
@@ -168,13 +252,17 @@ func (s *Store) AcquireSlot(ctx context.Context, projectID string) error {
 		TableName:        aws.String(s.names.Projects),
 		Key:              map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: projectID}},
 		UpdateExpression: aws.String("SET activeSessions = if_not_exists(activeSessions, :zero) + :one"),
-		ConditionExpression: aws.String("attribute_exists(projectId) AND #s = :active AND " +
-			"(attribute_not_exists(activeSessions) OR activeSessions < concurrency)"),
+		// A project seeded by hand may lack status (read as ACTIVE) and
+		// concurrency (read as DefaultConcurrency), as parseProject does.
+		ConditionExpression: aws.String("attribute_exists(projectId) AND (attribute_not_exists(#s) OR #s = :active) AND " +
+			"(attribute_not_exists(activeSessions) OR activeSessions < concurrency OR " +
+			"(attribute_not_exists(concurrency) AND activeSessions < :defc))"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":zero":   &types.AttributeValueMemberN{Value: "0"},
 			":one":    &types.AttributeValueMemberN{Value: "1"},
 			":active": &types.AttributeValueMemberS{Value: StatusActive},
+			":defc":   ddbitem.N(DefaultConcurrency),
 		},
 	})
 	if err == nil {
@@ -263,8 +351,11 @@ func projectItem(p Project) map[string]types.AttributeValue {
 	return it
 }
 
+// parseProject decodes a project item. The original design's manual
+// seeding may leave out attributes: a project without status is ACTIVE,
+// one without concurrency has DefaultConcurrency.
 func parseProject(it map[string]types.AttributeValue) Project {
-	return Project{
+	p := Project{
 		ID:              ddbitem.String(it, "projectId"),
 		Name:            ddbitem.String(it, "name"),
 		OwnerID:         ddbitem.String(it, "ownerId"),
@@ -278,6 +369,13 @@ func parseProject(it map[string]types.AttributeValue) Project {
 		UsageBrowserMs:  ddbitem.Int(it, "usageBrowserMs"),
 		UsageProxyBytes: ddbitem.Int(it, "usageProxyBytes"),
 	}
+	if p.Status == "" {
+		p.Status = StatusActive
+	}
+	if _, ok := it["concurrency"]; !ok {
+		p.Concurrency = DefaultConcurrency
+	}
+	return p
 }
 
 func num(it map[string]types.AttributeValue, k string) int {

@@ -210,7 +210,7 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			return Session{}, err
 		}
 		if project.Status != auth.StatusActive {
-			return Session{}, fmt.Errorf("%w: project %s is not active", ErrInvalid, project.ID)
+			return Session{}, fmt.Errorf("%w: project %s is not active", auth.ErrForbidden, project.ID)
 		}
 	}
 	if in.Timeout == 0 {

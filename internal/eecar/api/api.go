@@ -444,11 +444,14 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusBadRequest, strings.Join(errs, "; "))
 		return
 	}
+	parts := make([]store.Part, 0, len(in.PartIDs))
 	for _, id := range in.PartIDs {
-		if _, err := h.st.GetPart(r.Context(), id); err != nil {
+		part, err := h.st.GetPart(r.Context(), id)
+		if err != nil {
 			jsonhttp.Error(w, http.StatusBadRequest, "partIds: no such part "+id)
 			return
 		}
+		parts = append(parts, part)
 	}
 	in.FromCompanyID = c.ID
 	var err error
@@ -461,6 +464,7 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	h.m.CheckProposal(r.Context(), p, parts)
 	jsonhttp.Write(w, http.StatusCreated, p)
 }
 

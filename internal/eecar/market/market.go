@@ -271,6 +271,7 @@ func (m *Market) RegisterPart(ctx context.Context, sellerID string, in PartInput
 		return store.Part{}, err
 	}
 	m.indexPart(p, vec)
+	m.checkPart(ctx, p, nil)
 	return p, nil
 }
 
@@ -297,6 +298,7 @@ func (m *Market) UpdatePart(ctx context.Context, sellerID, id string, in PartInp
 		return store.Part{}, err
 	}
 	m.indexPart(p, vec)
+	m.checkPart(ctx, p, &prev)
 	return p, nil
 }
 

@@ -42,6 +42,7 @@ type env struct {
 	notes   atomic.Int64
 	polls   atomic.Int64
 	stopped chan struct{}
+	blobs   blob.Store
 }
 
 func newEnv(t *testing.T, follow bool) *env {
@@ -63,6 +64,7 @@ func newEnv(t *testing.T, follow bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.blobs = blobs
 	e.m = market.New(e.st, blobs, market.Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Notify: func(context.Context, store.Notification) { e.notes.Add(1) },

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -72,12 +73,17 @@ func (m *Market) Search(ctx context.Context, req SearchRequest) (SearchResponse,
 		}
 		return m.attachParts(ctx, out)
 	}
-	out, err := m.searchIndex(ctx, req.Query, req.Filters, req.TopK)
+	out, vec, err := m.searchIndex(ctx, req.Query, req.Filters, req.TopK)
 	if err != nil {
 		return SearchResponse{}, err
 	}
 	out.CatalogueVersion = version
 	cm := store.CachedMatch{QueryHash: hash, Query: req.Query, ModelUsed: m.emb.Model()}
+	if err := m.blobs.Put(ctx, QueryVectorKey(hash), bytes.NewReader(encodeVector(vec))); err != nil {
+		m.log.Warn("eecar: keep query embedding", "err", err)
+	} else {
+		cm.QueryEmbedding = QueryVectorKey(hash)
+	}
 	for _, r := range out.Results {
 		cm.MatchedParts = append(cm.MatchedParts, store.MatchedPart{PartID: r.PartID, Score: r.Score, Scores: r.SearchScores, Reason: r.Reason})
 	}
@@ -100,11 +106,16 @@ func filterKey(f Filters) string {
 	return b.String()
 }
 
-// searchIndex runs the query against the in-memory index.
-func (m *Market) searchIndex(ctx context.Context, query string, f Filters, topK int) (SearchResponse, error) {
+// QueryVectorKey is the blob key of a cached query's embedding, the
+// queryEmbedding of its MATCH#{hash}/RESULT item.
+func QueryVectorKey(queryHash string) string { return "queries/" + queryHash + ".f32" }
+
+// searchIndex runs the query against the in-memory index and returns the
+// results with the query's vector.
+func (m *Market) searchIndex(ctx context.Context, query string, f Filters, topK int) (SearchResponse, []float32, error) {
 	vs, err := m.emb.Embed(ctx, []string{query})
 	if err != nil {
-		return SearchResponse{}, fmt.Errorf("eecar: embed query: %w", err)
+		return SearchResponse{}, nil, fmt.Errorf("eecar: embed query: %w", err)
 	}
 	hits := m.idx.Search(search.Query{
 		Text: query, Vector: vs[0], TopK: topK, Mode: search.Hybrid,
@@ -119,7 +130,7 @@ func (m *Market) searchIndex(ctx context.Context, query string, f Filters, topK 
 			Reason:       search.Reason(h, d),
 		})
 	}
-	return out, nil
+	return out, vs[0], nil
 }
 
 // attachParts adds each result's part (METADATA + SPEC + …); results whose

@@ -2,6 +2,7 @@ package market
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/quarrydb/quarry/ddb/consumer"
 	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
 )
 
 // CreateWatch registers a buyer's watch.
@@ -176,6 +178,14 @@ func (m *Market) handle(ctx context.Context, records []streamtypes.Record) error
 			}
 		case strings.HasPrefix(pk.Value, "WATCH#") && sk.Value == "METADATA":
 			m.applyWatch(r)
+		case strings.HasPrefix(pk.Value, "MATCH#") && sk.Value == "RESULT" && r.EventName == streamtypes.OperationTypeRemove:
+			// An expired (TTL) or deleted cache item: its query vector
+			// goes with it. Every process may do this; a second delete
+			// finds nothing.
+			k := QueryVectorKey(strings.TrimPrefix(pk.Value, "MATCH#"))
+			if err := m.blobs.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				m.log.Warn("eecar: delete query embedding", "key", k, "err", err)
+			}
 		}
 	}
 	for _, id := range order {

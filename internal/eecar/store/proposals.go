@@ -202,13 +202,17 @@ const MatchCacheTTL = 7 * 24 * time.Hour
 // CachedMatch is PK MATCH#{queryHash}, SK RESULT; GSI1PK CACHE, GSI1SK
 // HIT_COUNT#{hitCount, ten digits}; TTL 7 days.
 type CachedMatch struct {
-	QueryHash    string         `json:"queryHash"`
-	Query        string         `json:"query"`
-	MatchedParts []MatchedPart  `json:"matchedParts"`
-	ModelUsed    string         `json:"modelUsed"`
-	CreatedAt    string         `json:"createdAt"`
-	HitCount     int            `json:"hitCount"`
-	Extra        map[string]any `json:"extra,omitempty"`
+	QueryHash string `json:"queryHash"`
+	Query     string `json:"query"`
+	// QueryEmbedding is the blob key of the query's vector
+	// (queries/{queryHash}.f32, little-endian float32), as the original
+	// design keeps it in S3; deleted when the item expires.
+	QueryEmbedding string         `json:"queryEmbedding,omitempty"`
+	MatchedParts   []MatchedPart  `json:"matchedParts"`
+	ModelUsed      string         `json:"modelUsed"`
+	CreatedAt      string         `json:"createdAt"`
+	HitCount       int            `json:"hitCount"`
+	Extra          map[string]any `json:"extra,omitempty"`
 }
 
 // MatchedPart is one cached result.

@@ -18,8 +18,9 @@ package ddb_test
 //     number (1 = high, 2 = medium, 3 = low).
 //   - The Checks document names its tables "USER" and "CHECK" and its
 //     indexes "Email Index", "User-Check Index" and "Type-Status Index";
-//     index names cannot contain spaces, so they are email-index,
-//     user-check-index and type-status-index.
+//     index names cannot contain spaces, so they take the names the
+//     application gives them (internal/checks/tables): email-index,
+//     userid-index and checkType-status-index, after their key attributes.
 //   - Wallcrawler's project concurrency and Checks' checkLimit are enforced
 //     with a conditional counter, not count-then-insert.
 
@@ -43,6 +44,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	checkstables "github.com/quarrydb/quarry/internal/checks/tables"
 )
 
 // ---------------------------------------------------------------------------
@@ -1202,7 +1205,7 @@ func createChecksTables(e *seedEnv) {
 		AttributeDefinitions: []types.AttributeDefinition{seedSDef("PK"), seedSDef("SK"), seedSDef("email")},
 		KeySchema:            seedKeySchema("PK", "SK"),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
-			seedGsi("email-index", seedKeySchema("email", "PK"), types.ProjectionTypeAll),
+			seedGsi(checkstables.EmailIndex, seedKeySchema("email", "PK"), types.ProjectionTypeAll),
 		},
 		BillingMode: types.BillingModePayPerRequest,
 	})
@@ -1211,8 +1214,8 @@ func createChecksTables(e *seedEnv) {
 		AttributeDefinitions: []types.AttributeDefinition{seedSDef("PK"), seedSDef("SK"), seedSDef("userid"), seedSDef("checkType"), seedSDef("status")},
 		KeySchema:            seedKeySchema("PK", "SK"),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
-			seedGsi("user-check-index", seedKeySchema("userid", "PK"), types.ProjectionTypeAll),
-			seedGsi("type-status-index", seedKeySchema("checkType", "status"), types.ProjectionTypeInclude, "PK", "userid", "createdAt"),
+			seedGsi(checkstables.UserChecksIndex, seedKeySchema("userid", "PK"), types.ProjectionTypeAll),
+			seedGsi(checkstables.TypeStatusIndex, seedKeySchema("checkType", "status"), types.ProjectionTypeInclude, "PK", "userid", "createdAt"),
 		},
 		BillingMode: types.BillingModePayPerRequest,
 	})
@@ -1276,7 +1279,7 @@ func TestSeedChecks(t *testing.T) {
 	t.Run("user by email", func(t *testing.T) {
 		e := e.on(t)
 		items, _ := e.query(dynamodb.QueryInput{
-			TableName: aws.String(checksUserTable), IndexName: aws.String("email-index"),
+			TableName: aws.String(checksUserTable), IndexName: aws.String(checkstables.EmailIndex),
 			KeyConditionExpression: aws.String("email = :e"), ExpressionAttributeValues: attrs{":e": seedSv("free@example.org")},
 		})
 		seedWantOrder(t, "users with email free@example.org", seedCol(items, "PK"), "223344")
@@ -1284,7 +1287,7 @@ func TestSeedChecks(t *testing.T) {
 			t.Errorf("email-index item lacks attributes (ALL projection): %v", items[0])
 		}
 		none, _ := e.query(dynamodb.QueryInput{
-			TableName: aws.String(checksUserTable), IndexName: aws.String("email-index"),
+			TableName: aws.String(checksUserTable), IndexName: aws.String(checkstables.EmailIndex),
 			KeyConditionExpression: aws.String("email = :e"), ExpressionAttributeValues: attrs{":e": seedSv("nobody@example.com")},
 		})
 		if len(none) != 0 {
@@ -1295,7 +1298,7 @@ func TestSeedChecks(t *testing.T) {
 	t.Run("checks by user", func(t *testing.T) {
 		e := e.on(t)
 		items, _ := e.query(dynamodb.QueryInput{
-			TableName: aws.String(checksCheckTable), IndexName: aws.String("user-check-index"),
+			TableName: aws.String(checksCheckTable), IndexName: aws.String(checkstables.UserChecksIndex),
 			KeyConditionExpression: aws.String("userid = :u"), ExpressionAttributeValues: attrs{":u": seedSv("123456")},
 		})
 		seedWantOrder(t, "checks of 123456 (by PK)", seedCol(items, "PK"), "0a9f1e", "abcdef", "bc0011")
@@ -1317,7 +1320,7 @@ func TestSeedChecks(t *testing.T) {
 		e := e.on(t)
 		q := func(typ, status string) []attrs {
 			items, _ := e.query(dynamodb.QueryInput{
-				TableName: aws.String(checksCheckTable), IndexName: aws.String("type-status-index"),
+				TableName: aws.String(checksCheckTable), IndexName: aws.String(checkstables.TypeStatusIndex),
 				KeyConditionExpression:    aws.String("checkType = :t AND #s = :s"),
 				ExpressionAttributeNames:  map[string]string{"#s": "status"},
 				ExpressionAttributeValues: attrs{":t": seedSv(typ), ":s": seedSv(status)},
@@ -1328,14 +1331,14 @@ func TestSeedChecks(t *testing.T) {
 		seedWantSet(t, "AVAILABILITY/ACTIVE checks", seedCol(active, "PK"), "abcdef", "77aa00")
 		for _, it := range active {
 			// INCLUDE: table keys, index keys and the listed attributes only.
-			seedWantOrder(t, "type-status-index projection of "+seedStr(it, "PK"), seedAttrNames(it), "PK", "SK", "checkType", "createdAt", "status", "userid")
+			seedWantOrder(t, checkstables.TypeStatusIndex+" projection of "+seedStr(it, "PK"), seedAttrNames(it), "PK", "SK", "checkType", "createdAt", "status", "userid")
 		}
 		seedWantSet(t, "EBAY/ACTIVE checks", seedCol(q("EBAY", "ACTIVE"), "PK"), "bc0011")
 		seedWantSet(t, "AVAILABILITY/FAILED checks", seedCol(q("AVAILABILITY", "FAILED"), "PK"), "ff0001")
 		seedWantSet(t, "EBAY/PAUSED checks", seedCol(q("EBAY", "PAUSED"), "PK"))
 		// An INCLUDE index cannot return all of the table's attributes.
 		_, err := e.c.Query(e.ctx, &dynamodb.QueryInput{
-			TableName: aws.String(e.name(checksCheckTable)), IndexName: aws.String("type-status-index"),
+			TableName: aws.String(e.name(checksCheckTable)), IndexName: aws.String(checkstables.TypeStatusIndex),
 			KeyConditionExpression:    aws.String("checkType = :t"),
 			ExpressionAttributeValues: attrs{":t": seedSv("AVAILABILITY")},
 			Select:                    types.SelectAllAttributes,

@@ -1,7 +1,7 @@
-// Package tables defines the Checks tables of the original design: USER (PK = user id, SK "USER", GSI
-// email-index) and CHECK (PK = check id, SK "CHECK", GSIs userid-index and
-// checkType-status-index projecting PK, userid and createdAt), and creates
-// them when missing.
+// Package tables defines the Checks tables of the original design: USER
+// (PK = user id, SK "USER", GSI email-index) and CHECK (PK = check id, SK
+// "CHECK", GSIs userid-index and checkType-status-index projecting PK,
+// userid and createdAt), and creates them when missing.
 package tables
 
 import (

@@ -25,7 +25,7 @@ Usage:
   quarry ddb serve [flags]    run only the DynamoDB-compatible store
   quarry datashelf crawl URL  crawl a bookshop into DataShelf (live progress; exits when the queue drains)
   quarry datashelf jobs       print DataShelf's job queue statistics
-  quarry wallcrawler project create|key create|key revoke
+  quarry wallcrawler project create|project update|key create|key revoke
                               administer Wallcrawler's projects and API keys
   quarry checks user create|suspend|activate|tier|token
                               administer Checks' users and their API tokens

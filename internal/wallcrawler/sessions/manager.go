@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -48,6 +49,12 @@ type Options struct {
 	// so a restarted process finds the sessions it owned. Default: the
 	// host name.
 	NodeID string
+	// AdvertiseURL is the base URL at which the other quarry processes of
+	// the installation reach this one's HTTP API (http://host:port): it is
+	// recorded on the sessions this process runs, and CDP connections
+	// that reach another process are forwarded there. "" disables
+	// forwarding to this process.
+	AdvertiseURL string
 	// WorkDir holds the profiles restored from contexts, in
 	// <WorkDir>/profiles/<session id>. Required. When the browsers run as
 	// another user, it must be a directory that user can traverse (the
@@ -128,7 +135,42 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	if d.Notifier != nil {
+		d.Notifier.OnEnd(m.ended)
+	}
+	return m
+}
+
+// ended closes the browser of a session that runs here and that another
+// process ended (a release or a timeout that reached another node of the
+// installation): its record says TERMINATING or final while this process
+// is not the one stopping it.
+func (m *Manager) ended(id string) {
+	m.mu.Lock()
+	l := m.live[id]
+	if l != nil {
+		l.mu.Lock()
+		stopping := l.stopping
+		l.mu.Unlock()
+		if stopping {
+			l = nil
+		} else {
+			delete(m.live, id)
+		}
+	}
+	m.mu.Unlock()
+	if l == nil {
+		return
+	}
+	m.log.Info("wallcrawler: session ended by another process; closing its browser", "session", id)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*defaultCloseBudget)
+		defer cancel()
+		m.finishBrowser(ctx, l)
+	}()
 }
 
 func (m *Manager) now() time.Time { return m.o.Now().UTC() }
@@ -253,7 +295,7 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	x := Session{
 		ID: id, ProjectID: project.ID, InternalStatus: StateCreating,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, LastEventAt: now,
-		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(),
+		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(), NodeURL: m.o.AdvertiseURL,
 		SigningKey: token, ConnectURL: connectURL(origin, id, token),
 		Timeout: in.Timeout, Width: in.Width, Height: in.Height,
 		UserMetadata: in.UserMetadata,
@@ -474,7 +516,16 @@ func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Ses
 // caller is already stopping it, or it has ended, stop returns it as is.
 func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, error) {
 	ctx = context.WithoutCancel(ctx)
+	// Claimed before the write, so that the stream record of this very
+	// write does not look like another process ending the session.
+	claimed := m.claim(id, true)
 	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason, nil)
+	if err != nil && claimed {
+		m.claim(id, false)
+		if errors.Is(err, ErrState) && (x.InternalStatus == StateTerminating || Terminal(x.InternalStatus)) {
+			m.ended(id) // another process is ending it
+		}
+	}
 	if errors.Is(err, ErrState) {
 		if x.InternalStatus == StateCreating {
 			return x, err
@@ -500,6 +551,21 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	m.releaseSlot(x.ProjectID)
 	m.countBrowserTime(x)
 	return x, nil
+}
+
+// claim marks (or unmarks) the live browser of session id as being
+// stopped by this process, and reports whether there is one.
+func (m *Manager) claim(id string, stopping bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.live[id]
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	l.stopping = stopping
+	l.mu.Unlock()
+	return true
 }
 
 // finishBrowser closes a live browser and keeps what outlives it.
@@ -555,26 +621,40 @@ func artifactKey(projectID, sessionID, name string) string {
 }
 
 // Resolve implements cdp.Resolver: the signingKey must be valid and for
-// this session, and the session's browser must run here.
-func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (cdp.Target, error) {
-	c, err := m.d.Tokens.Verify(token)
+// this session. When the session's browser runs here, the target is the
+// browser; when it runs in another quarry process of the installation,
+// the target is that process's CDP endpoint (the session's NodeURL),
+// dialled with a node-to-node token: the owner applies the filter and
+// counts the bytes. A connection that was itself forwarded (req.NodeToken
+// set) must carry a valid node token and is never forwarded again.
+func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, error) {
+	sessionID, pageID := req.SessionID, req.PageID
+	c, err := m.d.Tokens.Verify(req.SigningKey)
 	if err != nil {
 		return cdp.Target{}, fmt.Errorf("%w: %v", cdp.ErrUnauthorized, err)
 	}
 	if c.SessionID != sessionID {
 		return cdp.Target{}, fmt.Errorf("%w: token of another session", cdp.ErrUnauthorized)
 	}
+	if pageID != "" && !validTargetID(pageID) {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	if req.NodeToken != "" {
+		if _, err := m.d.Tokens.VerifyNode(req.NodeToken, sessionID, pageID); err != nil {
+			return cdp.Target{}, fmt.Errorf("%w: %v", cdp.ErrUnauthorized, err)
+		}
+	}
 	m.mu.Lock()
 	l := m.live[sessionID]
 	m.mu.Unlock()
 	if l == nil {
-		return cdp.Target{}, cdp.ErrNotFound
+		if req.NodeToken != "" {
+			return cdp.Target{}, cdp.ErrNotFound // one hop at most
+		}
+		return m.forward(ctx, req)
 	}
 	target := l.b.WebSocketURL()
 	if pageID != "" {
-		if !validTargetID(pageID) {
-			return cdp.Target{}, cdp.ErrNotFound
-		}
 		target = "ws://" + l.b.DebugAddr() + "/devtools/page/" + pageID
 	}
 	return cdp.Target{
@@ -605,6 +685,40 @@ func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (c
 			}
 		},
 	}, nil
+}
+
+// forward returns the target of a session whose browser runs in another
+// process: ErrNotFound unless the session is READY on a node that
+// advertises an address other than this process's.
+func (m *Manager) forward(ctx context.Context, req cdp.Request) (cdp.Target, error) {
+	x, err := m.d.Repo.Get(ctx, req.SessionID)
+	if errors.Is(err, ErrNotFound) {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	if err != nil {
+		return cdp.Target{}, fmt.Errorf("sessions: find the owner of %s: %w", req.SessionID, err)
+	}
+	if x.InternalStatus != StateReady || x.NodeURL == "" || x.NodeURL == m.o.AdvertiseURL || strings.HasPrefix(x.TaskARN, m.taskPrefix()) {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	u, err := url.Parse(x.NodeURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cdp.Target{}, fmt.Errorf("sessions: session %s has an unusable nodeUrl %q", req.SessionID, x.NodeURL)
+	}
+	tok, err := m.d.Tokens.SignNode(m.o.NodeID, req.SessionID, req.PageID)
+	if err != nil {
+		return cdp.Target{}, err
+	}
+	path := strings.TrimSuffix(u.Path, "/") + "/wallcrawler/cdp/" + req.SessionID
+	if req.PageID != "" {
+		path += "/page/" + req.PageID
+	}
+	scheme := "ws"
+	if u.Scheme == "https" {
+		scheme = "wss"
+	}
+	target := url.URL{Scheme: scheme, Host: u.Host, Path: path, RawQuery: url.Values{"signingKey": {req.SigningKey}}.Encode()}
+	return cdp.Target{URL: target.String(), Forward: true, Header: http.Header{cdp.NodeTokenHeader: {tok}}}, nil
 }
 
 func validTargetID(id string) bool {

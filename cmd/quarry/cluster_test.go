@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,5 +307,129 @@ func waitForLong(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestShutdownBoundedWithoutStore stops a node while a session runs and
+// its DynamoDB endpoint is gone: it must return within --shutdown-timeout
+// plus a margin although its final writes cannot land, and its browser
+// must still be closed. "refused": the store process ended (connections
+// refused); "silent": the endpoint accepts connections and never answers
+// (a blackholed network), which only deadlines can cut short.
+func TestShutdownBoundedWithoutStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts quarry and Chromium; skipped in -short mode")
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("no chromium (make test installs it)")
+	}
+	for _, mode := range []string{"refused", "silent"} {
+		t.Run(mode, func(t *testing.T) {
+			d := startSharedDDB(t, "", "")
+			front := newSwitchProxy(t, d.addr)
+			const shutdownTimeout = 3 * time.Second
+			n := startNode(t, &ddbProc{addr: front.addr}, "node-a", "--shutdown-timeout", shutdownTimeout.String())
+			clusterCLI(t, d, "wallcrawler", "project", "create", "--name", "s", "--id", "project_s")
+			key := clusterCLI(t, d, "wallcrawler", "key", "create", "--project", "project_s")
+			code, body := wcRequest(t, http.MethodPost, "http://"+n.api+"/wallcrawler/v1/sessions", key, `{"keepAlive":true}`)
+			if code != http.StatusCreated {
+				t.Fatalf("create session: %d %s", code, body)
+			}
+			if mode == "refused" {
+				d.stop()
+				front.close()
+			} else {
+				front.silence()
+			}
+			start := time.Now()
+			n.cancel()
+			select {
+			case code := <-n.done:
+				n.done <- code
+				t.Logf("node stopped %s after its context ended (exit %d)", time.Since(start).Round(time.Millisecond), code)
+			case <-time.After(shutdownTimeout + 10*time.Second):
+				t.Fatalf("node still running %s after its context ended, with its store gone:\n%s", shutdownTimeout+10*time.Second, n.logs.String())
+			}
+			if !strings.Contains(n.logs.String(), "browser closed") {
+				t.Errorf("the session's browser was not closed:\n%s", n.logs.String())
+			}
+		})
+	}
+}
+
+// switchProxy forwards TCP connections to a backend until silenced (then
+// it accepts and holds every connection without a byte either way) or
+// closed (then connections are refused).
+type switchProxy struct {
+	addr   string
+	ln     net.Listener
+	silent atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newSwitchProxy(t *testing.T, backend string) *switchProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &switchProxy{addr: ln.Addr().String(), ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
+			if p.silent.Load() {
+				continue // held open, never answered
+			}
+			go func() {
+				b, err := net.Dial("tcp", backend)
+				if err != nil {
+					c.Close()
+					return
+				}
+				p.mu.Lock()
+				p.conns = append(p.conns, b)
+				p.mu.Unlock()
+				go func() { p.copy(b, c) }()
+				p.copy(c, b)
+			}()
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+// copy relays src to dst while the proxy is not silenced.
+func (p *switchProxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.silent.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// silence stops relaying: open and new connections get no answer.
+func (p *switchProxy) silence() { p.silent.Store(true) }
+
+// close refuses new connections and drops the open ones.
+func (p *switchProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,6 +94,11 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	// Shutdown has one deadline, --shutdown-timeout after the signal: the
+	// listeners' drain and Wallcrawler's final writes share it, so a node
+	// whose DynamoDB endpoint went away still stops in time.
+	var shutdownAt atomic.Int64
+	context.AfterFunc(ctx, func() { shutdownAt.Store(time.Now().UnixNano()) })
 	wcCtx, stopWC := context.WithCancel(ctx)
 	wcDone := make(chan struct{})
 	ckDone := make(chan struct{})
@@ -105,7 +111,14 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		<-wcDone
 		<-ckDone
 		<-eeDone
-		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout+15*time.Second)
+		deadline := time.Now().Add(c.ShutdownTimeout)
+		if at := shutdownAt.Load(); at != 0 {
+			// At least a second for the final writes, even when the
+			// listeners' drain took the whole timeout.
+			deadline = time.Unix(0, at).Add(c.ShutdownTimeout)
+			deadline = later(deadline, time.Now().Add(time.Second))
+		}
+		sctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		wc.stop(sctx) // before the store closes: sessions end with a final write
 	}()
@@ -149,6 +162,14 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody})
 	}
 	return serveAll(ctx, c, log, servers)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // secureDataDir creates the data directory with mode 0700, or takes the

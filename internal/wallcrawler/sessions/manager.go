@@ -38,6 +38,9 @@ const (
 	DefaultIdleGrace   = 120 * time.Second
 	DefaultReapEvery   = 2 * time.Second
 	defaultCloseBudget = 15 * time.Second
+	// stopBudget bounds one stop (writes, browser close, context persist)
+	// when the caller's context sets no deadline.
+	stopBudget = 2 * time.Minute
 )
 
 // Regions are the region values the API accepts (informational here).
@@ -96,6 +99,12 @@ type Manager struct {
 	mu   sync.Mutex
 	live map[string]*live
 	wg   sync.WaitGroup
+	// base is the parent of the contexts of the Manager's own writes
+	// (those that outlive a request: final states, slots, usage); abort
+	// cancels it when Close's deadline passes, so that no write outlives
+	// a shutdown, however unreachable the store.
+	base  context.Context
+	abort context.CancelFunc
 }
 
 // live is a session whose browser runs in this process.
@@ -136,6 +145,7 @@ func NewManager(d Deps, o Options) *Manager {
 		o.Logger = slog.Default()
 	}
 	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m.base, m.abort = context.WithCancel(context.Background())
 	if d.Notifier != nil {
 		d.Notifier.OnEnd(m.ended)
 	}
@@ -167,13 +177,26 @@ func (m *Manager) ended(id string) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*defaultCloseBudget)
+		ctx, cancel := context.WithTimeout(m.base, 2*defaultCloseBudget)
 		defer cancel()
 		m.finishBrowser(ctx, l)
 	}()
 }
 
 func (m *Manager) now() time.Time { return m.o.Now().UTC() }
+
+// detach returns a context for work that must finish even when the
+// caller goes away (a client disconnecting mid-release): not cancelled
+// with ctx, but keeping ctx's deadline (else budget), and cancelled when
+// Close gives up.
+func (m *Manager) detach(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(m.base, budget)
+	if d, ok := ctx.Deadline(); ok {
+		c2, cancel2 := context.WithDeadline(c, d)
+		return c2, func() { cancel2(); cancel() }
+	}
+	return c, cancel
+}
 
 func (m *Manager) taskPrefix() string { return "local:" + m.o.NodeID + ":" }
 
@@ -374,7 +397,7 @@ func (m *Manager) restore(ctx context.Context, deadline time.Time, c contexts.Co
 // removes when the launch fails.
 func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir string, in CreateInput) {
 	defer m.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), m.o.ReadyWait+5*time.Second)
+	ctx, cancel := context.WithTimeout(m.base, m.o.ReadyWait+5*time.Second)
 	defer cancel()
 	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
 	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
@@ -428,14 +451,14 @@ func (m *Manager) watchCrash(l *live) {
 	if err := l.b.Err(); err != nil {
 		reason += ": " + err.Error()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	_, _ = m.stop(ctx, l.id, StateFailed, reason)
 }
 
 // fail moves a session from one of from to FAILED and frees its slot.
 func (m *Manager) fail(id, projectID string, from []string, reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	_, err := m.d.Repo.Transition(ctx, id, from, StateFailed, reason, map[string]av{
 		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())), "error": ddbitem.S(reason),
@@ -453,7 +476,7 @@ func (m *Manager) countBrowserTime(x Session) {
 	if x.StartedAt.IsZero() || x.EndedAt.Before(x.StartedAt) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	if err := m.d.Auth.AddUsage(ctx, x.ProjectID, x.EndedAt.Sub(x.StartedAt).Milliseconds(), 0); err != nil {
 		m.log.Warn("wallcrawler: count browser time", "project", x.ProjectID, "err", err)
@@ -461,7 +484,7 @@ func (m *Manager) countBrowserTime(x Session) {
 }
 
 func (m *Manager) releaseSlot(projectID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	if err := m.d.Auth.ReleaseSlot(ctx, projectID); err != nil {
 		m.log.Warn("wallcrawler: release concurrency slot", "project", projectID, "err", err)
@@ -515,7 +538,8 @@ func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Ses
 // TIMED_OUT or FAILED) with endedAt, and its slot freed. When another
 // caller is already stopping it, or it has ended, stop returns it as is.
 func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, error) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := m.detach(ctx, stopBudget)
+	defer cancel()
 	// Claimed before the write, so that the stream record of this very
 	// write does not look like another process ending the session.
 	claimed := m.claim(id, true)
@@ -675,7 +699,7 @@ func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, err
 			l.mu.Unlock()
 		},
 		Count: func(n int64) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(m.base, 5*time.Second)
 			defer cancel()
 			if err := m.d.Repo.AddProxyBytes(ctx, sessionID, n); err != nil {
 				m.log.Warn("wallcrawler: count proxy bytes", "session", sessionID, "err", err)
@@ -818,8 +842,14 @@ func (m *Manager) Reconcile(ctx context.Context) (int, error) {
 }
 
 // Close stops every session running in this process (quarry shutdown) and
-// waits for background work.
+// waits for background work. Every write it makes, and every write still
+// under way, ends by ctx's deadline: a session whose final state cannot be
+// written (the store is gone) still has its browser closed, and the next
+// start on this node (Reconcile) marks it FAILED.
 func (m *Manager) Close(ctx context.Context) {
+	defer m.abort()
+	stopAbort := context.AfterFunc(ctx, m.abort)
+	defer stopAbort()
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.live))
 	for id := range m.live {
@@ -837,6 +867,19 @@ func (m *Manager) Close(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	// What stop could not take (its first write failed): close the
+	// browsers anyway.
+	m.mu.Lock()
+	left := make([]*live, 0, len(m.live))
+	for id, l := range m.live {
+		left = append(left, l)
+		delete(m.live, id)
+	}
+	m.mu.Unlock()
+	for _, l := range left {
+		m.log.Warn("wallcrawler: closing a browser whose session could not be ended in the store", "session", l.id)
+		m.dropLive(ctx, l)
+	}
 	m.wg.Wait()
 }
 

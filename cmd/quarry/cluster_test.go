@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/coder/websocket"
 )
 
@@ -431,5 +437,90 @@ func (p *switchProxy) close() {
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		c.Close()
+	}
+}
+
+// TestServeOnAlternatorEmulation starts a node on `quarry ddb serve
+// --emulate alternator`: Wallcrawler starts (warning that point-in-time
+// recovery is missing) and works with delayed stream records, DataShelf
+// starts, and Checks and EECAR, which write with transactions, are not
+// started, with a message naming the feature and the engine, in the log,
+// in /healthz and in their APIs' answers.
+func TestServeOnAlternatorEmulation(t *testing.T) {
+	d := startSharedDDB(t, "", "", "--emulate", "alternator", "--emulate-stream-delay", "1s")
+	// The emulation refuses what Alternator refuses, the way it does.
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + d.addr),
+		Credentials: credentials.NewStaticCredentialsProvider(clusterKeyID, clusterSecret, "")})
+	_, err := c.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "x"}}}},
+	}})
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "UnknownOperationException" || api.ErrorMessage() != "Unsupported operation TransactWriteItems" {
+		t.Fatalf("TransactWriteItems on the emulation: %v, want UnknownOperationException \"Unsupported operation TransactWriteItems\"", err)
+	}
+
+	n := startNode(t, d, "node-a")
+	resp, err := http.Get("http://" + n.api + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Systems map[string]struct {
+			Status   string   `json:"status"`
+			Reason   string   `json:"reason"`
+			Warnings []string `json:"warnings"`
+		} `json:"systems"`
+		DynamoDB map[string]any `json:"dynamodb"`
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := json.Unmarshal(body, &health); err != nil {
+		t.Fatalf("/healthz: %v: %s", err, body)
+	}
+	t.Logf("/healthz: %s", body)
+	for _, name := range []string{"wallcrawler", "datashelf"} {
+		if health.Systems[name].Status != "running" {
+			t.Errorf("%s: %+v, want running", name, health.Systems[name])
+		}
+	}
+	if w := strings.Join(health.Systems["wallcrawler"].Warnings, " "); !strings.Contains(w, "point-in-time recovery") || !strings.Contains(w, "Alternator") {
+		t.Errorf("wallcrawler warnings %q: want point-in-time recovery named, and the engine", w)
+	}
+	for _, name := range []string{"checks", "eecar"} {
+		s := health.Systems[name]
+		if s.Status != "disabled" || !strings.Contains(s.Reason, "transactions (TransactWriteItems)") || !strings.Contains(s.Reason, "Alternator") {
+			t.Errorf("%s: %+v, want disabled naming transactions and the engine", name, s)
+		}
+		if !strings.Contains(n.logs.String(), s.Reason) {
+			t.Errorf("%s: the reason is not in the log", name)
+		}
+	}
+	if health.DynamoDB["transactions"] != false || health.DynamoDB["streams"] != true || health.DynamoDB["pointInTimeRecovery"] != false {
+		t.Errorf("dynamodb capabilities: %v", health.DynamoDB)
+	}
+	code, body := wcRequest(t, http.MethodGet, "http://"+n.api+"/checks/checks", "", "")
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "does not support transactions") {
+		t.Errorf("/checks on a node without Checks: %d %s", code, body)
+	}
+	if code, body := wcRequest(t, http.MethodGet, "http://"+n.api+"/datashelf/api/products", "", ""); code != http.StatusOK {
+		t.Errorf("DataShelf: %d %s", code, body)
+	}
+
+	// Wallcrawler works although its stream lags.
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Log("no chromium: session creation not tried")
+		return
+	}
+	clusterCLI(t, d, "wallcrawler", "project", "create", "--name", "alt", "--id", "project_alt")
+	key := clusterCLI(t, d, "wallcrawler", "key", "create", "--project", "project_alt")
+	start := time.Now()
+	code, body = wcRequest(t, http.MethodPost, "http://"+n.api+"/wallcrawler/v1/sessions", key, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create session on the emulation: %d %s", code, body)
+	}
+	t.Logf("session RUNNING after %s", time.Since(start).Round(time.Millisecond))
+	sess := decodeSession(t, "create", body)
+	if code, body := wcRequest(t, http.MethodPost, "http://"+n.api+"/wallcrawler/v1/sessions/"+sess.ID, key, `{"status":"REQUEST_RELEASE"}`); code != http.StatusOK {
+		t.Errorf("release: %d %s", code, body)
 	}
 }

@@ -38,6 +38,9 @@ const (
 	DefaultIdleGrace   = 120 * time.Second
 	DefaultReapEvery   = 2 * time.Second
 	defaultCloseBudget = 15 * time.Second
+	// readyPoll is how often Create reads the table while it waits for
+	// READY, besides the stream.
+	readyPoll = 500 * time.Millisecond
 	// stopBudget bounds one stop (writes, browser close, context persist)
 	// when the caller's context sets no deadline.
 	stopBudget = 2 * time.Minute
@@ -345,9 +348,30 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 
 	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
 	defer timer.Stop()
+	// The stream wakes the wait at once on most engines; where its records
+	// lag (ScyllaDB Alternator shows them after a window of seconds), the
+	// table itself is read every readyPoll.
+	poll := time.NewTicker(readyPoll)
+	defer poll.Stop()
 	var reason string
-	select {
-	case st := <-ready:
+wait:
+	for {
+		var st string
+		select {
+		case st = <-ready:
+		case <-poll.C:
+			cur, err := m.d.Repo.Get(ctx, id)
+			if err != nil || cur.InternalStatus == StateCreating || cur.InternalStatus == StateProvisioning {
+				continue
+			}
+			st = cur.InternalStatus
+		case <-timer.C:
+			reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
+			break wait
+		case <-ctx.Done():
+			reason = "client went away before the browser was ready"
+			break wait
+		}
 		if st == StateReady {
 			return m.d.Repo.Get(ctx, id)
 		}
@@ -356,10 +380,6 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
 		}
 		return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, st)
-	case <-timer.C:
-		reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
-	case <-ctx.Done():
-		reason = "client went away before the browser was ready"
 	}
 	// The stream may lag; trust the table before giving up.
 	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,31 +83,80 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	wc, err := startWallcrawler(ctx, c, client, streams, store != nil, policy, log)
-	if err != nil {
-		return err
+	// Each DynamoDB system starts only when the endpoint offers what it
+	// needs; the others start regardless, and /healthz says which is off
+	// and why.
+	caps := probeCapabilities(ctx, c, client, streams)
+	systems := map[string]any{}
+	reasons := map[string]string{}
+	refuse := func(name, why string) {
+		log.Error(why, "system", name)
+		systems[name] = map[string]any{"status": "disabled", "reason": why}
+		reasons[name] = why
 	}
-	ck, err := startChecks(ctx, c, client, policy, log)
-	if err != nil {
-		return err
+	var wc *wallcrawler
+	if why := caps.missing("Wallcrawler", "streams", "ttl"); why != "" {
+		refuse("wallcrawler", why)
+	} else {
+		if wc, err = startWallcrawler(ctx, c, client, streams, store != nil, policy, log); err != nil {
+			return err
+		}
+		st := map[string]any{"status": "running"}
+		if !caps.PITR {
+			warning := fmt.Sprintf("point-in-time recovery is not available on %s: Wallcrawler's tables are not protected by it; back them up by the engine's own means", caps.Engine)
+			log.Warn(warning, "system", "wallcrawler")
+			st["warnings"] = []string{warning}
+		}
+		systems["wallcrawler"] = st
 	}
-	ee, err := startEECAR(ctx, c, client, streams, store != nil, policy, log)
-	if err != nil {
-		return err
+	var ck *checks
+	if why := caps.missing("Checks", "transactions"); why != "" {
+		refuse("checks", why)
+	} else {
+		if ck, err = startChecks(ctx, c, client, policy, log); err != nil {
+			return err
+		}
+		systems["checks"] = map[string]any{"status": "running"}
 	}
+	var ee *eecar
+	if why := caps.missing("EECAR", "transactions", "streams"); why != "" {
+		refuse("eecar", why)
+	} else {
+		if ee, err = startEECAR(ctx, c, client, streams, store != nil, policy, log); err != nil {
+			return err
+		}
+		systems["eecar"] = map[string]any{"status": "running"}
+	}
+	// Shutdown has one deadline, --shutdown-timeout after the signal: the
+	// listeners' drain and Wallcrawler's final writes share it, so a node
+	// whose DynamoDB endpoint went away still stops in time.
+	var shutdownAt atomic.Int64
+	context.AfterFunc(ctx, func() { shutdownAt.Store(time.Now().UnixNano()) })
 	wcCtx, stopWC := context.WithCancel(ctx)
-	wcDone := make(chan struct{})
-	ckDone := make(chan struct{})
-	go func() { defer close(wcDone); wc.run(wcCtx, log) }()
-	go func() { defer close(ckDone); ck.run(wcCtx, log) }()
-	eeDone := make(chan struct{})
-	go func() { defer close(eeDone); ee.run(wcCtx, log) }()
+	var running sync.WaitGroup
+	for _, sys := range []interface {
+		run(context.Context, *slog.Logger)
+	}{wc, ck, ee} {
+		if isNil(sys) {
+			continue
+		}
+		running.Add(1)
+		go func() { defer running.Done(); sys.run(wcCtx, log) }()
+	}
 	defer func() {
 		stopWC()
-		<-wcDone
-		<-ckDone
-		<-eeDone
-		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout+15*time.Second)
+		running.Wait()
+		if wc == nil {
+			return
+		}
+		deadline := time.Now().Add(c.ShutdownTimeout)
+		if at := shutdownAt.Load(); at != 0 {
+			// At least a second for the final writes, even when the
+			// listeners' drain took the whole timeout.
+			deadline = time.Unix(0, at).Add(c.ShutdownTimeout)
+			deadline = later(deadline, time.Now().Add(time.Second))
+		}
+		sctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		wc.stop(sctx) // before the store closes: sessions end with a final write
 	}()
@@ -119,25 +170,59 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	systems["datashelf"] = map[string]any{"status": "running"}
 
 	reg := metrics.New()
-	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 { return float64(wc.manager.Live()) })
-	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 { return float64(ck.sched.Len()) })
-	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 { return float64(ee.market.Index().Len()) })
-	reg.Collect(egressFamilies(wc.egress))
+	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 {
+		if wc == nil {
+			return 0
+		}
+		return float64(wc.manager.Live())
+	})
+	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 {
+		if ck == nil {
+			return 0
+		}
+		return float64(ck.sched.Len())
+	})
+	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 {
+		if ee == nil {
+			return 0
+		}
+		return float64(ee.market.Index().Len())
+	})
+	if wc != nil {
+		reg.Collect(egressFamilies(wc.egress))
+	}
 	if store != nil {
 		reg.Collect(storeFamilies(store))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.HealthDetails(nil, func() map[string]any {
-		return map[string]any{"wallcrawler": wc.health()}
+		d := map[string]any{"systems": systems, "dynamodb": caps.health()}
+		if wc != nil {
+			d["wallcrawler"] = wc.health()
+		}
+		return d
 	}))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("/datashelf/", reg.Count("datashelf", boundedIDs(dsHandler, dataShelfError)))
-	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", boundedIDs(wc.handler, browserbaseError)))
-	mux.Handle(uploadPrefix, reg.Count("wallcrawler", boundedIDs(wc.uploads, plainError)))
-	mux.Handle("/checks/", reg.Count("checks", boundedIDs(ck.handler, plainError)))
-	mux.Handle("/eecar/", reg.Count("eecar", boundedIDs(ee.handler, plainError)))
+	if wc != nil {
+		mux.Handle("/wallcrawler/", reg.Count("wallcrawler", boundedIDs(wc.handler, browserbaseError)))
+		mux.Handle(uploadPrefix, reg.Count("wallcrawler", boundedIDs(wc.uploads, plainError)))
+	} else {
+		mux.Handle("/wallcrawler/", reg.Count("wallcrawler", disabledSystem(reasons["wallcrawler"])))
+	}
+	if ck != nil {
+		mux.Handle("/checks/", reg.Count("checks", boundedIDs(ck.handler, plainError)))
+	} else {
+		mux.Handle("/checks/", reg.Count("checks", disabledSystem(reasons["checks"])))
+	}
+	if ee != nil {
+		mux.Handle("/eecar/", reg.Count("eecar", boundedIDs(ee.handler, plainError)))
+	} else {
+		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -149,6 +234,28 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody})
 	}
 	return serveAll(ctx, c, log, servers)
+}
+
+// isNil reports whether an interface holds a nil pointer (a system that
+// did not start).
+func isNil(v any) bool {
+	switch x := v.(type) {
+	case *wallcrawler:
+		return x == nil
+	case *checks:
+		return x == nil
+	case *eecar:
+		return x == nil
+	}
+	return v == nil
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // secureDataDir creates the data directory with mode 0700, or takes the
@@ -189,7 +296,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
 	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-sync-interval", "ddb-cache-mb", "credentials",
-		"read-header-timeout", "read-timeout", "idle-timeout", "ddb-max-conns"})
+		"read-header-timeout", "read-timeout", "idle-timeout", "ddb-max-conns", "emulate", "emulate-stream-delay"})
 	if err != nil {
 		return err
 	}
@@ -199,7 +306,14 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: ddbHandler(store), Logger: log,
+	handler, err := emulation(c.Emulate, c.EmulateStreamDelay, ddbHandler(store))
+	if err != nil {
+		return err
+	}
+	if c.Emulate != "" {
+		log.Warn("emulating another engine's gaps", "emulate", c.Emulate, "stream_delay", c.EmulateStreamDelay)
+	}
+	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
 		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}})
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -260,6 +261,9 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	ctxStore := contexts.New(client, names, blobs, &contexts.Options{
 		MaxUnpackBytes: c.WallcrawlerContextMaxBytes, MaxUnpackEntries: c.WallcrawlerContextMaxEntries,
 	})
+	if host, _, _ := net.SplitHostPort(c.Listen); c.DynamoDBEndpoint != "" && c.AdvertiseURL == "" && (host == "" || net.ParseIP(host).IsUnspecified()) {
+		log.Warn("--listen is a wildcard address: set --advertise-url so that the other processes can forward CDP connections here", "listen", c.Listen)
+	}
 	repo := sessions.NewRepo(client, names, nil)
 	poll := 250 * time.Millisecond
 	if embedded {
@@ -269,7 +273,8 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		Repo: repo, Auth: authStore, Contexts: ctxStore, Blobs: blobs, Browsers: provider,
 		Tokens:   sessions.NewTokens(secret, nil),
 		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
-	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log})
+	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log,
+		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c)})
 	if n, err := w.manager.Reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("wallcrawler: reconcile sessions: %w", err)
 	} else if n > 0 {
@@ -299,6 +304,15 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	})
 	w.handler = http.StripPrefix("/wallcrawler", h)
 	return w, nil
+}
+
+// advertiseURL is the base URL the other processes reach this one's API
+// at: --advertise-url, else http://<--listen>.
+func advertiseURL(c *config.Config) string {
+	if c.AdvertiseURL != "" {
+		return strings.TrimSuffix(c.AdvertiseURL, "/")
+	}
+	return "http://" + c.Listen
 }
 
 // maxContextArchive bounds an uploaded profile archive (compressed), or

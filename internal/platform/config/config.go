@@ -28,6 +28,24 @@ type Config struct {
 	// (Wallcrawler's connectUrl and upload URLs) are built on it. Empty:
 	// each request's Host (see TrustedProxies).
 	PublicURL string
+	// AdvertiseURL is the base URL at which the other quarry processes of
+	// an installation reach this one's HTTP API (for example
+	// http://10.0.3.7:8080): Wallcrawler records it on the sessions whose
+	// browsers run here, and the other processes forward those sessions'
+	// CDP connections to it. Empty: http://<Listen>.
+	AdvertiseURL string
+	// Emulate makes `quarry ddb serve` answer like another engine where it
+	// differs in what quarry's systems need: "alternator" (ScyllaDB
+	// Alternator: no transactions, no point-in-time recovery, delayed
+	// stream records). Empty: the store as it is.
+	Emulate string
+	// EmulateStreamDelay is how long after a write its stream record
+	// appears under Emulate (Alternator's default window is 10 s).
+	EmulateStreamDelay time.Duration
+	// NodeID names this process in Wallcrawler's ecsTaskArn
+	// ("local:<node>:<browser>"); processes sharing a DynamoDB endpoint
+	// need distinct ones. Empty: the host name.
+	NodeID string
 	// TrustedProxies are comma-separated CIDRs (or addresses) of reverse
 	// proxies whose X-Forwarded-Proto and X-Forwarded-Host headers are
 	// believed when PublicURL is empty; default none.
@@ -175,6 +193,8 @@ func Defaults() Config {
 		MaxConns:          1024,
 		DDBMaxConns:       1024,
 
+		EmulateStreamDelay: 10 * time.Second,
+
 		WallcrawlerIdleGrace:         120 * time.Second,
 		WallcrawlerContextMaxBytes:   1 << 30,
 		WallcrawlerContextMaxEntries: 100_000,
@@ -201,6 +221,10 @@ func (c *Config) fields(which []string) []field {
 	all := []field{
 		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil, nil, nil},
 		{"public-url", "QUARRY_PUBLIC_URL", "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", &c.PublicURL, nil, nil, nil, nil},
+		{flag: "advertise-url", env: "QUARRY_ADVERTISE_URL", usage: "base URL the other quarry processes reach this one's HTTP API at, for forwarding Wallcrawler's CDP connections, e.g. http://10.0.3.7:8080 (default: http://<listen>)", str: &c.AdvertiseURL},
+		{flag: "emulate", env: "QUARRY_EMULATE", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
+		{flag: "emulate-stream-delay", env: "QUARRY_EMULATE_STREAM_DELAY", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
+		{flag: "node-id", env: "QUARRY_NODE_ID", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name)", str: &c.NodeID},
 		{"trusted-proxies", "QUARRY_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", &c.TrustedProxies, nil, nil, nil, nil},
 		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil, nil, nil},
 		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil, nil, nil},
@@ -355,6 +379,20 @@ func (c *Config) Validate() error {
 	checkAddr("listen", c.Listen, false)
 	if _, err := origin.ParsePublicURL(c.PublicURL); err != nil {
 		errs = append(errs, fmt.Errorf("config: --public-url %q: want an http:// or https:// URL with a host and no query, e.g. https://browsers.example.com (%w)", c.PublicURL, err))
+	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("config: --advertise-url %q: want an http:// or https:// URL with a host and no query, e.g. http://10.0.3.7:8080", c.AdvertiseURL))
+		}
+	}
+	if c.Emulate != "" && c.Emulate != "alternator" {
+		errs = append(errs, fmt.Errorf("config: --emulate %q: want alternator (or empty)", c.Emulate))
+	}
+	if c.EmulateStreamDelay < 0 {
+		errs = append(errs, fmt.Errorf("config: --emulate-stream-delay %v: must not be negative", c.EmulateStreamDelay))
+	}
+	if strings.ContainsAny(c.NodeID, ": \t\n/") {
+		errs = append(errs, fmt.Errorf("config: --node-id %q: must not contain ':', '/' or spaces", c.NodeID))
 	}
 	if _, err := origin.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("config: --trusted-proxies %q: want comma-separated CIDRs like 10.0.0.0/8 (%w)", c.TrustedProxies, err))

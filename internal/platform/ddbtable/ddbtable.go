@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Spec is one table: its CreateTable input (including any stream), the TTL
@@ -38,7 +40,10 @@ func Ensure(ctx context.Context, client *dynamodb.Client, specs ...Spec) error {
 			}
 		}
 		if s.PITR {
-			if err := ensurePITR(ctx, client, name); err != nil {
+			// A recommendation, not a requirement: an engine without
+			// point-in-time recovery (ScyllaDB Alternator) is let be; the
+			// caller reports it (see IsUnsupported).
+			if err := ensurePITR(ctx, client, name); err != nil && !IsUnsupported(err) {
 				return fmt.Errorf("table %s: point-in-time recovery: %w", name, err)
 			}
 		}
@@ -178,4 +183,23 @@ func ensurePITR(ctx context.Context, client *dynamodb.Client, name string) error
 		return fmt.Errorf("update: %w", err)
 	}
 	return nil
+}
+
+// IsUnsupported reports whether err is an endpoint's refusal of an
+// operation it does not implement: UnknownOperationException (ScyllaDB
+// Alternator answers "Unsupported operation X"), or a ValidationException
+// or UnsupportedOperationException saying the operation is not supported.
+func IsUnsupported(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "UnknownOperationException", "UnsupportedOperationException":
+		return true
+	case "ValidationException":
+		msg := strings.ToLower(api.ErrorMessage())
+		return strings.Contains(msg, "not supported") || strings.Contains(msg, "unsupported")
+	}
+	return false
 }

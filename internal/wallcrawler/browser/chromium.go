@@ -654,10 +654,16 @@ func (b *chromiumBrowser) abort() {
 
 // Close implements Browser.
 func (b *chromiumBrowser) Close(ctx context.Context) error {
+	// A free semaphore is taken even when ctx has ended: an ended ctx
+	// then means "kill it now", not "do nothing".
 	select {
 	case b.closeSem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("browser %s: close: %w", b.id, ctx.Err())
+	default:
+		select {
+		case b.closeSem <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("browser %s: close: %w", b.id, ctx.Err())
+		}
 	}
 	defer func() { <-b.closeSem }()
 	if b.closed {

@@ -30,10 +30,35 @@ var (
 	ErrNotFound = errors.New("cdp: session not live")
 )
 
+// NodeTokenHeader carries the node-to-node credential of a connection
+// one quarry process forwards to the process that owns the session's
+// browser (see Request.NodeToken).
+const NodeTokenHeader = "X-Quarry-Node-Token"
+
+// Request is one connection to authorize.
+type Request struct {
+	// SessionID and PageID ("" for the browser target) come from the path.
+	SessionID, PageID string
+	// SigningKey is the tenant's signingKey JWT.
+	SigningKey string
+	// NodeToken is the NodeTokenHeader of a connection forwarded by
+	// another quarry process ("" from a client). A request that carries
+	// one must carry a valid one, and is never forwarded again.
+	NodeToken string
+}
+
 // Target is where an authorized connection goes and whom to tell.
 type Target struct {
-	// URL is the browser target's WebSocket URL on loopback.
+	// URL is the browser target's WebSocket URL on loopback, or, when
+	// Forward is set, the owning node's CDP endpoint for this session.
 	URL string
+	// Forward marks a session whose browser runs in another process: the
+	// connection is relayed as is to URL, dialled with Header; the owner
+	// filters the commands, logs and counts them, so this process does
+	// none of it (the Filter cannot be skipped by connecting elsewhere).
+	Forward bool
+	// Header is sent when dialling URL (the node-to-node credential).
+	Header http.Header
 	// DownloadDir is the session's download directory on the host: the
 	// only place from which commands may hand files to pages, and where
 	// every download goes (see Filter). "" refuses both.
@@ -50,9 +75,9 @@ type Target struct {
 
 // Resolver authorizes a connection to a session and finds its browser.
 type Resolver interface {
-	// Resolve returns the target of a session's browser (pageID "") or of
+	// Resolve returns the target of a session's browser (PageID "") or of
 	// one of its pages (a DevTools target id).
-	Resolve(ctx context.Context, sessionID, pageID, signingKey string) (Target, error)
+	Resolve(ctx context.Context, req Request) (Target, error)
 }
 
 // Proxy serves /cdp/{sessionId}?signingKey=JWT (the browser target) and
@@ -85,7 +110,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		token = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}
-	t, err := p.res.Resolve(r.Context(), id, page, token)
+	t, err := p.res.Resolve(r.Context(), Request{SessionID: id, PageID: page, SigningKey: token, NodeToken: r.Header.Get(NodeTokenHeader)})
 	switch {
 	case errors.Is(err, ErrUnauthorized):
 		httpError(w, http.StatusUnauthorized, "Invalid or expired signingKey")
@@ -106,9 +131,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// WebSocket that closes at once.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	up, _, err := websocket.Dial(ctx, t.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
+	up, resp, err := websocket.Dial(dctx, t.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPHeader: t.Header})
+	dcancel()
 	if err != nil {
-		p.log.WarnContext(r.Context(), "cdp: browser unreachable", "session", id, "err", err)
+		if t.Forward && resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusNotFound) {
+			// The owner's own answer: the session ended, or it refuses.
+			p.log.InfoContext(r.Context(), "cdp: owner refused a forwarded connection", "session", id, "status", resp.StatusCode)
+			httpError(w, resp.StatusCode, "Session is not running")
+			return
+		}
+		p.log.WarnContext(r.Context(), "cdp: browser unreachable", "session", id, "forward", t.Forward, "err", err)
 		httpError(w, http.StatusBadGateway, "Browser unreachable")
 		return
 	}
@@ -147,14 +180,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	pending := &pendingMap{m: map[int64]int64{}}
-	c := &commands{
-		filter: NewFilter(t.DownloadDir), log: p.log.With("session", id), n: &relayed,
-		request: func(b []byte) { pending.request(t.Log, b) }, response: func(b []byte) { pending.response(t.Log, b) },
-	}
 	errc := make(chan error, 2)
-	go func() { errc <- c.pump(ctx, down, up) }()
-	go func() { errc <- pump(ctx, up, down, &relayed, c.response) }()
+	if t.Forward {
+		// Relayed unchanged: the owning node filters, logs and counts.
+		var ignored atomic.Int64
+		noop := func([]byte) {}
+		go func() { errc <- pump(ctx, down, up, &ignored, noop) }()
+		go func() { errc <- pump(ctx, up, down, &ignored, noop) }()
+	} else {
+		p.relay(ctx, t, id, down, up, &relayed, errc)
+	}
 	err = <-errc
 	cancel()
 	status := websocket.CloseStatus(err)
@@ -163,6 +198,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	up.Close(websocket.StatusNormalClosure, "")
 	down.Close(status, "")
+}
+
+// relay starts the filtered, logged relay of a local browser's connection.
+func (p *Proxy) relay(ctx context.Context, t Target, id string, down, up *websocket.Conn, relayed *atomic.Int64, errc chan<- error) {
+	pending := &pendingMap{m: map[int64]int64{}}
+	c := &commands{
+		filter: NewFilter(t.DownloadDir), log: p.log.With("session", id), n: relayed,
+		request: func(b []byte) { pending.request(t.Log, b) }, response: func(b []byte) { pending.response(t.Log, b) },
+	}
+	go func() { errc <- c.pump(ctx, down, up) }()
+	go func() { errc <- pump(ctx, up, down, relayed, c.response) }()
 }
 
 // pump copies messages from src to dst until either fails.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -38,6 +39,12 @@ const (
 	DefaultReapEvery   = 2 * time.Second
 	DefaultSampleEvery = 5 * time.Second
 	defaultCloseBudget = 15 * time.Second
+	// readyPoll is how often Create reads the table while it waits for
+	// READY, besides the stream.
+	readyPoll = 500 * time.Millisecond
+	// stopBudget bounds one stop (writes, browser close, context persist)
+	// when the caller's context sets no deadline.
+	stopBudget = 2 * time.Minute
 )
 
 // Regions are the region values the API accepts (informational here).
@@ -49,6 +56,12 @@ type Options struct {
 	// so a restarted process finds the sessions it owned. Default: the
 	// host name.
 	NodeID string
+	// AdvertiseURL is the base URL at which the other quarry processes of
+	// the installation reach this one's HTTP API (http://host:port): it is
+	// recorded on the sessions this process runs, and CDP connections
+	// that reach another process are forwarded there. "" disables
+	// forwarding to this process.
+	AdvertiseURL string
 	// WorkDir holds the profiles restored from contexts, in
 	// <WorkDir>/profiles/<session id>. Required. When the browsers run as
 	// another user, it must be a directory that user can traverse (the
@@ -94,6 +107,12 @@ type Manager struct {
 	mu   sync.Mutex
 	live map[string]*live
 	wg   sync.WaitGroup
+	// base is the parent of the contexts of the Manager's own writes
+	// (those that outlive a request: final states, slots, usage); abort
+	// cancels it when Close's deadline passes, so that no write outlives
+	// a shutdown, however unreachable the store.
+	base  context.Context
+	abort context.CancelFunc
 }
 
 // live is a session whose browser runs in this process.
@@ -166,10 +185,59 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m.base, m.abort = context.WithCancel(context.Background())
+	if d.Notifier != nil {
+		d.Notifier.OnEnd(m.ended)
+	}
+	return m
+}
+
+// ended closes the browser of a session that runs here and that another
+// process ended (a release or a timeout that reached another node of the
+// installation): its record says TERMINATING or final while this process
+// is not the one stopping it.
+func (m *Manager) ended(id string) {
+	m.mu.Lock()
+	l := m.live[id]
+	if l != nil {
+		l.mu.Lock()
+		stopping := l.stopping
+		l.mu.Unlock()
+		if stopping {
+			l = nil
+		} else {
+			delete(m.live, id)
+		}
+	}
+	m.mu.Unlock()
+	if l == nil {
+		return
+	}
+	m.log.Info("wallcrawler: session ended by another process; closing its browser", "session", id)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.base, 2*defaultCloseBudget)
+		defer cancel()
+		m.finishBrowser(ctx, l)
+	}()
 }
 
 func (m *Manager) now() time.Time { return m.o.Now().UTC() }
+
+// detach returns a context for work that must finish even when the
+// caller goes away (a client disconnecting mid-release): not cancelled
+// with ctx, but keeping ctx's deadline (else budget), and cancelled when
+// Close gives up.
+func (m *Manager) detach(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(m.base, budget)
+	if d, ok := ctx.Deadline(); ok {
+		c2, cancel2 := context.WithDeadline(c, d)
+		return c2, func() { cancel2(); cancel() }
+	}
+	return c, cancel
+}
 
 func (m *Manager) taskPrefix() string { return "local:" + m.o.NodeID + ":" }
 
@@ -291,7 +359,7 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	x := Session{
 		ID: id, ProjectID: project.ID, InternalStatus: StateCreating,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, LastEventAt: now,
-		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(),
+		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(), NodeURL: m.o.AdvertiseURL,
 		SigningKey: token, ConnectURL: connectURL(origin, id, token),
 		Timeout: in.Timeout, Width: in.Width, Height: in.Height,
 		UserMetadata: in.UserMetadata,
@@ -318,9 +386,30 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 
 	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
 	defer timer.Stop()
+	// The stream wakes the wait at once on most engines; where its records
+	// lag (ScyllaDB Alternator shows them after a window of seconds), the
+	// table itself is read every readyPoll.
+	poll := time.NewTicker(readyPoll)
+	defer poll.Stop()
 	var reason string
-	select {
-	case st := <-ready:
+wait:
+	for {
+		var st string
+		select {
+		case st = <-ready:
+		case <-poll.C:
+			cur, err := m.d.Repo.Get(ctx, id)
+			if err != nil || cur.InternalStatus == StateCreating || cur.InternalStatus == StateProvisioning {
+				continue
+			}
+			st = cur.InternalStatus
+		case <-timer.C:
+			reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
+			break wait
+		case <-ctx.Done():
+			reason = "client went away before the browser was ready"
+			break wait
+		}
 		if st == StateReady {
 			return m.d.Repo.Get(ctx, id)
 		}
@@ -329,10 +418,6 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
 		}
 		return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, st)
-	case <-timer.C:
-		reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
-	case <-ctx.Done():
-		reason = "client went away before the browser was ready"
 	}
 	// The stream may lag; trust the table before giving up.
 	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {
@@ -370,7 +455,7 @@ func (m *Manager) restore(ctx context.Context, deadline time.Time, c contexts.Co
 // removes when the launch fails.
 func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir string, in CreateInput) {
 	defer m.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), m.o.ReadyWait+5*time.Second)
+	ctx, cancel := context.WithTimeout(m.base, m.o.ReadyWait+5*time.Second)
 	defer cancel()
 	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
 	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
@@ -426,14 +511,14 @@ func (m *Manager) watchCrash(l *live) {
 	if err := l.b.Err(); err != nil {
 		reason += ": " + err.Error()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	_, _ = m.stop(ctx, l.id, StateFailed, reason)
 }
 
 // fail moves a session from one of from to FAILED and frees its slot.
 func (m *Manager) fail(id, projectID string, from []string, reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	_, err := m.d.Repo.Transition(ctx, id, from, StateFailed, reason, map[string]av{
 		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())), "error": ddbitem.S(reason),
@@ -451,7 +536,7 @@ func (m *Manager) countBrowserTime(x Session) {
 	if x.StartedAt.IsZero() || x.EndedAt.Before(x.StartedAt) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	if err := m.d.Auth.AddUsage(ctx, x.ProjectID, x.EndedAt.Sub(x.StartedAt).Milliseconds(), 0); err != nil {
 		m.log.Warn("wallcrawler: count browser time", "project", x.ProjectID, "err", err)
@@ -459,7 +544,7 @@ func (m *Manager) countBrowserTime(x Session) {
 }
 
 func (m *Manager) releaseSlot(projectID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), defaultCloseBudget)
+	ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
 	defer cancel()
 	if err := m.d.Auth.ReleaseSlot(ctx, projectID); err != nil {
 		m.log.Warn("wallcrawler: release concurrency slot", "project", projectID, "err", err)
@@ -513,8 +598,18 @@ func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Ses
 // TIMED_OUT or FAILED) with endedAt, and its slot freed. When another
 // caller is already stopping it, or it has ended, stop returns it as is.
 func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, error) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := m.detach(ctx, stopBudget)
+	defer cancel()
+	// Claimed before the write, so that the stream record of this very
+	// write does not look like another process ending the session.
+	claimed := m.claim(id, true)
 	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason, nil)
+	if err != nil && claimed {
+		m.claim(id, false)
+		if errors.Is(err, ErrState) && (x.InternalStatus == StateTerminating || Terminal(x.InternalStatus)) {
+			m.ended(id) // another process is ending it
+		}
+	}
 	if errors.Is(err, ErrState) {
 		if x.InternalStatus == StateCreating {
 			return x, err
@@ -540,6 +635,21 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	m.releaseSlot(x.ProjectID)
 	m.countBrowserTime(x)
 	return x, nil
+}
+
+// claim marks (or unmarks) the live browser of session id as being
+// stopped by this process, and reports whether there is one.
+func (m *Manager) claim(id string, stopping bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.live[id]
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	l.stopping = stopping
+	l.mu.Unlock()
+	return true
 }
 
 // finishBrowser closes a live browser and keeps what outlives it.
@@ -601,26 +711,40 @@ func artifactKey(projectID, sessionID, name string) string {
 }
 
 // Resolve implements cdp.Resolver: the signingKey must be valid and for
-// this session, and the session's browser must run here.
-func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (cdp.Target, error) {
-	c, err := m.d.Tokens.Verify(token)
+// this session. When the session's browser runs here, the target is the
+// browser; when it runs in another quarry process of the installation,
+// the target is that process's CDP endpoint (the session's NodeURL),
+// dialled with a node-to-node token: the owner applies the filter and
+// counts the bytes. A connection that was itself forwarded (req.NodeToken
+// set) must carry a valid node token and is never forwarded again.
+func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, error) {
+	sessionID, pageID := req.SessionID, req.PageID
+	c, err := m.d.Tokens.Verify(req.SigningKey)
 	if err != nil {
 		return cdp.Target{}, fmt.Errorf("%w: %v", cdp.ErrUnauthorized, err)
 	}
 	if c.SessionID != sessionID {
 		return cdp.Target{}, fmt.Errorf("%w: token of another session", cdp.ErrUnauthorized)
 	}
+	if pageID != "" && !validTargetID(pageID) {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	if req.NodeToken != "" {
+		if _, err := m.d.Tokens.VerifyNode(req.NodeToken, sessionID, pageID); err != nil {
+			return cdp.Target{}, fmt.Errorf("%w: %v", cdp.ErrUnauthorized, err)
+		}
+	}
 	m.mu.Lock()
 	l := m.live[sessionID]
 	m.mu.Unlock()
 	if l == nil {
-		return cdp.Target{}, cdp.ErrNotFound
+		if req.NodeToken != "" {
+			return cdp.Target{}, cdp.ErrNotFound // one hop at most
+		}
+		return m.forward(ctx, req)
 	}
 	target := l.b.WebSocketURL()
 	if pageID != "" {
-		if !validTargetID(pageID) {
-			return cdp.Target{}, cdp.ErrNotFound
-		}
 		target = "ws://" + l.b.DebugAddr() + "/devtools/page/" + pageID
 	}
 	return cdp.Target{
@@ -641,7 +765,7 @@ func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (c
 			l.mu.Unlock()
 		},
 		Count: func(n int64) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(m.base, 5*time.Second)
 			defer cancel()
 			if err := m.d.Repo.AddProxyBytes(ctx, sessionID, n); err != nil {
 				m.log.Warn("wallcrawler: count proxy bytes", "session", sessionID, "err", err)
@@ -651,6 +775,40 @@ func (m *Manager) Resolve(_ context.Context, sessionID, pageID, token string) (c
 			}
 		},
 	}, nil
+}
+
+// forward returns the target of a session whose browser runs in another
+// process: ErrNotFound unless the session is READY on a node that
+// advertises an address other than this process's.
+func (m *Manager) forward(ctx context.Context, req cdp.Request) (cdp.Target, error) {
+	x, err := m.d.Repo.Get(ctx, req.SessionID)
+	if errors.Is(err, ErrNotFound) {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	if err != nil {
+		return cdp.Target{}, fmt.Errorf("sessions: find the owner of %s: %w", req.SessionID, err)
+	}
+	if x.InternalStatus != StateReady || x.NodeURL == "" || x.NodeURL == m.o.AdvertiseURL || strings.HasPrefix(x.TaskARN, m.taskPrefix()) {
+		return cdp.Target{}, cdp.ErrNotFound
+	}
+	u, err := url.Parse(x.NodeURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cdp.Target{}, fmt.Errorf("sessions: session %s has an unusable nodeUrl %q", req.SessionID, x.NodeURL)
+	}
+	tok, err := m.d.Tokens.SignNode(m.o.NodeID, req.SessionID, req.PageID)
+	if err != nil {
+		return cdp.Target{}, err
+	}
+	path := strings.TrimSuffix(u.Path, "/") + "/wallcrawler/cdp/" + req.SessionID
+	if req.PageID != "" {
+		path += "/page/" + req.PageID
+	}
+	scheme := "ws"
+	if u.Scheme == "https" {
+		scheme = "wss"
+	}
+	target := url.URL{Scheme: scheme, Host: u.Host, Path: path, RawQuery: url.Values{"signingKey": {req.SigningKey}}.Encode()}
+	return cdp.Target{URL: target.String(), Forward: true, Header: http.Header{cdp.NodeTokenHeader: {tok}}}, nil
 }
 
 func validTargetID(id string) bool {
@@ -812,8 +970,14 @@ func (m *Manager) Reconcile(ctx context.Context) (int, error) {
 }
 
 // Close stops every session running in this process (quarry shutdown) and
-// waits for background work.
+// waits for background work. Every write it makes, and every write still
+// under way, ends by ctx's deadline: a session whose final state cannot be
+// written (the store is gone) still has its browser closed, and the next
+// start on this node (Reconcile) marks it FAILED.
 func (m *Manager) Close(ctx context.Context) {
+	defer m.abort()
+	stopAbort := context.AfterFunc(ctx, m.abort)
+	defer stopAbort()
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.live))
 	for id := range m.live {
@@ -831,6 +995,19 @@ func (m *Manager) Close(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	// What stop could not take (its first write failed): close the
+	// browsers anyway.
+	m.mu.Lock()
+	left := make([]*live, 0, len(m.live))
+	for id, l := range m.live {
+		left = append(left, l)
+		delete(m.live, id)
+	}
+	m.mu.Unlock()
+	for _, l := range left {
+		m.log.Warn("wallcrawler: closing a browser whose session could not be ended in the store", "session", l.id)
+		m.dropLive(ctx, l)
+	}
 	m.wg.Wait()
 }
 

@@ -27,6 +27,16 @@ type Notifier struct {
 	waiters map[string][]chan string
 	wake    chan struct{}
 	onError func(error)
+	onEnd   func(id string)
+}
+
+// OnEnd registers f, called (from the stream consumer) with the id of
+// every session whose record shows it TERMINATING or ended, whichever
+// process wrote it. Call before Run.
+func (n *Notifier) OnEnd(f func(id string)) {
+	n.mu.Lock()
+	n.onEnd = f
+	n.mu.Unlock()
 }
 
 // idleInterval is how often the stream is polled while nobody waits.
@@ -90,7 +100,11 @@ func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error
 		n.mu.Lock()
 		ws := n.waiters[id.Value]
 		delete(n.waiters, id.Value)
+		onEnd := n.onEnd
 		n.mu.Unlock()
+		if onEnd != nil && (st.Value == StateTerminating || Terminal(st.Value)) {
+			onEnd(id.Value)
+		}
 		for _, w := range ws {
 			w <- st.Value
 		}

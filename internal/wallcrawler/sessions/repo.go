@@ -81,6 +81,9 @@ func item(x Session) (map[string]av, error) {
 	if x.TaskARN != "" {
 		it["ecsTaskArn"] = ddbitem.S(x.TaskARN)
 	}
+	if x.NodeURL != "" {
+		it["nodeUrl"] = ddbitem.S(x.NodeURL)
+	}
 	evs := make([]av, len(x.Events))
 	for i, e := range x.Events {
 		evs[i] = eventItem(e)
@@ -122,6 +125,7 @@ func parse(it map[string]av) Session {
 		Region:         ddbitem.String(it, "region"),
 		PublicIP:       ddbitem.String(it, "publicIP"),
 		TaskARN:        ddbitem.String(it, "ecsTaskArn"),
+		NodeURL:        ddbitem.String(it, "nodeUrl"),
 		ConnectURL:     ddbitem.String(it, "connectUrl"),
 		SigningKey:     ddbitem.String(it, "signingKey"),
 		ContextID:      ddbitem.String(it, "contextId"),

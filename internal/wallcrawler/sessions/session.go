@@ -95,6 +95,10 @@ type Session struct {
 	Region         string
 	PublicIP       string
 	TaskARN        string // the document's ecsTaskArn: "local:<node>:<browser id>"
+	// NodeURL is the internal base URL of the quarry process that runs
+	// the browser (its --advertise-url): other processes forward CDP
+	// connections there. Not shown to clients.
+	NodeURL        string
 	ConnectURL     string
 	SigningKey     string
 	ContextID      string

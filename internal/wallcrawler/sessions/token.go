@@ -1,7 +1,9 @@
 package sessions
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -87,4 +89,72 @@ func (t *Tokens) Verify(token string) (Claims, error) {
 		return Claims{}, fmt.Errorf("%w: no session", ErrBadToken)
 	}
 	return c, nil
+}
+
+// Node-to-node credentials: a quarry process that forwards a client's CDP
+// connection to the process owning the session's browser proves it is a
+// node of the same installation with a JWT signed by a key derived from
+// the shared secret (HMAC-SHA256(secret, nodeKeyLabel)), so that no
+// signingKey a tenant holds is ever valid as one, and with its own
+// audience. It names the session and page and lives NodeTokenTTL.
+const (
+	nodeKeyLabel  = "quarry node-to-node cdp v1"
+	nodeAudience  = "quarry-node-cdp"
+	nodeSubPrefix = "node-cdp:"
+	// NodeTokenTTL is how long a node-to-node token is accepted: long
+	// enough for one dial, short enough that a leaked one is soon useless.
+	NodeTokenTTL = 30 * time.Second
+)
+
+// nodeKey is the key of node-to-node tokens.
+func (t *Tokens) nodeKey() []byte {
+	mac := hmac.New(sha256.New, t.secret)
+	mac.Write([]byte(nodeKeyLabel))
+	return mac.Sum(nil)
+}
+
+// SignNode returns a node-to-node token for one connection to session
+// sessionID's page pageID ("" for the browser target), issued by node.
+func (t *Tokens) SignNode(node, sessionID, pageID string) (string, error) {
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", err
+	}
+	now := t.now()
+	c := jwt.RegisteredClaims{
+		Issuer:    node,
+		Subject:   nodeSubPrefix + sessionID + "/" + pageID,
+		Audience:  jwt.ClaimStrings{nodeAudience},
+		ExpiresAt: jwt.NewNumericDate(now.Add(NodeTokenTTL)),
+		IssuedAt:  jwt.NewNumericDate(now),
+		ID:        hex.EncodeToString(nonce[:]),
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.nodeKey())
+	if err != nil {
+		return "", fmt.Errorf("sessions: sign node token: %w", err)
+	}
+	return tok, nil
+}
+
+// VerifyNode checks a node-to-node token for session sessionID's page
+// pageID and returns the node that issued it.
+func (t *Tokens) VerifyNode(token, sessionID, pageID string) (string, error) {
+	var c jwt.RegisteredClaims
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.nodeKey(), nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithAudience(nodeAudience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(t.now),
+	)
+	if err != nil {
+		return "", fmt.Errorf("%w: node token: %v", ErrBadToken, err)
+	}
+	if c.Subject != nodeSubPrefix+sessionID+"/"+pageID {
+		return "", fmt.Errorf("%w: node token of another session", ErrBadToken)
+	}
+	if c.IssuedAt == nil || c.ExpiresAt.Sub(c.IssuedAt.Time) > NodeTokenTTL {
+		return "", fmt.Errorf("%w: node token lives too long", ErrBadToken)
+	}
+	return c.Issuer, nil
 }

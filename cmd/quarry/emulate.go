@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+)
+
+// alternatorUnsupported are the operations ScyllaDB Alternator does not
+// implement among those quarry's systems use or probe: multi-item
+// transactions and continuous backups (point-in-time recovery). Source:
+// ScyllaDB's docs/alternator/compatibility.md, "Unimplemented API
+// features" (TransactWriteItems and TransactGetItems, scylladb issue
+// #5064; UpdateContinuousBackups, DescribeContinuousBackups and
+// RestoreTableToPointInTime).
+var alternatorUnsupported = map[string]bool{
+	"TransactWriteItems":        true,
+	"TransactGetItems":          true,
+	"UpdateContinuousBackups":   true,
+	"DescribeContinuousBackups": true,
+	"RestoreTableToPointInTime": true,
+	"ExecuteTransaction":        true,
+}
+
+// emulateAlternator wraps the store's DynamoDB endpoint so that it answers
+// like ScyllaDB Alternator where Alternator differs in what quarry needs:
+//
+//   - an unimplemented operation is answered as Alternator's server does
+//     for any operation it has no handler for (alternator/server.cc):
+//     HTTP 400, UnknownOperationException, "Unsupported operation <Op>";
+//   - stream records appear streamDelay after their write at the earliest
+//     (Alternator Streams expose a change only after a confidence window,
+//     10 s by default, where DynamoDB's usually appear within a second):
+//     a GetRecords answer is held until its newest record is that old.
+func emulateAlternator(next http.Handler, streamDelay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := r.Header.Get("X-Amz-Target")
+		_, op, _ := strings.Cut(target, ".")
+		if strings.HasPrefix(target, "DynamoDB_20120810.") && alternatorUnsupported[op] {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{
+				"__type":  "com.amazonaws.dynamodb.v20120810#UnknownOperationException",
+				"message": "Unsupported operation " + op,
+			})
+			return
+		}
+		if target != "DynamoDBStreams_20120810.GetRecords" || streamDelay <= 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		if rec.Code == http.StatusOK {
+			var out struct {
+				Records []struct {
+					Dynamodb struct {
+						ApproximateCreationDateTime float64
+					}
+				}
+			}
+			if json.Unmarshal(rec.Body.Bytes(), &out) == nil {
+				var newest float64
+				for _, x := range out.Records {
+					newest = max(newest, x.Dynamodb.ApproximateCreationDateTime)
+				}
+				if newest > 0 {
+					visible := time.Unix(0, int64(newest*1e9)).Add(streamDelay)
+					select {
+					case <-time.After(min(time.Until(visible), streamDelay)):
+					case <-r.Context().Done():
+						return
+					}
+				}
+			}
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = bytes.NewReader(rec.Body.Bytes()).WriteTo(w)
+	})
+}
+
+// emulation returns the handler of `quarry ddb serve --emulate NAME`.
+func emulation(name string, streamDelay time.Duration, h http.Handler) (http.Handler, error) {
+	switch name {
+	case "":
+		return h, nil
+	case "alternator":
+		return emulateAlternator(h, streamDelay), nil
+	}
+	return nil, fmt.Errorf("--emulate %q: want alternator (or nothing)", name)
+}

@@ -1,0 +1,45 @@
+package sessions
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestNodeTokens(t *testing.T) {
+	now := time.Now()
+	tk := NewTokens([]byte("shared-secret-of-the-installation"), func() time.Time { return now })
+	tok, err := tk.SignNode("node-a", "sess_1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node, err := tk.VerifyNode(tok, "sess_1", ""); err != nil || node != "node-a" {
+		t.Fatalf("VerifyNode = %q, %v", node, err)
+	}
+	for name, check := range map[string]func() error{
+		"other session": func() error { _, err := tk.VerifyNode(tok, "sess_2", ""); return err },
+		"other page":    func() error { _, err := tk.VerifyNode(tok, "sess_1", "PAGE"); return err },
+		"other secret": func() error {
+			_, err := NewTokens([]byte("another-secret-entirely-000000"), nil).VerifyNode(tok, "sess_1", "")
+			return err
+		},
+		"a signingKey as node token": func() error {
+			sk, err := tk.Sign("sess_1", "p", now.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tk.VerifyNode(sk, "sess_1", "")
+			return err
+		},
+		"a node token as signingKey": func() error { _, err := tk.Verify(tok); return err },
+		"expired": func() error {
+			late := NewTokens([]byte("shared-secret-of-the-installation"), func() time.Time { return now.Add(NodeTokenTTL + time.Second) })
+			_, err := late.VerifyNode(tok, "sess_1", "")
+			return err
+		},
+	} {
+		if err := check(); !errors.Is(err, ErrBadToken) {
+			t.Errorf("%s: %v, want ErrBadToken", name, err)
+		}
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // crashProc is a live process found in /proc.
@@ -226,9 +228,7 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts quarry and Chromium processes; skipped in -short mode")
 	}
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skipf("chromium not on PATH: %v", err)
-	}
+	testenv.Chromium(t)
 	total := time.Now()
 	bin := buildQuarry(t)
 	dir := t.TempDir()

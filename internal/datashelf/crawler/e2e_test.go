@@ -1,7 +1,8 @@
 package crawler
 
 // End-to-end guarantees of issue 4 ("Must show"), on SQLite and on
-// PostgreSQL (QUARRY_TEST_POSTGRES_URL; skipped without it):
+// PostgreSQL (QUARRY_TEST_POSTGRES_URL; skipped without it, failed
+// without it when QUARRY_REQUIRE_PEERS=1):
 //
 //   - TestEndToEnd: a crawl of a fixture with politeness delays off stores
 //     every product exactly once with correct fields, product_count right
@@ -38,6 +39,8 @@ import (
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // e2eProducts is the fixture size of TestEndToEnd: the issue's 5,000
@@ -107,10 +110,7 @@ func freshDB(t *testing.T, kind string) dbSpec {
 	if kind == "sqlite" {
 		return dbSpec{Kind: kind, Path: filepath.Join(t.TempDir(), "ds.db")}
 	}
-	u := os.Getenv("QUARRY_TEST_POSTGRES_URL")
-	if u == "" {
-		t.Skip("QUARRY_TEST_POSTGRES_URL is not set: PostgreSQL tests skipped")
-	}
+	u := testenv.PostgresURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := fmt.Sprintf("quarry_test_%x", b)

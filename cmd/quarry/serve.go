@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -147,7 +148,23 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
 			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody})
 	}
-	return serveAll(ctx, c, log, servers)
+	// Once bound, one banner says what runs where.
+	ready := func(servers []*httpserver.Server) {
+		dataDir, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			dataDir = c.DataDir
+		}
+		f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy,
+			api: servers[0].BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
+		if len(servers) > 1 {
+			f.ddb = servers[1].BoundAddr()
+		}
+		if store != nil {
+			f.adminSock = filepath.Join(dataDir, adminSocketName)
+		}
+		printBanner(c, log, stderr, startBanner(f))
+	}
+	return serveAll(ctx, c, log, servers, ready)
 }
 
 // secureDataDir creates the data directory with mode 0700, or takes the
@@ -199,7 +216,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	}
 	defer store.Close()
 	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: ddbHandler(store), Logger: log,
-		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}})
+		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}}, nil)
 }
 
 // ddbBusyBody is the DynamoDB endpoint's answer (with status 503) to a
@@ -212,13 +229,17 @@ func limits(c *config.Config, maxConns int) httpserver.Limits {
 	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
 }
 
-// serveAll binds every server, serves until ctx ends or one fails, then
-// shuts them all down gracefully.
-func serveAll(ctx context.Context, c *config.Config, log *slog.Logger, servers []*httpserver.Server) error {
+// serveAll binds every server, calls ready (when not nil) once all are
+// bound, serves until ctx ends or one fails, then shuts them all down
+// gracefully.
+func serveAll(ctx context.Context, c *config.Config, log *slog.Logger, servers []*httpserver.Server, ready func([]*httpserver.Server)) error {
 	for _, s := range servers {
 		if err := s.Listen(); err != nil {
 			return err
 		}
+	}
+	if ready != nil {
+		ready(servers)
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {

@@ -96,6 +96,7 @@ func browsersOf(dir string) []string {
 // connectOverCDP against `quarry serve` (testdata/browserbase_sdk.mjs): a
 // session's whole life, its debug, logs and usage, and a wrong key.
 func TestBrowserbaseSDK(t *testing.T) {
+	t.Parallel()
 	node, peers := sdkPeers(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "browserbase_sdk.mjs"))
 	if err != nil {

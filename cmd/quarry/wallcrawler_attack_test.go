@@ -206,6 +206,7 @@ func newHitCounter(t *testing.T, addr string) *hitCounter {
 // WebRTC must all fail, while the allowed site and another server of the
 // allowed network keep working.
 func TestBrowserEgressConfinement(t *testing.T) {
+	t.Parallel()
 	testenv.Chromium(t)
 	// The allowed site, by address:port.
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

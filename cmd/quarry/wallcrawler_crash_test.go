@@ -225,6 +225,7 @@ func decodeSession(t *testing.T, what string, data []byte) crashSession {
 // marks the session ERROR and frees its concurrency slot, and that a
 // SIGTERM afterwards stops quarry cleanly without leaving a browser.
 func TestWallcrawlerCrashRecovery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts quarry and Chromium processes; skipped in -short mode")
 	}

@@ -174,12 +174,14 @@ func newBlobs(t *testing.T) *blob.Dir {
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	n := e2eProducts()
 	site := fixture.New(fixture.Options{Products: n, Seed: 42, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	for _, kind := range backends {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			d := freshDB(t, kind)
 			st := openDB(t, d)
 			blobs := newBlobs(t)
@@ -260,6 +262,7 @@ func TestKill9Resume(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("in the child")
 	}
+	t.Parallel()
 	// ~1,000 products normally; 400 under the race detector, which slows
 	// both crawls (interrupted and reference) about 5×.
 	n := 1000
@@ -269,9 +272,10 @@ func TestKill9Resume(t *testing.T) {
 	killAt := n / 3
 	site := fixture.New(fixture.Options{Products: n, Seed: 77, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	for _, kind := range backends {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			d := freshDB(t, kind)
 			st := openDB(t, d) // also applies the migrations before the child starts

@@ -138,6 +138,7 @@ func checkBackfilled(t *testing.T, c *dynamodb.Client, name string) {
 }
 
 func TestBackfillAsync(t *testing.T) {
+	t.Parallel()
 	s, c, name, _ := backfillTable(t, t.TempDir())
 	release := make(chan struct{})
 	paused := make(chan struct{}, 1)
@@ -169,6 +170,7 @@ func TestBackfillAsync(t *testing.T) {
 }
 
 func TestBackfillQueryCreatingIndex(t *testing.T) {
+	t.Parallel()
 	s, c, name, _ := backfillTable(t, t.TempDir())
 	release := make(chan struct{})
 	paused := make(chan struct{}, 1)
@@ -200,6 +202,7 @@ func TestBackfillQueryCreatingIndex(t *testing.T) {
 // over the done and the pending part of the table) and from a concurrent
 // writer throughout.
 func TestBackfillConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	s, c, name, _ := backfillTable(t, t.TempDir())
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -273,6 +276,7 @@ func TestBackfillConcurrentWrites(t *testing.T) {
 // (as a crash would), closes the store and reopens it: the backfill starts
 // over and completes.
 func TestBackfillResumesAfterReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, c, name, closeStore := backfillTable(t, dir)
 	stopped := make(chan struct{})
@@ -300,6 +304,7 @@ func TestBackfillResumesAfterReopen(t *testing.T) {
 // TestBackfillCloseDuringBackfill closes the store while the backfill
 // runs: Close waits for it, and the next Open completes it.
 func TestBackfillCloseDuringBackfill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, c, name, closeStore := backfillTable(t, dir)
 	addGSI(t, c, name)
@@ -319,6 +324,7 @@ func TestBackfillCloseDuringBackfill(t *testing.T) {
 // TestBackfillDeletedDuringBackfill deletes the table, or the index,
 // while it backfills: the backfill stops and writes nothing afterwards.
 func TestBackfillDeletedDuringBackfill(t *testing.T) {
+	t.Parallel()
 	for _, what := range []string{"table", "index"} {
 		t.Run(what, func(t *testing.T) {
 			s, c, name, _ := backfillTable(t, t.TempDir())

@@ -131,8 +131,9 @@ func TestMain(m *testing.M) {
 }
 
 func TestCrashKill9(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { crashRun(t, false) })
-	t.Run("with stream", func(t *testing.T) { crashRun(t, true) })
+	t.Parallel()
+	t.Run("plain", func(t *testing.T) { t.Parallel(); crashRun(t, false) })
+	t.Run("with stream", func(t *testing.T) { t.Parallel(); crashRun(t, true) })
 }
 
 func crashRun(t *testing.T, withStream bool) {

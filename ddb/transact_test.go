@@ -220,6 +220,7 @@ func TestTransactWriteItemsCancellation(t *testing.T) {
 }
 
 func TestTransactWriteItemsValidation(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	tab := createTable(t, c, tableSpec{Hash: "pk:S"})
 	many := func(n int) []types.TransactWriteItem {
@@ -367,6 +368,7 @@ func TestTransactWriteItemsClientRequestToken(t *testing.T) {
 // the total constant and no balance negative, and every read transaction
 // must see a constant total.
 func TestTransactWriteItemsConcurrentTransfers(t *testing.T) {
+	t.Parallel()
 	skipIfExternal(t, "concurrency stress")
 	c := newClient(t)
 	tab := createTable(t, c, tableSpec{Hash: "pk:S"})

@@ -1,37 +1,69 @@
 #!/usr/bin/env bash
-# Installs what quarry's tests need when it is missing. Idempotent.
-# - Debian packages (when running as root): postgresql (DataShelf's contract
-#   tests run against a real server, started by scripts/pg-start.sh);
-#   nodejs/npm for the peers below. chromium for Wallcrawler's browser tests.
-# - npm peers for comparison tests and benchmarks (dynalite), into
-#   $PEERS_DIR, never into the repository's tracked files. Best effort: the
-#   Go tests do not need them.
+# Installs what quarry needs when it is missing. Idempotent; quick when
+# everything is there.
+#
+#   scripts/test-deps.sh         what `make test` needs
+#   scripts/test-deps.sh run     what `make run` needs: Chromium only
+#   scripts/test-deps.sh peers   what the tests need, and dynalite for
+#                                `make test-peer` and `make bench`
+#
+# - Debian packages (when running as root), installed without their
+#   recommended packages (half of Chromium's 290 are desktop services,
+#   printing and Perl; npm's are compilers and X tools):
+#   chromium for Wallcrawler's browsers, with fonts-liberation so that pages
+#   asking for Arial, Times or Courier render with their metrics
+#   (fontconfig's dependency fonts-dejavu-core covers the rest);
+#   ca-certificates for HTTPS from Go; for the tests also postgresql
+#   (DataShelf's contract tests run against a real server, started by
+#   scripts/pg-start.sh) and nodejs/npm for the peers below.
+# - npm peers, into $PEERS_DIR, never into the repository's tracked files:
+#   the Browserbase SDK and playwright-core (cmd/quarry's SDK compatibility
+#   test); with "peers", dynalite (the store's comparison peer).
+# Not root, or no apt-get: what is missing is named, nothing is installed.
 set -euo pipefail
 PEERS_DIR=${PEERS_DIR:-$(pwd)/.cache/peers}
+mode=${1:-test}
+
+have_chromium() { command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; }
 
 need_pkgs=()
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-	command -v node >/dev/null || need_pkgs+=(nodejs npm)
+have_chromium || need_pkgs+=(chromium fonts-liberation)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need_pkgs+=(ca-certificates)
+if [ "$mode" != run ]; then
+	command -v node >/dev/null || need_pkgs+=(nodejs)
+	command -v npm >/dev/null || need_pkgs+=(npm)
 	ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || need_pkgs+=(postgresql)
-	command -v chromium >/dev/null || need_pkgs+=(chromium)
-	if [ ${#need_pkgs[@]} -gt 0 ]; then
-		echo "test-deps: installing ${need_pkgs[*]}"
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "deps: installing ${need_pkgs[*]} (apt-get, no recommended packages)"
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null; }; then
+			# quarry runs without them (Wallcrawler degraded, as its banner
+			# says); the tests would fail, so make test stops here.
+			echo "deps: installing ${need_pkgs[*]} failed" >&2
+			[ "$mode" = run ] || exit 1
+		fi
+	else
+		echo "deps: missing ${need_pkgs[*]}: install them (as root: apt-get install --no-install-recommends ${need_pkgs[*]})" >&2
 	fi
 fi
+[ "$mode" != run ] || exit 0
 
-if command -v npm >/dev/null && [ ! -f "$PEERS_DIR/node_modules/dynalite/cli.js" ]; then
-	echo "test-deps: installing dynalite into $PEERS_DIR"
+npm_install() { # npm_install WHAT PACKAGE@VERSION...
+	local what=$1
+	shift
+	echo "deps: installing $what into $PEERS_DIR"
 	mkdir -p "$PEERS_DIR"
-	(cd "$PEERS_DIR" && { [ -f package.json ] || echo '{"private":true}' > package.json; } &&
-		npm install --no-audit --no-fund --silent dynalite@4.0.0 >/dev/null 2>&1) ||
-		echo "test-deps: dynalite install failed (peer tests and benchmarks will skip it)"
-fi
-if command -v npm >/dev/null && [ ! -f "$PEERS_DIR/node_modules/@browserbasehq/sdk/package.json" -o ! -f "$PEERS_DIR/node_modules/playwright-core/package.json" ]; then
-	echo "test-deps: installing @browserbasehq/sdk and playwright-core into $PEERS_DIR"
-	mkdir -p "$PEERS_DIR"
-	(cd "$PEERS_DIR" && { [ -f package.json ] || echo '{"private":true}' > package.json; } &&
-		npm install --no-audit --no-fund --silent @browserbasehq/sdk@2.21.0 playwright-core@1.65.1 >/dev/null 2>&1) ||
-		echo "test-deps: Browserbase SDK install failed (the SDK compatibility test will fail)"
+	(cd "$PEERS_DIR" && { [ -f package.json ] || echo '{"private":true}' >package.json; } &&
+		npm install --no-audit --no-fund --silent "$@" >/dev/null 2>&1) ||
+		echo "deps: $what install failed (what uses it will fail)" >&2
+}
+if command -v npm >/dev/null; then
+	if [ "$mode" = peers ] && [ ! -f "$PEERS_DIR/node_modules/dynalite/cli.js" ]; then
+		npm_install dynalite dynalite@4.0.0
+	fi
+	if [ ! -f "$PEERS_DIR/node_modules/@browserbasehq/sdk/package.json" ] || [ ! -f "$PEERS_DIR/node_modules/playwright-core/package.json" ]; then
+		npm_install "@browserbasehq/sdk and playwright-core" @browserbasehq/sdk@2.21.0 playwright-core@1.65.1
+	fi
 fi
 exit 0

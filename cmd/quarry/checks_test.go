@@ -125,6 +125,7 @@ func (s *checksServer) createUser(email string) string {
 // `quarry serve` runs (the CLI then goes through its DynamoDB endpoint) and
 // uses the tokens it prints against the server's API.
 func TestChecksUserCommands(t *testing.T) {
+	t.Parallel()
 	s := startChecksServer(t)
 	token := s.createUser("a@example.com")
 	if code, me := s.do("GET", "/v1/me", token, nil); code != 200 || me["email"] != "a@example.com" || me["status"] != "ACTIVE" || me["tier"] != "FREE" {
@@ -207,6 +208,7 @@ func TestChecksUserCommands(t *testing.T) {
 // loopback site for a user created with the CLI, and stop when the CLI
 // suspends the user.
 func TestChecksMonitorEndToEnd(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

@@ -128,6 +128,7 @@ func (s *eecarServer) searchTop(t *testing.T, key, query string) ([]string, bool
 // `quarry serve` runs, uses a key to register and find a part, and finds
 // the part again after a restart on the same data directory.
 func TestEECARCommandsAndRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startEECARServe(t, dir)
 	companyID := regexp.MustCompile(`co_[0-9a-f]{24}`)

@@ -96,6 +96,7 @@ func (s *hostileServer) mustCLI(t *testing.T, args ...string) string {
 // into). A data directory held by a process without an admin channel is
 // an error that names the directory.
 func TestAdminChannel(t *testing.T) {
+	t.Parallel()
 	signed := startHostileServer(t)
 	token := signed.mustCLI(t, "checks", "user", "create", "--email", "signed@example.com")
 	if !strings.HasPrefix(token, "chk_") {
@@ -175,6 +176,7 @@ func getStatus(t *testing.T, url, token string) int {
 // invalid UTF-8: every answer is a 4xx, never a 5xx, and when the system
 // saw the request it is in the system's error shape.
 func TestNastyIDs(t *testing.T) {
+	t.Parallel()
 	s := startHostileServer(t)
 	token := s.mustCLI(t, "checks", "user", "create", "--email", "nasty@example.com")
 	s.mustCLI(t, "wallcrawler", "project", "create", "--name", "Nasty", "--id", "project_nasty")

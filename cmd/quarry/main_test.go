@@ -65,6 +65,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestDDBServeListensAndShutsDown(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs syncBuffer
@@ -116,6 +117,7 @@ func TestDDBServeListensAndShutsDown(t *testing.T) {
 }
 
 func TestServeHealthz(t *testing.T) {
+	t.Parallel()
 	api, store := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -196,6 +198,7 @@ func TestServeHealthz(t *testing.T) {
 }
 
 func TestBadConfigFailsFast(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	code := run(context.Background(), []string{"serve", "--listen", "nope", "--log-level", "loud"}, func(string) string { return "" }, &out, &out)
 	if code != 1 || !strings.Contains(out.String(), "listen") || !strings.Contains(out.String(), "log-level") {
@@ -209,6 +212,7 @@ func TestBadConfigFailsFast(t *testing.T) {
 // TestDataShelfCrawlCommand crawls a fixture bookstore with the CLI, then
 // reads the products back through `quarry serve`'s DataShelf API.
 func TestDataShelfCrawlCommand(t *testing.T) {
+	t.Parallel()
 	site := fixture.New(fixture.Options{Products: 40, Seed: 7, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())
 	defer srv.Close()
@@ -279,6 +283,7 @@ func TestDataShelfCrawlCommand(t *testing.T) {
 // `quarry serve` owns the data directory (the CLI then talks to its DynamoDB
 // endpoint), and uses the key against the Wallcrawler API.
 func TestWallcrawlerKeys(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	api, store := freeAddr(t), freeAddr(t)
 	env := func(string) string { return "" }

@@ -181,7 +181,9 @@ func TestReadmeTour(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(buildQuarry(t), filepath.Join(work, "bin", "quarry")); err != nil {
+	// bin/quarry is this test binary, which runs quarry's main when
+	// asQuarryEnv is set (see TestMain): no second build of quarry.
+	if err := os.Symlink(quarryBinary(t), filepath.Join(work, "bin", "quarry")); err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(work, ".tour-state")
@@ -192,7 +194,8 @@ func TestReadmeTour(t *testing.T) {
 		"AWS_CONFIG_FILE="+filepath.Join(work, "no-aws-config"),
 		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(work, "no-aws-credentials"),
 		"AWS_EC2_METADATA_DISABLED=true",
-		"AWS_PAGER=")
+		"AWS_PAGER=",
+		asQuarryEnv+"=1")
 
 	// The server started by the tour outlives its block: it is stopped,
 	// with its process group, at the end.

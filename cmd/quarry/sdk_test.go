@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // sdkResult is the JSON line testdata/browserbase_sdk.mjs prints.
@@ -51,17 +53,9 @@ type sdkResult struct {
 // missing, or failing it when QUARRY_REQUIRE_PEERS=1.
 func sdkPeers(t *testing.T) (node, peers string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("QUARRY_REQUIRE_PEERS") == "1" {
-			t.Fatalf("%s (QUARRY_REQUIRE_PEERS=1; run scripts/test-deps.sh)", msg)
-		}
-		t.Skipf("%s (run scripts/test-deps.sh, or set QUARRY_REQUIRE_PEERS=1 to fail instead)", msg)
-	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing("node not found: %v", err)
+		testenv.Missing(t, "node not found: %v", err)
 	}
 	peers = os.Getenv("PEERS_DIR")
 	if peers == "" {
@@ -72,12 +66,10 @@ func sdkPeers(t *testing.T) (node, peers string) {
 	}
 	for _, pkg := range []string{"@browserbasehq/sdk", "playwright-core"} {
 		if _, err := os.Stat(filepath.Join(peers, "node_modules", pkg, "package.json")); err != nil {
-			missing("npm package %s not installed in %s", pkg, peers)
+			testenv.Missing(t, "npm package %s not installed in %s", pkg, peers)
 		}
 	}
-	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("QUARRY_CHROMIUM") == "" {
-		missing("chromium not found: %v", err)
-	}
+	testenv.Chromium(t)
 	return node, peers
 }
 
@@ -104,6 +96,7 @@ func browsersOf(dir string) []string {
 // connectOverCDP against `quarry serve` (testdata/browserbase_sdk.mjs): a
 // session's whole life, its debug, logs and usage, and a wrong key.
 func TestBrowserbaseSDK(t *testing.T) {
+	t.Parallel()
 	node, peers := sdkPeers(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "browserbase_sdk.mjs"))
 	if err != nil {

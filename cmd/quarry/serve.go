@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -233,7 +234,23 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
 			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody})
 	}
-	return serveAll(ctx, c, log, servers)
+	// Once bound, one banner says what runs where.
+	ready := func(servers []*httpserver.Server) {
+		dataDir, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			dataDir = c.DataDir
+		}
+		f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy,
+			api: servers[0].BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
+		if len(servers) > 1 {
+			f.ddb = servers[1].BoundAddr()
+		}
+		if store != nil {
+			f.adminSock = filepath.Join(dataDir, adminSocketName)
+		}
+		printBanner(c, log, stderr, startBanner(f))
+	}
+	return serveAll(ctx, c, log, servers, ready)
 }
 
 // isNil reports whether an interface holds a nil pointer (a system that
@@ -314,7 +331,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 		log.Warn("emulating another engine's gaps", "emulate", c.Emulate, "stream_delay", c.EmulateStreamDelay)
 	}
 	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
-		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}})
+		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}}, nil)
 }
 
 // ddbBusyBody is the DynamoDB endpoint's answer (with status 503) to a
@@ -327,13 +344,17 @@ func limits(c *config.Config, maxConns int) httpserver.Limits {
 	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
 }
 
-// serveAll binds every server, serves until ctx ends or one fails, then
-// shuts them all down gracefully.
-func serveAll(ctx context.Context, c *config.Config, log *slog.Logger, servers []*httpserver.Server) error {
+// serveAll binds every server, calls ready (when not nil) once all are
+// bound, serves until ctx ends or one fails, then shuts them all down
+// gracefully.
+func serveAll(ctx context.Context, c *config.Config, log *slog.Logger, servers []*httpserver.Server, ready func([]*httpserver.Server)) error {
 	for _, s := range servers {
 		if err := s.Listen(); err != nil {
 			return err
 		}
+	}
+	if ready != nil {
+		ready(servers)
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {

@@ -186,6 +186,11 @@ type wallcrawler struct {
 	browserRoot string
 	ownRoot     bool
 	confinement map[string]any // what /healthz reports
+	// For the start banner: the Chromium binary and its confinement, or
+	// why there is no browser.
+	browserPath string
+	browserCf   browser.Confinement
+	browserErr  error
 }
 
 // uploadPrefix is where signed context upload URLs point.
@@ -242,8 +247,10 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)
 		w.confinement = map[string]any{"browser": "unavailable", "error": err.Error()}
+		w.browserErr = err
 	} else {
 		cf := chromium.Confinement()
+		w.browserPath, w.browserCf = chromium.Path(), cf
 		w.confinement = map[string]any{"browserUser": cf.User, "uid": cf.UID, "gid": cf.GID, "switched": cf.Switched, "sandbox": cf.Sandbox}
 		if len(cf.Warnings) > 0 {
 			w.confinement["warnings"] = cf.Warnings

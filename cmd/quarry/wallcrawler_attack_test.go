@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // cdpClient is a raw Chrome DevTools Protocol client over one WebSocket:
@@ -206,9 +207,8 @@ func newHitCounter(t *testing.T, addr string) *hitCounter {
 // WebRTC must all fail, while the allowed site and another server of the
 // allowed network keep working.
 func TestBrowserEgressConfinement(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("no chromium (make test installs it)")
-	}
+	t.Parallel()
+	testenv.Chromium(t)
 	// The allowed site, by address:port.
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // crashProc is a live process found in /proc.
@@ -101,22 +102,36 @@ func (q *quarryProc) exited() bool {
 	}
 }
 
-// buildQuarry builds the quarry binary into a temporary directory.
-func buildQuarry(t *testing.T) string {
+// asQuarryEnv, set to 1, makes the test binary run quarry's main instead
+// of the tests (see TestMain): the crash test's quarry processes are this
+// binary, so that it needs no separate build of quarry (14 s, and a second
+// compilation of every dependency on a machine without a build cache).
+const asQuarryEnv = "QUARRY_TEST_AS_QUARRY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asQuarryEnv) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// quarryBinary returns the program to run as quarry: this test binary,
+// run through quarryCommand.
+func quarryBinary(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
+	bin, err := os.Executable()
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "quarry")
-	start := time.Now()
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	t.Logf("built %s in %s", bin, time.Since(start).Round(time.Millisecond))
 	return bin
+}
+
+// quarryCommand is exec.Command for quarry (bin from quarryBinary) with args.
+func quarryCommand(bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), asQuarryEnv+"=1")
+	return cmd
 }
 
 // startQuarry runs `quarry serve` on dir (with extra arguments) and waits
@@ -129,7 +144,7 @@ func startQuarry(t *testing.T, bin, dir, api, store, logName string, extra ...st
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dir, "--listen", api, "--ddb-listen", store}, extra...)...)
+	cmd := quarryCommand(bin, append([]string{"serve", "--data-dir", dir, "--listen", api, "--ddb-listen", store}, extra...)...)
 	// An *os.File, not an io.Writer: Wait must not wait for pipe holders.
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -223,14 +238,13 @@ func decodeSession(t *testing.T, what string, data []byte) crashSession {
 // marks the session ERROR and frees its concurrency slot, and that a
 // SIGTERM afterwards stops quarry cleanly without leaving a browser.
 func TestWallcrawlerCrashRecovery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts quarry and Chromium processes; skipped in -short mode")
 	}
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skipf("chromium not on PATH: %v", err)
-	}
+	testenv.Chromium(t)
 	total := time.Now()
-	bin := buildQuarry(t)
+	bin := quarryBinary(t)
 	dir := t.TempDir()
 	// The browsers' directory, outside the 0700 temporary tree so that
 	// the browser user (nobody when the test runs as root) can enter it.
@@ -257,7 +271,7 @@ func TestWallcrawlerCrashRecovery(t *testing.T) {
 	cli := func(args ...string) string {
 		t.Helper()
 		args = append(args, "--data-dir", dir, "--ddb-listen", store)
-		cmd := exec.Command(bin, args...)
+		cmd := quarryCommand(bin, args...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {

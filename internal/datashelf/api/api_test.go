@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -72,43 +73,76 @@ var (
 
 const numProducts = 45
 
-// setup builds an API over a SQLite store holding 5 navigation rows, 4
-// categories and numProducts products. rateLimit 0 means a limit high enough
-// not to interfere.
-func setup(t *testing.T, rateLimit int) *bundle {
-	t.Helper()
-	ctx := context.Background()
-	sc := &storeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ds.db"), &sqlite.Options{Options: store.Options{Now: sc.Now}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := &bundle{st: st, clock: &clock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}, secret: []byte("s3cret")}
+// seeded is the database every test starts from, seeded once (by the first
+// setup) and copied for each test: seeding one per test was half of the
+// package's time under -race.
+var seeded struct {
+	once     sync.Once
+	err      error
+	dir      string // removed by TestMain
+	navs     []store.Navigation
+	cats     []store.Category
+	products []store.Product
+	clockAt  time.Time // the store clock after seeding
+}
 
-	nav := func(title string, parent *string) store.Navigation {
-		n, err := st.UpsertNavigation(ctx, store.NavigationInput{Title: title, SourceURL: "https://wob.example/nav/" + title, ParentID: parent})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.navs = append(b.navs, n)
-		return n
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if seeded.dir != "" {
+		os.RemoveAll(seeded.dir)
 	}
-	books := nav("Books", nil)
-	music := nav("Music", nil)
-	fiction := nav("Fiction", &books.ID)
-	nonfiction := nav("Non-fiction", &books.ID)
-	nav("Vinyl", &music.ID)
+	os.Exit(code)
+}
+
+// seed writes the fixture into a new database in seeded.dir: 5 navigation
+// rows, 4 categories and numProducts products.
+func seed() error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "datashelf-api-test-")
+	if err != nil {
+		return err
+	}
+	seeded.dir = dir
+	sc := &storeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "ds.db"), &sqlite.Options{Options: store.Options{Now: sc.Now}})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	nav := func(title string, parent *string) (store.Navigation, error) {
+		n, err := st.UpsertNavigation(ctx, store.NavigationInput{Title: title, SourceURL: "https://wob.example/nav/" + title, ParentID: parent})
+		seeded.navs = append(seeded.navs, n)
+		return n, err
+	}
+	books, err := nav("Books", nil)
+	if err != nil {
+		return err
+	}
+	music, err := nav("Music", nil)
+	if err != nil {
+		return err
+	}
+	fiction, err := nav("Fiction", &books.ID)
+	if err != nil {
+		return err
+	}
+	nonfiction, err := nav("Non-fiction", &books.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := nav("Vinyl", &music.ID); err != nil {
+		return err
+	}
 	for i, nid := range []string{fiction.ID, fiction.ID, nonfiction.ID, music.ID} {
 		c, err := st.UpsertCategory(ctx, store.CategoryInput{NavigationID: &nid, Title: fmt.Sprintf("Category %c", 'A'+i), SourceURL: fmt.Sprintf("https://wob.example/collections/c%d", i)})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		b.cats = append(b.cats, c)
+		seeded.cats = append(seeded.cats, c)
 	}
 	for i := 0; i < numProducts; i++ {
 		in := store.ProductInput{
-			CategoryID: &b.cats[i%len(b.cats)].ID,
+			CategoryID: &seeded.cats[i%len(seeded.cats)].ID,
 			Title:      fmt.Sprintf("The %s %s %02d", words[i%len(words)], words[(i*3+1)%len(words)], i),
 			SourceURL:  fmt.Sprintf("https://wob.example/products/p%d", i),
 			Currency:   "GBP",
@@ -126,10 +160,41 @@ func setup(t *testing.T, rateLimit int) *bundle {
 		}
 		p, err := st.UpsertProduct(ctx, in)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		b.products = append(b.products, p)
+		seeded.products = append(seeded.products, p)
 	}
+	seeded.clockAt = sc.Now()
+	return nil
+}
+
+// setup builds an API over a SQLite store holding 5 navigation rows, 4
+// categories and numProducts products. rateLimit 0 means a limit high enough
+// not to interfere.
+func setup(t *testing.T, rateLimit int) *bundle {
+	t.Helper()
+	seeded.once.Do(func() { seeded.err = seed() })
+	if seeded.err != nil {
+		t.Fatalf("seed: %v", seeded.err)
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ds.db")
+	data, err := os.ReadFile(filepath.Join(seeded.dir, "ds.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := &storeClock{now: seeded.clockAt}
+	st, err := sqlite.Open(ctx, path, &sqlite.Options{Options: store.Options{Now: sc.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := &bundle{st: st, clock: &clock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}, secret: []byte("s3cret"),
+		navs: append([]store.Navigation(nil), seeded.navs...), cats: append([]store.Category(nil), seeded.cats...),
+		products: append([]store.Product(nil), seeded.products...)}
 	b.blobs, err = blob.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -260,6 +260,7 @@ func checkTruth(t *testing.T, st store.Store, blobs blob.Store, site *fixture.Si
 }
 
 func TestCrawlFixture(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixture.Options{Products: 300, Seed: 3, CrawlDelay: -1})
 	st := e.crawl(t, Options{})
 	e.check(t)
@@ -297,6 +298,7 @@ func TestCrawlFixture(t *testing.T) {
 }
 
 func TestCrawlWithFaults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixture.Options{Products: 300, Seed: 5, CrawlDelay: -1, Faults: fixture.Faults{
 		ErrorRate: 0.1, ErrorTimes: 2,
 		RateLimitRate: 0.03, RetryAfter: time.Second,
@@ -340,6 +342,7 @@ func TestCrawlWithFaults(t *testing.T) {
 }
 
 func TestRecrawlAfterReshuffle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixture.Options{Products: 120, Seed: 9, CrawlDelay: -1})
 	first := e.crawl(t, Options{})
 	e.check(t)
@@ -361,6 +364,7 @@ func TestRecrawlAfterReshuffle(t *testing.T) {
 }
 
 func TestMaxPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixture.Options{Products: 100, Seed: 2, CrawlDelay: -1})
 	st, err := Crawl(context.Background(), Options{Store: e.st, Fetcher: e.fetch, Blobs: e.blobs, MaxPages: 10, Workers: 2,
 		PollInterval: 5 * time.Millisecond}, e.srv.URL+fixture.Locale)
@@ -393,6 +397,7 @@ func (d *countingDoer) Get(ctx context.Context, u string) (*fetch.Response, erro
 }
 
 func TestShopifyJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fixture.Options{Products: 60, Seed: 4, CrawlDelay: -1})
 	counter := &countingDoer{Doer: e.fetch, substr: "/products.json?"}
 	st := e.crawl(t, Options{ShopifyJSON: true, Profile: extract.WorldOfBooks(), Fetcher: counter})

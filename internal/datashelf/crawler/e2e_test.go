@@ -1,7 +1,8 @@
 package crawler
 
 // End-to-end guarantees of issue 4 ("Must show"), on SQLite and on
-// PostgreSQL (QUARRY_TEST_POSTGRES_URL; skipped without it):
+// PostgreSQL (QUARRY_TEST_POSTGRES_URL; skipped without it, failed
+// without it when QUARRY_REQUIRE_PEERS=1):
 //
 //   - TestEndToEnd: a crawl of a fixture with politeness delays off stores
 //     every product exactly once with correct fields, product_count right
@@ -38,6 +39,8 @@ import (
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // e2eProducts is the fixture size of TestEndToEnd: the issue's 5,000
@@ -107,10 +110,7 @@ func freshDB(t *testing.T, kind string) dbSpec {
 	if kind == "sqlite" {
 		return dbSpec{Kind: kind, Path: filepath.Join(t.TempDir(), "ds.db")}
 	}
-	u := os.Getenv("QUARRY_TEST_POSTGRES_URL")
-	if u == "" {
-		t.Skip("QUARRY_TEST_POSTGRES_URL is not set: PostgreSQL tests skipped")
-	}
+	u := testenv.PostgresURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := fmt.Sprintf("quarry_test_%x", b)
@@ -174,12 +174,14 @@ func newBlobs(t *testing.T) *blob.Dir {
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	n := e2eProducts()
 	site := fixture.New(fixture.Options{Products: n, Seed: 42, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	for _, kind := range backends {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			d := freshDB(t, kind)
 			st := openDB(t, d)
 			blobs := newBlobs(t)
@@ -260,6 +262,7 @@ func TestKill9Resume(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("in the child")
 	}
+	t.Parallel()
 	// ~1,000 products normally; 400 under the race detector, which slows
 	// both crawls (interrupted and reference) about 5×.
 	n := 1000
@@ -269,9 +272,10 @@ func TestKill9Resume(t *testing.T) {
 	killAt := n / 3
 	site := fixture.New(fixture.Options{Products: n, Seed: 77, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	for _, kind := range backends {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			d := freshDB(t, kind)
 			st := openDB(t, d) // also applies the migrations before the child starts

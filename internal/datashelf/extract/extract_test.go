@@ -3,6 +3,7 @@ package extract_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -40,6 +41,7 @@ func fetch(t testing.TB, s *fixture.Site, path string) ([]byte, *url.URL) {
 func abs(p string) string { return origin + p }
 
 func TestNavigation(t *testing.T) {
+	t.Parallel()
 	for _, dup := range []bool{false, true} {
 		s := fixture.New(fixture.Options{Products: 10, Seed: 1, Faults: fixture.Faults{DuplicateLinks: dup}})
 		body, base := fetch(t, s, "/en-gb/")
@@ -89,54 +91,64 @@ func TestNavigationNoMenu(t *testing.T) {
 
 // TestCategoriesAgainstGroundTruth walks every page of every collection.
 func TestCategoriesAgainstGroundTruth(t *testing.T) {
+	t.Parallel()
 	for _, f := range []fixture.Faults{{}, {DuplicateLinks: true}} {
-		s := fixture.New(fixture.Options{Products: 5000, Seed: 1, Faults: f})
-		p := extract.WorldOfBooks()
-		for _, c := range s.Categories() {
-			var cards []extract.Card
-			next := c.URL()
-			pages := 0
-			for next != "" {
-				pages++
-				u := mustURL(t, next)
-				body, base := fetch(t, s, u.RequestURI())
-				page, err := extract.Category(base, bytes.NewReader(body), p)
-				if err != nil {
-					t.Fatalf("%s: %v", next, err)
-				}
-				if page.Title != c.Title || page.CollectionID != itoa(c.ID) || page.ProductCount != -1 {
-					t.Fatalf("%s: title %q id %q count %d", next, page.Title, page.CollectionID, page.ProductCount)
-				}
-				var rel []extract.Link
-				for _, h := range c.Children {
-					for _, cc := range s.Categories() {
-						if cc.Handle == h {
-							rel = append(rel, extract.Link{Title: cc.MenuTitle, URL: abs(cc.URL())})
-						}
+		t.Run(fmt.Sprintf("duplicateLinks=%v", f.DuplicateLinks), func(t *testing.T) {
+			t.Parallel()
+			categoriesAgainstGroundTruth(t, f)
+		})
+	}
+}
+
+// categoriesAgainstGroundTruth extracts every page of every category of a
+// 5,000-product fixture with faults f and compares it with the truth.
+func categoriesAgainstGroundTruth(t *testing.T, f fixture.Faults) {
+	s := fixture.New(fixture.Options{Products: 5000, Seed: 1, Faults: f})
+	p := extract.WorldOfBooks()
+	for _, c := range s.Categories() {
+		var cards []extract.Card
+		next := c.URL()
+		pages := 0
+		for next != "" {
+			pages++
+			u := mustURL(t, next)
+			body, base := fetch(t, s, u.RequestURI())
+			page, err := extract.Category(base, bytes.NewReader(body), p)
+			if err != nil {
+				t.Fatalf("%s: %v", next, err)
+			}
+			if page.Title != c.Title || page.CollectionID != itoa(c.ID) || page.ProductCount != -1 {
+				t.Fatalf("%s: title %q id %q count %d", next, page.Title, page.CollectionID, page.ProductCount)
+			}
+			var rel []extract.Link
+			for _, h := range c.Children {
+				for _, cc := range s.Categories() {
+					if cc.Handle == h {
+						rel = append(rel, extract.Link{Title: cc.MenuTitle, URL: abs(cc.URL())})
 					}
 				}
-				if !reflect.DeepEqual(page.Related, rel) {
-					t.Fatalf("%s: related %v, want %v", next, page.Related, rel)
-				}
-				if len(page.Cards) != len(page.ProductURLs) || len(page.Cards) > 20 {
-					t.Fatalf("%s: %d cards", next, len(page.Cards))
-				}
-				cards = append(cards, page.Cards...)
-				next = page.Next
-				if pages > 1000 {
-					t.Fatal("pagination does not end")
-				}
 			}
-			want := s.CategoryProducts(c.Handle)
-			if len(cards) != len(want) || len(want) != c.ProductCount {
-				t.Fatalf("%s: %d cards, want %d", c.Handle, len(cards), c.ProductCount)
+			if !reflect.DeepEqual(page.Related, rel) {
+				t.Fatalf("%s: related %v, want %v", next, page.Related, rel)
 			}
-			for k, i := range want {
-				gp := s.Product(i)
-				wc := extract.Card{URL: abs(gp.URL()), Title: gp.Title, Author: gp.Author, Image: abs(gp.CardImage)}
-				if cards[k] != wc {
-					t.Fatalf("%s card %d: %+v, want %+v", c.Handle, k, cards[k], wc)
-				}
+			if len(page.Cards) != len(page.ProductURLs) || len(page.Cards) > 20 {
+				t.Fatalf("%s: %d cards", next, len(page.Cards))
+			}
+			cards = append(cards, page.Cards...)
+			next = page.Next
+			if pages > 1000 {
+				t.Fatal("pagination does not end")
+			}
+		}
+		want := s.CategoryProducts(c.Handle)
+		if len(cards) != len(want) || len(want) != c.ProductCount {
+			t.Fatalf("%s: %d cards, want %d", c.Handle, len(cards), c.ProductCount)
+		}
+		for k, i := range want {
+			gp := s.Product(i)
+			wc := extract.Card{URL: abs(gp.URL()), Title: gp.Title, Author: gp.Author, Image: abs(gp.CardImage)}
+			if cards[k] != wc {
+				t.Fatalf("%s card %d: %+v, want %+v", c.Handle, k, cards[k], wc)
 			}
 		}
 	}
@@ -145,6 +157,7 @@ func TestCategoriesAgainstGroundTruth(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestCategoryCountAndLoop(t *testing.T) {
+	t.Parallel()
 	s := fixture.New(fixture.Options{Products: 3000, Seed: 2, ShowCount: true, Faults: fixture.Faults{PaginationLoop: true}})
 	for _, c := range s.Categories() {
 		if c.ProductCount <= 20 {
@@ -186,6 +199,7 @@ func checkProduct(t *testing.T, got *extract.ProductPage, want fixture.Product) 
 // TestProductsAgainstGroundTruth parses 250 product pages (every 20th of
 // 5,000) and compares every field with the fixture's ground truth.
 func TestProductsAgainstGroundTruth(t *testing.T) {
+	t.Parallel()
 	s := fixture.New(fixture.Options{Products: 5000, Seed: 1})
 	p := extract.WorldOfBooks()
 	styles := map[string]bool{}
@@ -218,6 +232,7 @@ func TestProductsAgainstGroundTruth(t *testing.T) {
 }
 
 func TestProductOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := fixture.New(fixture.Options{Products: 20, Seed: 9})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -237,6 +252,7 @@ func TestProductOverHTTP(t *testing.T) {
 }
 
 func TestTruncated(t *testing.T) {
+	t.Parallel()
 	s := fixture.New(fixture.Options{Products: 100, Seed: 1, Faults: fixture.Faults{TruncateRate: 1}})
 	p := extract.WorldOfBooks()
 	want := s.Product(1)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // newTestProvider returns a Chromium provider with a temporary work dir, or
@@ -27,7 +29,7 @@ import (
 func newTestProvider(t *testing.T) (*Chromium, string) {
 	t.Helper()
 	if _, err := findBrowser(""); err != nil {
-		t.Skipf("no chromium: %v", err)
+		testenv.Missing(t, "no chromium: %v", err)
 	}
 	workDir := t.TempDir()
 	c, err := NewChromium(ChromiumOptions{WorkDir: workDir, StartTimeout: 30 * time.Second})
@@ -525,7 +527,7 @@ func TestTailBuffer(t *testing.T) {
 func TestLaunchRetriesAStartupCrash(t *testing.T) {
 	real, err := findBrowser("")
 	if err != nil {
-		t.Skipf("no chromium: %v", err)
+		testenv.Missing(t, "no chromium: %v", err)
 	}
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "crashed-once")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 func TestLookupUser(t *testing.T) {
@@ -58,7 +60,7 @@ func browserUser(t *testing.T) User {
 		t.Skip("needs root to switch the browsers' user")
 	}
 	if _, err := findBrowser(""); err != nil {
-		t.Skipf("no chromium: %v", err)
+		testenv.Missing(t, "no chromium: %v", err)
 	}
 	u, err := DefaultUser()
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +32,8 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // clock is a test clock: real time plus an adjustable offset.
@@ -77,9 +78,7 @@ type stackOptions struct {
 // MiB) and voids the URLs of deleted contexts.
 func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stackOptions) *stack {
 	t.Helper()
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("no chromium (make test installs it)")
-	}
+	testenv.Chromium(t)
 	ctx := context.Background()
 	clk := &clock{}
 	store, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true, Now: clk.now})

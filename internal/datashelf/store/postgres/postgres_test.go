@@ -4,23 +4,21 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/storetest"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
-// testURL returns QUARRY_TEST_POSTGRES_URL or skips the test.
+// testURL returns QUARRY_TEST_POSTGRES_URL or skips the test (fails it
+// when QUARRY_REQUIRE_PEERS=1).
 func testURL(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("QUARRY_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("QUARRY_TEST_POSTGRES_URL is not set: PostgreSQL tests skipped (make test starts a server via scripts/pg-start.sh)")
-	}
-	return url
+	return testenv.PostgresURL(t)
 }
 
 // freshSchema creates an empty schema for t and drops it in Cleanup.

@@ -539,7 +539,7 @@ func (c *Console) deleteItem(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: "Delete this item?",
 			Message: "The item " + compact(itemPlain(k)) + " will be deleted from " + name + ". This cannot be undone.",
 			Action:  r.URL.Path, Fields: map[string]string{"key": ref},
-			Back:    "/console/explorer/t/" + url.PathEscape(name) + "/item?key=" + url.QueryEscape(ref)})
+			Back: "/console/explorer/t/" + url.PathEscape(name) + "/item?key=" + url.QueryEscape(ref)})
 		return
 	}
 	if _, err := c.explorer.DeleteItem(r.Context(), &dynamodb.DeleteItemInput{TableName: aws.String(name), Key: k}); err != nil {

@@ -65,7 +65,10 @@ func (s *Store) EnsureTable(ctx context.Context) error {
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("operators: create table %s: %w", s.table, err)
 	}
-	w := dynamodb.NewTableExistsWaiter(s.client, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond; o.MaxDelay = time.Second })
+	w := dynamodb.NewTableExistsWaiter(s.client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 100 * time.Millisecond
+		o.MaxDelay = time.Second
+	})
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, time.Minute); err != nil {
 		return fmt.Errorf("operators: table %s: %w", s.table, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -358,4 +359,59 @@ func TestConsole(t *testing.T) {
 	for _, p := range []string{"/console/explorer/", "/console/explorer/t/checks-USER", "/console/explorer/t/console-demo/item"} {
 		get(t, bob, base+p, http.StatusNotFound)
 	}
+
+	// Bob's dashboard: a form with bad input shows the Checks API's
+	// message; a good one creates a check that runs.
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+		io.WriteString(w, "hello")
+	}))
+	defer target.Close()
+	run("my checks", chromedp.Click(chromedp.CSS(`a[href="/console/checks/"]`)), chromedp.WaitVisible(chromedp.CSS("#create-check")),
+		chromedp.SendKeys(chromedp.CSS("#url"), target.URL+"/", chromedp.NodeVisible),
+		chromedp.SetValue(chromedp.CSS("#delay"), "0.2"),
+		submit("#create-check button"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if got := text("#error"); !strings.Contains(got, "delayMs must be between 1000") {
+		t.Errorf("bad interval: %q", got)
+	}
+	run("create check", chromedp.SetValue(chromedp.CSS("#delay"), "1"),
+		submit("#create-check button"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	checkPath := eval(`location.pathname`)
+	if got := text("#check-url"); got != target.URL+"/" {
+		t.Errorf("check page shows %q", got)
+	}
+	waitLong(t, "the check's first runs in the dashboard", 20*time.Second, func() bool {
+		run("reload", chromedp.Navigate(base+checkPath), chromedp.WaitVisible(chromedp.CSS("#uptime")))
+		return strings.HasPrefix(text("#uptime"), "100.0 %") && !strings.HasPrefix(text("#uptime"), "100.0 % (1 runs)")
+	})
+	run("pause", submit("#pause"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := text("#facts"); !strings.Contains(got, "PAUSED") {
+		t.Errorf("after pause: %q", got)
+	}
+	run("list", chromedp.Navigate(base+"/console/checks/"), chromedp.WaitVisible(chromedp.CSS("#checks svg.spark")), shot("console-checks.png"))
+	if got := text("#checks"); !strings.Contains(got, target.URL) || !strings.Contains(got, "PAUSED") {
+		t.Errorf("checks list: %q", got)
+	}
+
+	// Another Checks user: bob's check is not found, and acting on it is
+	// refused the same way.
+	carol := httpSignIn(t, base, "checks", s.createUser("carol@example.com"))
+	get(t, carol, base+checkPath, http.StatusNotFound)
+	resp, err = carol.PostForm(base+checkPath+"/delete", url.Values{"confirm": {"yes"}, "csrf": {csrfOf(t, get(t, carol, base+"/console/checks/", 200))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("carol deleting bob's check = %d", resp.StatusCode)
+	}
+	get(t, bob, base+checkPath, http.StatusOK)
+
+	// Bob deletes it (console.js confirms).
+	run("delete check", chromedp.Navigate(base+checkPath), chromedp.WaitVisible(chromedp.CSS("#delete")),
+		submit("#delete"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := text("#msg"); got != "Check deleted." {
+		t.Errorf("after delete: %q", got)
+	}
+	get(t, bob, base+checkPath, http.StatusNotFound)
 }

@@ -164,6 +164,8 @@ var funcs = template.FuncMap{
 		return template.URL(v.Encode())
 	},
 	"pathesc": url.PathEscape,
+	"fields":  strings.Fields,
+	"list":    func(v ...any) []any { return v },
 }
 
 func (c *Console) routes() {

@@ -324,6 +324,23 @@ func TestConsole(t *testing.T) {
 		t.Errorf("POST with the CSRF token = %d at %s", resp.StatusCode, resp.Request.URL)
 	}
 
+	// Without JavaScript a delete shows a confirmation page first.
+	tablePage := get(t, op, base+"/console/explorer/t/console-demo", 200)
+	ref := regexp.MustCompile(`item\?key=([A-Za-z0-9_-]+)`).FindStringSubmatch(tablePage)
+	if ref == nil {
+		t.Fatalf("no item link on the table page: %s", tablePage)
+	}
+	resp, err = op.PostForm(base+"/console/explorer/t/console-demo/item/delete", url.Values{"key": {ref[1]}, "csrf": {csrfOf(t, tablePage)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "Delete this item?") || !strings.Contains(string(b), `name="confirm" value="yes"`) {
+		t.Errorf("delete without confirm = %d: %s", resp.StatusCode, b)
+	}
+	get(t, op, base+"/console/explorer/t/console-demo/item?key="+ref[1], 200) // still there
+
 	// Sign out in the browser: the operator pages ask for sign-in again.
 	run("sign out", submit(".signout button"), chromedp.WaitVisible(chromedp.CSS("#signin")),
 		chromedp.Navigate(base+"/console/explorer/"), chromedp.WaitVisible(chromedp.CSS("#signin")))

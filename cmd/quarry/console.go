@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -68,7 +69,13 @@ func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Clie
 	if err != nil {
 		log.Error("console disabled", "err", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "console unavailable: "+err.Error(), http.StatusServiceUnavailable)
+			status, msg := http.StatusServiceUnavailable, "console unavailable: "+err.Error()
+			if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
+				status, msg = http.StatusNotFound, "not found: "+r.URL.Path
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 		})
 	}
 	return h

@@ -105,14 +105,14 @@ func TestSessions(t *testing.T) {
 	}
 	// Revalidation ends a revoked principal's session.
 	auth.revoked = true
-	if b := rd.body(hc.Get(srv.URL+"/")); strings.Contains(b, "Welcome") {
+	if b := rd.body(hc.Get(srv.URL + "/")); strings.Contains(b, "Welcome") {
 		t.Error("a revoked principal's session still works")
 	}
 	auth.revoked = false
 	signIn(t, srv, hc, "good")
 	// Expiry.
 	now = now.Add(9 * time.Hour)
-	if b := rd.body(hc.Get(srv.URL+"/")); strings.Contains(b, "Welcome") {
+	if b := rd.body(hc.Get(srv.URL + "/")); strings.Contains(b, "Welcome") {
 		t.Error("an expired session still works")
 	}
 	// Paths outside the console keep the JSON 404.

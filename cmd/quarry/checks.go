@@ -116,6 +116,7 @@ func cmdChecks(ctx context.Context, args []string, getenv func(string) string, s
 // checks is the running Checks system.
 type checks struct {
 	handler http.Handler // mounted at /checks/
+	api     *checksapi.Handler
 	sched   *scheduler.Scheduler
 	alerts  *alert.Dispatcher
 	prober  *probe.Prober
@@ -143,7 +144,7 @@ func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client,
 	}
 	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: host + "-" + fmt.Sprint(os.Getpid()), Retention: retention, Logger: log})
 	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, EmailEnabled: aopts.SMTP != nil, Logger: log})
-	return &checks{handler: http.StripPrefix("/checks", h), sched: sched, alerts: dispatcher, prober: prober}, nil
+	return &checks{handler: http.StripPrefix("/checks", h), api: h, sched: sched, alerts: dispatcher, prober: prober}, nil
 }
 
 // run runs the scheduler and the alert dispatcher until ctx ends.

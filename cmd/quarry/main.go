@@ -31,6 +31,8 @@ Usage:
                               administer Checks' users and their API tokens
   quarry eecar company create|key create
                               administer EECAR's companies and their API keys
+  quarry admin token create|list|revoke
+                              administer the console's operator tokens
   quarry version              print the version
 
 Run "quarry <command> -h" for a command's flags. Every flag can also be set
@@ -84,6 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = cmdChecks(ctx, args[1:], getenv, stdout, stderr)
 	case "eecar":
 		err = cmdEECAR(ctx, args[1:], getenv, stdout, stderr)
+	case "admin":
+		err = cmdAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "datashelf":
 		err = cmdDataShelf(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -224,11 +223,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		json.NewEncoder(w).Encode(map[string]string{"error": "not found: " + r.URL.Path})
-	})
+	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, log)) // the web console; other paths a JSON 404
 	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}}
 	if c.DDBListen != "off" && store != nil {
 		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,

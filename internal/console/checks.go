@@ -1,0 +1,277 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The Checks dashboard: a Checks user's checks, their status, uptime over
+// 24 hours, a response-time sparkline; create, pause, resume, run now and
+// delete, with the Checks API's own validation messages.
+
+// Check is a check as the dashboard shows it.
+type Check struct {
+	ID             string
+	URL            string
+	Type           string
+	DelayMs        int64
+	Status         string // ACTIVE, PAUSED, FAILED
+	LastExecutedAt string
+	LastStatus     string // UP or DOWN of the last run; "" before it
+	FailureReason  string
+}
+
+// Run is one run of a check.
+type Run struct {
+	At             time.Time
+	Up             bool
+	ResponseTimeMs int64
+}
+
+// CheckInput is the create form.
+type CheckInput struct {
+	URL     string
+	Type    string
+	DelayMs int64
+	Keyword string // attributes.keyword; "" for none
+}
+
+// ErrNotFound is a check that does not exist or is another user's.
+var ErrNotFound = errors.New("console: not found")
+
+// ChecksStore is what the dashboard needs of Checks, for one user at a
+// time: the user id is the session's, so one user never reaches another's
+// checks. Errors of Create and Act are shown to the user as they are (the
+// Checks API's validation messages).
+type ChecksStore interface {
+	Checks(ctx context.Context, userID string) ([]Check, error)
+	Check(ctx context.Context, userID, id string) (Check, error)
+	Runs(ctx context.Context, userID, id string, limit int) ([]Run, error)
+	Create(ctx context.Context, userID string, in CheckInput) (Check, error)
+	// Act is pause, resume, run or delete.
+	Act(ctx context.Context, userID, id, action string) error
+}
+
+func (c *Console) checksRoutes(m *http.ServeMux) {
+	if c.opts.Checks == nil {
+		return
+	}
+	m.HandleFunc("GET /console/checks/{$}", c.checksList)
+	m.HandleFunc("POST /console/checks/{$}", c.checksCreate)
+	m.HandleFunc("GET /console/checks/{id}", c.checkPage)
+	m.HandleFunc("POST /console/checks/{id}/{action}", c.checkAct)
+}
+
+// checkRow is a check with its last 24 hours.
+type checkRow struct {
+	Check
+	Uptime string // "99.5 %", or "–" without runs
+	Runs   int
+	Spark  spark
+}
+
+type checksData struct {
+	Rows  []checkRow
+	Form  url.Values
+	Error string
+	Msg   string
+}
+
+// history reads a check's runs of the last 24 hours, oldest first.
+func (c *Console) history(ctx context.Context, userID string, ck Check) (checkRow, error) {
+	runs, err := c.opts.Checks.Runs(ctx, userID, ck.ID, 1000)
+	if err != nil {
+		return checkRow{}, err
+	}
+	since := c.opts.Now().Add(-24 * time.Hour)
+	var recent []Run
+	for i := len(runs) - 1; i >= 0; i-- { // newest first → oldest first
+		if runs[i].At.After(since) {
+			recent = append(recent, runs[i])
+		}
+	}
+	row := checkRow{Check: ck, Uptime: "–", Runs: len(recent), Spark: sparkline(recent)}
+	if len(recent) > 0 {
+		up := 0
+		for _, r := range recent {
+			if r.Up {
+				up++
+			}
+		}
+		row.Uptime = strconv.FormatFloat(100*float64(up)/float64(len(recent)), 'f', 1, 64) + " %"
+	}
+	return row, nil
+}
+
+func (c *Console) checksList(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.require(w, r, "checks"); !ok {
+		return
+	}
+	c.checksPage(w, r, http.StatusOK, checksData{Form: url.Values{"type": {"AVAILABILITY"}, "delay": {"60"}}, Msg: checkMessage(r)})
+}
+
+func checkMessage(r *http.Request) string {
+	return map[string]string{"created": "Check created.", "pause": "Check paused.", "resume": "Check resumed.",
+		"run": "Check queued to run now.", "delete": "Check deleted."}[r.URL.Query().Get("msg")]
+}
+
+func (c *Console) checksPage(w http.ResponseWriter, r *http.Request, status int, d checksData) {
+	ss, _ := c.session(w, r)
+	cks, err := c.opts.Checks.Checks(r.Context(), ss.Subject)
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	for _, ck := range cks {
+		row, err := c.history(r.Context(), ss.Subject, ck)
+		if err != nil {
+			c.failure(w, r, err)
+			return
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	c.render(w, r, status, "checks", d)
+}
+
+func (c *Console) checksCreate(w http.ResponseWriter, r *http.Request) {
+	ss, ok := c.require(w, r, "checks")
+	if !ok {
+		return
+	}
+	f := r.PostForm
+	in := CheckInput{URL: strings.TrimSpace(f.Get("url")), Type: f.Get("type"), Keyword: f.Get("keyword")}
+	secs, err := strconv.ParseFloat(strings.TrimSpace(f.Get("delay")), 64)
+	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
+		c.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: "The interval must be a number of seconds."})
+		return
+	}
+	in.DelayMs = int64(secs * 1000)
+	ck, err := c.opts.Checks.Create(r.Context(), ss.Subject, in)
+	if err != nil {
+		c.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: err.Error()})
+		return
+	}
+	http.Redirect(w, r, "/console/checks/"+url.PathEscape(ck.ID)+"?msg=created", http.StatusSeeOther)
+}
+
+type checkData struct {
+	Row   checkRow
+	Runs  []Run // newest first, at most 20
+	Error string
+	Msg   string
+}
+
+func (c *Console) checkPage(w http.ResponseWriter, r *http.Request) {
+	ss, ok := c.require(w, r, "checks")
+	if !ok {
+		return
+	}
+	ck, err := c.opts.Checks.Check(r.Context(), ss.Subject, r.PathValue("id"))
+	if errors.Is(err, ErrNotFound) {
+		c.notFound(w, r)
+		return
+	}
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	row, err := c.history(r.Context(), ss.Subject, ck)
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	runs, err := c.opts.Checks.Runs(r.Context(), ss.Subject, ck.ID, 20)
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "check", checkData{Row: row, Runs: runs, Msg: checkMessage(r), Error: r.URL.Query().Get("error")})
+}
+
+func (c *Console) checkAct(w http.ResponseWriter, r *http.Request) {
+	ss, ok := c.require(w, r, "checks")
+	if !ok {
+		return
+	}
+	id, action := r.PathValue("id"), r.PathValue("action")
+	switch action {
+	case "pause", "resume", "run", "delete":
+	default:
+		c.notFound(w, r)
+		return
+	}
+	if _, err := c.opts.Checks.Check(r.Context(), ss.Subject, id); err != nil {
+		c.notFoundOr404(w, r, err)
+		return
+	}
+	if action == "delete" && r.PostForm.Get("confirm") != "yes" {
+		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: "Delete this check?",
+			Message: "The check " + id + " and its history will be deleted.", Action: r.URL.Path,
+			Back: "/console/checks/" + url.PathEscape(id)})
+		return
+	}
+	err := c.opts.Checks.Act(r.Context(), ss.Subject, id, action)
+	if errors.Is(err, ErrNotFound) {
+		c.notFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Redirect(w, r, "/console/checks/"+url.PathEscape(id)+"?"+url.Values{"error": {err.Error()}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	if action == "delete" {
+		http.Redirect(w, r, "/console/checks/?msg=delete", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/console/checks/"+url.PathEscape(id)+"?msg="+action, http.StatusSeeOther)
+}
+
+func (c *Console) notFoundOr404(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrNotFound) {
+		c.notFound(w, r)
+		return
+	}
+	c.failure(w, r, err)
+}
+
+// spark is a server-rendered SVG sparkline of response times.
+type spark struct {
+	Points string // the polyline's points, in a 100×20 view box
+	Max    int64  // the slowest response, ms
+	Last   int64
+}
+
+// sparkline draws runs (oldest first) as a polyline.
+func sparkline(runs []Run) spark {
+	if len(runs) == 0 {
+		return spark{}
+	}
+	var hi int64 = 1
+	for _, r := range runs {
+		hi = max(hi, r.ResponseTimeMs)
+	}
+	var b strings.Builder
+	n := len(runs)
+	for i, r := range runs {
+		x := 100.0
+		if n > 1 {
+			x = 100 * float64(i) / float64(n-1)
+		}
+		y := 19 - 18*float64(r.ResponseTimeMs)/float64(hi)
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", x, y)
+	}
+	if n == 1 {
+		fmt.Fprintf(&b, " 0.0,%.1f", 19-18*float64(runs[0].ResponseTimeMs)/float64(hi))
+	}
+	return spark{Points: b.String(), Max: hi, Last: runs[n-1].ResponseTimeMs}
+}

@@ -1,0 +1,416 @@
+// Package console is quarry's web console: server-rendered pages (Go's
+// html/template, embedded assets, a strict Content-Security-Policy, usable
+// with JavaScript off) at / and under /console/.
+//
+// It imports no system package. It signs people in through the Realms it is
+// given (each system's own credentials, and operator tokens), and reaches
+// the data through small interfaces and the DynamoDB client the systems
+// use; cmd/quarry wires them.
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Principal is who a credential belongs to, in its realm.
+type Principal struct {
+	// ID identifies the principal in its realm (a user id, a company id, a
+	// token's hash); it is kept in the session.
+	ID string
+	// Name is shown in the console's header.
+	Name string
+}
+
+// Authenticator checks a credential through a system's own auth.
+type Authenticator interface {
+	// Authenticate returns the principal of credential, or an error when
+	// it is not valid.
+	Authenticate(ctx context.Context, credential string) (Principal, error)
+}
+
+// Revalidator is implemented by an Authenticator whose principals can be
+// revoked: each request of a session checks its principal is still valid.
+type Revalidator interface {
+	// Valid returns an error when the principal id may no longer sign in.
+	Valid(ctx context.Context, id string) error
+}
+
+// AuthFunc adapts a function to Authenticator.
+type AuthFunc func(ctx context.Context, credential string) (Principal, error)
+
+// Authenticate calls f.
+func (f AuthFunc) Authenticate(ctx context.Context, credential string) (Principal, error) {
+	return f(ctx, credential)
+}
+
+// Realm is one kind of credential the sign-in form accepts.
+type Realm struct {
+	// Kind names the realm in sessions and in the form: "operator",
+	// "checks", "eecar", "wallcrawler".
+	Kind string
+	// Label describes the credential on the form ("Checks API token").
+	Label string
+	// Operator grants the operator areas (the store explorer).
+	Operator bool
+	// Auth validates the credential.
+	Auth Authenticator
+}
+
+// Options configure the console.
+type Options struct {
+	// Realms are the credentials accepted at sign-in, in the form's order.
+	Realms []Realm
+	// Key signs session cookies and derives CSRF tokens (at least 32
+	// bytes; every process serving the same users needs the same key).
+	Key []byte
+	// SessionTTL is how long a session lasts (default 8 h).
+	SessionTTL time.Duration
+	// Explorer is the DynamoDB client of the store explorer; nil hides it.
+	Explorer *dynamodb.Client
+	// Checks is the Checks dashboard's store; nil hides it.
+	Checks ChecksStore
+	// Logger logs failures (default: discard).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Console is the console's HTTP handler.
+type Console struct {
+	opts     Options
+	sess     *sessions
+	realms   map[string]Realm
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	log      *slog.Logger
+	explorer *dynamodb.Client
+	// signedOut holds the nonces of sessions signed out in this process
+	// (until they expire): their cookies stop working at once.
+	signedOut sync.Map // nonce → expiry (Unix seconds)
+}
+
+// maxForm bounds a form's body.
+const maxForm = 1 << 20
+
+// New returns the console.
+func New(opts Options) (*Console, error) {
+	if len(opts.Key) < 32 {
+		return nil, errors.New("console: the session key must be at least 32 bytes")
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 8 * time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{opts: opts, sess: &sessions{key: opts.Key, ttl: opts.SessionTTL, now: opts.Now},
+		realms: map[string]Realm{}, pages: map[string]*template.Template{}, log: opts.Logger.With("system", "console"),
+		explorer: opts.Explorer}
+	for _, r := range opts.Realms {
+		c.realms[r.Kind] = r
+	}
+	pages, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: templates: %w", err)
+	}
+	for _, p := range pages {
+		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", p)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		c.pages[name] = t
+	}
+	c.routes()
+	return c, nil
+}
+
+var funcs = template.FuncMap{
+	"pretty": pretty,
+	"join":   strings.Join,
+	"query": func(kv ...string) template.URL {
+		v := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] != "" {
+				v.Set(kv[i], kv[i+1])
+			}
+		}
+		return template.URL(v.Encode())
+	},
+	"pathesc": url.PathEscape,
+	"fields":  strings.Fields,
+	"list":    func(v ...any) []any { return v },
+}
+
+func (c *Console) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix("/console/static/", http.FileServerFS(static))
+	m.Handle("GET /console/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	}))
+	m.HandleFunc("GET /{$}", c.home)
+	m.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusSeeOther) })
+	m.HandleFunc("GET /console/signin", c.signinForm)
+	m.HandleFunc("POST /console/signin", c.signin)
+	m.HandleFunc("POST /console/signout", c.signout)
+	c.explorerRoutes(m)
+	c.checksRoutes(m)
+	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
+	c.mux = m
+}
+
+// ServeHTTP serves the console's pages. Paths outside / and /console/
+// answer a JSON 404, as the listener did before the console.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "{\"error\":%q}\n", "not found: "+r.URL.Path)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	if !strings.HasPrefix(r.URL.Path, "/console/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "bad form", http.StatusBadRequest)
+			return
+		}
+		if r.URL.Path != "/console/signin" {
+			ss, ok := c.session(w, r)
+			if !ok || !c.sess.checkCSRF(ss, r.PostForm.Get("csrf")) {
+				c.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Refused", Message: "This form was refused: its security token is missing or does not match your session. Reload the page and try again."})
+				return
+			}
+		}
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+type ctxKey struct{}
+
+// session returns the request's valid session, clearing a cookie that is
+// invalid, expired or whose principal was revoked.
+func (c *Console) session(w http.ResponseWriter, r *http.Request) (session, bool) {
+	if ss, ok := r.Context().Value(ctxKey{}).(session); ok {
+		return ss, true
+	}
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return session{}, false
+	}
+	ss, err := c.sess.decode(ck.Value)
+	if _, out := c.signedOut.Load(ss.Nonce); err == nil && out {
+		err = errNoSession
+	}
+	if err == nil {
+		realm, ok := c.realms[ss.Realm]
+		if !ok {
+			err = errNoSession
+		} else if rv, ok := realm.Auth.(Revalidator); ok {
+			err = rv.Valid(r.Context(), ss.Subject)
+		}
+	}
+	if err != nil {
+		setCookie(w, r, sessionCookie, "", -1)
+		return session{}, false
+	}
+	*r = *r.WithContext(context.WithValue(r.Context(), ctxKey{}, ss))
+	return ss, true
+}
+
+// operator reports whether the session may use the operator areas.
+func (c *Console) operator(ss session) bool { return c.realms[ss.Realm].Operator }
+
+// require returns the session when it is in one of kinds ("operator" for
+// any operator realm); signed out, it redirects to the sign-in page;
+// signed in elsewhere, it answers 404 (the area does not exist for them).
+func (c *Console) require(w http.ResponseWriter, r *http.Request, kind string) (session, bool) {
+	ss, ok := c.session(w, r)
+	if !ok {
+		http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return session{}, false
+	}
+	if (kind == "operator" && !c.operator(ss)) || (kind != "operator" && ss.Realm != kind) {
+		c.notFound(w, r)
+		return session{}, false
+	}
+	return ss, true
+}
+
+// page is what every template gets.
+type page struct {
+	Signed   bool
+	Name     string
+	Realm    string
+	Operator bool
+	CSRF     string
+	Explorer bool
+	Checks   bool
+	Path     string
+	Data     any
+}
+
+type errorPage struct {
+	Title   string
+	Message string
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	t := c.pages[name]
+	p := page{Data: data, Path: r.URL.Path}
+	if ss, ok := c.session(w, r); ok {
+		p.Signed, p.Name, p.Realm, p.CSRF = true, ss.Name, ss.Realm, c.sess.csrf(ss)
+		p.Operator = c.operator(ss)
+		p.Explorer = p.Operator && c.explorer != nil
+		p.Checks = ss.Realm == "checks" && c.opts.Checks != nil
+	}
+	var buf strings.Builder
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		c.log.Error("render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(buf.String()))
+}
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no such page, or it is not yours."})
+}
+
+// failure shows an unexpected error.
+func (c *Console) failure(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.Error("console", "path", r.URL.Path, "err", err)
+	c.render(w, r, http.StatusBadGateway, "error", errorPage{Title: "Error", Message: storeMessage(err)})
+}
+
+// storeMessage is the store's own message for an API error, else err's.
+func storeMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode() + ": " + ae.ErrorMessage()
+	}
+	return err.Error()
+}
+
+type homeData struct {
+	Realms []Realm
+}
+
+func (c *Console) home(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.session(w, r); !ok {
+		c.signinForm(w, r)
+		return
+	}
+	c.render(w, r, http.StatusOK, "home", homeData{Realms: c.opts.Realms})
+}
+
+type signinData struct {
+	Realms []Realm
+	Realm  string
+	Next   string
+	Error  string
+	Nonce  string
+}
+
+func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
+	c.signinPage(w, r, http.StatusOK, r.URL.Query().Get("realm"), "")
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, realm, msg string) {
+	nonce := randomToken()
+	setCookie(w, r, preCookie, nonce, 3600)
+	next := r.FormValue("next")
+	if r.Method == http.MethodGet && r.URL.Path == "/" {
+		next = ""
+	}
+	c.render(w, r, status, "signin", signinData{Realms: c.opts.Realms, Realm: realm, Next: safeNext(next), Error: msg, Nonce: nonce})
+}
+
+// safeNext keeps a local path only (no open redirect).
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return ""
+	}
+	return next
+}
+
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	pre, err := r.Cookie(preCookie)
+	if err != nil || pre.Value == "" || r.PostForm.Get("nonce") != pre.Value {
+		c.signinPage(w, r, http.StatusForbidden, "", "The sign-in form expired or was not sent by this console; try again.")
+		return
+	}
+	kind := r.PostForm.Get("realm")
+	realm, ok := c.realms[kind]
+	if !ok {
+		c.signinPage(w, r, http.StatusBadRequest, "", "Choose what kind of credential you are signing in with.")
+		return
+	}
+	cred := strings.TrimSpace(r.PostForm.Get("credential"))
+	p, err := realm.Auth.Authenticate(r.Context(), cred)
+	if err != nil {
+		c.log.Info("console sign-in refused", "realm", kind, "err", err)
+		c.signinPage(w, r, http.StatusUnauthorized, kind, "That "+realm.Label+" is not valid.")
+		return
+	}
+	ss := session{Realm: kind, Subject: p.ID, Name: p.Name, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix(), Nonce: randomToken()}
+	setCookie(w, r, sessionCookie, c.sess.encode(ss), int(c.opts.SessionTTL/time.Second))
+	setCookie(w, r, preCookie, "", -1)
+	next := safeNext(r.PostForm.Get("next"))
+	if next == "" {
+		next = "/"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
+	if ss, ok := c.session(w, r); ok {
+		now := c.opts.Now().Unix()
+		c.signedOut.Range(func(k, v any) bool {
+			if v.(int64) <= now {
+				c.signedOut.Delete(k)
+			}
+			return true
+		})
+		c.signedOut.Store(ss.Nonce, ss.Expires)
+	}
+	setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, "/console/signin?out=1", http.StatusSeeOther)
+}

@@ -1,0 +1,182 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeAuth accepts one credential.
+type fakeAuth struct{ revoked bool }
+
+func (f *fakeAuth) Authenticate(_ context.Context, cred string) (Principal, error) {
+	if cred != "good" {
+		return Principal{}, errors.New("bad")
+	}
+	return Principal{ID: "u1", Name: "Ursula"}, nil
+}
+
+func (f *fakeAuth) Valid(context.Context, string) error {
+	if f.revoked {
+		return errors.New("revoked")
+	}
+	return nil
+}
+
+func newTestConsole(t *testing.T, now *time.Time, auth *fakeAuth) (*httptest.Server, *http.Client) {
+	t.Helper()
+	c, err := New(Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return *now },
+		Realms: []Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: auth}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	return srv, &http.Client{Jar: jar}
+}
+
+// reader reads answers, failing its test on errors.
+type reader struct{ t *testing.T }
+
+func (r reader) body(resp *http.Response, err error) string {
+	t := r.t
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func signIn(t *testing.T, srv *httptest.Server, hc *http.Client, cred string) string {
+	t.Helper()
+	rd := reader{t}
+	page := rd.body(hc.Get(srv.URL + "/console/signin"))
+	nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(page)[1]
+	return rd.body(hc.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {nonce}, "realm": {"operator"}, "credential": {cred}}))
+}
+
+func TestSessions(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	auth := &fakeAuth{}
+	srv, hc := newTestConsole(t, &now, auth)
+	rd := reader{t}
+
+	if got := signIn(t, srv, hc, "wrong"); !strings.Contains(got, "is not valid") {
+		t.Fatalf("wrong credential: %s", got)
+	}
+	if got := signIn(t, srv, hc, "good"); !strings.Contains(got, "Welcome, Ursula") {
+		t.Fatalf("good credential: %s", got)
+	}
+	// The sign-in form without its nonce cookie is refused.
+	other := &http.Client{}
+	resp, err := other.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {"x"}, "realm": {"operator"}, "credential": {"good"}})
+	if b := rd.body(resp, err); resp.StatusCode != http.StatusForbidden || strings.Contains(b, "Welcome") {
+		t.Errorf("sign-in without the nonce cookie = %d", resp.StatusCode)
+	}
+
+	u, _ := url.Parse(srv.URL)
+	var cookie *http.Cookie
+	for _, c := range hc.Jar.Cookies(u) {
+		if c.Name == sessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatal("no session cookie")
+	}
+	// A tampered cookie is no session.
+	payload, sig, _ := strings.Cut(cookie.Value, ".")
+	tampered := &http.Client{}
+	req, _ := http.NewRequest("GET", srv.URL+"/", nil)
+	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: payload[:len(payload)-2] + "AA." + sig})
+	if b := rd.body(tampered.Do(req)); strings.Contains(b, "Welcome") {
+		t.Error("a tampered cookie was accepted")
+	}
+	// Revalidation ends a revoked principal's session.
+	auth.revoked = true
+	if b := rd.body(hc.Get(srv.URL + "/")); strings.Contains(b, "Welcome") {
+		t.Error("a revoked principal's session still works")
+	}
+	auth.revoked = false
+	signIn(t, srv, hc, "good")
+	// Expiry.
+	now = now.Add(9 * time.Hour)
+	if b := rd.body(hc.Get(srv.URL + "/")); strings.Contains(b, "Welcome") {
+		t.Error("an expired session still works")
+	}
+	// Paths outside the console keep the JSON 404.
+	resp, err = hc.Get(srv.URL + "/nope")
+	if b := rd.body(resp, err); resp.StatusCode != 404 || !strings.Contains(b, `"not found: /nope"`) {
+		t.Errorf("GET /nope = %d %s", resp.StatusCode, b)
+	}
+	// Headers.
+	resp, err = hc.Get(srv.URL + "/")
+	rd.body(resp, err)
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Errorf("CSP %q", csp)
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{"/console/explorer/": "/console/explorer/", "//evil.example/": "", "https://evil.example/": "", "/\\evil": ""} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	in := `{"pk":{"S":"a"},"n":{"N":"1.50"},"b":{"B":"aGk="},"ok":{"BOOL":true},"z":{"NULL":true},` +
+		`"ss":{"SS":["x","y"]},"ns":{"NS":["1","2"]},"l":{"L":[{"S":"q"},{"N":"3"}]},"m":{"M":{"k":{"S":"v"}}}}`
+	it, err := parseDDBItem(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := parseDDBItem(compact(itemDDBJSON(it)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compact(itemDDBJSON(back)) != compact(itemDDBJSON(it)) {
+		t.Errorf("round trip: %s", compact(itemDDBJSON(back)))
+	}
+	if got := compact(itemPlain(it)["n"]); got != "1.50" {
+		t.Errorf("plain number %s", got)
+	}
+	plain, err := parsePlainItem(`{"pk":"a","n":12.5,"l":[1,"x",null],"m":{"ok":false}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact(itemDDBJSON(plain)); got != `{"l":{"L":[{"N":"1"},{"S":"x"},{"NULL":true}]},"m":{"M":{"ok":{"BOOL":false}}},"n":{"N":"12.5"},"pk":{"S":"a"}}` {
+		t.Errorf("plain → DynamoDB JSON: %s", got)
+	}
+	for _, bad := range []string{`[]`, `{"a":{"X":"1"}}`, `{"a":"plain"}`, `{"a":{"S":1}}`, `{"a":{"S":"x"}} junk`} {
+		if _, err := parseDDBItem(bad); err == nil {
+			t.Errorf("parseDDBItem(%s) accepted", bad)
+		}
+	}
+	k, err := decodeKey(encodeKey(it))
+	if err != nil || len(k) != len(it) {
+		t.Errorf("key round trip: %v %v", k, err)
+	}
+}
+
+func TestSparkline(t *testing.T) {
+	s := sparkline([]Run{{ResponseTimeMs: 10}, {ResponseTimeMs: 20}, {ResponseTimeMs: 5}})
+	if s.Points != "0.0,10.0 50.0,1.0 100.0,14.5" || s.Max != 20 || s.Last != 5 {
+		t.Errorf("sparkline = %+v", s)
+	}
+	if sparkline(nil).Points != "" {
+		t.Error("empty sparkline has points")
+	}
+}

@@ -1,0 +1,25 @@
+// quarry console: the only script. Forms marked data-confirm ask before
+// they are sent and then skip the server's confirmation page; elements
+// marked data-refresh reload the page every N seconds while it is visible.
+// Everything works without it.
+"use strict";
+document.addEventListener("submit", function (e) {
+  var f = e.target;
+  var q = f.getAttribute("data-confirm");
+  if (!q) return;
+  if (!window.confirm(q)) { e.preventDefault(); return; }
+  if (!f.querySelector("input[name=confirm]")) {
+    var i = document.createElement("input");
+    i.type = "hidden"; i.name = "confirm"; i.value = "yes";
+    f.appendChild(i);
+  }
+});
+document.addEventListener("DOMContentLoaded", function () {
+  var el = document.querySelector("[data-refresh]");
+  if (!el) return;
+  var s = parseInt(el.getAttribute("data-refresh"), 10);
+  if (!(s > 0)) return;
+  setInterval(function () {
+    if (document.visibilityState === "visible" && !document.querySelector("form:focus-within")) location.reload();
+  }, s * 1000);
+});

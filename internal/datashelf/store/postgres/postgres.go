@@ -401,12 +401,10 @@ func keysetCast(kind string) string {
 	return "?::text"
 }
 
-// ListProducts implements store.Store.
-func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]store.Product, int, error) {
-	f, err := store.NormalizeProductFilter(f)
-	if err != nil {
-		return nil, 0, err
-	}
+// productWhere returns the WHERE clause (empty, or starting with
+// " WHERE ") selecting f's products and its arguments ($1, $2, …). f must
+// be normalized.
+func productWhere(f store.ProductFilter) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, v any) {
@@ -431,6 +429,17 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if f.Condition != "" {
 		add("lower(specs->>'condition') = lower(?)", f.Condition)
 	}
+	// The design's JSONB queries, which idx_product_specs_gin serves:
+	// specs ? 'key' and specs @> '{"key": "value"}'. (add is not used: it
+	// would take the ? operator for a placeholder.)
+	for _, k := range f.HasSpec {
+		args = append(args, k)
+		conds = append(conds, fmt.Sprintf("specs ? $%d", len(args)))
+	}
+	if len(f.Specs) > 0 {
+		args = append(args, jsonText(f.Specs))
+		conds = append(conds, fmt.Sprintf("specs @> $%d::jsonb", len(args)))
+	}
 	if f.MinPrice != nil {
 		add("price >= ?::float8::numeric", *f.MinPrice)
 	}
@@ -440,10 +449,26 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if f.Available != nil {
 		add("available = ?", *f.Available)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
+	if f.Active != nil {
+		if *f.Active {
+			conds = append(conds, "id IN (SELECT id FROM active_products)")
+		} else {
+			conds = append(conds, "id NOT IN (SELECT id FROM active_products)")
+		}
 	}
+	if len(conds) == 0 {
+		return "", args
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// ListProducts implements store.Store.
+func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]store.Product, int, error) {
+	f, err := store.NormalizeProductFilter(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	where, args := productWhere(f)
 	total := -1
 	if !f.SkipTotal {
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product`+where, args...).Scan(&total); err != nil {

@@ -359,8 +359,8 @@ type ProductFilter struct {
 	// 30 days by the database's clock); false keeps the other products.
 	Active *bool
 	Sort   string
-	Limit      int
-	Offset     int
+	Limit  int
+	Offset int
 	// After is the position the page starts after (keyset pagination);
 	// nil means the start of the listing (or Offset).
 	After *ProductKey

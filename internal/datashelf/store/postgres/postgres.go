@@ -59,6 +59,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		o.MaxConns = 16
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	poolerSafe(cfg.ConnConfig)
 	if o.Schema != "" {
 		if err := createSchema(ctx, url, o.Schema); err != nil {
 			return nil, err
@@ -75,6 +76,23 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// poolerSafe makes statement_cache_capacity=0 in the URL mean what a
+// transaction-mode pooler needs (no named prepared statements kept on a
+// server connection): pgx's default mode, cache_statement, refuses to run
+// without its statement cache, so the mode becomes cache_describe (unnamed
+// statements, descriptions cached on the client) or, when the description
+// cache is off too, exec.
+func poolerSafe(cc *pgx.ConnConfig) {
+	if cc.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cc.StatementCacheCapacity > 0 {
+		return
+	}
+	if cc.DescriptionCacheCapacity > 0 {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	} else {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 }
 
 func createSchema(ctx context.Context, url, schema string) error {

@@ -34,21 +34,31 @@ func openDataShelf(ctx context.Context, c *config.Config) (store.Store, blob.Sto
 	if err != nil {
 		return nil, nil, err
 	}
+	s, err := openDataShelfStore(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, blobs, nil
+}
+
+// openDataShelfStore opens DataShelf's store alone: PostgreSQL when
+// --datashelf-db is set, SQLite at <data-dir>/datashelf.db otherwise.
+func openDataShelfStore(ctx context.Context, c *config.Config) (store.Store, error) {
 	if c.DataShelfDB != "" {
 		s, err := postgres.Open(ctx, c.DataShelfDB, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("datashelf: %w", err)
+			return nil, fmt.Errorf("datashelf: %w", err)
 		}
-		return s, blobs, nil
+		return s, nil
 	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	s, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "datashelf.db"), nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("datashelf: %w", err)
+		return nil, fmt.Errorf("datashelf: %w", err)
 	}
-	return s, blobs, nil
+	return s, nil
 }
 
 // dataShelfHandler returns the DataShelf API, to be mounted at /datashelf.
@@ -67,10 +77,30 @@ func dataShelfHandler(c *config.Config, st store.Store, blobs blob.Store, log *s
 	return http.StripPrefix("/datashelf", h), nil
 }
 
-// cmdDataShelf runs `quarry datashelf crawl|jobs`.
+// dataShelfUsage lists the datashelf subcommands.
+const dataShelfUsage = `usage: quarry datashelf crawl [flags] URL
+       quarry datashelf jobs [flags]
+       quarry datashelf maintain [--ops analyze,vacuum,reindex] [flags]
+       quarry datashelf export [--table product|category] [--format csv|jsonl] [--out FILE] [flags]
+       quarry datashelf check [flags]
+`
+
+// dataShelfStoreFlags are the configuration flags every datashelf
+// subcommand accepts.
+var dataShelfStoreFlags = []string{"data-dir", "datashelf-db", "log-level", "log-format", "region", "blob-s3-bucket", "blob-s3-endpoint", "blob-s3-region", "blob-s3-path-style", "allow-networks"}
+
+// cmdDataShelf runs `quarry datashelf crawl|jobs|maintain|export|check`.
 func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "crawl" && args[0] != "jobs") {
-		fmt.Fprint(stderr, "usage: quarry datashelf crawl [flags] URL | quarry datashelf jobs [flags]\n")
+	if len(args) == 0 {
+		fmt.Fprint(stderr, dataShelfUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "crawl", "jobs":
+	case "maintain", "export", "check":
+		return cmdDataShelfAdmin(ctx, args[0], args[1:], getenv, stdout, stderr)
+	default:
+		fmt.Fprint(stderr, dataShelfUsage)
 		return errUsage
 	}
 	sub := args[0]
@@ -92,7 +122,7 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 			startURL, rest = rest[n-1], rest[:n-1]
 		}
 	}
-	c, err := config.Load(fs, rest, getenv, config.Defaults(), []string{"data-dir", "datashelf-db", "log-level", "log-format", "region", "blob-s3-bucket", "blob-s3-endpoint", "blob-s3-region", "blob-s3-path-style", "allow-networks"})
+	c, err := config.Load(fs, rest, getenv, config.Defaults(), dataShelfStoreFlags)
 	if err != nil {
 		return err
 	}

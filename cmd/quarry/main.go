@@ -25,6 +25,10 @@ Usage:
   quarry ddb serve [flags]    run only the DynamoDB-compatible store
   quarry datashelf crawl URL  crawl a bookshop into DataShelf (live progress; exits when the queue drains)
   quarry datashelf jobs       print DataShelf's job queue statistics
+  quarry datashelf maintain|export|check
+                              DataShelf's maintenance (ANALYZE, VACUUM, REINDEX),
+                              product/category export (CSV or JSON Lines) and
+                              integrity checks (exit 1 on findings)
   quarry wallcrawler project create|project update|key create|key revoke
                               administer Wallcrawler's projects and API keys
   quarry checks user create|suspend|activate|tier|token

@@ -71,7 +71,7 @@ func parseQuery(r *http.Request, allowed ...string) (query, error) {
 	for _, k := range names {
 		ok := false
 		for _, a := range allowed {
-			if k == a {
+			if k == a || strings.HasSuffix(a, ".*") && strings.HasPrefix(k, strings.TrimSuffix(a, "*")) {
 				ok = true
 				break
 			}
@@ -231,7 +231,66 @@ func pathID(r *http.Request) (string, error) {
 // productFilterParams are the parameters that select products; the cursor
 // is bound to their values.
 var productFilterParams = []string{"categoryId", "q", "author", "isbn", "format", "condition",
-	"minPrice", "maxPrice", "available", "sort"}
+	"minPrice", "maxPrice", "available", "active", "hasSpec", specParamPrefix + "*", "sort"}
+
+// specParamPrefix starts the spec.<key>=<value> parameters: products whose
+// specs hold exactly that string value (PostgreSQL: specs @> '{"key":
+// "value"}').
+const specParamPrefix = "spec."
+
+// specFilters reads hasSpec (comma-separated keys the specs must have) and
+// the spec.<key> parameters.
+func specFilters(q query, f *store.ProductFilter) error {
+	if q.has("hasSpec") {
+		v, err := q.text("hasSpec")
+		if err != nil {
+			return err
+		}
+		if v == "" {
+			return badParam("hasSpec", "empty")
+		}
+		for _, k := range strings.Split(v, ",") {
+			k = strings.TrimSpace(k)
+			if store.ValidateSpecKey(k) != nil {
+				return badParam("hasSpec", "spec keys are 1 to 64 letters, digits or underscores, separated by commas")
+			}
+			f.HasSpec = append(f.HasSpec, k)
+		}
+	}
+	for _, name := range specParamNames(q) {
+		k := strings.TrimPrefix(name, specParamPrefix)
+		if store.ValidateSpecKey(k) != nil {
+			return badParam(name, "the spec key must be 1 to 64 letters, digits or underscores")
+		}
+		v, err := q.text(name)
+		if err != nil {
+			return err
+		}
+		if v == "" {
+			return badParam(name, "empty")
+		}
+		if f.Specs == nil {
+			f.Specs = map[string]string{}
+		}
+		f.Specs[k] = v
+	}
+	if len(f.HasSpec)+len(f.Specs) > store.MaxSpecFilters {
+		return badParam("hasSpec", "more than "+strconv.Itoa(store.MaxSpecFilters)+" spec filters")
+	}
+	return nil
+}
+
+// specParamNames returns q's spec.<key> parameter names, sorted.
+func specParamNames(q query) []string {
+	var names []string
+	for k := range q.v {
+		if strings.HasPrefix(k, specParamPrefix) {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
 
 // parseProductFilter reads GET /api/products' parameters. pos is the
 // number of products before the page: the offset, or the count the cursor
@@ -262,6 +321,12 @@ func parseProductFilter(r *http.Request) (f store.ProductFilter, pos int, err er
 		return f, 0, badParam("minPrice", "greater than maxPrice")
 	}
 	if f.Available, err = q.boolean("available"); err != nil {
+		return f, 0, err
+	}
+	if f.Active, err = q.boolean("active"); err != nil {
+		return f, 0, err
+	}
+	if err := specFilters(q, &f); err != nil {
 		return f, 0, err
 	}
 	switch f.Sort = q.v.Get("sort"); f.Sort {
@@ -357,6 +422,9 @@ type cursor struct {
 func filterFingerprint(q query) string {
 	h := sha256.New()
 	for _, k := range productFilterParams {
+		h.Write([]byte(k + "=" + q.v.Get(k) + "\x00"))
+	}
+	for _, k := range specParamNames(q) {
 		h.Write([]byte(k + "=" + q.v.Get(k) + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 )
@@ -343,9 +344,23 @@ type ProductFilter struct {
 	MinPrice   *float64
 	MaxPrice   *float64
 	Available  *bool
-	Sort       string
-	Limit      int
-	Offset     int
+	// HasSpec keeps products whose specs object has every one of these
+	// keys, whatever the value (PostgreSQL: specs ? key, which
+	// idx_product_specs_gin serves; SQLite: json_type(specs, '$.key') IS
+	// NOT NULL). Keys are SpecKeyPattern.
+	HasSpec []string
+	// Specs keeps products whose specs hold exactly these string values
+	// (PostgreSQL: specs @> '{"key": "value"}', served by
+	// idx_product_specs_gin; SQLite: json_extract). Unlike Author, Format
+	// and Condition the match is case-sensitive: it is JSON containment.
+	Specs map[string]string
+	// Active true keeps the rows of the active_products view (available
+	// products with a category and a navigation row, scraped in the last
+	// 30 days by the database's clock); false keeps the other products.
+	Active *bool
+	Sort   string
+	Limit  int
+	Offset int
 	// After is the position the page starts after (keyset pagination);
 	// nil means the start of the listing (or Offset).
 	After *ProductKey
@@ -489,6 +504,19 @@ func NormalizeProductFilter(f ProductFilter) (ProductFilter, error) {
 			return f, err
 		}
 	}
+	if len(f.HasSpec)+len(f.Specs) > MaxSpecFilters {
+		return f, fmt.Errorf("%w: more than %d spec filters", ErrInvalid, MaxSpecFilters)
+	}
+	for _, k := range f.HasSpec {
+		if err := ValidateSpecKey(k); err != nil {
+			return f, err
+		}
+	}
+	for k := range f.Specs {
+		if err := ValidateSpecKey(k); err != nil {
+			return f, err
+		}
+	}
 	if f.After != nil {
 		if f.Offset != 0 {
 			return f, fmt.Errorf("%w: After and Offset cannot be combined", ErrInvalid)
@@ -546,6 +574,38 @@ func KeysetCondition(f ProductFilter, cast func(kind string) string) (string, []
 		return "(created_at < " + c + " OR (created_at = " + c + " AND id > " + id + "))",
 			[]any{k.CreatedAt, k.CreatedAt, k.ID}
 	}
+}
+
+// MaxSpecFilters bounds len(HasSpec)+len(Specs) in a ProductFilter.
+const MaxSpecFilters = 16
+
+// SpecKeyPattern describes the spec keys HasSpec and Specs accept: 1 to 64
+// ASCII letters, digits and underscores (every key the crawler writes).
+const SpecKeyPattern = "[A-Za-z0-9_]{1,64}"
+
+// ValidateSpecKey reports ErrInvalid unless k matches SpecKeyPattern.
+func ValidateSpecKey(k string) error {
+	if len(k) == 0 || len(k) > 64 {
+		return fmt.Errorf("%w: spec key %q must be 1 to 64 letters, digits or underscores", ErrInvalid, k)
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return fmt.Errorf("%w: spec key %q must be 1 to 64 letters, digits or underscores", ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+// SortedSpecKeys returns the keys of m in order (so that generated SQL is
+// deterministic).
+func SortedSpecKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // NormalizeCategoryFilter checks and defaults a CategoryFilter.

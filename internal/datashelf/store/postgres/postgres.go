@@ -59,6 +59,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		o.MaxConns = 16
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	poolerSafe(cfg.ConnConfig)
 	if o.Schema != "" {
 		if err := createSchema(ctx, url, o.Schema); err != nil {
 			return nil, err
@@ -75,6 +76,23 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// poolerSafe makes statement_cache_capacity=0 in the URL mean what a
+// transaction-mode pooler needs (no named prepared statements kept on a
+// server connection): pgx's default mode, cache_statement, refuses to run
+// without its statement cache, so the mode becomes cache_describe (unnamed
+// statements, descriptions cached on the client) or, when the description
+// cache is off too, exec.
+func poolerSafe(cc *pgx.ConnConfig) {
+	if cc.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cc.StatementCacheCapacity > 0 {
+		return
+	}
+	if cc.DescriptionCacheCapacity > 0 {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	} else {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 }
 
 func createSchema(ctx context.Context, url, schema string) error {
@@ -401,12 +419,10 @@ func keysetCast(kind string) string {
 	return "?::text"
 }
 
-// ListProducts implements store.Store.
-func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]store.Product, int, error) {
-	f, err := store.NormalizeProductFilter(f)
-	if err != nil {
-		return nil, 0, err
-	}
+// productWhere returns the WHERE clause (empty, or starting with
+// " WHERE ") selecting f's products and its arguments ($1, $2, …). f must
+// be normalized.
+func productWhere(f store.ProductFilter) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, v any) {
@@ -431,6 +447,17 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if f.Condition != "" {
 		add("lower(specs->>'condition') = lower(?)", f.Condition)
 	}
+	// The design's JSONB queries, which idx_product_specs_gin serves:
+	// specs ? 'key' and specs @> '{"key": "value"}'. (add is not used: it
+	// would take the ? operator for a placeholder.)
+	for _, k := range f.HasSpec {
+		args = append(args, k)
+		conds = append(conds, fmt.Sprintf("specs ? $%d", len(args)))
+	}
+	if len(f.Specs) > 0 {
+		args = append(args, jsonText(f.Specs))
+		conds = append(conds, fmt.Sprintf("specs @> $%d::jsonb", len(args)))
+	}
 	if f.MinPrice != nil {
 		add("price >= ?::float8::numeric", *f.MinPrice)
 	}
@@ -440,10 +467,26 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if f.Available != nil {
 		add("available = ?", *f.Available)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
+	if f.Active != nil {
+		if *f.Active {
+			conds = append(conds, "id IN (SELECT id FROM active_products)")
+		} else {
+			conds = append(conds, "id NOT IN (SELECT id FROM active_products)")
+		}
 	}
+	if len(conds) == 0 {
+		return "", args
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// ListProducts implements store.Store.
+func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]store.Product, int, error) {
+	f, err := store.NormalizeProductFilter(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	where, args := productWhere(f)
 	total := -1
 	if !f.SkipTotal {
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product`+where, args...).Scan(&total); err != nil {

@@ -398,6 +398,10 @@ func ftsQuery(q string) string {
 	return strings.Join(words, " AND ")
 }
 
+// specPath is the JSON path of a spec key (validated by
+// store.ValidateSpecKey, so it needs no escaping beyond the quotes).
+func specPath(k string) string { return `$."` + k + `"` }
+
 // ListProducts implements store.Store.
 func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]store.Product, int, error) {
 	f, err := store.NormalizeProductFilter(f)
@@ -428,6 +432,16 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	if f.Condition != "" {
 		add("lower(json_extract(specs, '$.condition')) = lower(?)", f.Condition)
 	}
+	// The equivalents of PostgreSQL's specs ? 'key' (a key present, whatever
+	// its value, JSON null included) and specs @> '{"key": "value"}' (a
+	// string value, compared exactly).
+	for _, k := range f.HasSpec {
+		add("json_type(specs, ?) IS NOT NULL", specPath(k))
+	}
+	for _, k := range store.SortedSpecKeys(f.Specs) {
+		conds = append(conds, "json_type(specs, ?) = 'text' AND json_extract(specs, ?) = ?")
+		args = append(args, specPath(k), specPath(k), f.Specs[k])
+	}
 	if f.MinPrice != nil {
 		add("price >= ?", *f.MinPrice)
 	}
@@ -436,6 +450,13 @@ func (s *Store) ListProducts(ctx context.Context, f store.ProductFilter) ([]stor
 	}
 	if f.Available != nil {
 		add("available = ?", *f.Available)
+	}
+	if f.Active != nil {
+		if *f.Active {
+			conds = append(conds, "id IN (SELECT id FROM active_products)")
+		} else {
+			conds = append(conds, "id NOT IN (SELECT id FROM active_products)")
+		}
 	}
 	where := ""
 	if len(conds) > 0 {

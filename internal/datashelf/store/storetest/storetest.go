@@ -128,20 +128,28 @@ func RunWith(t *testing.T, open Opener, opts Options) {
 		{"FailedCompletedAtAndCleanup", testCleanup},
 		{"QueueStats", testStats},
 		{"JobStateErrors", testJobErrors},
+		{"SpecFilters", testSpecFilters},
+		{"ActiveProducts", testActiveProducts},
+		{"Maintain", testMaintain},
+		{"Export", testExport},
+		{"CheckIntegrityClean", testCheckClean},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r != nil {
-					f, ok := r.(mustFailure)
-					if !ok {
-						panic(r)
-					}
-					t.Fatalf("%s:%d: %v", filepath.Base(f.file), f.line, f.err)
-				}
-			}()
+			defer recoverMust(t)
 			tc.fn(t, setup(t, open, opts))
 		})
+	}
+}
+
+// recoverMust turns must's panic into t.Fatal; it must be deferred.
+func recoverMust(t *testing.T) {
+	if r := recover(); r != nil {
+		f, ok := r.(mustFailure)
+		if !ok {
+			panic(r)
+		}
+		t.Fatalf("%s:%d: %v", filepath.Base(f.file), f.line, f.err)
 	}
 }
 

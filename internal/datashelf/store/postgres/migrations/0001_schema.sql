@@ -1,13 +1,18 @@
--- DataShelf schema (docs: ../shared/seeds/datashelf-postgres-schema.md),
--- plain PostgreSQL 15, Supabase-compatible. Deviations from the document
--- (each fixes a defect of DESIGN.md §5, or adds what the queue needs):
+-- DataShelf schema: the original design (see docs/datashelf.md), plain
+-- PostgreSQL 15, Supabase-compatible. Deviations from the design (each
+-- fixes a defect of DESIGN.md §5, or adds what the queue needs):
 --   * tables are created before the trigger that references them;
 --   * author/isbn/format/condition use btree expression indexes (text has
 --     no default GIN operator class);
 --   * the product_count trigger also handles UPDATE OF category_id;
 --   * scrape_job has run_after (retry backoff) and a partial unique index
 --     on (type, target_url) for queued/running jobs (dedup with ON CONFLICT);
---   * failures set completed_at; the queue index orders by run_after too.
+--   * failures set completed_at.
+-- The queue index idx_scrape_job_queue is the design's (status, priority
+-- DESC, created_at) WHERE status = 'queued': it does not contain run_after.
+-- Claim walks it in priority order and checks run_after <= now on each row
+-- it yields (a filter, not an index key), so queued jobs waiting out a
+-- backoff are skipped, not excluded by the index.
 
 CREATE TABLE navigation (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -1,6 +1,6 @@
--- The seed's text reproduced for the regression test: a trimmed copy of the
--- original SQL of ../shared/seeds/datashelf-postgres-schema.md (DataShelf
--- "Database Schema Documentation"), in the document's order, kept verbatim
+-- The original design's SQL reproduced for the regression test: a trimmed
+-- copy of the original DataShelf design's schema ("Database Schema
+-- Documentation"), in the design's order, kept verbatim
 -- apart from omitted statements. defects_test.go runs these chunks to show
 -- each defect of DESIGN.md §5 and then shows that quarry's schema
 -- (migrations/0001_schema.sql) does not have it. Chunks are separated by

@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
+)
+
+var _ store.Admin = (*Store)(nil)
+
+// maintenanceSQL holds the original design's maintenance statements per
+// operation. VACUUM cannot run in a transaction block: each statement is
+// sent on its own.
+var maintenanceSQL = map[store.MaintenanceOp][]string{
+	store.MaintainAnalyze: {"ANALYZE navigation", "ANALYZE category", "ANALYZE product", "ANALYZE scrape_job"},
+	store.MaintainVacuum: {"VACUUM ANALYZE navigation", "VACUUM ANALYZE category", "VACUUM ANALYZE product",
+		"VACUUM ANALYZE scrape_job"},
+	store.MaintainReindex: {"REINDEX TABLE product", "REINDEX TABLE scrape_job"},
+}
+
+// Maintain implements store.Admin: ANALYZE, VACUUM ANALYZE and REINDEX
+// TABLE, as the original design lists them.
+func (s *Store) Maintain(ctx context.Context, ops []store.MaintenanceOp) ([]store.MaintenanceStep, error) {
+	if ops == nil {
+		ops = store.AllMaintenance
+	}
+	steps := []store.MaintenanceStep{}
+	for _, op := range ops {
+		stmts, ok := maintenanceSQL[op]
+		if !ok {
+			return steps, fmt.Errorf("%w: maintenance operation %q", store.ErrInvalid, op)
+		}
+		for _, stmt := range stmts {
+			start := time.Now()
+			if _, err := s.pool.Exec(ctx, stmt); err != nil {
+				return steps, fmt.Errorf("postgres: %s: %w", stmt, err)
+			}
+			steps = append(steps, store.MaintenanceStep{Op: op, Statement: stmt, Took: time.Since(start)})
+		}
+	}
+	return steps, nil
+}
+
+// ExportProducts implements store.Admin, reading the rows as the server
+// sends them.
+func (s *Store) ExportProducts(ctx context.Context, fn func(store.Product) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT `+prodCols+` FROM product ORDER BY id`)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p, err := scanProduct(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// ExportCategories implements store.Admin.
+func (s *Store) ExportCategories(ctx context.Context, fn func(store.Category) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT `+catCols+` FROM category ORDER BY id`)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanCat(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// integritySQL holds, per check, a query returning the offending rows'
+// descriptions. They are the original design's data-validation counts
+// written with NOT EXISTS (so a NULL reference is not an orphan, as with
+// the design's NOT IN).
+var integritySQL = map[string]string{
+	store.CheckOrphanedProducts: `SELECT p.id::text || ' -> category ' || p.category_id::text FROM product p
+		WHERE p.category_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM category c WHERE c.id = p.category_id)
+		ORDER BY p.id`,
+	store.CheckOrphanedCategories: `SELECT c.id::text || ' -> navigation ' || c.navigation_id::text FROM category c
+		WHERE c.navigation_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM navigation n WHERE n.id = c.navigation_id)
+		ORDER BY c.id`,
+	store.CheckInvalidJobStatus: `SELECT id::text || ': ' || coalesce(status, 'NULL') FROM scrape_job
+		WHERE status IS NULL OR status NOT IN ('queued', 'running', 'completed', 'failed')
+		ORDER BY id`,
+}
+
+// CheckIntegrity implements store.Admin.
+func (s *Store) CheckIntegrity(ctx context.Context) ([]store.Finding, error) {
+	out := make([]store.Finding, 0, len(store.IntegrityChecks))
+	for _, check := range store.IntegrityChecks {
+		f, err := s.integrity(ctx, check)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (s *Store) integrity(ctx context.Context, check string) (store.Finding, error) {
+	f := store.Finding{Check: check, Examples: []string{}}
+	rows, err := s.pool.Query(ctx, integritySQL[check])
+	if err != nil {
+		return f, fmt.Errorf("postgres: check %s: %w", check, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ex string
+		if err := rows.Scan(&ex); err != nil {
+			return f, fmt.Errorf("postgres: check %s: %w", check, err)
+		}
+		f.Count++
+		if len(f.Examples) < store.MaxFindingExamples {
+			f.Examples = append(f.Examples, ex)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return f, fmt.Errorf("postgres: check %s: %w", check, err)
+	}
+	return f, nil
+}

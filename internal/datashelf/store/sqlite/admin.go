@@ -1,0 +1,133 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
+)
+
+var _ store.Admin = (*Store)(nil)
+
+// maintenanceSQL holds SQLite's equivalents of the original design's
+// maintenance statements: ANALYZE then PRAGMA optimize for statistics,
+// VACUUM (rewrites the database file, reclaiming free pages; SQLite has no
+// VACUUM ANALYZE) and REINDEX (rebuilds every index).
+var maintenanceSQL = map[store.MaintenanceOp][]string{
+	store.MaintainAnalyze: {"ANALYZE", "PRAGMA optimize"},
+	store.MaintainVacuum:  {"VACUUM"},
+	store.MaintainReindex: {"REINDEX"},
+}
+
+// Maintain implements store.Admin.
+func (s *Store) Maintain(ctx context.Context, ops []store.MaintenanceOp) ([]store.MaintenanceStep, error) {
+	if ops == nil {
+		ops = store.AllMaintenance
+	}
+	steps := []store.MaintenanceStep{}
+	for _, op := range ops {
+		stmts, ok := maintenanceSQL[op]
+		if !ok {
+			return steps, fmt.Errorf("%w: maintenance operation %q", store.ErrInvalid, op)
+		}
+		for _, stmt := range stmts {
+			start := time.Now()
+			if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+				return steps, fmt.Errorf("sqlite: %s: %w", stmt, err)
+			}
+			steps = append(steps, store.MaintenanceStep{Op: op, Statement: stmt, Took: time.Since(start)})
+		}
+	}
+	return steps, nil
+}
+
+// ExportProducts implements store.Admin. The store's one connection is
+// held until the export ends.
+func (s *Store) ExportProducts(ctx context.Context, fn func(store.Product) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+prodCols+` FROM product ORDER BY id`)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p, err := scanProduct(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// ExportCategories implements store.Admin.
+func (s *Store) ExportCategories(ctx context.Context, fn func(store.Category) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+catCols+` FROM category ORDER BY id`)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanCat(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// integritySQL holds, per check, a query returning the offending rows'
+// descriptions (the original design's data-validation queries, with NOT
+// EXISTS).
+var integritySQL = map[string]string{
+	store.CheckOrphanedProducts: `SELECT p.id || ' -> category ' || p.category_id FROM product p
+		WHERE p.category_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM category c WHERE c.id = p.category_id)
+		ORDER BY p.id`,
+	store.CheckOrphanedCategories: `SELECT c.id || ' -> navigation ' || c.navigation_id FROM category c
+		WHERE c.navigation_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM navigation n WHERE n.id = c.navigation_id)
+		ORDER BY c.id`,
+	store.CheckInvalidJobStatus: `SELECT id || ': ' || coalesce(status, 'NULL') FROM scrape_job
+		WHERE status IS NULL OR status NOT IN ('queued', 'running', 'completed', 'failed')
+		ORDER BY id`,
+}
+
+// CheckIntegrity implements store.Admin.
+func (s *Store) CheckIntegrity(ctx context.Context) ([]store.Finding, error) {
+	out := make([]store.Finding, 0, len(store.IntegrityChecks))
+	for _, check := range store.IntegrityChecks {
+		f, err := s.integrity(ctx, check)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (s *Store) integrity(ctx context.Context, check string) (store.Finding, error) {
+	f := store.Finding{Check: check, Examples: []string{}}
+	rows, err := s.db.QueryContext(ctx, integritySQL[check])
+	if err != nil {
+		return f, fmt.Errorf("sqlite: check %s: %w", check, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ex string
+		if err := rows.Scan(&ex); err != nil {
+			return f, fmt.Errorf("sqlite: check %s: %w", check, err)
+		}
+		f.Count++
+		if len(f.Examples) < store.MaxFindingExamples {
+			f.Examples = append(f.Examples, ex)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return f, fmt.Errorf("sqlite: check %s: %w", check, err)
+	}
+	return f, nil
+}

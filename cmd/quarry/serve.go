@@ -29,6 +29,15 @@ func newLogger(c *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// warnUnknownEnv logs a warning for each QUARRY_* variable of environ
+// that is no setting's (a misspelt one would otherwise be silently
+// ignored). environ is the process's: getenv cannot list variables.
+func warnUnknownEnv(log *slog.Logger, environ []string) {
+	for _, w := range config.UnknownEnv(environ) {
+		log.Warn(w)
+	}
+}
+
 // openStore opens the embedded store in dir, creating dir (mode 0700) when
 // missing.
 func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, error) {
@@ -75,6 +84,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(c, stderr)
+	warnUnknownEnv(log, os.Environ())
 	if err := secureDataDir(c.DataDir, log); err != nil {
 		return err
 	}
@@ -335,6 +345,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	log := newLogger(c, stderr)
+	warnUnknownEnv(log, os.Environ())
 	store, err := openStore(c.DataDir, c, log)
 	if err != nil {
 		return err

@@ -14,11 +14,14 @@ run:
 build:
 	$(GO) build -o bin/quarry ./cmd/quarry
 
-## test: install missing test dependencies, start PostgreSQL, then run every test with the race detector
-test: test-deps
+## test: install missing test dependencies, lint, start PostgreSQL, then run every test with the race detector
+test: test-deps lint
+	url="$$(bash scripts/pg-start.sh)" && QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race -timeout 20m ./...
+
+## lint: go vet and gofmt over the tree
+lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
-	url="$$(bash scripts/pg-start.sh)" && QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race -timeout 20m ./...
 
 ## test-deps: install what the tests need (Debian packages when root, npm peers)
 test-deps:
@@ -50,15 +53,10 @@ bench-checks:
 bench-eecar:
 	$(GO) run ./bench/eecarbench -quality -latency -out bench/RESULTS.md
 
-## fuzz: run each fuzz target for FUZZTIME (default 20s)
+## fuzz: run every fuzz target of every package (scripts/fuzz.sh) for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s
 fuzz:
-	@for t in $$($(GO) test ./ddb/expr -list 'Fuzz.*' | grep ^Fuzz); do \
-		$(GO) test ./ddb/expr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in $$($(GO) test ./ddb -list 'Fuzz.*' | grep ^Fuzz); do \
-		$(GO) test ./ddb -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in $$($(GO) test ./ddb/attr -list 'Fuzz.*' | grep ^Fuzz); do \
-		$(GO) test ./ddb/attr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 clean:
 	rm -rf bin .cache

@@ -33,15 +33,18 @@ run: build
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/quarry ./cmd/quarry
 
-## test: install missing test dependencies, start PostgreSQL, run every test
-## with the race detector, and stop PostgreSQL again (even on failure or Ctrl-C)
-test: test-deps
-	$(GO) vet -race $(RACE_GCFLAGS) ./...
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+## test: install missing test dependencies, lint, start PostgreSQL, run every
+## test with the race detector, and stop PostgreSQL again (even on failure or Ctrl-C)
+test: test-deps lint
 	@trap 'bash scripts/pg-stop.sh' EXIT; trap 'exit 130' INT TERM; \
 	url="$$(bash scripts/pg-start.sh)" && \
 	echo "PostgreSQL for the tests: $$url (stopped when the tests end)" && \
 	QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race $(RACE_GCFLAGS) -timeout 20m ./...
+
+## lint: go vet (with the tests' flags, so the build is shared) and gofmt over the tree
+lint:
+	$(GO) vet -race $(RACE_GCFLAGS) ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
 ## test-deps: install what the tests need (Debian packages when root, npm peers)
 test-deps:
@@ -77,15 +80,10 @@ bench-checks:
 bench-eecar:
 	$(GO) run ./bench/eecarbench -quality -latency -out bench/RESULTS.md
 
-## fuzz: run each fuzz target for FUZZTIME (default 20s)
+## fuzz: run every fuzz target of every package (scripts/fuzz.sh) for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s
 fuzz:
-	@for t in $$($(GO) test ./ddb/expr -list 'Fuzz.*' | grep ^Fuzz); do \
-		$(GO) test ./ddb/expr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in $$($(GO) test ./ddb -list 'Fuzz.*' | grep ^Fuzz); do \
-		$(GO) test ./ddb -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in $$($(GO) test ./ddb/attr -list 'Fuzz.*' | grep ^Fuzz); do \
-		$(GO) test ./ddb/attr -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 clean:
 	rm -rf bin .cache

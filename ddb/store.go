@@ -14,10 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -99,6 +101,8 @@ type Store struct {
 	opts *Options
 	db   *pebble.DB
 	wo   *pebble.WriteOptions
+	// release forgets the directory in openDirs (nil: not on disk).
+	release func()
 
 	mu     sync.RWMutex // guards tables, retired and nextID
 	tables map[string]*table
@@ -156,19 +160,31 @@ func pebbleOptions(o *Options, cache *pebble.Cache) *pebble.Options {
 // ErrLocked is returned by Open when another process holds the data directory.
 var ErrLocked = errors.New("ddb: data directory is in use by another process")
 
-// Open opens (creating if needed) the store in dir.
-func Open(dir string, opts *Options) (*Store, error) {
+// Open opens (creating if needed) the store in dir. It fails with
+// ErrLocked when another store, of this process or another, has dir open.
+func Open(dir string, opts *Options) (_ *Store, err error) {
 	o := *opts.EnsureDefaults()
+	var release func()
+	if o.FS == vfs.Default {
+		if release, err = claimDir(dir); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				release()
+			}
+		}()
+	}
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	db, err := pebble.Open(dir, pebbleOptions(&o, cache))
 	if err != nil {
 		if isLockErr(err) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
 		}
 		return nil, fmt.Errorf("ddb: open %s: %w", dir, err)
 	}
-	s := &Store{opts: &o, db: db, wo: pebble.Sync, tables: map[string]*table{}, seed: maphash.MakeSeed()}
+	s := &Store{opts: &o, db: db, wo: pebble.Sync, tables: map[string]*table{}, seed: maphash.MakeSeed(), release: release}
 	s.backfills.init()
 	if o.NoSync {
 		s.wo = pebble.NoSync
@@ -205,9 +221,48 @@ func Open(dir string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
+// isLockErr reports whether err is pebble's failure to take the lock
+// file of a directory another process holds: fcntl(F_SETLK) refused with
+// EAGAIN (EWOULDBLOCK), which pebble returns unwrapped. Opening the lock
+// file itself (a *PathError, e.g. EACCES) is another failure.
 func isLockErr(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "lock held") || strings.Contains(msg, "resource temporarily unavailable")
+	var pathErr *fs.PathError
+	return errors.Is(err, syscall.EWOULDBLOCK) && !errors.As(err, &pathErr)
+}
+
+// openDirs are the directories of the stores this process has open, by
+// absolute path: the lock file keeps other processes out, but a second
+// open in this process would get an untyped error from pebble (or, by
+// another spelling of the path, succeed).
+var openDirs = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// claimDir records dir as open in this process, or fails with ErrLocked
+// when it is already; release forgets it.
+func claimDir(dir string) (release func(), err error) {
+	key, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("ddb: open %s: %w", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(key); err == nil {
+		key = real
+	}
+	openDirs.Lock()
+	defer openDirs.Unlock()
+	if openDirs.m[key] {
+		return nil, fmt.Errorf("%w: %s: open in this process", ErrLocked, dir)
+	}
+	openDirs.m[key] = true
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			openDirs.Lock()
+			defer openDirs.Unlock()
+			delete(openDirs.m, key)
+		})
+	}, nil
 }
 
 // Close closes the store. Requests in flight fail.
@@ -215,7 +270,11 @@ func (s *Store) Close() error {
 	s.backfills.stop() // an interrupted backfill resumes on the next Open
 	s.bgStop()
 	<-s.bgDone
-	return s.db.Close()
+	err := s.db.Close()
+	if s.release != nil {
+		s.release() // after the lock file is released
+	}
+	return err
 }
 
 func (s *Store) load() error {

@@ -1,7 +1,6 @@
 package ddb
 
 import (
-	"crypto/rand"
 	"fmt"
 	"regexp"
 	"sort"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/google/uuid"
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 
@@ -206,13 +206,8 @@ func validateThroughput(mode string, pt *ProvisionedThroughput, what string) *Er
 	return nil
 }
 
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
+// newUUID returns a random (version 4) UUID in its canonical form.
+func newUUID() string { return uuid.NewString() }
 
 // CreateTable creates a table.
 func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {

@@ -47,9 +47,10 @@ func withSocketAddr(dir, name string, fn func(addr string) error) error {
 }
 
 // serveAdminChannel serves h on dataDir's admin socket until the returned
-// stop is called. The caller MUST hold the data directory (its store is
-// open), so a socket left by a crashed process can be replaced.
-func serveAdminChannel(dataDir string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+// stop is called, which closes the socket and removes its file. The
+// caller MUST hold the data directory (its store is open), so a socket
+// left by a crashed process can be replaced.
+func serveAdminChannel(dataDir string, h http.Handler, log *slog.Logger) (stop func(context.Context) error, err error) {
 	path := filepath.Join(dataDir, adminSocketName)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("admin channel: remove stale %s: %w", path, err)
@@ -64,16 +65,24 @@ func serveAdminChannel(dataDir string, h http.Handler, log *slog.Logger) (stop f
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
+		_ = os.Remove(path)
 		return nil, fmt.Errorf("admin channel: %w", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() { _ = srv.Serve(ln) }()
 	log.Debug("admin channel", "socket", path)
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = os.Remove(path)
+	return func(ctx context.Context) error {
+		// The store closes next: requests still in flight when ctx ends
+		// are cut off rather than left running against it.
+		err := srv.Shutdown(ctx)
+		if err != nil {
+			_ = srv.Close()
+		}
+		_ = ln.Close()
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return err
 	}, nil
 }
 

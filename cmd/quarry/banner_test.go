@@ -12,9 +12,9 @@ import (
 	"github.com/quarrydb/quarry/internal/testenv"
 )
 
-// startServe runs quarry serve in-process with args until the test ends,
+// runServe runs quarry serve in-process with args until the test ends,
 // and returns its log once the API listens.
-func startServe(t *testing.T, api string, args ...string) *syncBuffer {
+func runServe(t *testing.T, api string, args ...string) *syncBuffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs syncBuffer
@@ -42,7 +42,7 @@ func TestServeBanner(t *testing.T) {
 		chromium := testenv.Chromium(t)
 		api, ddbAddr := freeAddr(t), freeAddr(t)
 		dataDir := t.TempDir()
-		out := startServe(t, api, "--ddb-listen", ddbAddr, "--data-dir", dataDir).String()
+		out := runServe(t, api, "--ddb-listen", ddbAddr, "--data-dir", dataDir).String()
 		if n := strings.Count(out, "quarry serve is ready"); n != 1 {
 			t.Fatalf("%d banners, want 1:\n%s", n, out)
 		}
@@ -81,7 +81,7 @@ func TestServeBanner(t *testing.T) {
 		t.Parallel()
 		api := freeAddr(t)
 		dataDir := t.TempDir()
-		logs := startServe(t, api, "--ddb-listen", "off", "--data-dir", dataDir, "--log-format", "json",
+		logs := runServe(t, api, "--ddb-listen", "off", "--data-dir", dataDir, "--log-format", "json",
 			"--chromium", filepath.Join(dataDir, "no-such-chromium"), "--allow-networks", "127.0.0.1:3000")
 		var banner map[string]any
 		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {

@@ -119,12 +119,12 @@ type checks struct {
 	api     *checksapi.Handler
 	sched   *scheduler.Scheduler
 	alerts  *alert.Dispatcher
-	prober  *probe.Prober
 }
 
 // startChecks creates Checks' tables when missing and assembles the API,
-// the scheduler and the alert dispatcher.
-func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client, policy *fetch.Policy, log *slog.Logger) (*checks, error) {
+// the scheduler and the alert dispatcher; lc closes the prober's
+// connections at shutdown.
+func startChecks(ctx context.Context, lc *lifecycle, c *config.Config, client *dynamodb.Client, policy *fetch.Policy, log *slog.Logger) (*checks, error) {
 	log = log.With("system", "checks")
 	st, err := checksStore(ctx, c, client)
 	if err != nil {
@@ -132,6 +132,7 @@ func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client,
 	}
 	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: policy}
 	prober := probe.New(probe.Options{Fetch: fo})
+	lc.onStop("checks prober", func(context.Context) error { prober.Close(); return nil })
 	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log)}
 	if c.ChecksSMTP != "" {
 		aopts.SMTP = &alert.SMTPConfig{Addr: c.ChecksSMTP, From: c.ChecksSMTPFrom, Username: c.ChecksSMTPUser, Password: c.ChecksSMTPPassword}
@@ -144,7 +145,7 @@ func startChecks(ctx context.Context, c *config.Config, client *dynamodb.Client,
 	}
 	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: host + "-" + fmt.Sprint(os.Getpid()), Retention: retention, Logger: log})
 	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, EmailEnabled: aopts.SMTP != nil, Logger: log})
-	return &checks{handler: http.StripPrefix("/checks", h), api: h, sched: sched, alerts: dispatcher, prober: prober}, nil
+	return &checks{handler: http.StripPrefix("/checks", h), api: h, sched: sched, alerts: dispatcher}, nil
 }
 
 // run runs the scheduler and the alert dispatcher until ctx ends.
@@ -160,5 +161,4 @@ func (k *checks) run(ctx context.Context, log *slog.Logger) {
 		log.Error("checks: scheduler stopped", "err", err)
 	}
 	<-done
-	k.prober.Close()
 }

@@ -97,8 +97,9 @@ type eecar struct {
 }
 
 // startEECAR creates eecar-parts-table when missing, loads the search
-// index and the active watches, and returns the API.
-func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*eecar, error) {
+// index and the active watches, and returns the API; lc closes the
+// webhooks' connections at shutdown.
+func startEECAR(ctx context.Context, lc *lifecycle, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*eecar, error) {
 	log = log.With("system", "eecar")
 	table, err := store.EnsureTable(ctx, client, c.EECARTablePrefix)
 	if err != nil {
@@ -110,6 +111,7 @@ func startEECAR(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 	}
 	st := store.New(client, table, nil)
 	fetcher := fetch.New(fetch.Options{Policy: policy})
+	lc.onStop("eecar webhooks", func(context.Context) error { fetcher.Close(); return nil })
 	hooks := notify.New(st, fetcher.Client(), log)
 	opts := market.Options{Logger: log, Notify: hooks.Notify}
 	if c.EECAREmbeddingsURL != "" {

@@ -84,8 +84,9 @@ func urlHostPort(rawURL string) string {
 
 // startEgress starts the egress proxy of Wallcrawler's browsers on a
 // loopback port of its own, reserved in the policy so that no browser can
-// reach it as a destination. The caller MUST Close the proxy.
-func startEgress(ctx context.Context, policy *fetch.Policy, log *slog.Logger) (*egress.Proxy, string, error) {
+// reach it as a destination. lc stops it (closes the proxy and its port,
+// and waits for it) at shutdown.
+func startEgress(ctx context.Context, lc *lifecycle, policy *fetch.Policy, log *slog.Logger) (*egress.Proxy, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", fmt.Errorf("egress: listen: %w", err)
@@ -99,10 +100,20 @@ func startEgress(ctx context.Context, policy *fetch.Policy, log *slog.Logger) (*
 		ln.Close()
 		return nil, "", err
 	}
-	go func() {
+	lc.goRun("egress proxy", func(context.Context) error {
 		if err := p.Serve(ln); err != nil {
+			// Browsers lose the network; the rest of the process serves on.
 			log.Error("egress proxy stopped", "err", err)
 		}
-	}()
+		return nil
+	}, func(context.Context) error {
+		err := p.Close()
+		// Serve closes the listener when it returns, or, when Close came
+		// first, as soon as it starts; closing it here as well makes the
+		// port's release not wait for that.
+		_ = ln.Close()
+		return err
+	})
+	log.Debug("egress proxy", "addr", ln.Addr().String())
 	return p, "http://" + ln.Addr().String(), nil
 }

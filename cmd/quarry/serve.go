@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,14 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
 )
@@ -29,6 +27,15 @@ func newLogger(c *config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// warnUnknownEnv logs a warning for each QUARRY_* variable of environ
+// that is no setting's (a misspelt one would otherwise be silently
+// ignored). environ is the process's: getenv cannot list variables.
+func warnUnknownEnv(log *slog.Logger, environ []string) {
+	for _, w := range config.UnknownEnv(environ) {
+		log.Warn(w)
+	}
 }
 
 // openStore opens the embedded store in dir, creating dir (mode 0700) when
@@ -50,6 +57,25 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 }
 
 // cmdServe runs `quarry serve`: the HTTP API and the store's endpoint.
+//
+// One lifecycle owns everything it starts. On a signal, when a running
+// part fails, or when a part fails to start, the lifecycle stops what has
+// started in the reverse order of the start, within --shutdown-timeout
+// (Wallcrawler's final writes get at least a second more):
+//
+//  1. the API listener, then the DynamoDB endpoint's (stop accepting,
+//     drain the requests in flight);
+//  2. the systems' background work: EECAR's stream follower (and its
+//     webhooks in flight), Checks' scheduler and alert dispatcher,
+//     Wallcrawler's session reaper and stream notifier;
+//  3. DataShelf's store;
+//  4. EECAR's webhook connections, Checks' prober;
+//  5. Wallcrawler: its sessions (each ends with a final write, so before
+//     the store closes, and closes its browser), the warm pool's
+//     browsers, the egress proxy (its port closes), the browsers' files;
+//  6. the admin channel (its socket file is removed);
+//  7. the embedded store (its lock is released: another process may open
+//     the data directory).
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quarry serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -58,6 +84,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(c, stderr)
+	warnUnknownEnv(log, os.Environ())
 	if err := secureDataDir(c.DataDir, log); err != nil {
 		return err
 	}
@@ -65,11 +92,43 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	lc := newLifecycle(ctx, log)
+	if err := startServe(lc, c, policy, log, stderr); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+		defer cancel()
+		if serr := lc.shutdown(sctx); serr != nil {
+			log.Warn("stopping what had started", "err", serr)
+		}
+		return err
+	}
+	return waitAndShutdown(ctx, lc, c, log)
+}
+
+// waitAndShutdown waits until ctx ends or a running part of lc fails, then
+// stops lc within --shutdown-timeout.
+func waitAndShutdown(ctx context.Context, lc *lifecycle, c *config.Config, log *slog.Logger) error {
+	<-lc.Context().Done()
+	if ctx.Err() != nil {
+		log.Info("shutting down")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := lc.shutdown(sctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// startServe starts the parts of `quarry serve`, in the order cmdServe
+// lists, handing each to lc as it starts.
+func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog.Logger, stderr io.Writer) error {
+	ctx := lc.Context()
 	client, store, closeStore, err := dynamoClient(ctx, c, log, false)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	lc.onStop("store", func(context.Context) error { closeStore(); return nil })
 	if store != nil {
 		// Administration commands given this data directory reach this
 		// process here, never through a guessed address.
@@ -77,7 +136,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		defer stopAdmin()
+		lc.onStop("admin channel", stopAdmin)
 	}
 	streams, err := streamsClient(ctx, c, store)
 	if err != nil {
@@ -98,7 +157,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if why := caps.missing("Wallcrawler", "streams", "ttl"); why != "" {
 		refuse("wallcrawler", why)
 	} else {
-		if wc, err = startWallcrawler(ctx, c, client, streams, store != nil, policy, log); err != nil {
+		if wc, err = startWallcrawler(ctx, lc, c, client, streams, store != nil, policy, log); err != nil {
 			return err
 		}
 		st := map[string]any{"status": "running"}
@@ -113,7 +172,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if why := caps.missing("Checks", "transactions"); why != "" {
 		refuse("checks", why)
 	} else {
-		if ck, err = startChecks(ctx, c, client, policy, log); err != nil {
+		if ck, err = startChecks(ctx, lc, c, client, policy, log); err != nil {
 			return err
 		}
 		systems["checks"] = map[string]any{"status": "running"}
@@ -122,55 +181,39 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if why := caps.missing("EECAR", "transactions", "streams"); why != "" {
 		refuse("eecar", why)
 	} else {
-		if ee, err = startEECAR(ctx, c, client, streams, store != nil, policy, log); err != nil {
+		if ee, err = startEECAR(ctx, lc, c, client, streams, store != nil, policy, log); err != nil {
 			return err
 		}
 		systems["eecar"] = map[string]any{"status": "running"}
 	}
-	// Shutdown has one deadline, --shutdown-timeout after the signal: the
-	// listeners' drain and Wallcrawler's final writes share it, so a node
-	// whose DynamoDB endpoint went away still stops in time.
-	var shutdownAt atomic.Int64
-	context.AfterFunc(ctx, func() { shutdownAt.Store(time.Now().UnixNano()) })
-	wcCtx, stopWC := context.WithCancel(ctx)
-	var running sync.WaitGroup
-	for _, sys := range []interface {
-		run(context.Context, *slog.Logger)
-	}{wc, ck, ee} {
-		if isNil(sys) {
-			continue
-		}
-		running.Add(1)
-		go func() { defer running.Done(); sys.run(wcCtx, log) }()
-	}
-	defer func() {
-		stopWC()
-		running.Wait()
-		if wc == nil {
-			return
-		}
-		deadline := time.Now().Add(c.ShutdownTimeout)
-		if at := shutdownAt.Load(); at != 0 {
-			// At least a second for the final writes, even when the
-			// listeners' drain took the whole timeout.
-			deadline = time.Unix(0, at).Add(c.ShutdownTimeout)
-			deadline = later(deadline, time.Now().Add(time.Second))
-		}
-		sctx, cancel := context.WithDeadline(context.Background(), deadline)
-		defer cancel()
-		wc.stop(sctx) // before the store closes: sessions end with a final write
-	}()
 
 	ds, blobs, err := openDataShelf(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer ds.Close()
+	lc.onStop("datashelf store", func(context.Context) error { return ds.Close() })
 	dsHandler, err := dataShelfHandler(c, ds, blobs, log)
 	if err != nil {
 		return err
 	}
 	systems["datashelf"] = map[string]any{"status": "running"}
+
+	// The systems' background work; a system whose work stops logs it,
+	// and the others serve on.
+	for _, sys := range []struct {
+		name string
+		sys  interface {
+			run(context.Context, *slog.Logger)
+		}
+	}{{"wallcrawler", wc}, {"checks", ck}, {"eecar", ee}} {
+		if isNil(sys.sys) {
+			continue
+		}
+		lc.goRun(sys.name+" background work", func(ctx context.Context) error {
+			sys.sys.run(ctx, log)
+			return nil
+		}, nil)
+	}
 
 	reg := metrics.New()
 	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 {
@@ -224,28 +267,33 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
 	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, log)) // the web console; other paths a JSON 404
-	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}}
+	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
-		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
-			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody})
+		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
+			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}
+		if err := listen(lc, ddbSrv); err != nil {
+			return err
+		}
+	}
+	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}
+	if err := listen(lc, api); err != nil {
+		return err
 	}
 	// Once bound, one banner says what runs where.
-	ready := func(servers []*httpserver.Server) {
-		dataDir, err := filepath.Abs(c.DataDir)
-		if err != nil {
-			dataDir = c.DataDir
-		}
-		f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy,
-			api: servers[0].BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
-		if len(servers) > 1 {
-			f.ddb = servers[1].BoundAddr()
-		}
-		if store != nil {
-			f.adminSock = filepath.Join(dataDir, adminSocketName)
-		}
-		printBanner(c, log, stderr, startBanner(f))
+	dataDir, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		dataDir = c.DataDir
 	}
-	return serveAll(ctx, c, log, servers, ready)
+	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy,
+		api: api.BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
+	if ddbSrv != nil {
+		f.ddb = ddbSrv.BoundAddr()
+	}
+	if store != nil {
+		f.adminSock = filepath.Join(dataDir, adminSocketName)
+	}
+	printBanner(c, log, stderr, startBanner(f))
+	return nil
 }
 
 // isNil reports whether an interface holds a nil pointer (a system that
@@ -313,20 +361,29 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	log := newLogger(c, stderr)
+	warnUnknownEnv(log, os.Environ())
 	store, err := openStore(c.DataDir, c, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
 	handler, err := emulation(c.Emulate, c.EmulateStreamDelay, ddbHandler(store))
 	if err != nil {
+		store.Close()
 		return err
 	}
 	if c.Emulate != "" {
 		log.Warn("emulating another engine's gaps", "emulate", c.Emulate, "stream_delay", c.EmulateStreamDelay)
 	}
-	return serveAll(ctx, c, log, []*httpserver.Server{{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
-		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}}, nil)
+	lc := newLifecycle(ctx, log)
+	lc.onStop("store", func(context.Context) error { return store.Close() })
+	if err := listen(lc, &httpserver.Server{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
+		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+		defer cancel()
+		_ = lc.shutdown(sctx)
+		return err
+	}
+	return waitAndShutdown(ctx, lc, c, log)
 }
 
 // ddbBusyBody is the DynamoDB endpoint's answer (with status 503) to a
@@ -339,41 +396,12 @@ func limits(c *config.Config, maxConns int) httpserver.Limits {
 	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
 }
 
-// serveAll binds every server, calls ready (when not nil) once all are
-// bound, serves until ctx ends or one fails, then shuts them all down
-// gracefully.
-func serveAll(ctx context.Context, c *config.Config, log *slog.Logger, servers []*httpserver.Server, ready func([]*httpserver.Server)) error {
-	for _, s := range servers {
-		if err := s.Listen(); err != nil {
-			return err
-		}
+// listen binds s and serves it in lc: a listener that fails stops the
+// process; at shutdown it stops accepting and drains its requests.
+func listen(lc *lifecycle, s *httpserver.Server) error {
+	if err := s.Listen(); err != nil {
+		return err
 	}
-	if ready != nil {
-		ready(servers)
-	}
-	errc := make(chan error, len(servers))
-	for _, s := range servers {
-		go func() { errc <- s.Serve() }()
-	}
-	var first error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case first = <-errc:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
-	defer cancel()
-	var errs []error
-	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if first != nil {
-		errs = append([]error{first}, errs...)
-	}
-	if len(errs) == 0 {
-		log.Info("stopped")
-	}
-	return errors.Join(errs...)
+	lc.goRun(s.Name+" listener", func(context.Context) error { return s.Serve() }, s.Shutdown)
+	return nil
 }

@@ -198,9 +198,13 @@ const uploadPrefix = "/wallcrawler/uploads/"
 
 // startWallcrawler creates Wallcrawler's tables when missing, kills the
 // browsers and reconciles the sessions a previous process left, and
-// returns the system ready to mount. run starts its background work;
-// stop ends every session and must run before the store closes.
-func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*wallcrawler, error) {
+// returns the system ready to mount. run starts its background work.
+// What it starts, it hands to lc as it starts it, so that lc stops it
+// when startWallcrawler (or a later part of serve) fails, and at
+// shutdown: in that (reverse) order, the sessions (each ends with a final
+// write: before the store closes), the warm pool's browsers, the egress
+// proxy, and the browsers' files.
+func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*wallcrawler, error) {
 	log = log.With("system", "wallcrawler")
 	names, err := tables.EnsureTables(ctx, client, c.WallcrawlerTablePrefix)
 	if err != nil {
@@ -219,6 +223,10 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	if w.browserRoot, w.ownRoot, err = browserRoot(c); err != nil {
 		return nil, err
 	}
+	lc.onStop("wallcrawler browser files", func(context.Context) error {
+		w.removeFiles()
+		return nil
+	})
 	workDir := filepath.Join(w.browserRoot, "browsers")
 	// Browsers of a previous process: in the browser root, and where
 	// versions before it kept them (<data-dir>/wallcrawler/browsers).
@@ -239,7 +247,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 	// Every connection of every browser leaves through the egress proxy,
 	// under the one network policy.
 	var proxyURL string
-	if w.egress, proxyURL, err = startEgress(ctx, policy, log); err != nil {
+	if w.egress, proxyURL, err = startEgress(ctx, lc, policy, log); err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
 	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, User: runAs, Logger: log, ProxyServer: proxyURL, Listeners: policy})
@@ -262,6 +270,7 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		if c.WallcrawlerPool > 0 {
 			w.pool = browser.NewPool(ctx, chromium, c.WallcrawlerPool, log)
 			provider = w.pool
+			lc.onStop("wallcrawler warm pool", w.pool.Close)
 		}
 	}
 	authStore := auth.New(client, names, nil)
@@ -282,6 +291,18 @@ func startWallcrawler(ctx context.Context, c *config.Config, client *dynamodb.Cl
 		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log,
 		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c)})
+	lc.onStop("wallcrawler sessions", func(ctx context.Context) error {
+		// At least a second for the final writes, even when the
+		// listeners' drain took the whole shutdown timeout.
+		deadline := time.Now().Add(time.Second)
+		if d, ok := ctx.Deadline(); ok {
+			deadline = later(d, deadline)
+		}
+		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		defer cancel()
+		w.manager.Close(sctx)
+		return nil
+	})
 	if n, err := w.manager.Reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("wallcrawler: reconcile sessions: %w", err)
 	} else if n > 0 {
@@ -334,14 +355,9 @@ func (w *wallcrawler) run(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// stop ends every session of this process, closes the warm pool and
-// removes the browsers' files.
-func (w *wallcrawler) stop(ctx context.Context) {
-	w.manager.Close(ctx)
-	if w.pool != nil {
-		_ = w.pool.Close(ctx)
-	}
-	_ = w.egress.Close()
+// removeFiles removes the browsers' files, and the browser root when it
+// is the default one and empty.
+func (w *wallcrawler) removeFiles() {
 	for _, dir := range []string{"browsers", "profiles"} {
 		_ = os.RemoveAll(filepath.Join(w.browserRoot, dir))
 	}

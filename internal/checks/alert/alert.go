@@ -12,11 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/platform/backoff"
 )
 
 // Channel names passed to Options.OnResult.
@@ -185,7 +186,7 @@ func New(opts Options) *Dispatcher {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleepContext
+		opts.Sleep = backoff.Sleep
 	}
 	if opts.OnResult == nil {
 		opts.OnResult = func(Alert, string, int, error) {}
@@ -356,24 +357,7 @@ func (d *Dispatcher) retry(ctx context.Context, a Alert, channel string, attempt
 // backoff returns the delay after failed attempt n (1-based): Backoff doubled
 // n-1 times, capped at MaxBackoff, with ±20% jitter, never above MaxBackoff.
 func (d *Dispatcher) backoff(n int) time.Duration {
-	delay := d.opts.Backoff
-	for i := 1; i < n && delay < d.opts.MaxBackoff; i++ {
-		delay *= 2
-	}
-	delay = min(delay, d.opts.MaxBackoff)
-	jitter := 0.8 + 0.4*rand.Float64()
-	return min(time.Duration(float64(delay)*jitter), d.opts.MaxBackoff)
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
+	return backoff.Policy{Base: d.opts.Backoff, Max: d.opts.MaxBackoff, Jitter: 0.2}.Delay(n)
 }
 
 // attemptError classifies the failure of a single attempt.

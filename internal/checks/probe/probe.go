@@ -19,8 +19,10 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -243,12 +245,23 @@ func (p *Prober) Run(ctx context.Context, s Spec) (res Result) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, ps.timeout)
 	defer cancel()
+	// A failed handshake is a TLS error whatever crypto/tls returned:
+	// some of its errors (the peer's alert, such as a protocol version
+	// neither side accepts, or a malformed message) have no exported type.
+	var handshakeFailed atomic.Bool
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err != nil {
+				handshakeFailed.Store(true)
+			}
+		},
+	})
 
 	start := p.now()
 	resp, err := p.f.Get(rctx, s.URL)
 	elapsed := p.now().Sub(start)
 	if err != nil {
-		return p.failure(ctx, ps, err, elapsed)
+		return p.failure(ctx, ps, err, handshakeFailed.Load(), elapsed)
 	}
 	res = Result{ResponseTime: elapsed.Milliseconds(), HTTPStatus: resp.Status}
 
@@ -331,8 +344,9 @@ func evalEbay(res *Result, ps spec, resp *fetch.Response, isHTML bool, q quote, 
 	}
 }
 
-// failure turns a fetch error into a Result.
-func (p *Prober) failure(parent context.Context, ps spec, err error, elapsed time.Duration) Result {
+// failure turns a fetch error into a Result; handshakeFailed: a TLS
+// handshake of the fetch failed.
+func (p *Prober) failure(parent context.Context, ps spec, err error, handshakeFailed bool, elapsed time.Duration) Result {
 	res := Result{Status: StatusDown, ResponseTime: elapsed.Milliseconds(), Condition: ConditionDown,
 		Alerting: ps.typ == TypeAvailability}
 	switch {
@@ -353,7 +367,7 @@ func (p *Prober) failure(parent context.Context, ps spec, err error, elapsed tim
 		res.Error = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
 		res.Error = "connection reset"
-	case isTLSError(err):
+	case handshakeFailed || isTLSError(err):
 		res.Error = "TLS error: " + err.Error()
 	case isDNSNotFound(err):
 		res.Error = "host not found: " + err.Error()
@@ -371,18 +385,30 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// isTLSError reports whether err is one of crypto/tls's or crypto/x509's
+// typed errors: a certificate that does not verify (unknown authority,
+// wrong host name, expired or otherwise invalid, a violated constraint,
+// an insecure algorithm, an unhandled critical extension, no system
+// roots), a record that is not TLS, a rejected ECH, an alert of a QUIC
+// connection. Matched by type, never by message; the errors of no
+// exported type are recognised by the failed handshake (see Run).
 func isTLSError(err error) bool {
 	var (
-		rec   tls.RecordHeaderError
-		cve   *tls.CertificateVerificationError
-		ua    x509.UnknownAuthorityError
-		hn    x509.HostnameError
-		ci    x509.CertificateInvalidError
-		alert tls.AlertError
+		rec        tls.RecordHeaderError
+		cve        *tls.CertificateVerificationError
+		alert      tls.AlertError
+		ech        *tls.ECHRejectionError
+		ua         x509.UnknownAuthorityError
+		hn         x509.HostnameError
+		ci         x509.CertificateInvalidError
+		constraint x509.ConstraintViolationError
+		insecure   x509.InsecureAlgorithmError
+		critical   x509.UnhandledCriticalExtension
+		roots      x509.SystemRootsError
 	)
-	return errors.As(err, &rec) || errors.As(err, &cve) || errors.As(err, &ua) ||
-		errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &alert) ||
-		strings.Contains(err.Error(), "tls: ")
+	return errors.As(err, &rec) || errors.As(err, &cve) || errors.As(err, &alert) || errors.As(err, &ech) ||
+		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &constraint) ||
+		errors.As(err, &insecure) || errors.As(err, &critical) || errors.As(err, &roots)
 }
 
 func isDNSNotFound(err error) bool {

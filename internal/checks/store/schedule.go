@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/platform/backoff"
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
@@ -59,7 +60,15 @@ func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
 		req := map[string]types.KeysAndAttributes{s.names.Checks: {
 			Keys: keys, ProjectionExpression: aws.String("PK, nextRunAt, userid"),
 		}}
+		// Unprocessed keys (throttling) are asked for again after a
+		// backoff, as DynamoDB recommends.
+		retry := backoff.Policy{Base: 20 * time.Millisecond, Max: time.Second, Jitter: 0.2}.Start()
 		for attempt := 0; len(req) > 0; attempt++ {
+			if attempt > 0 {
+				if err := retry.Wait(ctx); err != nil {
+					return nil, fmt.Errorf("checks: next runs: %w", err)
+				}
+			}
 			out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 			if err != nil {
 				return nil, fmt.Errorf("checks: next runs: %w", err)

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/backoff"
 )
 
 // Webhooks delivers notifications.
@@ -69,12 +71,13 @@ func (w *Webhooks) Notify(ctx context.Context, n store.Notification) {
 }
 
 func (w *Webhooks) deliver(ctx context.Context, url, id string, body []byte) error {
-	delay := w.backoff
+	retry := backoff.Policy{Base: w.backoff, Max: w.backoff << 6, Jitter: 0.2}.Start()
 	var last error
 	for i := 0; i < w.attempts; i++ {
 		if i > 0 {
-			time.Sleep(delay)
-			delay *= 2
+			if err := retry.Wait(ctx); err != nil {
+				return errors.Join(last, err)
+			}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -207,73 +208,74 @@ func Defaults() Config {
 	}
 }
 
-// field binds one setting to its flag and environment variable.
+// field binds one setting to its flag and, through the flag's name, its
+// environment variable (EnvName).
 type field struct {
-	flag, env, usage string
-	str              *string
-	dur              *time.Duration
-	num              *int
-	boolean          *bool
-	size             *int64 // bytes, or a size such as 512MiB (ParseSize)
+	flag, usage string
+	str         *string
+	dur         *time.Duration
+	num         *int
+	boolean     *bool
+	size        *int64 // bytes, or a size such as 512MiB (ParseSize)
 }
 
 func (c *Config) fields(which []string) []field {
 	all := []field{
-		{"listen", "QUARRY_LISTEN", "address of the HTTP API", &c.Listen, nil, nil, nil, nil},
-		{"public-url", "QUARRY_PUBLIC_URL", "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", &c.PublicURL, nil, nil, nil, nil},
-		{flag: "advertise-url", env: "QUARRY_ADVERTISE_URL", usage: "base URL the other quarry processes reach this one's HTTP API at, for forwarding Wallcrawler's CDP connections, e.g. http://10.0.3.7:8080 (default: http://<listen>)", str: &c.AdvertiseURL},
-		{flag: "emulate", env: "QUARRY_EMULATE", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
-		{flag: "emulate-stream-delay", env: "QUARRY_EMULATE_STREAM_DELAY", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
-		{flag: "node-id", env: "QUARRY_NODE_ID", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name)", str: &c.NodeID},
-		{"trusted-proxies", "QUARRY_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", &c.TrustedProxies, nil, nil, nil, nil},
-		{"ddb-listen", "QUARRY_DDB_LISTEN", `address of the DynamoDB-compatible endpoint ("off" to disable)`, &c.DDBListen, nil, nil, nil, nil},
-		{"data-dir", "QUARRY_DATA_DIR", "directory for local state", &c.DataDir, nil, nil, nil, nil},
-		{"log-level", "QUARRY_LOG_LEVEL", "debug, info, warn or error", &c.LogLevel, nil, nil, nil, nil},
-		{"log-format", "QUARRY_LOG_FORMAT", "text or json", &c.LogFormat, nil, nil, nil, nil},
-		{"region", "QUARRY_REGION", "region named in ARNs", &c.Region, nil, nil, nil, nil},
-		{"shutdown-timeout", "QUARRY_SHUTDOWN_TIMEOUT", "graceful shutdown bound", nil, &c.ShutdownTimeout, nil, nil, nil},
-		{"ttl-interval", "QUARRY_TTL_INTERVAL", "how often the store deletes expired items", nil, &c.TTLInterval, nil, nil, nil},
-		{flag: "ddb-sync", env: "QUARRY_DDB_SYNC", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
-		{flag: "ddb-sync-interval", env: "QUARRY_DDB_SYNC_INTERVAL", usage: "shortest time between two fsyncs of the store's log; commits arriving meanwhile share the next fsync (0: sync at once)", dur: &c.DDBSyncInterval},
-		{flag: "ddb-cache-mb", env: "QUARRY_DDB_CACHE_MB", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
-		{"dynamodb-endpoint", "QUARRY_DYNAMODB_ENDPOINT", "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", &c.DynamoDBEndpoint, nil, nil, nil, nil},
-		{"wallcrawler-table-prefix", "QUARRY_WALLCRAWLER_TABLE_PREFIX", "prefix of Wallcrawler's table names", &c.WallcrawlerTablePrefix, nil, nil, nil, nil},
-		{"wallcrawler-secret", "QUARRY_WALLCRAWLER_SECRET", "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", &c.WallcrawlerSecret, nil, nil, nil, nil},
-		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL", "pre-launched browsers kept warm (0: off)", nil, nil, &c.WallcrawlerPool, nil, nil},
-		{"wallcrawler-idle-grace", "QUARRY_WALLCRAWLER_IDLE_GRACE", "a session without keepAlive ends after this long without a CDP client", nil, &c.WallcrawlerIdleGrace, nil, nil, nil},
-		{flag: "wallcrawler-context-max-bytes", env: "QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &c.WallcrawlerContextMaxBytes},
-		{flag: "wallcrawler-context-max-entries", env: "QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
-		{"chromium", "QUARRY_CHROMIUM", "Chromium binary for Wallcrawler (default: chromium on PATH)", &c.Chromium, nil, nil, nil, nil},
-		{flag: "wallcrawler-user", env: "QUARRY_WALLCRAWLER_USER", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
-		{flag: "wallcrawler-browser-dir", env: "QUARRY_WALLCRAWLER_BROWSER_DIR", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
-		{"checks-table-prefix", "QUARRY_CHECKS_TABLE_PREFIX", "prefix of Checks' USER and CHECK tables", &c.ChecksTablePrefix, nil, nil, nil, nil},
-		{"checks-min-interval", "QUARRY_CHECKS_MIN_INTERVAL", "shortest period (delayMs) a check may have", nil, &c.ChecksMinInterval, nil, nil, nil},
-		{"allow-networks", "QUARRY_ALLOW_NETWORKS", `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, &c.AllowNetworks, nil, nil, nil, nil},
-		{"checks-allow-networks", "QUARRY_CHECKS_ALLOW_NETWORKS", "deprecated: use --allow-networks", &c.ChecksAllowNetworks, nil, nil, nil, nil},
-		{"checks-retention", "QUARRY_CHECKS_RETENTION", "how long each run stays in a check's history (0: none)", nil, &c.ChecksRetention, nil, nil, nil},
-		{"checks-free-limit", "QUARRY_CHECKS_FREE_LIMIT", "checkLimit of the FREE tier", nil, nil, &c.ChecksFreeLimit, nil, nil},
-		{"checks-pro-limit", "QUARRY_CHECKS_PRO_LIMIT", "checkLimit of the PRO tier", nil, nil, &c.ChecksProLimit, nil, nil},
-		{"checks-smtp", "QUARRY_CHECKS_SMTP", "SMTP server (host:port) for email alerts; empty: no email", &c.ChecksSMTP, nil, nil, nil, nil},
-		{"checks-smtp-from", "QUARRY_CHECKS_SMTP_FROM", "sender of email alerts", &c.ChecksSMTPFrom, nil, nil, nil, nil},
-		{"checks-smtp-user", "QUARRY_CHECKS_SMTP_USER", "SMTP user (PLAIN auth, over TLS or to localhost)", &c.ChecksSMTPUser, nil, nil, nil, nil},
-		{"checks-smtp-password", "QUARRY_CHECKS_SMTP_PASSWORD", "SMTP password", &c.ChecksSMTPPassword, nil, nil, nil, nil},
-		{"eecar-table-prefix", "QUARRY_EECAR_TABLE_PREFIX", "prefix of eecar-parts-table", &c.EECARTablePrefix, nil, nil, nil, nil},
-		{"eecar-embeddings-url", "QUARRY_EECAR_EMBEDDINGS_URL", "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", &c.EECAREmbeddingsURL, nil, nil, nil, nil},
-		{"eecar-embeddings-model", "QUARRY_EECAR_EMBEDDINGS_MODEL", "embedding model name at eecar-embeddings-url", &c.EECAREmbeddingsModel, nil, nil, nil, nil},
-		{"eecar-embeddings-key", "QUARRY_EECAR_EMBEDDINGS_KEY", "API key for eecar-embeddings-url", &c.EECAREmbeddingsKey, nil, nil, nil, nil},
-		{"eecar-embeddings-dim", "QUARRY_EECAR_EMBEDDINGS_DIM", "dimension of the embeddings at eecar-embeddings-url", nil, nil, &c.EECAREmbeddingsDim, nil, nil},
-		{"datashelf-db", "QUARRY_DATASHELF_DB", "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", &c.DataShelfDB, nil, nil, nil, nil},
-		{"datashelf-keys", "QUARRY_DATASHELF_KEYS", "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", &c.DataShelfKeys, nil, nil, nil, nil},
-		{"credentials", "QUARRY_CREDENTIALS", "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", &c.Credentials, nil, nil, nil, nil},
-		{flag: "read-header-timeout", env: "QUARRY_READ_HEADER_TIMEOUT", usage: "longest time to read a request's headers, on both listeners", dur: &c.ReadHeaderTimeout},
-		{flag: "read-timeout", env: "QUARRY_READ_TIMEOUT", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
-		{flag: "idle-timeout", env: "QUARRY_IDLE_TIMEOUT", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
-		{flag: "max-conns", env: "QUARRY_MAX_CONNS", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
-		{flag: "ddb-max-conns", env: "QUARRY_DDB_MAX_CONNS", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
-		{"blob-s3-bucket", "QUARRY_BLOB_S3_BUCKET", "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", &c.BlobS3Bucket, nil, nil, nil, nil},
-		{"blob-s3-endpoint", "QUARRY_BLOB_S3_ENDPOINT", "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", &c.BlobS3Endpoint, nil, nil, nil, nil},
-		{"blob-s3-region", "QUARRY_BLOB_S3_REGION", "region of blob-s3-bucket (default: region)", &c.BlobS3Region, nil, nil, nil, nil},
-		{flag: "blob-s3-path-style", env: "QUARRY_BLOB_S3_PATH_STYLE", usage: "address blob-s3-bucket in the URL path (MinIO, Ceph and most S3-compatible services)", boolean: &c.BlobS3PathStyle},
+		{flag: "listen", usage: "address of the HTTP API", str: &c.Listen},
+		{flag: "public-url", usage: "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", str: &c.PublicURL},
+		{flag: "advertise-url", usage: "base URL the other quarry processes reach this one's HTTP API at, for forwarding Wallcrawler's CDP connections, e.g. http://10.0.3.7:8080 (default: http://<listen>)", str: &c.AdvertiseURL},
+		{flag: "emulate", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
+		{flag: "emulate-stream-delay", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
+		{flag: "node-id", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name)", str: &c.NodeID},
+		{flag: "trusted-proxies", usage: "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", str: &c.TrustedProxies},
+		{flag: "ddb-listen", usage: `address of the DynamoDB-compatible endpoint ("off" to disable)`, str: &c.DDBListen},
+		{flag: "data-dir", usage: "directory for local state", str: &c.DataDir},
+		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
+		{flag: "log-format", usage: "text or json", str: &c.LogFormat},
+		{flag: "region", usage: "region named in ARNs", str: &c.Region},
+		{flag: "shutdown-timeout", usage: "graceful shutdown bound", dur: &c.ShutdownTimeout},
+		{flag: "ttl-interval", usage: "how often the store deletes expired items", dur: &c.TTLInterval},
+		{flag: "ddb-sync", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
+		{flag: "ddb-sync-interval", usage: "shortest time between two fsyncs of the store's log; commits arriving meanwhile share the next fsync (0: sync at once)", dur: &c.DDBSyncInterval},
+		{flag: "ddb-cache-mb", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
+		{flag: "dynamodb-endpoint", usage: "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", str: &c.DynamoDBEndpoint},
+		{flag: "wallcrawler-table-prefix", usage: "prefix of Wallcrawler's table names", str: &c.WallcrawlerTablePrefix},
+		{flag: "wallcrawler-secret", usage: "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", str: &c.WallcrawlerSecret},
+		{flag: "wallcrawler-pool", usage: "pre-launched browsers kept warm (0: off)", num: &c.WallcrawlerPool},
+		{flag: "wallcrawler-idle-grace", usage: "a session without keepAlive ends after this long without a CDP client", dur: &c.WallcrawlerIdleGrace},
+		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &c.WallcrawlerContextMaxBytes},
+		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
+		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &c.Chromium},
+		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
+		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
+		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
+		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
+		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
+		{flag: "checks-allow-networks", usage: "deprecated: use --allow-networks", str: &c.ChecksAllowNetworks},
+		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &c.ChecksRetention},
+		{flag: "checks-free-limit", usage: "checkLimit of the FREE tier", num: &c.ChecksFreeLimit},
+		{flag: "checks-pro-limit", usage: "checkLimit of the PRO tier", num: &c.ChecksProLimit},
+		{flag: "checks-smtp", usage: "SMTP server (host:port) for email alerts; empty: no email", str: &c.ChecksSMTP},
+		{flag: "checks-smtp-from", usage: "sender of email alerts", str: &c.ChecksSMTPFrom},
+		{flag: "checks-smtp-user", usage: "SMTP user (PLAIN auth, over TLS or to localhost)", str: &c.ChecksSMTPUser},
+		{flag: "checks-smtp-password", usage: "SMTP password", str: &c.ChecksSMTPPassword},
+		{flag: "eecar-table-prefix", usage: "prefix of eecar-parts-table", str: &c.EECARTablePrefix},
+		{flag: "eecar-embeddings-url", usage: "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", str: &c.EECAREmbeddingsURL},
+		{flag: "eecar-embeddings-model", usage: "embedding model name at eecar-embeddings-url", str: &c.EECAREmbeddingsModel},
+		{flag: "eecar-embeddings-key", usage: "API key for eecar-embeddings-url", str: &c.EECAREmbeddingsKey},
+		{flag: "eecar-embeddings-dim", usage: "dimension of the embeddings at eecar-embeddings-url", num: &c.EECAREmbeddingsDim},
+		{flag: "datashelf-db", usage: "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", str: &c.DataShelfDB},
+		{flag: "datashelf-keys", usage: "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", str: &c.DataShelfKeys},
+		{flag: "credentials", usage: "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", str: &c.Credentials},
+		{flag: "read-header-timeout", usage: "longest time to read a request's headers, on both listeners", dur: &c.ReadHeaderTimeout},
+		{flag: "read-timeout", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
+		{flag: "idle-timeout", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
+		{flag: "max-conns", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
+		{flag: "ddb-max-conns", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
+		{flag: "blob-s3-bucket", usage: "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", str: &c.BlobS3Bucket},
+		{flag: "blob-s3-endpoint", usage: "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", str: &c.BlobS3Endpoint},
+		{flag: "blob-s3-region", usage: "region of blob-s3-bucket (default: region)", str: &c.BlobS3Region},
+		{flag: "blob-s3-path-style", usage: "address blob-s3-bucket in the URL path (MinIO, Ceph and most S3-compatible services)", boolean: &c.BlobS3PathStyle},
 	}
 	if which == nil {
 		return all
@@ -289,52 +291,25 @@ func (c *Config) fields(which []string) []field {
 	return out
 }
 
+// EnvPrefix begins the name of every setting's environment variable.
+const EnvPrefix = "QUARRY_"
+
+// EnvName returns the environment variable of the flag named flagName:
+// QUARRY_ and the name in upper case, with '_' for '-'
+// (wallcrawler-pool: QUARRY_WALLCRAWLER_POOL).
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
 // Load builds a Config: defaults, then the environment (QUARRY_*), then
 // the flags in args. Only the settings named in which are exposed (nil
-// means all). The result is validated.
+// means all). An environment variable is applied through its flag, so it
+// is parsed and checked as the flag is. The result is validated.
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Config, which []string) (*Config, error) {
 	c := base
 	fields := c.fields(which)
-	var errs []error
 	for _, f := range fields {
-		v := getenv(f.env)
-		if v == "" {
-			continue
-		}
-		if f.str != nil {
-			*f.str = v
-		} else if f.boolean != nil {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("config: %s=%q: want true or false (the environment variable of --%s)", f.env, v, f.flag))
-				continue
-			}
-			*f.boolean = b
-		} else if f.num != nil {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("config: %s=%q: want a whole number (the environment variable of --%s)", f.env, v, f.flag))
-				continue
-			}
-			*f.num = n
-		} else if f.size != nil {
-			n, err := ParseSize(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("config: %s=%q: %w (the environment variable of --%s)", f.env, v, err, f.flag))
-				continue
-			}
-			*f.size = n
-		} else {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("config: %s=%q: want a duration such as 10s, 500ms or 2m (the environment variable of --%s)", f.env, v, f.flag))
-				continue
-			}
-			*f.dur = d
-		}
-	}
-	for _, f := range fields {
-		usage := fmt.Sprintf("%s (env %s)", f.usage, f.env)
+		usage := fmt.Sprintf("%s (env %s)", f.usage, EnvName(f.flag))
 		if f.str != nil {
 			fs.StringVar(f.str, f.flag, *f.str, usage)
 		} else if f.boolean != nil {
@@ -347,6 +322,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 			fs.DurationVar(f.dur, f.flag, *f.dur, usage)
 		}
 	}
+	errs := applyEnv(fs, fields, getenv)
 	flagErrs, err := parseFlags(fs, args, fields)
 	if err != nil {
 		return nil, err // -h: the usage is printed
@@ -362,6 +338,60 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string, base Conf
 		return nil, errors.Join(errs...)
 	}
 	return &c, nil
+}
+
+// applyEnv sets each field's flag in fs from its environment variable,
+// when set, and explains each value its flag refuses.
+func applyEnv(fs *flag.FlagSet, fields []field, getenv func(string) string) []error {
+	var errs []error
+	for _, f := range fields {
+		env := EnvName(f.flag)
+		v := getenv(env)
+		if v == "" {
+			continue
+		}
+		err := fs.Set(f.flag, v)
+		if err == nil {
+			continue
+		}
+		fl := fs.Lookup(f.flag)
+		// Some flag.Values store their zero on a failed Set: put the
+		// default back.
+		_ = fl.Value.Set(fl.DefValue)
+		why := err.Error()
+		if f.size == nil {
+			why = "want " + valueForm(fl, why)
+		}
+		errs = append(errs, fmt.Errorf("config: %s=%q: %s (the environment variable of --%s)", env, v, why, f.flag))
+	}
+	return errs
+}
+
+// UnknownEnv returns a warning for each QUARRY_* variable of environ
+// (os.Environ's "NAME=value" form) that is no setting's, naming the
+// closest setting when one is near enough to be the intended one: a
+// misspelt variable is otherwise silently ignored.
+func UnknownEnv(environ []string) []string {
+	known := map[string]bool{}
+	var names []string // without the prefix, which every one shares
+	for _, f := range (&Config{}).fields(nil) {
+		known[EnvName(f.flag)] = true
+		names = append(names, strings.TrimPrefix(EnvName(f.flag), EnvPrefix))
+	}
+	var warnings []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] {
+			continue
+		}
+		w := fmt.Sprintf("config: unknown environment variable %s is ignored", name)
+		if near := closest(strings.TrimPrefix(name, EnvPrefix), names); near != "" {
+			w += "; did you mean " + EnvPrefix + near + "?"
+		}
+		warnings = append(warnings, w)
+	}
+	sort.Strings(warnings)
+	return warnings
 }
 
 // Validate checks every setting and reports all problems at once.

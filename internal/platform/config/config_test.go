@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,102 @@ func TestNetworkPolicy(t *testing.T) {
 			dep := c.Deprecations()
 			if tc.deprecated == "" && len(dep) != 0 || tc.deprecated != "" && (len(dep) != 1 || !strings.Contains(dep[0], tc.deprecated)) {
 				t.Errorf("deprecations %q, want one containing %q", dep, tc.deprecated)
+			}
+		})
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	tests := []struct{ flag, want string }{
+		{"listen", "QUARRY_LISTEN"},
+		{"wallcrawler-pool", "QUARRY_WALLCRAWLER_POOL"},
+		{"wallcrawler-context-max-bytes", "QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES"},
+		{"blob-s3-path-style", "QUARRY_BLOB_S3_PATH_STYLE"},
+	}
+	for _, tt := range tests {
+		if got := EnvName(tt.flag); got != tt.want {
+			t.Errorf("EnvName(%q) = %q, want %q", tt.flag, got, tt.want)
+		}
+	}
+	// Every setting's variable is the one its usage names.
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	if _, err := Load(fs, nil, func(string) string { return "" }, Defaults(), nil); err != nil {
+		t.Fatal(err)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasSuffix(f.Usage, "(env "+EnvName(f.Name)+")") {
+			t.Errorf("--%s: usage %q does not name %s", f.Name, f.Usage, EnvName(f.Name))
+		}
+	})
+}
+
+// TestEnvThroughFlags checks that a variable is parsed as its flag is:
+// the flag's own forms are accepted, and a refused value is explained
+// once, naming the variable and the flag.
+func TestEnvThroughFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		check   func(*Config) bool
+		wantErr string
+	}{
+		{name: "int in the flag's forms", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "0x2"}, check: func(c *Config) bool { return c.WallcrawlerPool == 2 }},
+		{name: "bool", env: map[string]string{"QUARRY_DDB_SYNC": "false"}, check: func(c *Config) bool { return !c.DDBSync }},
+		{name: "size", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "2MiB"}, check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<20 }},
+		{name: "flag wins", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "3"}, args: []string{"--wallcrawler-pool", "1"}, check: func(c *Config) bool { return c.WallcrawlerPool == 1 }},
+		{name: "bad int", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "many"}, wantErr: `config: QUARRY_WALLCRAWLER_POOL="many": want a whole number (the environment variable of --wallcrawler-pool)`},
+		{name: "bad duration", env: map[string]string{"QUARRY_TTL_INTERVAL": "often"}, wantErr: `QUARRY_TTL_INTERVAL="often": want a duration such as 10s, 500ms or 2m`},
+		{name: "bad env, good flag: still an error", env: map[string]string{"QUARRY_DDB_SYNC": "maybe"}, args: []string{"--ddb-sync=true"}, wantErr: `QUARRY_DDB_SYNC="maybe": want true or false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			c, err := Load(fs, tt.args, func(k string) string { return tt.env[k] }, Defaults(), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if n := strings.Count(err.Error(), "\n") + 1; n != 1 {
+					t.Fatalf("%d errors, want 1: %v", n, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    []string
+	}{
+		{name: "known and foreign variables", environ: []string{"QUARRY_LISTEN=:1", "HOME=/root", "QUARRYX=1", "GOGC=200"}},
+		{name: "typo", environ: []string{"QUARRY_WALCRAWLER_POOL=2"},
+			want: []string{"config: unknown environment variable QUARRY_WALCRAWLER_POOL is ignored; did you mean QUARRY_WALLCRAWLER_POOL?"}},
+		{name: "old spelling with dashes' place", environ: []string{"QUARRY_DDBLISTEN=off"},
+			want: []string{"config: unknown environment variable QUARRY_DDBLISTEN is ignored; did you mean QUARRY_DDB_LISTEN?"}},
+		{name: "a longer name beats the prefix it extends", environ: []string{"QUARRY_DDB_SYNC_INTERVALL=1ms"},
+			want: []string{"config: unknown environment variable QUARRY_DDB_SYNC_INTERVALL is ignored; did you mean QUARRY_DDB_SYNC_INTERVAL?"}},
+		{name: "nothing near", environ: []string{"QUARRY_FROBNICATE_EVERYTHING=1"},
+			want: []string{"config: unknown environment variable QUARRY_FROBNICATE_EVERYTHING is ignored"}},
+		{name: "sorted", environ: []string{"QUARRY_ZZZZZZZZZZZZ=1", "QUARRY_LISTN=:1"},
+			want: []string{"config: unknown environment variable QUARRY_LISTN is ignored; did you mean QUARRY_LISTEN?",
+				"config: unknown environment variable QUARRY_ZZZZZZZZZZZZ is ignored"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := UnknownEnv(tt.environ)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("UnknownEnv = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -78,7 +78,7 @@ func explainFlagError(fs *flag.FlagSet, err error, args []string, byName map[str
 		i := flagIndex(args, name)
 		env := ""
 		if f, ok := byName[name]; ok {
-			env = " (env " + f.env + ")"
+			env = " (env " + EnvName(f.flag) + ")"
 		}
 		n := 1 // the flag package took the next argument as the value, whatever it is
 		if i >= 0 && !strings.Contains(args[i], "=") && i+1 < len(args) {
@@ -187,16 +187,26 @@ func asksHelp(args []string) bool {
 // closestFlag returns the defined flag nearest to name, or "" when none is
 // near enough to be a likely typo.
 func closestFlag(fs *flag.FlagSet, name string) string {
-	best, bestDist := "", 0
-	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(strings.ToLower(name), f.Name)
-		if strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name) {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return closest(strings.ToLower(name), names)
+}
+
+// closest returns the candidate nearest to name (edit distance; a prefix
+// either way counts as 1, and among equals the smaller edit distance
+// wins), or "" when none is near enough to be a likely typo.
+func closest(name string, candidates []string) string {
+	best, bestDist, bestEdit := "", 0, 0
+	for _, c := range candidates {
+		edit := editDistance(name, c)
+		d := edit
+		if strings.HasPrefix(c, name) || strings.HasPrefix(name, c) {
 			d = min(d, 1)
 		}
-		if best == "" || d < bestDist {
-			best, bestDist = f.Name, d
+		if best == "" || d < bestDist || (d == bestDist && edit < bestEdit) {
+			best, bestDist, bestEdit = c, d, edit
 		}
-	})
+	}
 	if best == "" || bestDist > max(2, len(name)/3) {
 		return ""
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/quarrydb/quarry/internal/platform/backoff"
 )
 
 // Spec is one table: its CreateTable input (including any stream), the TTL
@@ -103,7 +105,7 @@ func ensureStream(ctx context.Context, client *dynamodb.Client, def *dynamodb.Cr
 // waitActive polls DescribeTable until the table is ACTIVE (the embedded
 // store creates tables ACTIVE at once; AWS takes seconds).
 func waitActive(ctx context.Context, client *dynamodb.Client, name *string) (*types.TableDescription, error) {
-	delay := 50 * time.Millisecond
+	poll := backoff.Policy{Base: 50 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}.Start()
 	for {
 		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: name})
 		if err != nil {
@@ -112,13 +114,8 @@ func waitActive(ctx context.Context, client *dynamodb.Client, name *string) (*ty
 		if out.Table.TableStatus == types.TableStatusActive {
 			return out.Table, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		if delay < 2*time.Second {
-			delay *= 2
+		if err := poll.Wait(ctx); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -6,13 +6,12 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/platform/backoff"
 )
 
-// Refill back-off bounds after a failed background launch.
-const (
-	minRefillBackoff = 500 * time.Millisecond
-	maxRefillBackoff = 30 * time.Second
-)
+// refillBackoff paces the retries of a failed background launch.
+var refillBackoff = backoff.Policy{Base: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.2}
 
 // warmBrowser is a pre-launched browser waiting in a Pool.
 type warmBrowser struct {
@@ -174,7 +173,7 @@ func (p *Pool) refillLocked() {
 // refill launches one warm browser, retrying with back-off until it succeeds
 // or the pool is closed.
 func (p *Pool) refill() {
-	backoff := minRefillBackoff
+	retry := refillBackoff.Start()
 	for {
 		b, err := p.p.Launch(p.ctx, LaunchOptions{})
 		if err == nil {
@@ -184,13 +183,11 @@ func (p *Pool) refill() {
 		if p.ctx.Err() != nil {
 			return
 		}
-		p.logger.Error("pool: launch warm browser", "err", err, "retry_in", backoff)
-		select {
-		case <-p.ctx.Done():
+		delay := retry.Next()
+		p.logger.Error("pool: launch warm browser", "err", err, "retry_in", delay)
+		if backoff.Sleep(p.ctx, delay) != nil {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, maxRefillBackoff)
 	}
 }
 

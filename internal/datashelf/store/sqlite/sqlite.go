@@ -7,7 +7,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
@@ -125,13 +125,9 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+// newID returns a random (version 4) UUID in its canonical form, as
+// PostgreSQL's gen_random_uuid does.
+func newID() string { return uuid.NewString() }
 
 func mapErr(err error) error {
 	if err == nil {

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
+)
+
+func TestLifecycleStopsInReverse(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name      string
+		failRun   bool // the running part fails: the lifecycle's context ends
+		failStop  bool // the middle part's stop fails
+		wantErrIs error
+	}{
+		{name: "clean"},
+		{name: "a running part fails", failRun: true, wantErrIs: boom},
+		{name: "a stop fails", failStop: true, wantErrIs: boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lc := newLifecycle(context.Background(), slog.New(slog.DiscardHandler))
+			var mu sync.Mutex
+			var order []string
+			record := func(name string) {
+				mu.Lock()
+				defer mu.Unlock()
+				order = append(order, name)
+			}
+			lc.onStop("first", func(context.Context) error { record("first"); return nil })
+			lc.onStop("second", func(context.Context) error {
+				record("second")
+				if tt.failStop {
+					return boom
+				}
+				return nil
+			})
+			lc.goRun("runner", func(ctx context.Context) error {
+				if tt.failRun {
+					return boom
+				}
+				<-ctx.Done()
+				record("runner returned")
+				return nil
+			}, func(context.Context) error { record("runner stop"); return nil })
+			if tt.failRun {
+				select {
+				case <-lc.Context().Done():
+				case <-time.After(5 * time.Second):
+					t.Fatal("a failed part did not end the lifecycle's context")
+				}
+			}
+			err := lc.shutdown(context.Background())
+			if tt.wantErrIs == nil && err != nil {
+				t.Fatalf("shutdown: %v", err)
+			}
+			if tt.wantErrIs != nil && !errors.Is(err, tt.wantErrIs) {
+				t.Fatalf("shutdown: %v, want %v", err, tt.wantErrIs)
+			}
+			want := []string{"runner returned", "runner stop", "second", "first"}
+			if tt.failRun {
+				want = []string{"runner stop", "second", "first"}
+			}
+			// The runner's context is cancelled before its stop runs: it
+			// may return before or after the stop is called.
+			if !tt.failRun {
+				slices.Sort(order[:2])
+				slices.Sort(want[:2])
+			}
+			if !slices.Equal(order, want) {
+				t.Fatalf("stop order %v, want %v", order, want)
+			}
+		})
+	}
+}
+
+func TestLifecycleStopTimesOut(t *testing.T) {
+	lc := newLifecycle(context.Background(), slog.New(slog.DiscardHandler))
+	release := make(chan struct{})
+	defer close(release)
+	lc.goRun("stuck", func(context.Context) error { <-release; return nil }, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := lc.shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stuck") {
+		t.Fatalf("shutdown of a stuck part: %v", err)
+	}
+}
+
+// TestServeFailedStartLeavesNothing starts `quarry serve` with a warm
+// pool and a part that fails after Wallcrawler started (the API port
+// taken; DataShelf's PostgreSQL failing once a warm browser runs), and
+// checks that everything already started was stopped before serve
+// returned: no browser of the browser dir, the egress proxy's and the
+// DynamoDB endpoint's ports closed, the admin socket removed, and the
+// store's lock released (a second serve on the data directory starts).
+func TestServeFailedStartLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium; skipped in -short mode")
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skipf("chromium not on PATH: %v", err)
+	}
+	tests := []struct {
+		name string
+		// setup returns the extra arguments, and what the test does
+		// while serve starts (given its browser dir).
+		setup func(t *testing.T) (args []string, during func(browserDir string))
+		want  string // in serve's error
+	}{
+		{
+			name: "API port taken",
+			setup: func(t *testing.T) ([]string, func(string)) {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { ln.Close() })
+				return []string{"--listen", ln.Addr().String()}, nil
+			},
+			want: "api: listen",
+		},
+		{
+			name: "DataShelf PostgreSQL fails",
+			setup: func(t *testing.T) ([]string, func(string)) {
+				// A server that accepts and says nothing until a warm
+				// browser runs, then drops its connections: the failure
+				// comes with Wallcrawler fully started.
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { ln.Close() })
+				var mu sync.Mutex
+				var conns []net.Conn
+				go func() {
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						mu.Lock()
+						conns = append(conns, c)
+						mu.Unlock()
+					}
+				}()
+				during := func(browserDir string) {
+					waitLong(t, "a warm browser", 60*time.Second, func() bool {
+						pids, _ := browser.Leftovers(browserDir)
+						return len(pids) > 0
+					})
+					ln.Close()
+					mu.Lock()
+					defer mu.Unlock()
+					for _, c := range conns {
+						c.Close()
+					}
+				}
+				url := "postgres://quarry@" + ln.Addr().String() + "/quarry?sslmode=disable&connect_timeout=90"
+				return []string{"--datashelf-db", url, "--listen", freeAddr(t)}, during
+			},
+			want: "datashelf",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// Outside the 0700 temporary tree: the browser user (nobody
+			// when the test runs as root) must enter it.
+			browserDir, err := os.MkdirTemp("", "quarry-lifecycle-browsers-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if n, _ := browser.KillLeftovers(browserDir); n > 0 {
+					t.Logf("cleanup: killed %d processes of %s", n, browserDir)
+				}
+				_ = os.RemoveAll(browserDir)
+			})
+			extra, during := tt.setup(t)
+			ddbAddr := freeAddr(t)
+			args := append([]string{"serve", "--data-dir", dir, "--ddb-listen", ddbAddr, "--wallcrawler-pool", "1",
+				"--wallcrawler-browser-dir", browserDir, "--log-level", "debug", "--shutdown-timeout", "20s"}, extra...)
+			var logs syncBuffer
+			done := make(chan int, 1)
+			go func() { done <- run(context.Background(), args, noEnv, &logs, &logs) }()
+			if during != nil {
+				during(browserDir)
+			}
+			select {
+			case code := <-done:
+				if code == 0 {
+					t.Fatalf("serve succeeded:\n%s", logs.String())
+				}
+			case <-time.After(90 * time.Second):
+				t.Fatalf("serve did not return:\n%s", logs.String())
+			}
+			out := logs.String()
+			if !strings.Contains(out, tt.want) {
+				t.Fatalf("serve's error lacks %q:\n%s", tt.want, out)
+			}
+			// Everything serve started is stopped by the time it returned.
+			if pids, err := browser.Leftovers(browserDir); err != nil || len(pids) > 0 {
+				t.Errorf("browsers left running: %v %v", pids, err)
+			}
+			m := regexp.MustCompile(`msg="egress proxy" .*addr=(\S+)`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no egress proxy address in the logs:\n%s", out)
+			}
+			for _, addr := range []string{m[1], ddbAddr} {
+				if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+					c.Close()
+					t.Errorf("%s still accepts connections", addr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, adminSocketName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("admin socket left: %v", err)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(browserDir, "browsers")); len(entries) > 0 {
+				t.Errorf("browser work dirs left: %v", entries)
+			}
+			// The store's lock is released: a second serve starts.
+			api := freeAddr(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			var logs2 syncBuffer
+			done2 := make(chan int, 1)
+			go func() {
+				done2 <- run(ctx, []string{"serve", "--data-dir", dir, "--listen", api, "--ddb-listen", "off",
+					"--wallcrawler-browser-dir", browserDir}, noEnv, &logs2, &logs2)
+			}()
+			waitLong(t, "the second serve", 30*time.Second, func() bool {
+				select {
+				case code := <-done2:
+					t.Fatalf("second serve exited %d:\n%s", code, logs2.String())
+				default:
+				}
+				return strings.Contains(logs2.String(), "listening on "+api)
+			})
+			cancel()
+			if code := <-done2; code != 0 {
+				t.Fatalf("second serve exited %d:\n%s", code, logs2.String())
+			}
+		})
+	}
+}

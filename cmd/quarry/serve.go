@@ -223,7 +223,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, log)) // the web console; other paths a JSON 404
+	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, ds, log)) // the web console; other paths a JSON 404
 	servers := []*httpserver.Server{{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}}
 	if c.DDBListen != "off" && store != nil {
 		servers = append(servers, &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,

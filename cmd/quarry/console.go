@@ -24,6 +24,7 @@ import (
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/console"
 	"github.com/quarrydb/quarry/internal/console/operators"
+	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	eecarstore "github.com/quarrydb/quarry/internal/eecar/store"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
@@ -62,10 +63,10 @@ func consoleKey(dataDir string) ([]byte, error) {
 
 // consoleHandler returns the web console mounted at /: sign-in with the
 // running systems' credentials and operator tokens, the store explorer
-// over client, the Checks dashboard. When it cannot start, the systems
+// over client, the Checks dashboard, DataShelf's catalogue over ds. When it cannot start, the systems
 // still serve and the console's paths answer 503 with the reason.
-func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, log *slog.Logger) http.Handler {
-	h, err := newConsole(ctx, c, client, systems, ck, log)
+func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, log *slog.Logger) http.Handler {
+	h, err := newConsole(ctx, c, client, systems, ck, ds, log)
 	if err != nil {
 		log.Error("console disabled", "err", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +82,7 @@ func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Clie
 	return h
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, log *slog.Logger) (*console.Console, error) {
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, log *slog.Logger) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -103,6 +104,9 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		}
 		opts.Realms = append(opts.Realms, console.Realm{Kind: "checks", Label: "Checks API token", Auth: checksAuth{st}})
 		opts.Checks = checksConsole{st: st, api: ck.api}
+	}
+	if ds != nil {
+		opts.DataShelf = shelfConsole{st: ds}
 	}
 	if running("eecar") {
 		table, err := eecarstore.EnsureTable(ctx, client, c.EECARTablePrefix)

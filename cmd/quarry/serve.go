@@ -266,7 +266,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, log)) // the web console; other paths a JSON 404
+	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, ds, log)) // the web console; other paths a JSON 404
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
 		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,

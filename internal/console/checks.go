@@ -1,12 +1,14 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,14 +81,30 @@ type checkRow struct {
 
 type checksData struct {
 	Rows  []checkRow
+	Total int    // the user's checks
+	Page  int    // 1-based
+	Prev  string // the previous page's number, "" on the first
+	Next  string // the next page's number, "" on the last
 	Form  url.Values
 	Error string
 	Msg   string
 }
 
-// history reads a check's runs of the last 24 hours, oldest first.
-func (c *Console) history(ctx context.Context, userID string, ck Check) (checkRow, error) {
-	runs, err := c.opts.Checks.Runs(ctx, userID, ck.ID, 1000)
+// checksPerPage is the dashboard's page size.
+const checksPerPage = 20
+
+// Runs read per check for its last 24 hours: on the dashboard (a check
+// every minute has 1,440 a day: the row then covers the last 200), and on
+// a check's page.
+const (
+	dashboardRuns = 200
+	detailRuns    = 1000
+)
+
+// history reads a check's runs of the last 24 hours (at most limit, the
+// newest), oldest first.
+func (c *Console) history(ctx context.Context, userID string, ck Check, limit int) (checkRow, error) {
+	runs, err := c.opts.Checks.Runs(ctx, userID, ck.ID, limit)
 	if err != nil {
 		return checkRow{}, err
 	}
@@ -129,8 +147,22 @@ func (c *Console) checksPage(w http.ResponseWriter, r *http.Request, status int,
 		c.failure(w, r, err)
 		return
 	}
+	slices.SortFunc(cks, func(a, b Check) int { return cmp.Or(strings.Compare(a.URL, b.URL), strings.Compare(a.ID, b.ID)) })
+	d.Total = len(cks)
+	d.Page = 1
+	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n > 1 && (n-1)*checksPerPage < len(cks) {
+		d.Page = n
+	}
+	from := (d.Page - 1) * checksPerPage
+	cks = cks[from:min(len(cks), from+checksPerPage)]
+	if d.Page > 1 {
+		d.Prev = strconv.Itoa(d.Page - 1)
+	}
+	if from+checksPerPage < d.Total {
+		d.Next = strconv.Itoa(d.Page + 1)
+	}
 	for _, ck := range cks {
-		row, err := c.history(r.Context(), ss.Subject, ck)
+		row, err := c.history(r.Context(), ss.Subject, ck, dashboardRuns)
 		if err != nil {
 			c.failure(w, r, err)
 			return
@@ -182,7 +214,7 @@ func (c *Console) checkPage(w http.ResponseWriter, r *http.Request) {
 		c.failure(w, r, err)
 		return
 	}
-	row, err := c.history(r.Context(), ss.Subject, ck)
+	row, err := c.history(r.Context(), ss.Subject, ck, detailRuns)
 	if err != nil {
 		c.failure(w, r, err)
 		return

@@ -89,6 +89,8 @@ type Options struct {
 	Explorer *dynamodb.Client
 	// Checks is the Checks dashboard's store; nil hides it.
 	Checks ChecksStore
+	// DataShelf is the public catalogue's store; nil hides it.
+	DataShelf DataShelf
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -183,6 +185,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/signout", c.signout)
 	c.explorerRoutes(m)
 	c.checksRoutes(m)
+	c.dataShelfRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
 }
@@ -281,8 +284,10 @@ type page struct {
 	CSRF     string
 	Explorer bool
 	Checks   bool
-	Path     string
-	Data     any
+	// DataShelf shows the catalogue (public).
+	DataShelf bool
+	Path      string
+	Data      any
 }
 
 type errorPage struct {
@@ -292,7 +297,7 @@ type errorPage struct {
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	t := c.pages[name]
-	p := page{Data: data, Path: r.URL.Path}
+	p := page{Data: data, Path: r.URL.Path, DataShelf: c.opts.DataShelf != nil}
 	if ss, ok := c.session(w, r); ok {
 		p.Signed, p.Name, p.Realm, p.CSRF = true, ss.Name, ss.Realm, c.sess.csrf(ss)
 		p.Operator = c.operator(ss)

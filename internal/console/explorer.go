@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -248,7 +249,7 @@ type tableData struct {
 	Index   index
 	Items   []shownItem
 	Scanned int32
-	Next    string // the next page's query string
+	Next    template.URL // the next page's "?query" (its cursor in start)
 	Error   string
 	Msg     string
 	Ops     []string
@@ -420,7 +421,7 @@ func (c *Console) runQuery(ctx context.Context, d *tableData) error {
 		}
 		next.Set("start", encodeKey(last))
 		next.Del("msg")
-		d.Next = next.Encode()
+		d.Next = template.URL("?" + next.Encode())
 	}
 	return nil
 }

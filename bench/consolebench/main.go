@@ -1,0 +1,355 @@
+// Command consolebench measures the web console's server time per page
+// with 10,000 items behind each page: a store table of 10,000 items for
+// the explorer, a check with 10,000 runs of history and a user with many
+// checks for the Checks dashboard. It drives internal/console in process
+// over the embedded DynamoDB store (ddb.Open, no fsync: the pages only
+// read) and times ServeHTTP of each request (p50/p99), then appends a
+// section to a Markdown file with the machine and the command.
+//
+//	go run ./bench/consolebench -n 200 -out bench/RESULTS.md
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/bench/internal/report"
+	"github.com/quarrydb/quarry/ddb"
+	checksstore "github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/checks/tables"
+	"github.com/quarrydb/quarry/internal/console"
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
+)
+
+func main() {
+	items := flag.Int("items", 10000, "items in the explorer's table and runs in the history of one check")
+	checks := flag.Int("checks", 1000, "checks of the dashboard's user")
+	n := flag.Int("n", 200, "requests per page")
+	out := flag.String("out", "", "Markdown file to append results to (default: stdout only)")
+	flag.Parse()
+	if err := run(*items, *checks, *n, *out); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// timer records the server time of each request, by page.
+type timer struct {
+	h    http.Handler
+	mu   sync.Mutex
+	page string
+	d    map[string][]time.Duration
+}
+
+func (t *timer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	t.h.ServeHTTP(w, r)
+	el := time.Since(start)
+	t.mu.Lock()
+	if t.page != "" {
+		t.d[t.page] = append(t.d[t.page], el)
+	}
+	t.mu.Unlock()
+}
+
+func run(nItems, nChecks, n int, out string) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "consolebench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db, err := ddb.Open(dir, &ddb.Options{NoSync: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	client := ddb.NewClient(db)
+	loadBefore := report.LoadAvg()
+	setup := time.Now()
+
+	// The explorer's table.
+	const table = "bench_items"
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}, {AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}}); err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	var batch []types.WriteRequest
+	flush := func(tbl string) error {
+		if len(batch) == 0 {
+			return nil
+		}
+		reqs := map[string][]types.WriteRequest{tbl: batch}
+		for len(reqs) > 0 {
+			o, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+			if err != nil {
+				return fmt.Errorf("batch write: %w", err)
+			}
+			reqs = o.UnprocessedItems
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for i := range nItems {
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			"pk": ddbitem.S("p" + strconv.Itoa(i%10)), "sk": ddbitem.N(int64(i)), "name": ddbitem.S(fmt.Sprintf("item %d", i)),
+			"price": ddbitem.N(int64(i % 997)), "tags": &types.AttributeValueMemberSS{Value: []string{"a", "b"}},
+		}}})
+		if len(batch) == 25 {
+			if err := flush(table); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(table); err != nil {
+		return err
+	}
+
+	// The Checks dashboard's user: nChecks checks, the first with nItems
+	// runs of history (one a minute, up to now), the others with one run.
+	names, err := tables.EnsureTables(ctx, client, tables.DefaultPrefix)
+	if err != nil {
+		return err
+	}
+	st := checksstore.New(client, names, &checksstore.Options{Limits: map[string]int{checksstore.TierFree: 5, checksstore.TierPro: max(nChecks, 10)}})
+	u, token, err := st.CreateUser(ctx, "bench@example.com", checksstore.TierPro)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for i := range nChecks {
+		ck, err := st.CreateCheck(ctx, checksstore.Check{UserID: u.ID, URL: fmt.Sprintf("https://example.com/%d", i), Type: "AVAILABILITY", DelayMs: 60000}, time.Now().Add(time.Hour))
+		if err != nil {
+			return err
+		}
+		ids = append(ids, ck.ID)
+	}
+	now := time.Now()
+	putRun := func(id string, at time.Time, up bool) {
+		status := "UP"
+		if !up {
+			status = "DOWN"
+		}
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			"PK": ddbitem.S(id), "SK": ddbitem.S("RESULT#" + ddbitem.FormatTime(at)),
+			"result": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"status": ddbitem.S(status), "responseTime": ddbitem.N(int64(50 + at.Unix()%200))}},
+		}}})
+	}
+	for i := range nItems {
+		putRun(ids[0], now.Add(-time.Duration(i)*time.Minute), i%50 != 0)
+		if len(batch) == 25 {
+			if err := flush(names.Checks); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range ids[1:] {
+		putRun(id, now.Add(-time.Minute), true)
+		if len(batch) == 25 {
+			if err := flush(names.Checks); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(names.Checks); err != nil {
+		return err
+	}
+	setupTime := time.Since(setup)
+
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Explorer: client, Checks: benchChecks{st},
+		Realms: []console.Realm{
+			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
+				if cred != "op" {
+					return console.Principal{}, errors.New("no")
+				}
+				return console.Principal{ID: "op", Name: "bench"}, nil
+			})},
+			{Kind: "checks", Label: "Checks API token", Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
+				u, err := st.Authenticate(ctx, cred)
+				if err != nil {
+					return console.Principal{}, err
+				}
+				return console.Principal{ID: u.ID, Name: u.Email}, nil
+			})},
+		}})
+	if err != nil {
+		return err
+	}
+	tm := &timer{h: c, d: map[string][]time.Duration{}}
+	srv := httptest.NewServer(tm)
+	defer srv.Close()
+
+	type pg struct{ name, realm, path string }
+	pages := []pg{
+		{"explorer: tables", "operator", "/console/explorer/"},
+		{"explorer: table, Scan first page (25)", "operator", "/console/explorer/t/" + table},
+		{"explorer: table, Scan page 3 (cursor)", "operator", ""},
+		{"explorer: table, Query pk = p3 desc", "operator", "/console/explorer/t/" + table + "?op=query&pk=p3&order=desc"},
+		{"explorer: table, Scan with filter", "operator", "/console/explorer/t/" + table + "?filter=price+%3E+%3Av&values=" + url.QueryEscape(`{":v":{"N":"900"}}`)},
+		{"checks: dashboard (" + strconv.Itoa(nChecks) + " checks)", "checks", "/console/checks/"},
+		{"checks: check with " + strconv.Itoa(nItems) + " runs", "checks", "/console/checks/" + ids[0]},
+	}
+	clients := map[string]*http.Client{}
+	for realm, cred := range map[string]string{"operator": "op", "checks": token} {
+		cl, err := signIn(srv.URL, realm, cred)
+		if err != nil {
+			return err
+		}
+		clients[realm] = cl
+	}
+	// Page 3 of the Scan: follow the Next link twice.
+	p3 := pages[1].path
+	for range 2 {
+		body, err := get(clients["operator"], srv.URL+p3)
+		if err != nil {
+			return err
+		}
+		m := regexp.MustCompile(`href="\?([^"]*start=[^"]*)"`).FindStringSubmatch(body)
+		if m == nil {
+			return errors.New("no next page link on the table page")
+		}
+		p3 = pages[1].path + "?" + strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	pages[2].path = p3
+	for _, p := range pages {
+		cl := clients[p.realm]
+		if _, err := get(cl, srv.URL+p.path); err != nil { // warm up
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		tm.mu.Lock()
+		tm.page = p.name
+		tm.mu.Unlock()
+		for range n {
+			if _, err := get(cl, srv.URL+p.path); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+		}
+		tm.mu.Lock()
+		tm.page = ""
+		tm.mu.Unlock()
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## %s — console page time (consolebench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "- Machine: %s\n- Load average (1/5/15 min) before: %s, after: %s\n- Command: `%s`\n", report.Machine(), loadBefore, report.LoadAvg(), "go run ./bench/consolebench "+strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each. Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, n)
+	fmt.Fprintf(&b, "| page | p50 | p99 | max |\n|---|--:|--:|--:|\n")
+	for _, p := range pages {
+		d := tm.d[p.name]
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.name, ms(report.Percentile(d, 50)), ms(report.Percentile(d, 99)), ms(d[len(d)-1]))
+	}
+	fmt.Print(b.String())
+	if out != "" {
+		return report.Append(out, b.String())
+	}
+	return nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms" }
+
+// signIn signs in through the form, as a browser does.
+func signIn(base, realm, cred string) (*http.Client, error) {
+	jar, _ := cookiejar.New(nil)
+	cl := &http.Client{Jar: jar}
+	body, err := get(cl, base+"/console/signin")
+	if err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		return nil, errors.New("sign-in form without a nonce")
+	}
+	resp, err := cl.PostForm(base+"/console/signin", url.Values{"nonce": {m[1]}, "realm": {realm}, "credential": {cred}})
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/" {
+		return nil, fmt.Errorf("sign-in as %s refused (%d)", realm, resp.StatusCode)
+	}
+	return cl, nil
+}
+
+func get(cl *http.Client, u string) (string, error) {
+	resp, err := cl.Get(u)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %d", u, resp.StatusCode)
+	}
+	return string(b), err
+}
+
+// benchChecks is the dashboard's store over checksstore (the reads of
+// cmd/quarry's checksConsole; the bench does not write).
+type benchChecks struct{ st *checksstore.Store }
+
+func conv(c checksstore.Check) console.Check {
+	last, _ := c.LastResult["status"].(string)
+	return console.Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status, LastExecutedAt: c.LastExecutedAt, LastStatus: last}
+}
+
+func (k benchChecks) Checks(ctx context.Context, userID string) ([]console.Check, error) {
+	cs, err := k.st.ListChecks(ctx, userID)
+	out := make([]console.Check, len(cs))
+	for i, c := range cs {
+		out[i] = conv(c)
+	}
+	return out, err
+}
+
+func (k benchChecks) Check(ctx context.Context, userID, id string) (console.Check, error) {
+	c, err := k.st.GetCheck(ctx, userID, id)
+	if errors.Is(err, checksstore.ErrNotFound) {
+		return console.Check{}, console.ErrNotFound
+	}
+	return conv(c), err
+}
+
+func (k benchChecks) Runs(ctx context.Context, userID, id string, limit int) ([]console.Run, error) {
+	runs, err := k.st.Results(ctx, userID, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Run, 0, len(runs))
+	for _, r := range runs {
+		at, err := time.Parse(ddbitem.TimeLayout, r.At)
+		if err != nil {
+			continue
+		}
+		status, _ := r.Result["status"].(string)
+		rt, _ := r.Result["responseTime"].(float64)
+		out = append(out, console.Run{At: at, Up: status == "UP", ResponseTimeMs: int64(rt)})
+	}
+	return out, nil
+}
+
+func (benchChecks) Create(context.Context, string, console.CheckInput) (console.Check, error) {
+	return console.Check{}, errors.New("read-only")
+}
+
+func (benchChecks) Act(context.Context, string, string, string) error { return errors.New("read-only") }

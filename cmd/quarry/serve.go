@@ -171,6 +171,8 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	systems["datashelf"] = map[string]any{"status": "running"}
+	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
+	defer backends.Stop()
 
 	reg := metrics.New()
 	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 {
@@ -198,8 +200,8 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		reg.Collect(storeFamilies(store))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpserver.HealthDetails(nil, func() map[string]any {
-		d := map[string]any{"systems": systems, "dynamodb": caps.health()}
+	mux.Handle("GET /healthz", httpserver.HealthDetails(backends.Check, func() map[string]any {
+		d := map[string]any{"systems": systems, "dynamodb": caps.health(), "backends": backends.Report()}
 		if wc != nil {
 			d["wallcrawler"] = wc.health()
 		}

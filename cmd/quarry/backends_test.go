@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +182,55 @@ func pgHost(t *testing.T, raw string) string {
 		t.Fatal(err)
 	}
 	return u.Host
+}
+
+// TestServeSurvivesS3Outage cuts the blob bucket off a running node on
+// the embedded store: /healthz turns 503 naming s3 while the DynamoDB
+// systems and DataShelf's listings keep answering, and 200 again once the
+// bucket is reachable on the same address.
+func TestServeSurvivesS3Outage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node; skipped in -short mode")
+	}
+	endpoint := fakeBucket(t, "quarry")
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := newSwitchProxy(t, u.Host)
+	api := freeAddr(t)
+	vars := map[string]string{
+		"QUARRY_BLOB_S3_BUCKET":     "quarry",
+		"QUARRY_BLOB_S3_ENDPOINT":   "http://" + front.addr,
+		"QUARRY_BLOB_S3_PATH_STYLE": "true",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", "off", "--data-dir", t.TempDir()}, func(k string) string { return vars[k] }, &logs, &logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	waitFor(t, "listener", func() bool { return strings.Contains(logs.String(), "listening on "+api) })
+	if h := waitHealth(t, api, http.StatusOK, 10*time.Second); !h.Backends["s3"].OK || !h.Backends["dynamodb"].OK {
+		t.Fatalf("/healthz before the outage: %+v", h)
+	}
+
+	front.close()
+	h := waitHealth(t, api, http.StatusServiceUnavailable, 10*time.Second)
+	checkDegraded(t, h, "s3", "dynamodb")
+	if code, body := wcRequest(t, http.MethodGet, "http://"+api+"/datashelf/api/products", "", ""); code != http.StatusOK {
+		t.Errorf("DataShelf listings during the bucket's outage: %d %s", code, body)
+	}
+
+	newSwitchProxyOn(t, front.addr, u.Host)
+	if h := waitHealth(t, api, http.StatusOK, 15*time.Second); h.Status != "ok" || !h.Backends["s3"].OK {
+		t.Errorf("/healthz after the outage: %+v", h)
+	}
 }

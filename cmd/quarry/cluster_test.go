@@ -376,7 +376,14 @@ type switchProxy struct {
 
 func newSwitchProxy(t *testing.T, backend string) *switchProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newSwitchProxyOn(t, "127.0.0.1:0", backend)
+}
+
+// newSwitchProxyOn is newSwitchProxy listening on addr (a closed proxy's
+// address, to bring it back).
+func newSwitchProxyOn(t *testing.T, addr, backend string) *switchProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

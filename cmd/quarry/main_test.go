@@ -143,6 +143,9 @@ func TestServeHealthz(t *testing.T) {
 		t.Fatalf("healthz = %d", resp.StatusCode)
 	}
 	checkHealthConfinement(t, healthBody)
+	if !strings.Contains(string(healthBody), `"backends":{"dynamodb":{"ok":true}}`) {
+		t.Errorf("/healthz should report the embedded store as the one backend, healthy: %s", healthBody)
+	}
 	if st, err := os.Stat(dataDir); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("data dir after start: %v %v, want mode 0700", st.Mode(), err)
 	}

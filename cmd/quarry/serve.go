@@ -197,6 +197,8 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		return err
 	}
 	systems["datashelf"] = map[string]any{"status": "running"}
+	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
+	defer backends.Stop()
 
 	// The systems' background work; a system whose work stops logs it,
 	// and the others serve on.
@@ -241,8 +243,8 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		reg.Collect(storeFamilies(store))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpserver.HealthDetails(nil, func() map[string]any {
-		d := map[string]any{"systems": systems, "dynamodb": caps.health()}
+	mux.Handle("GET /healthz", httpserver.HealthDetails(backends.Check, func() map[string]any {
+		d := map[string]any{"systems": systems, "dynamodb": caps.health(), "backends": backends.Report()}
 		if wc != nil {
 			d["wallcrawler"] = wc.health()
 		}

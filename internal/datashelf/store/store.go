@@ -188,6 +188,10 @@ type Store interface {
 	// status and type.
 	QueueStats(ctx context.Context) ([]QueueStat, error)
 
+	// Ping runs one trivial query (SELECT 1), so that a database that
+	// stopped answering shows in /healthz.
+	Ping(ctx context.Context) error
+
 	// Close releases the store's resources.
 	Close() error
 }

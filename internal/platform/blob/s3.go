@@ -132,6 +132,15 @@ func (s *S3) CheckBucket(ctx context.Context) error {
 	return nil
 }
 
+// Ping sends one HeadBucket, without the client's retries, so that an
+// unreachable endpoint shows in /healthz.
+func (s *S3) Ping(ctx context.Context) error {
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}, func(o *s3.Options) { o.RetryMaxAttempts = 1 }); err != nil {
+		return fmt.Errorf("blob: s3 bucket %s: %w", s.bucket, err)
+	}
+	return nil
+}
+
 func (s *S3) objectKey(key string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", err

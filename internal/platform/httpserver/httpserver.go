@@ -129,6 +129,9 @@ func Health(check func(context.Context) error) http.Handler {
 // (nil: none) is one more member of the JSON object, after "status" (and
 // "error"), in key order; for example
 // {"status":"ok","wallcrawler":{"browserUser":"nobody","sandbox":true}}.
+// A failing check answers 503 with status "unhealthy", or "degraded" when
+// its error (or one it wraps) has a method Degraded() bool that returns
+// true: the process serves, but something it depends on fails.
 func HealthDetails(check func(context.Context) error, details func() map[string]any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -153,8 +156,14 @@ func HealthDetails(check func(context.Context) error, details func() map[string]
 		}
 		if check != nil {
 			if err := check(r.Context()); err != nil {
+				status := "unhealthy"
+				var d interface{ Degraded() bool }
+				if errors.As(err, &d) && d.Degraded() {
+					status = "degraded"
+				}
+				msg, _ := json.Marshal(err.Error())
 				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "{\"status\":\"unhealthy\",\"error\":%q%s}\n", err.Error(), extra)
+				fmt.Fprintf(w, "{\"status\":%q,\"error\":%s%s}\n", status, msg, extra)
 				return
 			}
 		}

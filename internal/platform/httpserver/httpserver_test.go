@@ -3,9 +3,16 @@ package httpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 )
+
+// degraded is an error that marks a degraded process.
+type degraded struct{}
+
+func (degraded) Error() string  { return `backend "s3" unreachable` }
+func (degraded) Degraded() bool { return true }
 
 func TestHealthDetails(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,6 +30,11 @@ func TestHealthDetails(t *testing.T) {
 		{name: "unhealthy with details", check: func(context.Context) error { return errors.New("down") },
 			details:  func() map[string]any { return map[string]any{"x": "y"} },
 			wantCode: 503, wantBody: `{"status":"unhealthy","error":"down","x":"y"}` + "\n"},
+		{name: "degraded", check: func(context.Context) error { return fmt.Errorf("wrapped: %w", degraded{}) },
+			details: func() map[string]any {
+				return map[string]any{"backends": map[string]any{"s3": map[string]any{"ok": false}}}
+			},
+			wantCode: 503, wantBody: `{"status":"degraded","error":"wrapped: backend \"s3\" unreachable","backends":{"s3":{"ok":false}}}` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()

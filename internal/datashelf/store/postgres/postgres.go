@@ -107,6 +107,15 @@ func createSchema(ctx context.Context, url, schema string) error {
 	return nil
 }
 
+// Ping runs SELECT 1 on a connection of the pool.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.pool.Close()

@@ -72,6 +72,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 // DB returns the underlying handle (for tools and tests).
 func (s *Store) DB() *sql.DB { return s.db }
 
+// Ping runs SELECT 1.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 

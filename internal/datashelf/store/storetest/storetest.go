@@ -107,6 +107,7 @@ func RunWith(t *testing.T, open Opener, opts Options) {
 		name string
 		fn   func(t *testing.T, b *bundle)
 	}{
+		{"Ping", testPing},
 		{"NavigationUpsertAndTree", testNavigation},
 		{"Categories", testCategories},
 		{"ProductUpsert", testProductUpsert},
@@ -150,6 +151,12 @@ func recoverMust(t *testing.T) {
 			panic(r)
 		}
 		t.Fatalf("%s:%d: %v", filepath.Base(f.file), f.line, f.err)
+	}
+}
+
+func testPing(t *testing.T, b *bundle) {
+	if err := b.s.Ping(b.ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
 	}
 }
 

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/health"
+)
+
+// startBackendHealth probes, in the background, the backends this node
+// depends on: the DynamoDB endpoint (or the embedded store, which answers
+// until it is closed), PostgreSQL when --datashelf-db is set, and the S3
+// bucket when --blob-s3-bucket is set. While one fails the node keeps
+// serving what does not need it and /healthz answers 503 naming it; it
+// recovers by itself when the backend answers again. The caller Stops the
+// checker before closing the stores.
+func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.Client, ds store.Store, blobs blob.Store, log *slog.Logger) *health.Checker {
+	hc := health.New(health.Options{Logger: log})
+	hc.Add("dynamodb", func(ctx context.Context) error {
+		// One attempt: the prober has its own backoff.
+		_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		if err != nil {
+			return fmt.Errorf("ListTables: %w", err)
+		}
+		return nil
+	})
+	if c.DataShelfDB != "" {
+		hc.Add("postgres", ds.Ping)
+	}
+	if p, ok := blobs.(interface{ Ping(context.Context) error }); ok && c.BlobS3Bucket != "" {
+		hc.Add("s3", p.Ping)
+	}
+	hc.Start(ctx)
+	return hc
+}

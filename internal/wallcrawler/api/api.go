@@ -22,6 +22,7 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/origin"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/live"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 )
 
@@ -69,6 +70,10 @@ type Options struct {
 	// (X-Forwarded-* only from trusted proxies). nil: the request's Host
 	// and TLS, never X-Forwarded-* headers.
 	Origin *origin.Resolver
+	// LiveFrameAncestors is the CSP frame-ancestors of the live view
+	// (/live/..., served when Sessions is set): who may embed it in a
+	// frame. Default "*": any origin.
+	LiveFrameAncestors string
 }
 
 // Handler serves the Wallcrawler API. Every request must carry a valid API
@@ -78,6 +83,7 @@ type Handler struct {
 	store *auth.Store
 	opts  Options
 	mux   *http.ServeMux
+	live  http.Handler // nil without Sessions
 }
 
 // New returns a Handler authorizing requests and reading projects through
@@ -96,6 +102,9 @@ func New(store *auth.Store, opts *Options) *Handler {
 	if h.opts.Usage == nil && h.opts.Sessions != nil {
 		h.opts.Usage = sessionUsage{h.opts.Sessions}
 	}
+	if h.opts.Sessions != nil {
+		h.live = live.New(h.opts.Sessions, &live.Options{FrameAncestors: h.opts.LiveFrameAncestors, Logger: h.opts.Logger})
+	}
 	h.registerContextRoutes()
 	h.registerSessionRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -108,6 +117,10 @@ func New(store *auth.Store, opts *Options) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.CDP != nil && strings.HasPrefix(r.URL.Path, "/cdp/") {
 		h.opts.CDP.ServeHTTP(w, r) // authenticated by the signingKey
+		return
+	}
+	if h.live != nil && strings.HasPrefix(r.URL.Path, "/live/") {
+		h.live.ServeHTTP(w, r) // authenticated by the live-view token
 		return
 	}
 	key := r.Header.Get(HeaderBBAPIKey)

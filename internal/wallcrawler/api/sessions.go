@@ -255,10 +255,13 @@ func (h *Handler) updateSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toSessionJSON(x, false))
 }
 
-// debugJSON is GET /v1/sessions/{id}/debug.
+// debugJSON is GET /v1/sessions/{id}/debug. debuggerUrl and
+// debuggerFullscreenUrl are the live view (package live) of the first
+// page; debuggerViewOnlyUrl, a quarry addition, is its view-only variant.
 type debugJSON struct {
 	DebuggerURL           string          `json:"debuggerUrl"`
 	DebuggerFullscreenURL string          `json:"debuggerFullscreenUrl"`
+	DebuggerViewOnlyURL   string          `json:"debuggerViewOnlyUrl"`
 	WSURL                 string          `json:"wsUrl"`
 	Pages                 []debugPageJSON `json:"pages"`
 }
@@ -270,13 +273,25 @@ type debugPageJSON struct {
 	FaviconURL            string `json:"faviconUrl"`
 	DebuggerURL           string `json:"debuggerUrl"`
 	DebuggerFullscreenURL string `json:"debuggerFullscreenUrl"`
+	DebuggerViewOnlyURL   string `json:"debuggerViewOnlyUrl"`
 }
 
-// devtoolsURL opens Chrome's bundled DevTools on a WebSocket served by
-// the CDP proxy (wsURL without its scheme, as DevTools expects).
-func devtoolsURL(wsURL string) string {
-	scheme, rest, _ := strings.Cut(wsURL, "://")
-	return "devtools://devtools/bundled/inspector.html?" + scheme + "=" + url.QueryEscape(rest)
+// liveURLs returns the live view URLs of session x's page pageID ("" for
+// its first page): interactive and view-only, each with its own token.
+func (h *Handler) liveURLs(r *http.Request, x sessions.Session, pageID string) (full, view string, err error) {
+	base := h.origin(r) + "/wallcrawler/live/" + url.PathEscape(x.ID)
+	if pageID != "" {
+		base += "/" + url.PathEscape(pageID)
+	}
+	tok, err := h.opts.Sessions.LiveToken(x, pageID, false)
+	if err != nil {
+		return "", "", err
+	}
+	vtok, err := h.opts.Sessions.LiveToken(x, pageID, true)
+	if err != nil {
+		return "", "", err
+	}
+	return base + "?token=" + url.QueryEscape(tok), base + "?token=" + url.QueryEscape(vtok) + "&mode=view", nil
 }
 
 func (h *Handler) debugSession(w http.ResponseWriter, r *http.Request) {
@@ -286,15 +301,22 @@ func (h *Handler) debugSession(w http.ResponseWriter, r *http.Request) {
 		h.sessionError(w, r, err)
 		return
 	}
-	base, query, _ := strings.Cut(x.ConnectURL, "?")
 	out := debugJSON{WSURL: x.ConnectURL, Pages: []debugPageJSON{}}
-	out.DebuggerURL = devtoolsURL(x.ConnectURL)
+	if out.DebuggerURL, out.DebuggerViewOnlyURL, err = h.liveURLs(r, x, ""); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
 	out.DebuggerFullscreenURL = out.DebuggerURL
 	for i, p := range pages {
-		u := devtoolsURL(base + "/page/" + p.ID + "?" + query)
-		out.Pages = append(out.Pages, debugPageJSON{ID: p.ID, URL: p.URL, Title: p.Title, FaviconURL: p.FaviconURL, DebuggerURL: u, DebuggerFullscreenURL: u})
+		u, v, err := h.liveURLs(r, x, p.ID)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		out.Pages = append(out.Pages, debugPageJSON{ID: p.ID, URL: p.URL, Title: p.Title, FaviconURL: p.FaviconURL,
+			DebuggerURL: u, DebuggerFullscreenURL: u, DebuggerViewOnlyURL: v})
 		if i == 0 {
-			out.DebuggerURL, out.DebuggerFullscreenURL = u, u
+			out.DebuggerURL, out.DebuggerFullscreenURL, out.DebuggerViewOnlyURL = u, u, v
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -28,6 +28,8 @@ var (
 	ErrUnauthorized = errors.New("cdp: unauthorized")
 	// ErrNotFound: no live browser for the session (404).
 	ErrNotFound = errors.New("cdp: session not live")
+	// ErrForbidden: a valid credential for another session or page (403).
+	ErrForbidden = errors.New("cdp: forbidden")
 )
 
 // NodeTokenHeader carries the node-to-node credential of a connection

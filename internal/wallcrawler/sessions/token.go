@@ -158,3 +158,88 @@ func (t *Tokens) VerifyNode(token, sessionID, pageID string) (string, error) {
 	}
 	return c.Issuer, nil
 }
+
+// Live-view tokens authorize one viewer of a session's page in the URL of
+// the live view (see package live): a JWT signed by a key derived from the
+// shared secret (HMAC-SHA256(secret, liveKeyLabel)) with its own audience,
+// so that it is never valid as a signingKey or a node token, nor the
+// other way round. It names the session, the page ("" for the session's
+// first page) and the mode, and lives at most LiveTokenTTL.
+const (
+	liveKeyLabel  = "quarry live view v1"
+	liveAudience  = "live-view"
+	liveSubPrefix = "live:"
+	// LiveTokenTTL is the longest a live-view token is accepted; it never
+	// outlives its session.
+	LiveTokenTTL = time.Hour
+)
+
+// LiveClaims are the claims of a live-view token.
+type LiveClaims struct {
+	SessionID string `json:"sessionId"`
+	PageID    string `json:"pageId,omitempty"`
+	// ViewOnly marks a token whose viewer's input is ignored.
+	ViewOnly bool `json:"viewOnly,omitempty"`
+	jwt.RegisteredClaims
+}
+
+func (t *Tokens) liveKey() []byte {
+	mac := hmac.New(sha256.New, t.secret)
+	mac.Write([]byte(liveKeyLabel))
+	return mac.Sum(nil)
+}
+
+// SignLive returns a live-view token for session sessionID's page pageID
+// ("" for its first page), expiring at the earlier of expires and
+// LiveTokenTTL from now.
+func (t *Tokens) SignLive(sessionID, pageID string, viewOnly bool, expires time.Time) (string, error) {
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", err
+	}
+	now := t.now()
+	if limit := now.Add(LiveTokenTTL); expires.IsZero() || expires.After(limit) {
+		expires = limit
+	}
+	c := LiveClaims{
+		SessionID: sessionID, PageID: pageID, ViewOnly: viewOnly,
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    tokenIssuer,
+			Subject:   liveSubPrefix + sessionID + "/" + pageID,
+			Audience:  jwt.ClaimStrings{liveAudience},
+			ExpiresAt: jwt.NewNumericDate(expires),
+			IssuedAt:  jwt.NewNumericDate(now),
+			ID:        hex.EncodeToString(nonce[:]),
+		},
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.liveKey())
+	if err != nil {
+		return "", fmt.Errorf("sessions: sign live-view token: %w", err)
+	}
+	return tok, nil
+}
+
+// VerifyLive checks a live-view token and returns its claims: signature,
+// issuer, audience, expiry and lifetime are checked; which session and
+// page it names is the caller's to compare.
+func (t *Tokens) VerifyLive(token string) (LiveClaims, error) {
+	var c LiveClaims
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.liveKey(), nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithIssuer(tokenIssuer),
+		jwt.WithAudience(liveAudience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(t.now),
+	)
+	if err != nil {
+		return LiveClaims{}, fmt.Errorf("%w: live-view token: %v", ErrBadToken, err)
+	}
+	if c.SessionID == "" || c.Subject != liveSubPrefix+c.SessionID+"/"+c.PageID {
+		return LiveClaims{}, fmt.Errorf("%w: live-view token names no session", ErrBadToken)
+	}
+	if c.IssuedAt == nil || c.ExpiresAt.Sub(c.IssuedAt.Time) > LiveTokenTTL {
+		return LiveClaims{}, fmt.Errorf("%w: live-view token lives too long", ErrBadToken)
+	}
+	return c, nil
+}

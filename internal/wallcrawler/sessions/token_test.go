@@ -43,3 +43,28 @@ func TestNodeTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestLiveTokens(t *testing.T) {
+	now := time.Now()
+	tok := NewTokens([]byte("0123456789abcdef0123456789abcdef"), func() time.Time { return now })
+	live, err := tok.SignLive("wc_1", "PAGE", true, now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tok.VerifyLive(live)
+	if err != nil || c.SessionID != "wc_1" || c.PageID != "PAGE" || !c.ViewOnly || !c.ExpiresAt.Equal(now.Add(LiveTokenTTL).Truncate(time.Second)) {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if _, err := tok.Verify(live); err == nil {
+		t.Fatal("a live-view token is accepted as a signingKey")
+	}
+	key, _ := tok.Sign("wc_1", "p", now.Add(time.Hour))
+	if _, err := tok.VerifyLive(key); err == nil {
+		t.Fatal("a signingKey is accepted as a live-view token")
+	}
+	short, _ := tok.SignLive("wc_1", "", false, now.Add(time.Minute))
+	now = now.Add(2 * time.Minute)
+	if _, err := tok.VerifyLive(short); err == nil {
+		t.Fatal("a live-view token outlives its session")
+	}
+}

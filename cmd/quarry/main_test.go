@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,14 +45,31 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// freeAddr returns a free loopback address for a server the test starts
+// later. The port is drawn at random below Linux's ephemeral range
+// (32768–60999): a port the kernel hands out for ":0" is also what it hands
+// to outgoing connections, and with the tests running in parallel one of
+// those could take it between this check and the server's bind.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freeAddrOn(t, "127.0.0.1")
+}
+
+// freeAddrOn is freeAddr on the loopback address ip.
+func freeAddrOn(t *testing.T, ip string) string {
+	t.Helper()
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -198,7 +198,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	}
 	systems["datashelf"] = map[string]any{"status": "running"}
 	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
-	defer backends.Stop()
+	lc.onStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
 
 	// The systems' background work; a system whose work stops logs it,
 	// and the others serve on.
@@ -269,16 +269,21 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
 	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, ds, log)) // the web console; other paths a JSON 404
+	// Both listeners are bound before either serves, so that the banner
+	// (which names their addresses) comes before their "listening on" logs.
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
 		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
 			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}
-		if err := listen(lc, ddbSrv); err != nil {
+		if err := ddbSrv.Listen(); err != nil {
 			return err
 		}
 	}
 	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}
-	if err := listen(lc, api); err != nil {
+	if err := api.Listen(); err != nil {
+		if ddbSrv != nil {
+			_ = ddbSrv.Close()
+		}
 		return err
 	}
 	// Once bound, one banner says what runs where.
@@ -295,6 +300,10 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		f.adminSock = filepath.Join(dataDir, adminSocketName)
 	}
 	printBanner(c, log, stderr, startBanner(f))
+	if ddbSrv != nil {
+		serveIn(lc, ddbSrv)
+	}
+	serveIn(lc, api)
 	return nil
 }
 
@@ -398,12 +407,17 @@ func limits(c *config.Config, maxConns int) httpserver.Limits {
 	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
 }
 
-// listen binds s and serves it in lc: a listener that fails stops the
-// process; at shutdown it stops accepting and drains its requests.
+// listen binds s and serves it in lc (see serveIn).
 func listen(lc *lifecycle, s *httpserver.Server) error {
 	if err := s.Listen(); err != nil {
 		return err
 	}
-	lc.goRun(s.Name+" listener", func(context.Context) error { return s.Serve() }, s.Shutdown)
+	serveIn(lc, s)
 	return nil
+}
+
+// serveIn serves s, already bound, in lc: a listener that fails stops the
+// process; at shutdown it stops accepting and drains its requests.
+func serveIn(lc *lifecycle, s *httpserver.Server) {
+	lc.goRun(s.Name+" listener", func(context.Context) error { return s.Serve() }, s.Shutdown)
 }

@@ -431,14 +431,3 @@ func TestBrowserEgressConfinement(t *testing.T) {
 		t.Errorf("quarry_egress_refused_total = %v after the attacks, want at least 5", refused)
 	}
 }
-
-// freeAddrOn returns a free host:port on the loopback address ip.
-func freeAddrOn(t *testing.T, ip string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}

@@ -112,6 +112,15 @@ func (s *Server) Serve() error {
 	return nil
 }
 
+// Close closes a listener bound by Listen whose Serve was never called
+// (a later part of the start failed); after Serve, use Shutdown.
+func (s *Server) Close() error {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Close()
+}
+
 // Shutdown stops accepting connections and waits for requests in flight.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.srv == nil {

@@ -235,10 +235,10 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		return float64(ee.market.Index().Len())
 	})
 	if wc != nil {
-		reg.Collect(egressFamilies(wc.egress))
+		reg.Register(newEgressCollector(wc.egress))
 	}
 	if store != nil {
-		reg.Collect(storeFamilies(store))
+		reg.Register(newStoreCollector(store))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.HealthDetails(nil, func() map[string]any {
@@ -266,7 +266,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, log)) // the web console; other paths a JSON 404
+	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, log))) // the web console; other paths a JSON 404
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
 		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,

@@ -52,6 +52,9 @@ func TestMetricsCountRequests(t *testing.T) {
 	if p := ops["PutItem"]; p.Requests != 3 || p.Errors["ConditionalCheckFailedException"] != 1 || len(p.Errors) != 1 || p.Seconds <= 0 {
 		t.Errorf("PutItem: %+v", p)
 	}
+	if l := ops["PutItem"].Latency; l.Count != 3 || l.Sum != ops["PutItem"].Seconds || len(l.Bounds) == 0 || len(l.Counts) != len(l.Bounds) || l.Counts[len(l.Counts)-1] > 3 {
+		t.Errorf("PutItem latency: %+v", l)
+	}
 	if g := ops["GetItem"]; g.Requests != 1 || g.Errors["ResourceNotFoundException"] != 1 {
 		t.Errorf("GetItem: %+v", g)
 	}
@@ -60,5 +63,16 @@ func TestMetricsCountRequests(t *testing.T) {
 	}
 	if m.Tables != 1 || m.WALBytes == 0 || m.DiskBytes == 0 || m.BlockCacheBytes < 0 {
 		t.Errorf("storage figures: %+v", m)
+	}
+	// The commits were fsynced (NoSync is off): Pebble's fsync latencies,
+	// in seconds, on ascending bounds.
+	f := m.WALFsync
+	if f.Count == 0 || f.Sum <= 0 || len(f.Bounds) < 10 || len(f.Counts) != len(f.Bounds) || f.Bounds[0] != 0.0001 || f.Bounds[len(f.Bounds)-1] < 10 {
+		t.Fatalf("fsync latencies: %+v", f)
+	}
+	for i := 1; i < len(f.Bounds); i++ {
+		if f.Bounds[i] <= f.Bounds[i-1] || f.Counts[i] < f.Counts[i-1] || f.Counts[i] > f.Count {
+			t.Fatalf("fsync latencies not cumulative: %+v", f)
+		}
 	}
 }

@@ -195,8 +195,8 @@ func TestServeHealthz(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`quarry_http_requests_total{system="datashelf",code="2xx"} 2`,
-		`quarry_http_requests_total{system="datashelf",code="4xx"} 2`,
+		`quarry_http_requests_total{code="2xx",system="datashelf"} 2`,
+		`quarry_http_requests_total{code="4xx",system="datashelf"} 2`,
 		"quarry_wallcrawler_live_sessions 0", "quarry_checks_scheduled 0", "quarry_eecar_indexed_parts 0",
 		// The systems created their tables in the embedded store at start.
 		`quarry_ddb_requests_total{op="CreateTable"}`, "# TYPE quarry_ddb_disk_bytes gauge",

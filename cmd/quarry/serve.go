@@ -237,10 +237,10 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		return float64(ee.market.Index().Len())
 	})
 	if wc != nil {
-		reg.Collect(egressFamilies(wc.egress))
+		reg.Register(newEgressCollector(wc.egress))
 	}
 	if store != nil {
-		reg.Collect(storeFamilies(store))
+		reg.Register(newStoreCollector(store))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.HealthDetails(backends.Check, func() map[string]any {
@@ -268,7 +268,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", consoleHandler(ctx, c, client, systems, ck, ds, log)) // the web console; other paths a JSON 404
+	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, log))) // the web console; other paths a JSON 404
 	// Both listeners are bound before either serves, so that the banner
 	// (which names their addresses) comes before their "listening on" logs.
 	var ddbSrv *httpserver.Server

@@ -2,77 +2,137 @@ package main
 
 import (
 	"net/http"
-	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
 )
 
-// storeFamilies returns a collector of the embedded store's metrics:
-// requests, errors and time per operation, and Pebble's storage figures.
-func storeFamilies(s *ddb.Store) func() []metrics.Family {
-	return func() []metrics.Family {
-		m := s.Metrics()
-		requests := metrics.Family{Name: "ddb_requests_total", Help: "Store requests served, by operation (over HTTP and in-process).", Type: "counter"}
-		seconds := metrics.Family{Name: "ddb_request_seconds_total", Help: "Time spent serving store requests, by operation.", Type: "counter"}
-		errs := metrics.Family{Name: "ddb_errors_total", Help: "Store requests answered with an error, by operation and error type.", Type: "counter"}
-		for _, o := range m.Ops {
-			op := [2]string{"op", o.Op}
-			requests.Samples = append(requests.Samples, metrics.Sample{Labels: [][2]string{op}, Value: float64(o.Requests)})
-			seconds.Samples = append(seconds.Samples, metrics.Sample{Labels: [][2]string{op}, Value: o.Seconds})
-			types := make([]string, 0, len(o.Errors))
-			for t := range o.Errors {
-				types = append(types, t)
-			}
-			sort.Strings(types)
-			for _, t := range types {
-				errs.Samples = append(errs.Samples, metrics.Sample{Labels: [][2]string{op, {"type", t}}, Value: float64(o.Errors[t])})
-			}
-		}
-		one := func(name, help, typ string, v float64) metrics.Family {
-			return metrics.Family{Name: name, Help: help, Type: typ, Samples: []metrics.Sample{{Value: v}}}
-		}
-		return []metrics.Family{
-			requests, seconds, errs,
-			one("ddb_tables", "Tables in the store.", "gauge", float64(m.Tables)),
-			one("ddb_disk_bytes", "Space the store's files take.", "gauge", float64(m.DiskBytes)),
-			one("ddb_block_cache_bytes", "Bytes in the store's block cache.", "gauge", float64(m.BlockCacheBytes)),
-			one("ddb_block_cache_hits_total", "Block cache hits.", "counter", float64(m.BlockCacheHits)),
-			one("ddb_block_cache_misses_total", "Block cache misses.", "counter", float64(m.BlockCacheMisses)),
-			one("ddb_memtable_bytes", "Writes buffered in memory, not yet flushed.", "gauge", float64(m.MemTableBytes)),
-			one("ddb_flushes_total", "Memtable flushes.", "counter", float64(m.Flushes)),
-			one("ddb_compactions_total", "Compactions.", "counter", float64(m.Compactions)),
-			one("ddb_wal_bytes_total", "Bytes written to the write-ahead log.", "counter", float64(m.WALBytes)),
-			one("ddb_corrupt_items_total", "Stored items Query and Scan skipped because they could not be decoded (each is logged with its key).", "counter", float64(m.CorruptItems)),
-		}
+// scalar is one unlabelled metric read from a snapshot of type T.
+type scalar[T any] struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value func(T) float64
+}
+
+func newScalar[T any](name, help string, typ prometheus.ValueType, value func(T) float64) scalar[T] {
+	return scalar[T]{prometheus.NewDesc(name, help, nil, nil), typ, value}
+}
+
+// storeCollector exports the embedded store's metrics, read from one
+// Store.Metrics snapshot per scrape: requests, errors and latency per
+// operation, and Pebble's storage figures.
+type storeCollector struct {
+	s                                  *ddb.Store
+	requests, seconds, errors, latency *prometheus.Desc
+	fsync                              *prometheus.Desc
+	scalars                            []scalar[ddb.Metrics]
+}
+
+func newStoreCollector(s *ddb.Store) *storeCollector {
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	return &storeCollector{
+		s:        s,
+		requests: prometheus.NewDesc("quarry_ddb_requests_total", "Store requests served, by operation (over HTTP and in-process).", []string{"op"}, nil),
+		seconds:  prometheus.NewDesc("quarry_ddb_request_seconds_total", "Time spent serving store requests, by operation.", []string{"op"}, nil),
+		errors:   prometheus.NewDesc("quarry_ddb_errors_total", "Store requests answered with an error, by operation and error type.", []string{"op", "type"}, nil),
+		latency:  prometheus.NewDesc("quarry_ddb_request_duration_seconds", "Time to serve store requests, by operation.", []string{"op"}, nil),
+		fsync:    prometheus.NewDesc("quarry_ddb_wal_fsync_duration_seconds", "Latency of the write-ahead log's fsyncs, as Pebble measures them.", nil, nil),
+		scalars: []scalar[ddb.Metrics]{
+			newScalar("quarry_ddb_tables", "Tables in the store.", gauge, func(m ddb.Metrics) float64 { return float64(m.Tables) }),
+			newScalar("quarry_ddb_disk_bytes", "Space the store's files take.", gauge, func(m ddb.Metrics) float64 { return float64(m.DiskBytes) }),
+			newScalar("quarry_ddb_block_cache_bytes", "Bytes in the store's block cache.", gauge, func(m ddb.Metrics) float64 { return float64(m.BlockCacheBytes) }),
+			newScalar("quarry_ddb_block_cache_hits_total", "Block cache hits.", counter, func(m ddb.Metrics) float64 { return float64(m.BlockCacheHits) }),
+			newScalar("quarry_ddb_block_cache_misses_total", "Block cache misses.", counter, func(m ddb.Metrics) float64 { return float64(m.BlockCacheMisses) }),
+			newScalar("quarry_ddb_memtable_bytes", "Writes buffered in memory, not yet flushed.", gauge, func(m ddb.Metrics) float64 { return float64(m.MemTableBytes) }),
+			newScalar("quarry_ddb_flushes_total", "Memtable flushes.", counter, func(m ddb.Metrics) float64 { return float64(m.Flushes) }),
+			newScalar("quarry_ddb_compactions_total", "Compactions.", counter, func(m ddb.Metrics) float64 { return float64(m.Compactions) }),
+			newScalar("quarry_ddb_wal_bytes_total", "Bytes written to the write-ahead log.", counter, func(m ddb.Metrics) float64 { return float64(m.WALBytes) }),
+			newScalar("quarry_ddb_corrupt_items_total", "Stored items Query and Scan skipped because they could not be decoded (each is logged with its key).", counter, func(m ddb.Metrics) float64 { return float64(m.CorruptItems) }),
+		},
 	}
 }
 
+// Describe sends the descriptions of every metric Collect sends.
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.requests
+	ch <- c.seconds
+	ch <- c.errors
+	ch <- c.latency
+	ch <- c.fsync
+	for _, s := range c.scalars {
+		ch <- s.desc
+	}
+}
+
+// Collect sends the store's metrics, from one snapshot.
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.s.Metrics()
+	for _, o := range m.Ops {
+		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(o.Requests), o.Op)
+		ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.CounterValue, o.Seconds, o.Op)
+		for t, n := range o.Errors {
+			ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(n), o.Op, t)
+		}
+		ch <- constHistogram(c.latency, o.Latency, o.Op)
+	}
+	ch <- constHistogram(c.fsync, m.WALFsync)
+	for _, s := range c.scalars {
+		ch <- prometheus.MustNewConstMetric(s.desc, s.typ, s.value(m))
+	}
+}
+
+// constHistogram returns h as a Prometheus histogram of desc.
+func constHistogram(desc *prometheus.Desc, h ddb.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	for i, b := range h.Bounds {
+		buckets[b] = h.Counts[i]
+	}
+	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets, labels...)
+}
+
 // ddbHandler serves the store's wire protocol, and GET /metrics with the
-// store's metrics, for `quarry ddb serve`.
+// store's metrics and the process's, for `quarry ddb serve`.
 func ddbHandler(s *ddb.Store) http.Handler {
 	reg := metrics.New()
-	reg.Collect(storeFamilies(s))
+	reg.Register(newStoreCollector(s))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("/", s.Handler())
 	return mux
 }
 
-// egressFamilies returns a collector of the egress proxy's counters.
-func egressFamilies(p *egress.Proxy) func() []metrics.Family {
-	return func() []metrics.Family {
-		st := p.Stats()
-		one := func(name, help string, v int64) metrics.Family {
-			return metrics.Family{Name: name, Help: help, Type: "counter", Samples: []metrics.Sample{{Value: float64(v)}}}
-		}
-		return []metrics.Family{
-			one("egress_tunnels_total", "CONNECT tunnels the browsers' egress proxy opened.", st.Tunnels),
-			one("egress_requests_total", "Plain-http requests the egress proxy forwarded.", st.Requests),
-			one("egress_refused_total", "Browser connections the network policy refused.", st.Refused),
-			one("egress_failed_total", "Browser connections whose target could not be reached.", st.Failed),
-			one("egress_bytes_total", "Bytes the egress proxy relayed, both directions.", st.Bytes),
-		}
+// egressCollector exports the egress proxy's counters.
+type egressCollector struct {
+	p       *egress.Proxy
+	scalars []scalar[egress.Stats]
+}
+
+func newEgressCollector(p *egress.Proxy) *egressCollector {
+	counter := func(name, help string, v func(egress.Stats) int64) scalar[egress.Stats] {
+		return newScalar(name, help, prometheus.CounterValue, func(st egress.Stats) float64 { return float64(v(st)) })
+	}
+	return &egressCollector{p: p, scalars: []scalar[egress.Stats]{
+		counter("quarry_egress_tunnels_total", "CONNECT tunnels the browsers' egress proxy opened.", func(st egress.Stats) int64 { return st.Tunnels }),
+		counter("quarry_egress_requests_total", "Plain-http requests the egress proxy forwarded.", func(st egress.Stats) int64 { return st.Requests }),
+		counter("quarry_egress_refused_total", "Browser connections the network policy refused.", func(st egress.Stats) int64 { return st.Refused }),
+		counter("quarry_egress_failed_total", "Browser connections whose target could not be reached.", func(st egress.Stats) int64 { return st.Failed }),
+		counter("quarry_egress_bytes_total", "Bytes the egress proxy relayed, both directions.", func(st egress.Stats) int64 { return st.Bytes }),
+	}}
+}
+
+// Describe sends the descriptions of the proxy's counters.
+func (c *egressCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, s := range c.scalars {
+		ch <- s.desc
+	}
+}
+
+// Collect sends the proxy's counters, from one snapshot.
+func (c *egressCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.p.Stats()
+	for _, s := range c.scalars {
+		ch <- prometheus.MustNewConstMetric(s.desc, s.typ, s.value(st))
 	}
 }

@@ -4,9 +4,53 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
+
+// scrape serves r's /metrics and parses the whole exposition.
+func scrape(t *testing.T, r *Registry) (string, map[string]*dto.MetricFamily) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("content type %q", ct)
+	}
+	body := w.Body.String()
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("exposition does not parse: %v\n%s", err, body)
+	}
+	return body, fams
+}
+
+// find returns the sample of family name whose labels include want.
+func find(fams map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
+	f := fams[name]
+	if f == nil {
+		return nil
+	}
+next:
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
 
 func TestCountsAndGauges(t *testing.T) {
 	r := New()
@@ -18,21 +62,44 @@ func TestCountsAndGauges(t *testing.T) {
 		ok.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	}
 	missing.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	w := httptest.NewRecorder()
-	r.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
-	body := w.Body.String()
-	for _, want := range []string{
-		`quarry_http_requests_total{system="checks",code="2xx"} 3`,
-		`quarry_http_requests_total{system="checks",code="4xx"} 1`,
-		"# TYPE quarry_wallcrawler_live_sessions gauge\nquarry_wallcrawler_live_sessions 3\n",
-		"quarry_goroutines ",
-	} {
-		if !strings.Contains(body, want) {
-			t.Fatalf("metrics lack %q:\n%s", want, body)
+	_, fams := scrape(t, r)
+	for class, n := range map[string]float64{"2xx": 3, "4xx": 1} {
+		labels := map[string]string{"system": "checks", "code": class}
+		if m := find(fams, "quarry_http_requests_total", labels); m.GetCounter().GetValue() != n {
+			t.Errorf("requests %s: %v, want %v", class, m, n)
+		}
+		if m := find(fams, "quarry_http_request_duration_seconds", labels); m.GetHistogram().GetSampleCount() != uint64(n) || len(m.GetHistogram().GetBucket()) == 0 {
+			t.Errorf("latency %s: %v, want %v observations", class, m, n)
 		}
 	}
-	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-		t.Fatalf("content type %q", ct)
+	if f := fams["quarry_wallcrawler_live_sessions"]; f.GetType() != dto.MetricType_GAUGE || f.GetMetric()[0].GetGauge().GetValue() != 3 {
+		t.Errorf("gauge: %v", f)
+	}
+	want := []string{"quarry_uptime_seconds", "go_goroutines", "go_memstats_heap_inuse_bytes"}
+	if runtime.GOOS == "linux" {
+		want = append(want, "process_start_time_seconds", "process_resident_memory_bytes")
+	}
+	for _, name := range want {
+		if fams[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+}
+
+// TestLabelValuesEscaped checks that a label value with a quote, a
+// newline and a backslash is escaped as the text format requires.
+func TestLabelValuesEscaped(t *testing.T) {
+	r := New()
+	odd := "a\"b\nc\\d"
+	r.Count(odd, http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	r.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "quarry_test_info", Help: "A test.", ConstLabels: prometheus.Labels{"type": odd}}, func() float64 { return 1 }))
+	body, fams := scrape(t, r)
+	if !strings.Contains(body, `system="a\"b\nc\\d"`) || !strings.Contains(body, `type="a\"b\nc\\d"`) {
+		t.Fatalf("label values not escaped:\n%s", body)
+	}
+	if find(fams, "quarry_http_requests_total", map[string]string{"system": odd, "code": "4xx"}) == nil ||
+		find(fams, "quarry_test_info", map[string]string{"type": odd}) == nil {
+		t.Fatalf("label values do not round-trip:\n%s", body)
 	}
 }
 
@@ -55,40 +122,13 @@ func TestCountKeepsHijacking(t *testing.T) {
 	if !<-hijacked {
 		t.Fatal("the wrapped handler could not hijack the connection (WebSocket upgrades would break)")
 	}
-}
-
-func TestCollectorFamilies(t *testing.T) {
-	r := New()
-	n := 0.0
-	r.Collect(func() []Family {
-		n++
-		return []Family{
-			{Name: "ddb_requests_total", Help: "Requests by operation.", Type: "counter", Samples: []Sample{
-				{Labels: [][2]string{{"op", "GetItem"}}, Value: 2 * n},
-				{Labels: [][2]string{{"op", "PutItem"}, {"type", `a"b`}}, Value: 0.5},
-			}},
-			{Name: "ddb_tables", Help: "Tables.", Type: "gauge", Samples: []Sample{{Value: 4}}},
-		}
-	})
-	var b strings.Builder
-	if err := r.Write(&b); err != nil {
-		t.Fatal(err)
+	// Counted, not timed: the duration would be the connection's.
+	_, fams := scrape(t, r)
+	labels := map[string]string{"system": "wallcrawler"}
+	if m := find(fams, "quarry_http_requests_total", labels); m.GetCounter().GetValue() != 1 {
+		t.Errorf("hijacked request not counted: %v", m)
 	}
-	body := b.String()
-	for _, want := range []string{
-		"# HELP quarry_ddb_requests_total Requests by operation.\n# TYPE quarry_ddb_requests_total counter\n",
-		`quarry_ddb_requests_total{op="GetItem"} 2` + "\n",
-		`quarry_ddb_requests_total{op="PutItem",type="a\"b"} 0.5` + "\n",
-		"# TYPE quarry_ddb_tables gauge\nquarry_ddb_tables 4\n",
-	} {
-		if !strings.Contains(body, want) {
-			t.Fatalf("metrics lack %q:\n%s", want, body)
-		}
-	}
-	// Collectors run at every scrape.
-	b.Reset()
-	r.Write(&b)
-	if !strings.Contains(b.String(), `quarry_ddb_requests_total{op="GetItem"} 4`) {
-		t.Fatalf("second scrape:\n%s", b.String())
+	if m := find(fams, "quarry_http_request_duration_seconds", labels); m != nil {
+		t.Errorf("hijacked request timed: %v", m)
 	}
 }

@@ -228,29 +228,7 @@ func TestClusterCDPThroughAnyNode(t *testing.T) {
 
 	// Raw CDP through B.
 	c := dialCDP(t, viaB)
-	var targets struct {
-		TargetInfos []struct {
-			TargetID string `json:"targetId"`
-			Type     string `json:"type"`
-		} `json:"targetInfos"`
-	}
-	_ = json.Unmarshal(c.must("", "Target.getTargets", map[string]any{}), &targets)
-	var pageID string
-	for _, ti := range targets.TargetInfos {
-		if ti.Type == "page" {
-			pageID = ti.TargetID
-		}
-	}
-	if pageID == "" {
-		t.Fatalf("no page target: %+v", targets)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	_ = json.Unmarshal(c.must("", "Target.attachToTarget", map[string]any{"targetId": pageID, "flatten": true}), &att)
-	s := att.SessionID
-	c.must(s, "Page.enable", map[string]any{})
-	c.must(s, "Runtime.enable", map[string]any{})
+	s, pageID := c.attachPage()
 	if got := c.navigate(s, site.URL+"/through-b"); !strings.Contains(got, "FIXTURE /through-b") {
 		t.Fatalf("navigation through B: %q", got)
 	}

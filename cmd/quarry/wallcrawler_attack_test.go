@@ -124,6 +124,36 @@ func (c *cdpClient) must(sessionID, method string, params any) json.RawMessage {
 	return res
 }
 
+// attachPage attaches (flattened) to the browser's page target, enables
+// its Page and Runtime domains and returns the CDP session id and the
+// page's target id.
+func (c *cdpClient) attachPage() (sessionID, targetID string) {
+	c.t.Helper()
+	var targets struct {
+		TargetInfos []struct {
+			TargetID string `json:"targetId"`
+			Type     string `json:"type"`
+		} `json:"targetInfos"`
+	}
+	_ = json.Unmarshal(c.must("", "Target.getTargets", map[string]any{}), &targets)
+	var pageID string
+	for _, ti := range targets.TargetInfos {
+		if ti.Type == "page" {
+			pageID = ti.TargetID
+		}
+	}
+	if pageID == "" {
+		c.t.Fatalf("no page target: %+v", targets)
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(c.must("", "Target.attachToTarget", map[string]any{"targetId": pageID, "flatten": true}), &att)
+	c.must(att.SessionID, "Page.enable", map[string]any{})
+	c.must(att.SessionID, "Runtime.enable", map[string]any{})
+	return att.SessionID, pageID
+}
+
 // eval evaluates expr in the page (awaiting a promise) and returns its
 // value rendered as a string.
 func (c *cdpClient) eval(sessionID, expr string) string {
@@ -290,29 +320,7 @@ func TestBrowserEgressConfinement(t *testing.T) {
 	}
 
 	c := dialCDP(t, sess.ConnectURL)
-	var targets struct {
-		TargetInfos []struct {
-			TargetID string `json:"targetId"`
-			Type     string `json:"type"`
-		} `json:"targetInfos"`
-	}
-	_ = json.Unmarshal(c.must("", "Target.getTargets", map[string]any{}), &targets)
-	var pageID string
-	for _, ti := range targets.TargetInfos {
-		if ti.Type == "page" {
-			pageID = ti.TargetID
-		}
-	}
-	if pageID == "" {
-		t.Fatalf("no page target: %+v", targets)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	_ = json.Unmarshal(c.must("", "Target.attachToTarget", map[string]any{"targetId": pageID, "flatten": true}), &att)
-	s := att.SessionID
-	c.must(s, "Page.enable", map[string]any{})
-	c.must(s, "Runtime.enable", map[string]any{})
+	s, _ := c.attachPage()
 
 	if got := c.navigate(s, site.URL+"/start"); !strings.Contains(got, "ALLOWED /start") {
 		t.Fatalf("the allowed site does not load: %q", got)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,12 +43,16 @@ func emulateAlternator(next http.Handler, streamDelay time.Duration) http.Handle
 		target := r.Header.Get("X-Amz-Target")
 		_, op, _ := strings.Cut(target, ".")
 		if strings.HasPrefix(target, "DynamoDB_20120810.") && alternatorUnsupported[op] {
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(map[string]string{
+			body, _ := json.Marshal(map[string]string{
 				"__type":  "com.amazonaws.dynamodb.v20120810#UnknownOperationException",
 				"message": "Unsupported operation " + op,
 			})
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			// DynamoDB answers carry the body's CRC32; aws-sdk-go-v2 checks
+			// it even when the header is missing (against 0).
+			w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write(body)
 			return
 		}
 		if target != "DynamoDBStreams_20120810.GetRecords" || streamDelay <= 0 {
@@ -81,8 +87,13 @@ func emulateAlternator(next http.Handler, streamDelay time.Duration) http.Handle
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
 		}
+		// The checksum header is computed again over the body sent: what
+		// the recorder holds may be a value set after the body was
+		// written, which a direct answer never sends (SDKs check it).
+		body := rec.Body.Bytes()
+		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
 		w.WriteHeader(rec.Code)
-		_, _ = bytes.NewReader(rec.Body.Bytes()).WriteTo(w)
+		_, _ = bytes.NewReader(body).WriteTo(w)
 	})
 }
 

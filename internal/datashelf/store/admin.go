@@ -66,6 +66,33 @@ type MaintenanceStep struct {
 	Took      time.Duration `json:"took"`
 }
 
+// RunMaintenance is the Maintain of every backend: it runs, for each of
+// ops in order (nil: AllMaintenance), the statements stmts holds for it
+// with exec, and reports each with its time. An operation stmts does not
+// know is ErrInvalid; a failed statement stops the run (the steps before
+// it are returned) with an error naming backend and the statement.
+func RunMaintenance(ctx context.Context, backend string, ops []MaintenanceOp, stmts map[MaintenanceOp][]string,
+	exec func(ctx context.Context, stmt string) error) ([]MaintenanceStep, error) {
+	if ops == nil {
+		ops = AllMaintenance
+	}
+	steps := []MaintenanceStep{}
+	for _, op := range ops {
+		list, ok := stmts[op]
+		if !ok {
+			return steps, fmt.Errorf("%w: maintenance operation %q", ErrInvalid, op)
+		}
+		for _, stmt := range list {
+			start := time.Now()
+			if err := exec(ctx, stmt); err != nil {
+				return steps, fmt.Errorf("%s: %s: %w", backend, stmt, err)
+			}
+			steps = append(steps, MaintenanceStep{Op: op, Statement: stmt, Took: time.Since(start)})
+		}
+	}
+	return steps, nil
+}
+
 // Integrity checks, the original design's data-validation queries.
 const (
 	// CheckOrphanedProducts counts products whose category_id names no
@@ -94,6 +121,30 @@ type Finding struct {
 	// Examples describes up to MaxFindingExamples offending rows ("id →
 	// missing id", or "id: status").
 	Examples []string `json:"examples"`
+}
+
+// RunIntegrity is the CheckIntegrity of every backend: for each of
+// IntegrityChecks it runs the query queries holds for it through rows,
+// which calls row with each offending row's description, and counts them
+// into a Finding (keeping MaxFindingExamples examples). Errors name
+// backend and the check.
+func RunIntegrity(ctx context.Context, backend string, queries map[string]string,
+	rows func(ctx context.Context, query string, row func(description string)) error) ([]Finding, error) {
+	out := make([]Finding, 0, len(IntegrityChecks))
+	for _, check := range IntegrityChecks {
+		f := Finding{Check: check, Examples: []string{}}
+		err := rows(ctx, queries[check], func(ex string) {
+			f.Count++
+			if len(f.Examples) < MaxFindingExamples {
+				f.Examples = append(f.Examples, ex)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: check %s: %w", backend, check, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // Export tables and formats.

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
@@ -23,24 +21,10 @@ var maintenanceSQL = map[store.MaintenanceOp][]string{
 // Maintain implements store.Admin: ANALYZE, VACUUM ANALYZE and REINDEX
 // TABLE, as the original design lists them.
 func (s *Store) Maintain(ctx context.Context, ops []store.MaintenanceOp) ([]store.MaintenanceStep, error) {
-	if ops == nil {
-		ops = store.AllMaintenance
-	}
-	steps := []store.MaintenanceStep{}
-	for _, op := range ops {
-		stmts, ok := maintenanceSQL[op]
-		if !ok {
-			return steps, fmt.Errorf("%w: maintenance operation %q", store.ErrInvalid, op)
-		}
-		for _, stmt := range stmts {
-			start := time.Now()
-			if _, err := s.pool.Exec(ctx, stmt); err != nil {
-				return steps, fmt.Errorf("postgres: %s: %w", stmt, err)
-			}
-			steps = append(steps, store.MaintenanceStep{Op: op, Statement: stmt, Took: time.Since(start)})
-		}
-	}
-	return steps, nil
+	return store.RunMaintenance(ctx, "postgres", ops, maintenanceSQL, func(ctx context.Context, stmt string) error {
+		_, err := s.pool.Exec(ctx, stmt)
+		return err
+	})
 }
 
 // ExportProducts implements store.Admin, reading the rows as the server
@@ -100,36 +84,19 @@ var integritySQL = map[string]string{
 
 // CheckIntegrity implements store.Admin.
 func (s *Store) CheckIntegrity(ctx context.Context) ([]store.Finding, error) {
-	out := make([]store.Finding, 0, len(store.IntegrityChecks))
-	for _, check := range store.IntegrityChecks {
-		f, err := s.integrity(ctx, check)
+	return store.RunIntegrity(ctx, "postgres", integritySQL, func(ctx context.Context, query string, row func(string)) error {
+		rows, err := s.pool.Query(ctx, query)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func (s *Store) integrity(ctx context.Context, check string) (store.Finding, error) {
-	f := store.Finding{Check: check, Examples: []string{}}
-	rows, err := s.pool.Query(ctx, integritySQL[check])
-	if err != nil {
-		return f, fmt.Errorf("postgres: check %s: %w", check, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var ex string
-		if err := rows.Scan(&ex); err != nil {
-			return f, fmt.Errorf("postgres: check %s: %w", check, err)
+		defer rows.Close()
+		for rows.Next() {
+			var ex string
+			if err := rows.Scan(&ex); err != nil {
+				return err
+			}
+			row(ex)
 		}
-		f.Count++
-		if len(f.Examples) < store.MaxFindingExamples {
-			f.Examples = append(f.Examples, ex)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return f, fmt.Errorf("postgres: check %s: %w", check, err)
-	}
-	return f, nil
+		return rows.Err()
+	})
 }

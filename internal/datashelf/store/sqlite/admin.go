@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
@@ -22,24 +20,10 @@ var maintenanceSQL = map[store.MaintenanceOp][]string{
 
 // Maintain implements store.Admin.
 func (s *Store) Maintain(ctx context.Context, ops []store.MaintenanceOp) ([]store.MaintenanceStep, error) {
-	if ops == nil {
-		ops = store.AllMaintenance
-	}
-	steps := []store.MaintenanceStep{}
-	for _, op := range ops {
-		stmts, ok := maintenanceSQL[op]
-		if !ok {
-			return steps, fmt.Errorf("%w: maintenance operation %q", store.ErrInvalid, op)
-		}
-		for _, stmt := range stmts {
-			start := time.Now()
-			if _, err := s.db.ExecContext(ctx, stmt); err != nil {
-				return steps, fmt.Errorf("sqlite: %s: %w", stmt, err)
-			}
-			steps = append(steps, store.MaintenanceStep{Op: op, Statement: stmt, Took: time.Since(start)})
-		}
-	}
-	return steps, nil
+	return store.RunMaintenance(ctx, "sqlite", ops, maintenanceSQL, func(ctx context.Context, stmt string) error {
+		_, err := s.db.ExecContext(ctx, stmt)
+		return err
+	})
 }
 
 // ExportProducts implements store.Admin. The store's one connection is
@@ -98,36 +82,19 @@ var integritySQL = map[string]string{
 
 // CheckIntegrity implements store.Admin.
 func (s *Store) CheckIntegrity(ctx context.Context) ([]store.Finding, error) {
-	out := make([]store.Finding, 0, len(store.IntegrityChecks))
-	for _, check := range store.IntegrityChecks {
-		f, err := s.integrity(ctx, check)
+	return store.RunIntegrity(ctx, "sqlite", integritySQL, func(ctx context.Context, query string, row func(string)) error {
+		rows, err := s.db.QueryContext(ctx, query)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func (s *Store) integrity(ctx context.Context, check string) (store.Finding, error) {
-	f := store.Finding{Check: check, Examples: []string{}}
-	rows, err := s.db.QueryContext(ctx, integritySQL[check])
-	if err != nil {
-		return f, fmt.Errorf("sqlite: check %s: %w", check, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var ex string
-		if err := rows.Scan(&ex); err != nil {
-			return f, fmt.Errorf("sqlite: check %s: %w", check, err)
+		defer rows.Close()
+		for rows.Next() {
+			var ex string
+			if err := rows.Scan(&ex); err != nil {
+				return err
+			}
+			row(ex)
 		}
-		f.Count++
-		if len(f.Examples) < store.MaxFindingExamples {
-			f.Examples = append(f.Examples, ex)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return f, fmt.Errorf("sqlite: check %s: %w", check, err)
-	}
-	return f, nil
+		return rows.Err()
+	})
 }

@@ -367,7 +367,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
 	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-sync-interval", "ddb-cache-mb", "credentials",
-		"read-header-timeout", "read-timeout", "idle-timeout", "ddb-max-conns", "emulate", "emulate-stream-delay"})
+		"read-header-timeout", "read-timeout", "idle-timeout", "write-timeout", "ddb-max-conns", "emulate", "emulate-stream-delay"})
 	if err != nil {
 		return err
 	}
@@ -404,7 +404,7 @@ const ddbBusyBody = `{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavaila
 // limits are a listener's timeouts (shared by both listeners) and its
 // connection cap.
 func limits(c *config.Config, maxConns int) httpserver.Limits {
-	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
+	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, WriteTimeout: c.WriteTimeout, MaxConns: maxConns}
 }
 
 // listen binds s and serves it in lc (see serveIn).

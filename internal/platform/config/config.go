@@ -88,6 +88,11 @@ type Config struct {
 	// IdleTimeout closes a keep-alive connection idle this long, on both
 	// listeners.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds sending a response, on both listeners, from its
+	// first byte, extended by one second per 64 KiB written: a client that
+	// reads slower than that on average, or not at all, is cut off.
+	// WebSocket connections are not affected.
+	WriteTimeout time.Duration
 	// MaxConns caps the connections open at once on the HTTP API; one
 	// more is answered 503 and closed.
 	MaxConns int
@@ -191,6 +196,7 @@ func Defaults() Config {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		WriteTimeout:      30 * time.Second,
 		MaxConns:          1024,
 		DDBMaxConns:       1024,
 
@@ -270,6 +276,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "read-header-timeout", usage: "longest time to read a request's headers, on both listeners", dur: &c.ReadHeaderTimeout},
 		{flag: "read-timeout", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
 		{flag: "idle-timeout", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
+		{flag: "write-timeout", usage: "longest time to send a response, on both listeners, plus 1s per 64 KiB sent (a client reading slower is cut off; WebSockets are not affected)", dur: &c.WriteTimeout},
 		{flag: "max-conns", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
 		{flag: "ddb-max-conns", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
 		{flag: "blob-s3-bucket", usage: "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", str: &c.BlobS3Bucket},
@@ -524,7 +531,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"idle-timeout", c.IdleTimeout}} {
+	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"idle-timeout", c.IdleTimeout}, {"write-timeout", c.WriteTimeout}} {
 		if d.v < 100*time.Millisecond || d.v > 24*time.Hour {
 			errs = append(errs, fmt.Errorf("config: --%s %v: want 100ms to 24h", d.name, d.v))
 		}

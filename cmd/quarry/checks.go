@@ -133,7 +133,7 @@ func startChecks(ctx context.Context, lc *lifecycle, c *config.Config, client *d
 	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: policy}
 	prober := probe.New(probe.Options{Fetch: fo})
 	lc.onStop("checks prober", func(context.Context) error { prober.Close(); return nil })
-	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log)}
+	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log), CurrentTarget: scheduler.CurrentTarget(st)}
 	if c.ChecksSMTP != "" {
 		aopts.SMTP = &alert.SMTPConfig{Addr: c.ChecksSMTP, From: c.ChecksSMTPFrom, Username: c.ChecksSMTPUser, Password: c.ChecksSMTPPassword}
 	}

@@ -482,6 +482,9 @@ func RecordDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, cha
 		log = slog.Default()
 	}
 	return func(a alert.Alert, channel string, attempts int, err error) {
+		if errors.Is(err, alert.ErrTargetRemoved) {
+			return // the user took the channel away: nothing was due any more
+		}
 		failure := ""
 		if err != nil {
 			failure = err.Error()
@@ -494,6 +497,20 @@ func RecordDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, cha
 		if rerr := st.RecordAlertDelivery(ctx, a.UserID, a.CheckID, time.Now(), failure); rerr != nil {
 			log.Warn("checks: alert delivery outcome not recorded", "check", a.CheckID, "channel", channel, "delivery", failure, "err", rerr)
 		}
+	}
+}
+
+// CurrentTarget returns the alert dispatcher's Options.CurrentTarget for
+// st: the alert's user's targets as stored now, read afresh (not from the
+// scheduler's user cache), so that a retried delivery follows a change of
+// targets made meanwhile.
+func CurrentTarget(st *store.Store) func(ctx context.Context, a alert.Alert) (alert.Target, error) {
+	return func(ctx context.Context, a alert.Alert) (alert.Target, error) {
+		u, err := st.GetUser(ctx, a.UserID)
+		if err != nil {
+			return alert.Target{}, err
+		}
+		return alert.Target{WebhookURL: u.WebhookURL, WebhookSecret: u.WebhookSecret, Email: u.AlertEmail}, nil
 	}
 }
 

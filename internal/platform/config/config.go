@@ -126,6 +126,11 @@ type Config struct {
 	// root: a user name or uid[:gid]; empty: quarry-browser when it
 	// exists, else nobody. Ignored when quarry is not root.
 	WallcrawlerUser string
+	// WallcrawlerUIDs is a range of user ids ("200000-200999"), one per
+	// browser, when quarry runs as root: browsers of different sessions
+	// then cannot read each other's files even past Chromium's sandbox.
+	// Exclusive with WallcrawlerUser; empty: one user for every browser.
+	WallcrawlerUIDs string
 	// WallcrawlerBrowserDir holds the browsers' work dirs and restored
 	// profiles; it must be outside DataDir (which the browser user may
 	// not enter). Empty: <os.TempDir()>/quarry-browsers-<hash of the
@@ -253,6 +258,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
 		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &c.Chromium},
 		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
+		{flag: "wallcrawler-uids", usage: "range of user ids, one per browser, when quarry runs as root (e.g. 200000-200999): sessions' browsers cannot read each other's files (default: one user for all, see wallcrawler-user)", str: &c.WallcrawlerUIDs},
 		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
@@ -476,6 +482,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
 		errs = append(errs, errors.New("config: --wallcrawler-secret: want at least 16 characters"))
+	}
+	if c.WallcrawlerUser != "" && c.WallcrawlerUIDs != "" {
+		errs = append(errs, errors.New("config: --wallcrawler-user and --wallcrawler-uids are exclusive: one user for every browser, or one id each"))
 	}
 	if c.WallcrawlerUser != "" && !validUserSpec(c.WallcrawlerUser) {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-user %q: want a user name or uid[:gid]", c.WallcrawlerUser))

@@ -78,6 +78,10 @@ func TestLoad(t *testing.T) {
 				return c.WallcrawlerUser == "65534:65534" && c.WallcrawlerBrowserDir == "/var/tmp/qb"
 			}},
 		{name: "browser user by name", args: []string{"--wallcrawler-user", "quarry-browser"}, check: func(c *Config) bool { return c.WallcrawlerUser == "quarry-browser" }},
+		{name: "browser ids from env", env: map[string]string{"QUARRY_WALLCRAWLER_UIDS": "200000-200999"}, check: func(c *Config) bool { return c.WallcrawlerUIDs == "200000-200999" }},
+		{name: "browser user and ids", args: []string{"--wallcrawler-user", "nobody", "--wallcrawler-uids", "200000-200999"}, wantErr: "--wallcrawler-user and --wallcrawler-uids are exclusive"},
+		{name: "write timeout", args: []string{"--write-timeout", "1m"}, check: func(c *Config) bool { return c.WriteTimeout == time.Minute }},
+		{name: "bad write timeout", args: []string{"--write-timeout", "10ms"}, wantErr: "write-timeout 10ms: want 100ms to 24h"},
 		{name: "bad browser user", args: []string{"--wallcrawler-user", "nobody:x"}, wantErr: "wallcrawler-user \"nobody:x\": want a user name or uid[:gid]"},
 		{name: "browser dir inside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/browsers"}, wantErr: "is inside --data-dir"},
 		{name: "browser dir is data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/"}, wantErr: "is inside --data-dir"},

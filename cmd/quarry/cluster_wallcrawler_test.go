@@ -27,7 +27,7 @@ import (
 
 // clusterLease is the nodes' --wallcrawler-lease in the cluster tests:
 // short, so that a dead node's sessions end within seconds.
-const clusterLease = 3 * time.Second
+const clusterLease = 4 * time.Second
 
 // wcNode is a `quarry serve` child process of a Wallcrawler cluster.
 type wcNode struct {
@@ -63,7 +63,7 @@ func startWallcrawlerCluster(t *testing.T, n int, allow string) (*ddbProc, []*wc
 		name := fmt.Sprintf("node-%c", 'a'+i)
 		q := startQuarry(t, bin, t.TempDir(), freeAddr(t), freeAddr(t), name+".log",
 			"--dynamodb-endpoint", "http://"+d.addr, "--wallcrawler-secret", clusterWCKey, "--node-id", name,
-			"--wallcrawler-lease", clusterLease.String(), "--allow-networks", allow,
+			"--wallcrawler-lease", clusterLease.String(), "--wallcrawler-lease-renew", "1s", "--allow-networks", allow,
 			"--wallcrawler-browser-dir", filepath.Join(browserRoot, name))
 		nodes[i] = &wcNode{name: name, quarryProc: q}
 	}
@@ -330,4 +330,64 @@ func TestClusterWallcrawler(t *testing.T) {
 		}
 	}
 	t.Logf("total %s", time.Since(total).Round(time.Millisecond))
+}
+
+// TestClusterWallcrawlerPartitionedNode cuts node A (in-process) off the
+// shared store while its session runs: B, which still reaches the store,
+// takes A for dead after the lease and ends the session (ERROR, slot
+// freed). When A reaches the store again, it finds its lease taken over
+// and closes the session's browser, and its lease is back.
+func TestClusterWallcrawlerPartitionedNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two quarry nodes and Chromium; skipped in -short mode")
+	}
+	testenv.Chromium(t)
+	d := startSharedDDB(t, "", "")
+	front := newSwitchProxy(t, d.addr)
+	lease := []string{"--wallcrawler-lease", clusterLease.String(), "--wallcrawler-lease-renew", "1s"}
+	a := startNode(t, &ddbProc{addr: front.addr}, "node-a", lease...)
+	b := startNode(t, d, "node-b", lease...)
+	clusterCLI(t, d, "wallcrawler", "project", "create", "--name", "part", "--id", "project_part", "--concurrency", "1")
+	key := clusterCLI(t, d, "wallcrawler", "key", "create", "--project", "project_part")
+	code, body := wcRequest(t, http.MethodPost, "http://"+a.api+"/wallcrawler/v1/sessions", key, `{"keepAlive":true}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create on A: %d %s", code, body)
+	}
+	sess := decodeSession(t, "create", body)
+
+	cut := time.Now()
+	front.silence()
+	waitForLong(t, 10*clusterLease+30*time.Second, "B to end the cut-off node's session", func() bool {
+		code, body := wcRequest(t, http.MethodGet, "http://"+b.api+"/wallcrawler/v1/sessions/"+sess.ID, key, "")
+		return code == http.StatusOK && decodeSession(t, "get", body).Status == "ERROR"
+	})
+	t.Logf("session ERROR %s after A was cut off (lease %s)", time.Since(cut).Round(time.Millisecond), clusterLease)
+	if metric(t, a.api, "quarry_wallcrawler_live_sessions") != 1 {
+		t.Fatal("A should still run the browser while it cannot reach the store")
+	}
+	// The slot is free: B starts a session in the project (concurrency 1).
+	code, body = wcRequest(t, http.MethodPost, "http://"+b.api+"/wallcrawler/v1/sessions", key, `{}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create on B after A's session ended: %d %s", code, body)
+	}
+	other := decodeSession(t, "create on B", body)
+
+	front.silent.Store(false) // A reaches the store again
+	waitForLong(t, 10*clusterLease+30*time.Second, "A to close the ended session's browser", func() bool {
+		return metric(t, a.api, "quarry_wallcrawler_live_sessions") == 0
+	})
+	if !strings.Contains(a.logs.String(), "lease was taken over") {
+		t.Error("A did not log that its lease was taken over")
+	}
+	// A works again: the session on B is reached through it.
+	viaA := strings.Replace(other.ConnectURL, b.api, a.api, 1)
+	c := dialCDP(t, viaA)
+	s, _ := c.attachPage()
+	if got := c.eval(s, "1 + 1"); got != "2" {
+		t.Errorf("evaluate through A after its return: %q", got)
+	}
+	c.conn.Close(websocket.StatusNormalClosure, "")
+	if code, body := wcRequest(t, http.MethodPost, "http://"+a.api+"/wallcrawler/v1/sessions/"+other.ID, key, `{"status":"REQUEST_RELEASE"}`); code != http.StatusOK {
+		t.Errorf("release through A: %d %s", code, body)
+	}
 }

@@ -40,13 +40,16 @@ func TestLeaseSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := sessions.NewRepo(client, names, nil)
-	const lease = 300 * time.Millisecond
+	// dead's lease is short; the others' are long, so that a slow loop
+	// on a loaded machine cannot make them look dead (each observer
+	// waits for the lease the observed node declared).
+	const lease, long = 300 * time.Millisecond, time.Hour
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	manager := func(node string) *sessions.Manager {
+	manager := func(node string, lease time.Duration) *sessions.Manager {
 		return sessions.NewManager(sessions.Deps{Repo: repo, Auth: au},
 			sessions.Options{NodeID: node, WorkDir: t.TempDir(), Lease: lease, Logger: log, AdvertiseURL: "http://" + node})
 	}
-	dead, alive, b, c := manager("dead"), manager("alive"), manager("b"), manager("c")
+	dead, alive, b, c := manager("dead", lease), manager("alive", long), manager("b", long), manager("c", long)
 	for _, m := range []*sessions.Manager{dead, alive, b, c} {
 		if _, err := m.Reconcile(ctx); err != nil {
 			t.Fatal(err)

@@ -883,9 +883,13 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("sessions: stream notifier: %w", err)
 		case <-t.C:
-			if _, err := m.SweepLeases(ctx); err != nil && ctx.Err() == nil {
+			// Bounded, so that a store that stops answering cannot hold
+			// the reaper.
+			sctx, cancel := context.WithTimeout(ctx, max(m.o.Lease, 30*time.Second))
+			if _, err := m.SweepLeases(sctx); err != nil && ctx.Err() == nil {
 				m.log.Warn("wallcrawler: sweep the nodes' leases", "err", err)
 			}
+			cancel()
 			m.Reap(ctx)
 		case <-st.C:
 			m.SampleUsage(ctx)

@@ -355,6 +355,22 @@ func TestClusterWallcrawlerPartitionedNode(t *testing.T) {
 	}
 	sess := decodeSession(t, "create", body)
 
+	// The node registry lives in the sessions table: a tenant cannot read
+	// it or end it as a session, nor open it as a CDP target.
+	for _, m := range []struct{ method, body string }{{http.MethodGet, ""}, {http.MethodPost, `{"status":"REQUEST_RELEASE"}`}} {
+		code, body := wcRequest(t, m.method, "http://"+b.api+"/wallcrawler/v1/sessions/wallcrawler%23nodes", key, m.body)
+		if code != http.StatusNotFound || strings.Contains(string(body), "node-a") || strings.Contains(string(body), "leaseMs") {
+			t.Errorf("%s the node registry as a session: %d %s, want 404 without its content", m.method, code, body)
+		}
+	}
+	signingKey := sess.ConnectURL[strings.Index(sess.ConnectURL, "signingKey=")+len("signingKey="):]
+	if _, resp, err := websocket.Dial(context.Background(), "ws://"+b.api+"/wallcrawler/cdp/wallcrawler%23nodes?signingKey="+signingKey, nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("CDP to the node registry with another session's signingKey: %v %v, want 401", err, resp)
+	}
+	if code, body := wcRequest(t, http.MethodGet, "http://"+b.api+"/wallcrawler/v1/sessions", key, ""); code != http.StatusOK || strings.Contains(string(body), "wallcrawler#nodes") {
+		t.Errorf("list sessions: %d %s, want 200 without the node registry", code, body)
+	}
+
 	cut := time.Now()
 	front.silence()
 	waitForLong(t, 10*clusterLease+30*time.Second, "B to end the cut-off node's session", func() bool {

@@ -184,8 +184,8 @@ func (r *Repo) DropLease(ctx context.Context, node string, l NodeLease) (bool, e
 	return true, nil
 }
 
-// leaseState is the Manager's side of the leases: its own, and what it
-// observed of the others'.
+// leaseState is the Manager's side of the leases: its own (under mu),
+// and what it observed of the others' (under seenMu).
 type leaseState struct {
 	mu sync.Mutex
 	// mine is the lease this process wrote last; written reports that
@@ -196,6 +196,7 @@ type leaseState struct {
 	lastOK time.Time
 	// closed: the Manager was closed; no more renewals.
 	closed bool
+	seenMu sync.Mutex
 	// seen maps a node to the lease read of it and when (monotonic) that
 	// exact (inc, seq) was first read.
 	seen map[string]observed
@@ -271,12 +272,12 @@ func (m *Manager) SweepLeases(ctx context.Context) (int, error) {
 	ls := &m.lease
 	leases, err := m.d.Repo.Leases(ctx)
 	now := time.Now()
-	ls.mu.Lock()
+	ls.seenMu.Lock()
 	if err != nil {
 		// Forget everything: a node must be seen unrenewed through reads
 		// that worked, for the whole lease.
 		ls.seen = nil
-		ls.mu.Unlock()
+		ls.seenMu.Unlock()
 		return 0, err
 	}
 	if ls.seen == nil {
@@ -301,7 +302,7 @@ func (m *Manager) SweepLeases(ctx context.Context) (int, error) {
 			delete(ls.seen, node)
 		}
 	}
-	ls.mu.Unlock()
+	ls.seenMu.Unlock()
 	total := 0
 	for _, node := range dead {
 		l := leases[node]

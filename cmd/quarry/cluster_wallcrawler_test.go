@@ -58,14 +58,59 @@ func startWallcrawlerCluster(t *testing.T, n int, allow string) (*ddbProc, []*wc
 		}
 		_ = os.RemoveAll(browserRoot)
 	})
+	// Started together, then awaited together: a node's start is mostly
+	// waiting (Chromium's sandbox probe, table checks).
 	nodes := make([]*wcNode, n)
 	for i := range nodes {
 		name := fmt.Sprintf("node-%c", 'a'+i)
-		q := startQuarry(t, bin, t.TempDir(), freeAddr(t), freeAddr(t), name+".log",
+		logPath := filepath.Join(t.TempDir(), name+".log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := freeAddr(t)
+		cmd := quarryCommand(bin, "serve", "--data-dir", t.TempDir(), "--listen", api, "--ddb-listen", "off",
 			"--dynamodb-endpoint", "http://"+d.addr, "--wallcrawler-secret", clusterWCKey, "--node-id", name,
 			"--wallcrawler-lease", clusterLease.String(), "--wallcrawler-lease-renew", "1s", "--allow-networks", allow,
 			"--wallcrawler-browser-dir", filepath.Join(browserRoot, name))
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		err = cmd.Start()
+		logFile.Close()
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		q := &quarryProc{cmd: cmd, api: api, logPath: logPath, done: make(chan struct{})}
+		go func() {
+			q.waitErr = cmd.Wait()
+			close(q.done)
+		}()
+		t.Cleanup(func() {
+			if !q.exited() {
+				_ = q.cmd.Process.Kill()
+				<-q.done
+			}
+		})
 		nodes[i] = &wcNode{name: name, quarryProc: q}
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, nd := range nodes {
+		for {
+			if nd.exited() {
+				t.Fatalf("%s exited during start: %v\n%s", nd.name, nd.waitErr, nd.logs())
+			}
+			resp, err := client.Get("http://" + nd.api + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not healthy within 60s (last error %v)\n%s", nd.name, err, nd.logs())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -851,28 +851,36 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer t.Stop()
 	st := time.NewTicker(m.o.SampleEvery)
 	defer st.Stop()
-	// Renewals run apart from the reaper, so that a slow stop cannot
-	// delay them past the lease.
-	var renewals sync.WaitGroup
-	renewals.Add(1)
-	go func() {
-		defer renewals.Done()
-		lt := time.NewTicker(m.o.LeaseRenew)
-		defer lt.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-lt.C:
-				rctx, cancel := context.WithTimeout(ctx, m.o.LeaseRenew)
-				if err := m.RenewLease(rctx); err != nil && ctx.Err() == nil {
-					m.log.Warn("wallcrawler: renew this node's lease", "err", err)
+	// Lease renewals and sweeps run apart from the reaper, so that slow
+	// stops cannot delay them past a lease; each call is bounded, so that
+	// a store that stops answering cannot hold them either.
+	var leases sync.WaitGroup
+	every := func(period, bound time.Duration, what string, f func(context.Context) error) {
+		leases.Add(1)
+		go func() {
+			defer leases.Done()
+			tk := time.NewTicker(period)
+			defer tk.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tk.C:
+					cctx, cancel := context.WithTimeout(ctx, bound)
+					if err := f(cctx); err != nil && ctx.Err() == nil {
+						m.log.Warn("wallcrawler: "+what, "err", err)
+					}
+					cancel()
 				}
-				cancel()
 			}
-		}
-	}()
-	defer renewals.Wait()
+		}()
+	}
+	every(m.o.LeaseRenew, m.o.LeaseRenew, "renew this node's lease", m.RenewLease)
+	every(m.o.ReapEvery, max(m.o.Lease, 30*time.Second), "sweep the nodes' leases", func(ctx context.Context) error {
+		_, err := m.SweepLeases(ctx)
+		return err
+	})
+	defer leases.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -883,13 +891,6 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("sessions: stream notifier: %w", err)
 		case <-t.C:
-			// Bounded, so that a store that stops answering cannot hold
-			// the reaper.
-			sctx, cancel := context.WithTimeout(ctx, max(m.o.Lease, 30*time.Second))
-			if _, err := m.SweepLeases(sctx); err != nil && ctx.Err() == nil {
-				m.log.Warn("wallcrawler: sweep the nodes' leases", "err", err)
-			}
-			cancel()
 			m.Reap(ctx)
 		case <-st.C:
 			m.SampleUsage(ctx)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,21 +139,6 @@ func postSession(api, key, body string) (int, []byte, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, data, err
-}
-
-// deadSweepCount sums, over the logs given, the sessions the nodes report
-// having marked FAILED for a dead node.
-var deadSweepLine = regexp.MustCompile(`sessions of a dead node marked FAILED.*count=(\d+)`)
-
-func deadSweepCount(logs ...string) int {
-	total := 0
-	for _, l := range logs {
-		for _, m := range deadSweepLine.FindAllStringSubmatch(l, -1) {
-			n, _ := strconv.Atoi(m[1])
-			total += n
-		}
-	}
-	return total
 }
 
 // TestClusterWallcrawler runs three `quarry serve` processes on one
@@ -346,11 +330,13 @@ func TestClusterWallcrawler(t *testing.T) {
 		}
 	}
 	// Each of them was ended by exactly one survivor.
-	waitForLong(t, 10*time.Second, "the survivors' logs", func() bool {
-		return deadSweepCount(survivors[0].logs(), survivors[1].logs()) >= len(lost)
-	})
-	if n := deadSweepCount(survivors[0].logs(), survivors[1].logs()); n != len(lost) {
-		t.Errorf("the survivors report %d sessions of %s marked FAILED, want exactly %d", n, victim.name, len(lost))
+	ended := func() float64 {
+		return metric(t, survivors[0].api, "quarry_wallcrawler_orphaned_sessions_ended_total") +
+			metric(t, survivors[1].api, "quarry_wallcrawler_orphaned_sessions_ended_total")
+	}
+	waitForLong(t, 10*time.Second, "the survivors' counters", func() bool { return ended() >= float64(len(lost)) })
+	if n := ended(); n != float64(len(lost)) {
+		t.Errorf("the survivors ended %v sessions of %s, want exactly %d", n, victim.name, len(lost))
 	}
 
 	// Their slots are free: exactly as many new sessions fit, through

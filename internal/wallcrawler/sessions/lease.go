@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -196,6 +197,12 @@ type leaseState struct {
 	lastOK time.Time
 	// closed: the Manager was closed; no more renewals.
 	closed bool
+	// renewed is lastOK for readers that must not wait for a renewal
+	// under way (LeaseStatus).
+	renewed atomic.Pointer[time.Time]
+	// orphans counts the sessions of dead nodes this process ended.
+	orphans atomic.Int64
+
 	seenMu sync.Mutex
 	// seen maps a node to the lease read of it and when (monotonic) that
 	// exact (inc, seq) was first read.
@@ -238,6 +245,7 @@ func (m *Manager) RenewLease(ctx context.Context) error {
 	}
 	gap := ls.written && sent.Sub(ls.lastOK) > m.o.Lease
 	ls.mine, ls.written, ls.lastOK = next, true, sent
+	ls.renewed.Store(&sent)
 	if lost || gap {
 		m.closeEnded(ctx)
 	}
@@ -310,6 +318,7 @@ func (m *Manager) SweepLeases(ctx context.Context) (int, error) {
 		n, done, _ := m.failOrphans(ctx, node, fmt.Sprintf("node %s stopped renewing its lease; the browser was lost", node),
 			fmt.Sprintf("the node running the browser (%s) stopped renewing its lease", node))
 		total += n
+		ls.orphans.Add(int64(n))
 		if n > 0 {
 			m.log.Warn("wallcrawler: sessions of a dead node marked FAILED", "node", node, "count", n)
 		}
@@ -368,6 +377,26 @@ func (m *Manager) failOrphans(ctx context.Context, node, reason, errText string)
 		n++
 	}
 	return n, done, nil
+}
+
+// LeaseStatus is this process's lease as it stands, for /metrics.
+type LeaseStatus struct {
+	// Age is the time since the last successful renewal was sent (0
+	// before the first).
+	Age time.Duration
+	// Lease is how long the other processes wait for a renewal.
+	Lease time.Duration
+	// OrphansEnded counts the sessions of dead nodes this process ended.
+	OrphansEnded int64
+}
+
+// LeaseStatus reports this process's lease.
+func (m *Manager) LeaseStatus() LeaseStatus {
+	var age time.Duration
+	if t := m.lease.renewed.Load(); t != nil {
+		age = time.Since(*t)
+	}
+	return LeaseStatus{Age: age, Lease: m.o.Lease, OrphansEnded: m.lease.orphans.Load()}
 }
 
 // dropOwnLease removes this process's lease (a clean shutdown with every

@@ -237,7 +237,18 @@ func (m *Manager) RenewLease(ctx context.Context) error {
 	err := m.d.Repo.RenewLease(ctx, m.o.NodeID, next, prev)
 	lost := errors.Is(err, ErrLeaseLost)
 	if lost {
-		m.log.Error("wallcrawler: this node's lease was taken over (another node found it expired, or another process uses the same --node-id); sessions the others ended will have their browsers closed here", "node", m.o.NodeID)
+		// A renewal that reached the store although its answer did not
+		// (a timeout) leaves this process's own entry ahead: that is not
+		// a loss, and the next seq follows the stored one.
+		if cur, rerr := m.d.Repo.Leases(ctx); rerr == nil && cur[m.o.NodeID].Inc == m.inc {
+			lost = false
+			next.Seq = max(next.Seq, cur[m.o.NodeID].Seq+1)
+		}
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		if lost {
+			m.log.Error("wallcrawler: this node's lease was taken over (another node found it expired, or another process uses the same --node-id); sessions the others ended will have their browsers closed here", "node", m.o.NodeID)
+		}
 		err = m.d.Repo.RenewLease(ctx, m.o.NodeID, next, nil)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,11 +46,13 @@ func TestLeaseSweep(t *testing.T) {
 	// waits for the lease the observed node declared).
 	const lease, long = 300 * time.Millisecond, time.Hour
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	manager := func(node string, lease time.Duration) *sessions.Manager {
+	manager := func(node string, lease time.Duration, log *slog.Logger) *sessions.Manager {
 		return sessions.NewManager(sessions.Deps{Repo: repo, Auth: au},
 			sessions.Options{NodeID: node, WorkDir: t.TempDir(), Lease: lease, Logger: log, AdvertiseURL: "http://" + node})
 	}
-	dead, alive, b, c := manager("dead", lease), manager("alive", long), manager("b", long), manager("c", long)
+	var aliveLog syncBuf
+	dead, b, c := manager("dead", lease, log), manager("b", long, log), manager("c", long, log)
+	alive := manager("alive", long, slog.New(slog.NewTextHandler(&aliveLog, nil)))
 	for _, m := range []*sessions.Manager{dead, alive, b, c} {
 		if _, err := m.Reconcile(ctx); err != nil {
 			t.Fatal(err)
@@ -158,6 +161,25 @@ func TestLeaseSweep(t *testing.T) {
 			t.Errorf("%s's lease is missing", node)
 		}
 	}
+	// A renewal of alive's that landed although alive saw it fail (a
+	// timeout) is not a lost lease: alive renews after it.
+	landed := leases["alive"]
+	landed.Seq++
+	if err := repo.RenewLease(ctx, "alive", landed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := alive.RenewLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if leases, err = repo.Leases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := leases["alive"]; got.Inc != landed.Inc || got.Seq != landed.Seq+1 {
+		t.Errorf("alive's lease after a renewal that landed unseen: %+v, want inc %s seq %d", got, landed.Inc, landed.Seq+1)
+	}
+	if strings.Contains(aliveLog.String(), "taken over") {
+		t.Errorf("alive took its own landed renewal for a lost lease:\n%s", aliveLog.String())
+	}
 	// A clean Close removes a node's lease.
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -184,4 +206,22 @@ func TestLeaseSweep(t *testing.T) {
 			t.Error("the node registry is listed as a running session")
 		}
 	}
+}
+
+// syncBuf is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -224,6 +224,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		}
 		return float64(wc.manager.Live())
 	})
+	registerLeaseMetrics(reg, wc)
 	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 {
 		if ck == nil {
 			return 0

@@ -290,7 +290,7 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 		Tokens:   sessions.NewTokens(secret, nil),
 		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log,
-		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c)})
+		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c), Lease: c.WallcrawlerLease, LeaseRenew: c.WallcrawlerLeaseRenew})
 	lc.onStop("wallcrawler sessions", func(ctx context.Context) error {
 		// At least a second for the final writes, even when the
 		// listeners' drain took the whole shutdown timeout.

@@ -114,6 +114,13 @@ type Config struct {
 	// WallcrawlerIdleGrace ends a session without keepAlive after this long
 	// without a CDP client.
 	WallcrawlerIdleGrace time.Duration
+	// WallcrawlerLease is how long a process may go without renewing its
+	// lease before the other processes sharing the store end its
+	// sessions (ERROR) and free their slots.
+	WallcrawlerLease time.Duration
+	// WallcrawlerLeaseRenew is how often the lease is renewed (0: a third
+	// of WallcrawlerLease).
+	WallcrawlerLeaseRenew time.Duration
 	// WallcrawlerContextMaxBytes caps the bytes one context archive may
 	// unpack to on disk (default 1 GiB).
 	WallcrawlerContextMaxBytes int64
@@ -208,6 +215,7 @@ func Defaults() Config {
 		EmulateStreamDelay: 10 * time.Second,
 
 		WallcrawlerIdleGrace:         120 * time.Second,
+		WallcrawlerLease:             15 * time.Second,
 		WallcrawlerContextMaxBytes:   1 << 30,
 		WallcrawlerContextMaxEntries: 100_000,
 
@@ -254,6 +262,8 @@ func (c *Config) fields(which []string) []field {
 		{flag: "wallcrawler-secret", usage: "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", str: &c.WallcrawlerSecret},
 		{flag: "wallcrawler-pool", usage: "pre-launched browsers kept warm (0: off)", num: &c.WallcrawlerPool},
 		{flag: "wallcrawler-idle-grace", usage: "a session without keepAlive ends after this long without a CDP client", dur: &c.WallcrawlerIdleGrace},
+		{flag: "wallcrawler-lease", usage: "a process that has not renewed its lease for this long is taken for dead by the others sharing the store: its sessions become ERROR and their slots are freed", dur: &c.WallcrawlerLease},
+		{flag: "wallcrawler-lease-renew", usage: "how often a process renews its lease (0: a third of wallcrawler-lease)", dur: &c.WallcrawlerLeaseRenew},
 		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &c.WallcrawlerContextMaxBytes},
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
 		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &c.Chromium},
@@ -479,6 +489,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WallcrawlerIdleGrace <= 0 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-idle-grace %v: must be positive", c.WallcrawlerIdleGrace))
+	}
+	if c.WallcrawlerLease < time.Second {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-lease %v: want at least 1s", c.WallcrawlerLease))
+	}
+	if c.WallcrawlerLeaseRenew < 0 || c.WallcrawlerLeaseRenew >= c.WallcrawlerLease {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-lease-renew %v: want 0 (a third of the lease) or less than --wallcrawler-lease %v", c.WallcrawlerLeaseRenew, c.WallcrawlerLease))
 	}
 	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
 		errs = append(errs, errors.New("config: --wallcrawler-secret: want at least 16 characters"))

@@ -48,6 +48,14 @@ func TestLoad(t *testing.T) {
 		{name: "sync interval", env: map[string]string{"QUARRY_DDB_SYNC_INTERVAL": "0s"}, check: func(c *Config) bool { return c.DDBSyncInterval == 0 }},
 		{name: "bad sync interval", args: []string{"--ddb-sync-interval", "1s"}, wantErr: "ddb-sync-interval 1s: must be in [0, 100ms]"},
 		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
+		{name: "lease default", check: func(c *Config) bool { return c.WallcrawlerLease == 15*time.Second && c.WallcrawlerLeaseRenew == 0 }},
+		{name: "lease from env", env: map[string]string{"QUARRY_WALLCRAWLER_LEASE": "4s", "QUARRY_WALLCRAWLER_LEASE_RENEW": "1s"},
+			check: func(c *Config) bool {
+				return c.WallcrawlerLease == 4*time.Second && c.WallcrawlerLeaseRenew == time.Second
+			}},
+		{name: "lease too short", args: []string{"--wallcrawler-lease", "500ms"}, wantErr: "--wallcrawler-lease 500ms: want at least 1s"},
+		{name: "lease renew not shorter than the lease", args: []string{"--wallcrawler-lease", "4s", "--wallcrawler-lease-renew", "4s"},
+			wantErr: "--wallcrawler-lease-renew 4s: want 0 (a third of the lease) or less than --wallcrawler-lease 4s"},
 		{name: "context caps default", check: func(c *Config) bool {
 			return c.WallcrawlerContextMaxBytes == 1<<30 && c.WallcrawlerContextMaxEntries == 100_000
 		}},

@@ -136,6 +136,10 @@ type Config struct {
 	ChecksTablePrefix string
 	// ChecksMinInterval is the shortest period a check may have.
 	ChecksMinInterval time.Duration
+	// ChecksRunTimeout bounds one run of a check; the run holds its
+	// check's lease for twice as long, so a process that dies mid-run
+	// delays that check by at most 2 × ChecksRunTimeout.
+	ChecksRunTimeout time.Duration
 	// ChecksAllowNetworks is the deprecated name of AllowNetworks (Checks
 	// only had the setting before it governed every system).
 	ChecksAllowNetworks string
@@ -209,6 +213,7 @@ func Defaults() Config {
 
 		ChecksTablePrefix: "checks-",
 		ChecksMinInterval: 10 * time.Second,
+		ChecksRunTimeout:  30 * time.Second,
 		ChecksRetention:   7 * 24 * time.Hour,
 		ChecksFreeLimit:   5,
 		ChecksProLimit:    100,
@@ -258,6 +263,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
+		{flag: "checks-run-timeout", usage: "bound of one run of a check; a run holds its check's lease for twice this, the longest a check waits when the process running it dies", dur: &c.ChecksRunTimeout},
 		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
 		{flag: "checks-allow-networks", usage: "deprecated: use --allow-networks", str: &c.ChecksAllowNetworks},
 		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &c.ChecksRetention},
@@ -499,6 +505,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChecksMinInterval < time.Second {
 		errs = append(errs, fmt.Errorf("config: --checks-min-interval %v: at least 1s", c.ChecksMinInterval))
+	}
+	if c.ChecksRunTimeout < time.Second || c.ChecksRunTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("config: --checks-run-timeout %v: want 1s to 10m", c.ChecksRunTimeout))
 	}
 	if c.ChecksRetention < 0 {
 		errs = append(errs, fmt.Errorf("config: --checks-retention %v: must not be negative", c.ChecksRetention))

@@ -1,0 +1,427 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/checks/scheduler"
+)
+
+// The cluster tests on processes: three real `quarry serve` processes (this
+// test binary run as quarry, see TestMain) on one shared `quarry ddb serve
+// --credentials`, so that a node can be killed with SIGKILL.
+
+// startProcNode runs `quarry serve` as a child process on the shared
+// store, with its own data directory, and waits until /healthz answers
+// 200.
+func startProcNode(t *testing.T, d *ddbProc, name string, extra ...string) *quarryProc {
+	t.Helper()
+	args := append([]string{"--dynamodb-endpoint", "http://" + d.addr, "--node-id", name,
+		"--wallcrawler-secret", clusterWCKey, "--ddb-sync=false"}, extra...)
+	return startQuarry(t, quarryBinary(t), t.TempDir(), freeAddr(t), "off", name+".log", args...)
+}
+
+// startProcNodes starts n nodes at once (each start costs seconds on a
+// loaded machine) named node-a, node-b, ….
+func startProcNodes(t *testing.T, d *ddbProc, n int, extra ...string) []*quarryProc {
+	t.Helper()
+	nodes := make([]*quarryProc, n)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// startQuarry calls t.Fatalf, which must run on the test's
+			// goroutine: start in order when it fails.
+			nodes[i] = startProcNodeAsync(t, d, fmt.Sprintf("node-%c", 'a'+i), extra...)
+		}()
+	}
+	wg.Wait()
+	for i, q := range nodes {
+		if q == nil {
+			nodes[i] = startProcNode(t, d, fmt.Sprintf("node-%c", 'a'+i), extra...)
+		}
+	}
+	return nodes
+}
+
+// startProcNodeAsync is startProcNode for another goroutine: it returns
+// nil instead of failing the test.
+func startProcNodeAsync(t *testing.T, d *ddbProc, name string, extra ...string) *quarryProc {
+	logPath := t.TempDir() + "/" + name + ".log"
+	api := freeAddr(t)
+	args := append([]string{"serve", "--data-dir", t.TempDir(), "--listen", api, "--ddb-listen", "off",
+		"--dynamodb-endpoint", "http://" + d.addr, "--node-id", name, "--wallcrawler-secret", clusterWCKey, "--ddb-sync=false"}, extra...)
+	q, err := spawnQuarry(quarryBinary(t), logPath, api, args...)
+	if err != nil {
+		return nil
+	}
+	t.Cleanup(func() {
+		if !q.exited() {
+			_ = q.cmd.Process.Kill()
+			<-q.done
+		}
+	})
+	client := &http.Client{Timeout: 2 * time.Second}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !q.exited(); time.Sleep(50 * time.Millisecond) {
+		if resp, err := client.Get("http://" + api + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return q
+			}
+		}
+	}
+	_ = q.cmd.Process.Kill()
+	<-q.done
+	return nil
+}
+
+// spawnQuarry starts quarry with args, logging to logPath.
+func spawnQuarry(bin, logPath, api string, args ...string) (*quarryProc, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := quarryCommand(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	q := &quarryProc{cmd: cmd, api: api, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		q.waitErr = cmd.Wait()
+		close(q.done)
+	}()
+	return q, nil
+}
+
+// kill ends a node with SIGKILL and waits for it.
+func kill(t *testing.T, q *quarryProc) time.Time {
+	t.Helper()
+	if err := q.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-q.done
+	return time.Now()
+}
+
+// apiCall sends a JSON request with an Authorization header and returns
+// the status and body.
+func apiCall(t *testing.T, method, url, auth string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+// runLog records, per target, when it was requested.
+type runLog struct {
+	mu   sync.Mutex
+	runs map[int][]time.Time
+	down []atomic.Bool
+	// The last slow targets answer after delay.
+	slow  int
+	delay time.Duration
+}
+
+func (l *runLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/t/"))
+	if err != nil || i < 0 || i >= len(l.down) {
+		http.NotFound(w, r)
+		return
+	}
+	l.mu.Lock()
+	l.runs[i] = append(l.runs[i], time.Now())
+	l.mu.Unlock()
+	if i >= len(l.down)-l.slow {
+		// A slow target: a node killed now leaves its run leased.
+		select {
+		case <-time.After(l.delay):
+		case <-r.Context().Done():
+		}
+	}
+	if l.down[i].Load() {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "up")
+}
+
+// snapshot returns a copy of the runs.
+func (l *runLog) snapshot() map[int][]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int][]time.Time, len(l.runs))
+	for i, ts := range l.runs {
+		out[i] = append([]time.Time(nil), ts...)
+	}
+	return out
+}
+
+// alertLog records the alerts a webhook receives, per check.
+type alertLog struct {
+	mu     sync.Mutex
+	events map[string][]string
+}
+
+func (l *alertLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var a struct{ CheckID, Event string }
+	if err := json.NewDecoder(r.Body).Decode(&a); err != nil || a.CheckID == "" {
+		http.Error(w, "bad alert", http.StatusBadRequest)
+		return
+	}
+	l.mu.Lock()
+	l.events[a.CheckID] = append(l.events[a.CheckID], a.Event)
+	l.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (l *alertLog) of(id string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events[id]...)
+}
+
+// TestClusterProcsChecks runs 200 checks at a 6 s period on three `quarry
+// serve --systems checks` processes sharing one DynamoDB endpoint, against
+// one loopback target that records each check's requests and a webhook
+// receiver that records each check's alerts (the last 30 targets answer
+// slowly, so that the killed node is likely to hold some runs' leases).
+// It shows that each check
+// runs once per period cluster-wide (never twice in one period, never
+// skipped); that a state change alerts exactly once cluster-wide; and
+// that after one node is SIGKILLed the survivors run all its checks: a
+// check the dead node was running stays leased for scheduler.Lease of
+// --checks-run-timeout (4 s here, shorter than the period, so every check
+// still runs at its next due time); the test allows two periods and the
+// lease.
+func TestClusterProcsChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three quarry processes; skipped in -short mode")
+	}
+	const (
+		checks     = 200
+		period     = 6 * time.Second
+		runTimeout = 2 * time.Second
+		flipped    = 30 // targets that go down, then up again
+	)
+	lease := scheduler.Lease(runTimeout)
+	targets := &runLog{runs: map[int][]time.Time{}, down: make([]atomic.Bool, checks), slow: 30, delay: runTimeout * 3 / 4}
+	site := httptest.NewServer(targets)
+	defer site.Close()
+	alerts := &alertLog{events: map[string][]string{}}
+	hook := httptest.NewServer(alerts)
+	defer hook.Close()
+
+	d := startSharedDDB(t, "", "")
+	flags := []string{"--systems", "checks", "--checks-min-interval", "1s", "--checks-run-timeout", runTimeout.String(),
+		"--checks-pro-limit", "1000", "--checks-retention", "0",
+		"--allow-networks", site.Listener.Addr().String() + "," + hook.Listener.Addr().String()}
+	start := time.Now()
+	nodes := startProcNodes(t, d, 3, flags...)
+	t.Logf("3 nodes healthy after %s", time.Since(start).Round(time.Millisecond))
+	token := clusterCLI(t, d, "checks", "user", "create", "--email", "ops@example.com", "--tier", "PRO", "--checks-pro-limit", "1000")
+	auth := "Bearer " + token
+	if code, body := apiCall(t, http.MethodPut, "http://"+nodes[1].api+"/checks/v1/me/alerts", auth, map[string]any{"webhookUrl": hook.URL + "/alerts"}); code != http.StatusOK {
+		t.Fatalf("set the webhook: %d %s", code, body)
+	}
+
+	// The checks, created through the three nodes in turn.
+	ids := make([]string, checks)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	sem := make(chan struct{}, 8)
+	for i := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			code, body := apiCall(t, http.MethodPost, "http://"+nodes[i%3].api+"/checks/v1/checks", auth,
+				map[string]any{"url": fmt.Sprintf("%s/t/%d", site.URL, i), "checkType": "AVAILABILITY", "delayMs": period.Milliseconds()})
+			var c struct{ ID string }
+			if code != http.StatusCreated || json.Unmarshal(body, &c) != nil || c.ID == "" {
+				failed.Store(fmt.Sprintf("create check %d: %d %s", i, code, body))
+				return
+			}
+			ids[i] = c.ID
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		t.Fatal(f)
+	}
+	t.Logf("%d checks created after %s", checks, time.Since(start).Round(time.Millisecond))
+
+	// Every check runs, on whichever node claims it.
+	runsAtLeast := func(n int, after time.Time) func() bool {
+		return func() bool {
+			snap := targets.snapshot()
+			for i := range checks {
+				k := 0
+				for _, at := range snap[i] {
+					if at.After(after) {
+						k++
+					}
+				}
+				if k < n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitForLong(t, 60*time.Second, "every check to run", runsAtLeast(1, start))
+
+	// A state change alerts once: some targets go down.
+	for i := range flipped {
+		targets.down[i].Store(true)
+	}
+	waitForLong(t, 30*time.Second, "a down alert for each target that went down", func() bool {
+		for i := range flipped {
+			if len(alerts.of(ids[i])) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// One node dies. Its runs in flight keep their checks' leases until
+	// they expire; every other check is run by the survivors at its next
+	// due time.
+	beforeKill := targets.snapshot()
+	killedAt := kill(t, nodes[2])
+	t.Logf("node-c SIGKILLed after %s", killedAt.Sub(start).Round(time.Millisecond))
+	after := killedAt.Add(100 * time.Millisecond) // a request sent by node-c just before may still arrive
+	waitForLong(t, period+lease+20*time.Second, "the survivors to run every check", runsAtLeast(1, after))
+	// And alert for it: the targets come up again.
+	for i := range flipped {
+		targets.down[i].Store(false)
+	}
+	waitForLong(t, 30*time.Second, "an up alert for each target that came back", func() bool {
+		for i := range flipped {
+			if ev := alerts.of(ids[i]); len(ev) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	// One more period, for any duplicate run or alert to show.
+	settle := time.Now()
+	waitForLong(t, 30*time.Second, "one more run of every check", runsAtLeast(1, settle))
+	final := targets.snapshot()
+
+	// Each period ran once: consecutive runs of a check are about a period
+	// apart — never within half a period (two nodes running one period),
+	// never more than two periods (a period skipped), except across the
+	// kill, where a check node-c was running waits for its lease.
+	var takeover []time.Duration
+	overLease := 0
+	for i := range checks {
+		runs := final[i]
+		for k := 1; k < len(runs); k++ {
+			gap := runs[k].Sub(runs[k-1])
+			acrossKill := !runs[k-1].After(killedAt) && runs[k].After(killedAt)
+			switch {
+			case gap < period/2:
+				t.Errorf("check %d ran twice in one period (or half a period late): runs %s apart (at %s and %s)", i, gap.Round(time.Millisecond),
+					runs[k-1].Sub(start).Round(time.Millisecond), runs[k].Sub(start).Round(time.Millisecond))
+			case acrossKill:
+				takeover = append(takeover, gap-period) // how much later than its period
+				if gap > 2*period+lease {
+					overLease++
+				}
+			case gap > 2*period+period/2:
+				t.Errorf("check %d skipped a period: runs %s apart (at %s and %s)", i, gap.Round(time.Millisecond),
+					runs[k-1].Sub(start).Round(time.Millisecond), runs[k].Sub(start).Round(time.Millisecond))
+			}
+		}
+	}
+	if overLease > 0 {
+		t.Errorf("%d checks waited longer than two periods and the lease (%s) after the kill", overLease, lease)
+	}
+	sort.Slice(takeover, func(i, j int) bool { return takeover[i] < takeover[j] })
+	if len(takeover) > 0 {
+		onTime := sort.Search(len(takeover), func(i int) bool { return takeover[i] > time.Second })
+		t.Logf("across the kill: %d of %d checks ran within a second of their period (%s); the latest %s late (lease %s)",
+			onTime, len(takeover), period, takeover[len(takeover)-1].Round(time.Millisecond), lease)
+	}
+	n := 0
+	for i := range checks {
+		n += len(final[i]) - len(beforeKill[i])
+	}
+	t.Logf("%d runs in total, %d after the kill", func() int {
+		total := 0
+		for _, r := range final {
+			total += len(r)
+		}
+		return total
+	}(), n)
+
+	// Each state change alerted once: down then up for the flipped
+	// targets, nothing for the others.
+	for i, id := range ids {
+		got := strings.Join(alerts.of(id), ",")
+		want := ""
+		if i < flipped {
+			want = "down,up"
+		}
+		if got != want {
+			t.Errorf("check %d (%s): alerts %q, want %q", i, id, got, want)
+		}
+	}
+	// And the store agrees: no check holds a lease of the dead node for
+	// longer than the lease.
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + d.addr),
+		Credentials: credentials.NewStaticCredentialsProvider(clusterKeyID, clusterSecret, "")})
+	out, err := client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String("checks-CHECK"),
+		FilterExpression:          aws.String("begins_with(leaseOwner, :c)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberS{Value: "node-c-"}}})
+	if err != nil {
+		t.Logf("scan of the leases: %v", err)
+	} else if len(out.Items) > 0 {
+		t.Errorf("%d checks still leased by the dead node-c after %s", len(out.Items), time.Since(killedAt).Round(time.Millisecond))
+	}
+}

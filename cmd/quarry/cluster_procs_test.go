@@ -79,6 +79,13 @@ func startProcNodeAsync(t *testing.T, d *ddbProc, name string, extra ...string) 
 			_ = q.cmd.Process.Kill()
 			<-q.done
 		}
+		if t.Failed() {
+			logs := q.logs()
+			if len(logs) > 20000 {
+				logs = "…" + logs[len(logs)-20000:]
+			}
+			t.Logf("%s logs:\n%s", name, logs)
+		}
 	})
 	client := &http.Client{Timeout: 2 * time.Second}
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !q.exited(); time.Sleep(50 * time.Millisecond) {
@@ -423,5 +430,225 @@ func TestClusterProcsChecks(t *testing.T) {
 		t.Logf("scan of the leases: %v", err)
 	} else if len(out.Items) > 0 {
 		t.Errorf("%d checks still leased by the dead node-c after %s", len(out.Items), time.Since(killedAt).Round(time.Millisecond))
+	}
+}
+
+// notifyLog records the webhook notifications a receiver gets.
+type notifyLog struct {
+	mu     sync.Mutex
+	byPart map[string]int // part_available deliveries per part
+	ids    map[string]int // deliveries per notification id
+}
+
+func (l *notifyLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var n struct {
+		Type string         `json:"type"`
+		Data map[string]any `json:"data"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+		http.Error(w, "bad notification", http.StatusBadRequest)
+		return
+	}
+	l.mu.Lock()
+	l.ids[r.Header.Get("X-EECAR-Notification-Id")]++
+	if n.Type == "part_available" {
+		part, _ := n.Data["partId"].(string)
+		l.byPart[part]++
+	}
+	l.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (l *notifyLog) parts() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.byPart))
+	for k, v := range l.byPart {
+		out[k] = v
+	}
+	return out
+}
+
+// TestClusterProcsEECAR runs EECAR on three `quarry serve --systems eecar`
+// processes sharing one DynamoDB endpoint. A part registered on one node
+// is found by search on the two others (each keeps its own index, fed by
+// the table's stream); a watch that matches new parts, registered on
+// different nodes, notifies its buyer once per part cluster-wide (one
+// webhook delivery, one notification), although every node evaluates the
+// watch; and accepts of one proposal sent at once to the three nodes leave
+// exactly one winner, the others answered 409 with a JSON error.
+func TestClusterProcsEECAR(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three quarry processes; skipped in -short mode")
+	}
+	notes := &notifyLog{byPart: map[string]int{}, ids: map[string]int{}}
+	hook := httptest.NewServer(notes)
+	defer hook.Close()
+	d := startSharedDDB(t, "", "")
+	nodes := startProcNodes(t, d, 3, "--systems", "eecar", "--allow-networks", hook.Listener.Addr().String())
+	url := func(i int, path string) string { return "http://" + nodes[i].api + "/eecar" + path }
+
+	sellerKey := clusterCLI(t, d, "eecar", "company", "create", "--name", "Seller Cluster")
+	buyerKey := clusterCLI(t, d, "eecar", "company", "create", "--name", "Buyer Cluster")
+	seller, buyer := "Bearer "+sellerKey, "Bearer "+buyerKey
+	var me struct {
+		ID string `json:"companyId"`
+	}
+	code, body := apiCall(t, http.MethodGet, url(0, "/me"), buyer, nil)
+	if code != http.StatusOK || json.Unmarshal(body, &me) != nil || me.ID == "" {
+		t.Fatalf("GET /me: %d %s", code, body)
+	}
+	buyerID := me.ID
+	if code, body := apiCall(t, http.MethodPut, url(0, "/me/webhook"), buyer, map[string]any{"webhookUrl": hook.URL + "/eecar"}); code != http.StatusOK {
+		t.Fatalf("PUT /me/webhook: %d %s", code, body)
+	}
+	// The watch, registered on node B, reaches A and C through the stream.
+	code, body = apiCall(t, http.MethodPost, url(1, "/watches"), buyer, map[string]any{
+		"criteria": map[string]any{"category": "motor", "maxPrice": 5000, "keywords": []string{"quasar"}}})
+	if code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("POST /watches: %d %s", code, body)
+	}
+
+	// Parts registered on each node in turn: each is searchable on the
+	// others, and each matches the watch.
+	const parts = 6
+	partIDs := make([]string, parts)
+	vectorAt := make([]string, parts) // when each part's vector was recorded
+	var visible []time.Duration // registration to searchable on another node
+	for i := range parts {
+		code, body := apiCall(t, http.MethodPost, url(i%3, "/parts"), seller, map[string]any{
+			"name": fmt.Sprintf("Quasar traction motor %c%d", 'A'+i, i), "category": "motor", "manufacturer": "Quasar",
+			"price": 1000 + i, "description": "A quasar drive unit for the cluster test"})
+		var p struct {
+			ID     string `json:"partId"`
+			Vector struct {
+				CreatedAt string `json:"createdAt"`
+			} `json:"vector"`
+		}
+		if code != http.StatusCreated || json.Unmarshal(body, &p) != nil || p.ID == "" {
+			t.Fatalf("POST /parts on node %d: %d %s", i%3, code, body)
+		}
+		partIDs[i] = p.ID
+		vectorAt[i] = p.Vector.CreatedAt
+		registered := time.Now()
+		for _, other := range []int{(i + 1) % 3, (i + 2) % 3} {
+			waitForLong(t, 20*time.Second, fmt.Sprintf("part %d registered on node %d to be found on node %d", i, i%3, other), func() bool {
+				code, body := apiCall(t, http.MethodPost, url(other, "/search"), seller, map[string]any{
+					"query": fmt.Sprintf("Quasar traction motor %c%d", 'A'+i, i), "topK": 10, "filters": map[string]any{"category": "motor"}})
+				if code != http.StatusOK {
+					t.Logf("search on node %d: %d %s", other, code, body)
+				}
+				return code == http.StatusOK && bytes.Contains(body, []byte(p.ID))
+			})
+			visible = append(visible, time.Since(registered))
+		}
+	}
+	sort.Slice(visible, func(i, j int) bool { return visible[i] < visible[j] })
+	t.Logf("a part registered on one node was found on another after %s (median) to %s (max) of %d",
+		visible[len(visible)/2].Round(time.Millisecond), visible[len(visible)-1].Round(time.Millisecond), len(visible))
+
+	// One delivery and one notification per part: all three nodes have
+	// seen every part (search above), so any duplicate is on its way.
+	waitForLong(t, 30*time.Second, "a notification for each part", func() bool { return len(notes.parts()) >= parts })
+	var delivered atomic.Int64
+	waitForLong(t, 30*time.Second, "no further deliveries", quietFunc(func() int64 {
+		n := 0
+		for _, c := range notes.parts() {
+			n += c
+		}
+		delivered.Store(int64(n))
+		return int64(n)
+	}, 2*time.Second))
+	got := notes.parts()
+	for i, id := range partIDs {
+		if got[id] != 1 {
+			t.Errorf("part %d (%s): %d webhook deliveries, want 1", i, id, got[id])
+		}
+	}
+	notes.mu.Lock()
+	for id, n := range notes.ids {
+		if n != 1 {
+			t.Errorf("notification %s delivered %d times", id, n)
+		}
+	}
+	notes.mu.Unlock()
+	// The other nodes, whose blob stores lack the vectors, embedded the
+	// parts again for themselves without writing them again (a write
+	// each would start another round on every other node).
+	for i, id := range partIDs {
+		code, body := apiCall(t, http.MethodGet, url(i%3, "/parts/"+id), seller, nil)
+		if code != http.StatusOK || !bytes.Contains(body, []byte(`"createdAt":"`+vectorAt[i]+`"}`)) {
+			t.Errorf("part %d after indexing on every node: %d %s, want its vector recorded at %s only", i, code, body, vectorAt[i])
+		}
+	}
+	code, body = apiCall(t, http.MethodGet, url(2, "/notifications"), buyer, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /notifications: %d %s", code, body)
+	}
+	for i, id := range partIDs {
+		if n := bytes.Count(body, []byte(`"partId":"`+id+`"`)); n != 1 {
+			t.Errorf("part %d: %d notifications listed for the buyer, want 1", i, n)
+		}
+	}
+
+	// Racing accepts: the three nodes each get the buyer's accept of the
+	// same proposal at once.
+	for round := range 4 {
+		code, body := apiCall(t, http.MethodPost, url(round%3, "/proposals"), seller, map[string]any{
+			"toCompanyId": buyerID, "partIds": []string{partIDs[round]}, "proposalType": "sell", "priceOffer": 900})
+		var p struct {
+			ID string `json:"proposalId"`
+		}
+		if code != http.StatusCreated || json.Unmarshal(body, &p) != nil || p.ID == "" {
+			t.Fatalf("POST /proposals: %d %s", code, body)
+		}
+		type answer struct {
+			code int
+			body []byte
+		}
+		answers := make([]answer, 3)
+		var wg sync.WaitGroup
+		ready := make(chan struct{})
+		for i := range answers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-ready
+				code, body := apiCall(t, http.MethodPost, url(i, "/proposals/"+p.ID+"/respond"), buyer, map[string]any{"action": "accept", "message": fmt.Sprintf("via node %d", i)})
+				answers[i] = answer{code, body}
+			}()
+		}
+		close(ready)
+		wg.Wait()
+		won := 0
+		for i, a := range answers {
+			var e struct{ Error string }
+			switch {
+			case a.code == http.StatusOK:
+				won++
+			case a.code == http.StatusConflict && json.Unmarshal(a.body, &e) == nil && e.Error != "":
+			default:
+				t.Errorf("round %d, accept on node %d: %d %s, want 200 or 409 with a JSON error", round, i, a.code, a.body)
+			}
+		}
+		if won != 1 {
+			t.Errorf("round %d: %d accepts won, want exactly 1: %v", round, won, answers)
+		}
+		code, body = apiCall(t, http.MethodGet, url((round+1)%3, "/proposals/"+p.ID), buyer, nil)
+		if code != http.StatusOK || !bytes.Contains(body, []byte(`"status":"accepted"`)) || bytes.Count(body, []byte(`"action":"accept"`)) != 1 {
+			t.Errorf("round %d: proposal after the race: %d %s, want accepted with one accept in its history", round, code, body)
+		}
+	}
+}
+
+// quietFunc returns a condition that holds once value has not changed
+// for d.
+func quietFunc(value func() int64, d time.Duration) func() bool {
+	last, since := value(), time.Now()
+	return func() bool {
+		if n := value(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= d
 	}
 }

@@ -514,7 +514,7 @@ func TestClusterProcsEECAR(t *testing.T) {
 	const parts = 6
 	partIDs := make([]string, parts)
 	vectorAt := make([]string, parts) // when each part's vector was recorded
-	var visible []time.Duration // registration to searchable on another node
+	var visible []time.Duration       // registration to searchable on another node
 	for i := range parts {
 		code, body := apiCall(t, http.MethodPost, url(i%3, "/parts"), seller, map[string]any{
 			"name": fmt.Sprintf("Quasar traction motor %c%d", 'A'+i, i), "category": "motor", "manufacturer": "Quasar",

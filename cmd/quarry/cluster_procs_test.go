@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -21,8 +25,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/quarrydb/quarry/internal/checks/scheduler"
+	"github.com/quarrydb/quarry/internal/datashelf/fixture"
+	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
+	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 // The cluster tests on processes: three real `quarry serve` processes (this
@@ -650,5 +659,193 @@ func quietFunc(value func() int64, d time.Duration) func() bool {
 			last, since = n, time.Now()
 		}
 		return time.Since(since) >= d
+	}
+}
+
+// freshPGSchema creates an empty schema in the test PostgreSQL and
+// returns a URL whose connections use it (dropped when the test ends).
+func freshPGSchema(t *testing.T) string {
+	t.Helper()
+	base := testenv.PostgresURL(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("quarry_cluster_%x", b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop schema: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// shelfDigest is a SHA-256 over DataShelf's exported categories and
+// products (`quarry datashelf export --format jsonl`), without what
+// differs between two crawls of one site: ids (a product's category is
+// named by its source URL), and times.
+func shelfDigest(t *testing.T, db string) (string, int) {
+	t.Helper()
+	export := func(table string) []map[string]any {
+		var out, errs syncBuffer
+		if code := run(context.Background(), []string{"datashelf", "export", "--table", table, "--format", "jsonl", "--datashelf-db", db, "--data-dir", t.TempDir()}, noEnv, &out, &errs); code != 0 {
+			t.Fatalf("export %s: exit %d: %s", table, code, errs.String())
+		}
+		var rows []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			var row map[string]any
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatalf("export %s: %v: %s", table, err, line)
+			}
+			rows = append(rows, row)
+		}
+		return rows
+	}
+	cats := export("category")
+	catURL := map[any]any{}
+	for _, c := range cats {
+		catURL[c["id"]] = c["source_url"]
+	}
+	var lines []string
+	for table, rows := range map[string][]map[string]any{"category": cats, "product": export("product")} {
+		for _, row := range rows {
+			if id, ok := row["category_id"]; ok {
+				row["category_id"] = catURL[id]
+			}
+			for _, k := range []string{"id", "navigation_id", "last_scraped_at", "created_at", "updated_at"} {
+				delete(row, k)
+			}
+			b, err := json.Marshal(row) // keys sorted
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, table+"\t"+string(b))
+		}
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil)), len(lines)
+}
+
+// TestClusterProcsDataShelf runs three `quarry datashelf crawl` processes
+// on one PostgreSQL queue against the fixture bookshop, SIGKILLs one of
+// them mid-crawl (its running jobs are taken over by the others once their
+// 2 s lease expires), and compares the database with a single crawler's
+// run of the same site: the digests of the exported categories and
+// products are equal.
+func TestClusterProcsDataShelf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four crawler processes; skipped in -short mode")
+	}
+	const products = 200
+	site := fixture.New(fixture.Options{Products: products, Seed: 16, CrawlDelay: -1})
+	srv := httptest.NewServer(site.Handler())
+	defer srv.Close()
+	start := srv.URL + fixture.Locale
+	crawl := func(db, name string) *quarryProc {
+		t.Helper()
+		q, err := spawnQuarry(quarryBinary(t), t.TempDir()+"/"+name+".log", "", "datashelf", "crawl", start,
+			"--datashelf-db", db, "--data-dir", t.TempDir(), "--allow-networks", srv.Listener.Addr().String(),
+			"--lease", "2s", "--workers", "4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if !q.exited() {
+				_ = q.cmd.Process.Kill()
+				<-q.done
+			}
+			if t.Failed() {
+				t.Logf("%s:\n%s", name, q.logs())
+			}
+		})
+		return q
+	}
+	wait := func(q *quarryProc, name string) {
+		t.Helper()
+		select {
+		case <-q.done:
+			if q.waitErr != nil {
+				t.Fatalf("%s: %v\n%s", name, q.waitErr, q.logs())
+			}
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("%s did not finish within 3 minutes:\n%s", name, q.logs())
+		}
+	}
+
+	// Three crawlers on one queue; one dies once a third of the products
+	// are stored.
+	db := freshPGSchema(t)
+	began := time.Now()
+	crawlers := []*quarryProc{crawl(db, "crawler-a"), crawl(db, "crawler-b"), crawl(db, "crawler-c")}
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var stored int
+	waitForLong(t, 2*time.Minute, "a third of the products stored", func() bool {
+		_, stored, err = st.ListProducts(ctx, datashelfstore.ProductFilter{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stored >= products/3 || crawlers[2].exited()
+	})
+	if crawlers[2].exited() {
+		t.Fatalf("crawler-c finished before it could be killed (%d products stored)", stored)
+	}
+	kill(t, crawlers[2])
+	running := 0
+	if stats, err := st.QueueStats(ctx); err == nil {
+		for _, s := range stats {
+			if s.Status == datashelfstore.StatusRunning {
+				running += s.Count
+			}
+		}
+	}
+	t.Logf("crawler-c SIGKILLed after %s with %d products stored, %d jobs running cluster-wide", time.Since(began).Round(time.Millisecond), stored, running)
+	wait(crawlers[0], "crawler-a")
+	wait(crawlers[1], "crawler-b")
+	clustered := time.Since(began)
+	got, rows := shelfDigest(t, db)
+
+	// The reference: one crawler, not interrupted.
+	ref := freshPGSchema(t)
+	began = time.Now()
+	wait(crawl(ref, "reference"), "reference")
+	want, wantRows := shelfDigest(t, ref)
+	t.Logf("three crawlers (one killed) %s, one crawler %s; %d rows: %s", clustered.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), rows, got)
+	if got != want || rows != wantRows {
+		t.Fatalf("digest of the three crawlers' database %s (%d rows), of one crawler's %s (%d rows)", got, rows, want, wantRows)
+	}
+	if rows < products {
+		t.Fatalf("only %d rows exported, want at least the %d products", rows, products)
 	}
 }

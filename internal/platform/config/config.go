@@ -35,6 +35,12 @@ type Config struct {
 	// browsers run here, and the other processes forward those sessions'
 	// CDP connections to it. Empty: http://<Listen>.
 	AdvertiseURL string
+	// Systems names the systems this `quarry serve` process runs:
+	// "all" (the default) or a comma-separated list of datashelf,
+	// wallcrawler, checks and eecar (see SystemSet). The others answer 503
+	// and show as disabled in /healthz, so that browser nodes and
+	// scheduler nodes can be sized apart.
+	Systems string
 	// Emulate makes `quarry ddb serve` answer like another engine where it
 	// differs in what quarry's systems need: "alternator" (ScyllaDB
 	// Alternator: no transactions, no point-in-time recovery, delayed
@@ -147,6 +153,10 @@ type Config struct {
 	ChecksTablePrefix string
 	// ChecksMinInterval is the shortest period a check may have.
 	ChecksMinInterval time.Duration
+	// ChecksRunTimeout bounds one run of a check; the run holds its
+	// check's lease for twice as long, so a process that dies mid-run
+	// delays that check by at most 2 × ChecksRunTimeout.
+	ChecksRunTimeout time.Duration
 	// ChecksAllowNetworks is the deprecated name of AllowNetworks (Checks
 	// only had the setting before it governed every system).
 	ChecksAllowNetworks string
@@ -194,6 +204,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Listen:          "127.0.0.1:8080",
+		Systems:         "all",
 		DDBListen:       "127.0.0.1:8000",
 		DataDir:         "./data",
 		LogLevel:        "info",
@@ -221,6 +232,7 @@ func Defaults() Config {
 
 		ChecksTablePrefix: "checks-",
 		ChecksMinInterval: 10 * time.Second,
+		ChecksRunTimeout:  30 * time.Second,
 		ChecksRetention:   7 * 24 * time.Hour,
 		ChecksFreeLimit:   5,
 		ChecksProLimit:    100,
@@ -243,6 +255,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "listen", usage: "address of the HTTP API", str: &c.Listen},
 		{flag: "public-url", usage: "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", str: &c.PublicURL},
 		{flag: "advertise-url", usage: "base URL the other quarry processes reach this one's HTTP API at, for forwarding Wallcrawler's CDP connections, e.g. http://10.0.3.7:8080 (default: http://<listen>)", str: &c.AdvertiseURL},
+		{flag: "systems", usage: "systems this process runs: all, or a comma-separated list of " + strings.Join(SystemNames, ", ") + " (the others answer 503)", str: &c.Systems},
 		{flag: "emulate", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
 		{flag: "emulate-stream-delay", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
 		{flag: "node-id", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name)", str: &c.NodeID},
@@ -272,6 +285,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
+		{flag: "checks-run-timeout", usage: "bound of one run of a check; a run holds its check's lease for twice this, the longest a check waits when the process running it dies", dur: &c.ChecksRunTimeout},
 		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
 		{flag: "checks-allow-networks", usage: "deprecated: use --allow-networks", str: &c.ChecksAllowNetworks},
 		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &c.ChecksRetention},
@@ -438,6 +452,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config: --advertise-url %q: want an http:// or https:// URL with a host and no query, e.g. http://10.0.3.7:8080", c.AdvertiseURL))
 		}
 	}
+	if _, err := c.SystemSet(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Emulate != "" && c.Emulate != "alternator" {
 		errs = append(errs, fmt.Errorf("config: --emulate %q: want alternator (or empty)", c.Emulate))
 	}
@@ -521,6 +538,9 @@ func (c *Config) Validate() error {
 	if c.ChecksMinInterval < time.Second {
 		errs = append(errs, fmt.Errorf("config: --checks-min-interval %v: at least 1s", c.ChecksMinInterval))
 	}
+	if c.ChecksRunTimeout < time.Second || c.ChecksRunTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("config: --checks-run-timeout %v: want 1s to 10m", c.ChecksRunTimeout))
+	}
 	if c.ChecksRetention < 0 {
 		errs = append(errs, fmt.Errorf("config: --checks-retention %v: must not be negative", c.ChecksRetention))
 	}
@@ -573,6 +593,48 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config: --ttl-interval %v: must be positive", c.TTLInterval))
 	}
 	return errors.Join(errs...)
+}
+
+// SystemNames are the systems `quarry serve` can run, in the order the
+// banner and --systems list them.
+var SystemNames = []string{"datashelf", "wallcrawler", "checks", "eecar"}
+
+// SystemSet returns the systems Systems names (each of SystemNames, or
+// all of them for "all"), or an error listing the valid names.
+func (c *Config) SystemSet() (map[string]bool, error) {
+	set := map[string]bool{}
+	if strings.TrimSpace(c.Systems) == "all" {
+		for _, n := range SystemNames {
+			set[n] = true
+		}
+		return set, nil
+	}
+	var unknown []string
+	for _, part := range strings.Split(c.Systems, ",") {
+		name := strings.ToLower(strings.TrimSpace(part))
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, n := range SystemNames {
+			if n == name {
+				found = true
+			}
+		}
+		if !found {
+			unknown = append(unknown, strconv.Quote(strings.TrimSpace(part)))
+			continue
+		}
+		set[name] = true
+	}
+	want := "want all, or one or more of " + strings.Join(SystemNames, ", ") + " separated by commas"
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("config: --systems (%s) %q: unknown system %s: %s", EnvName("systems"), c.Systems, strings.Join(unknown, ", "), want)
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("config: --systems (%s) %q names no system: %s", EnvName("systems"), c.Systems, want)
+	}
+	return set, nil
 }
 
 // NetworkPolicy returns the network policy of AllowNetworks, or of the

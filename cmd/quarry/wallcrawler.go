@@ -290,7 +290,7 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 		Tokens:   sessions.NewTokens(secret, nil),
 		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log,
-		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c), Lease: c.WallcrawlerLease, LeaseRenew: c.WallcrawlerLeaseRenew})
+		NodeID: nodeID(c), AdvertiseURL: advertiseURL(c), Lease: c.WallcrawlerLease, LeaseRenew: c.WallcrawlerLeaseRenew})
 	lc.onStop("wallcrawler sessions", func(ctx context.Context) error {
 		// At least a second for the final writes, even when the
 		// listeners' drain took the whole shutdown timeout.
@@ -404,6 +404,27 @@ func browserRoot(c *config.Config) (dir string, def bool, err error) {
 		return "", false, fmt.Errorf("wallcrawler: browser dir: %w", err)
 	}
 	return dir, def, nil
+}
+
+// nodeID is --node-id, or when it is not set the host name and the first
+// 6 hex digits of the SHA-256 of the absolute data directory: distinct for
+// two processes on one machine (which would otherwise take each other's
+// lease and sessions for their own), the same for a restart of the same
+// process (which then ends what its previous run left at once).
+func nodeID(c *config.Config) string {
+	if c.NodeID != "" {
+		return c.NodeID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "node"
+	}
+	data, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		data = c.DataDir
+	}
+	sum := sha256.Sum256([]byte(data))
+	return host + "-" + hex.EncodeToString(sum[:3])
 }
 
 // defaultBrowserRoot returns the browser dir of dataDir when none is

@@ -258,7 +258,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "systems", usage: "systems this process runs: all, or a comma-separated list of " + strings.Join(SystemNames, ", ") + " (the others answer 503)", str: &c.Systems},
 		{flag: "emulate", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
 		{flag: "emulate-stream-delay", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
-		{flag: "node-id", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name)", str: &c.NodeID},
+		{flag: "node-id", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name and a hash of data-dir)", str: &c.NodeID},
 		{flag: "trusted-proxies", usage: "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", str: &c.TrustedProxies},
 		{flag: "ddb-listen", usage: `address of the DynamoDB-compatible endpoint ("off" to disable)`, str: &c.DDBListen},
 		{flag: "data-dir", usage: "directory for local state", str: &c.DataDir},

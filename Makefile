@@ -2,6 +2,8 @@
 GO        ?= go
 DATA_DIR  ?= ./data
 PEERS_DIR ?= $(CURDIR)/.cache/peers
+# staticcheck, installed by test-deps (scripts/test-deps.sh pins its version)
+STATICCHECK ?= $(CURDIR)/.cache/bin/staticcheck
 ARGS      ?=
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 export PATH := /usr/local/go/bin:$(PATH)
@@ -41,18 +43,21 @@ test: test-deps lint
 	echo "PostgreSQL for the tests: $$url (stopped when the tests end)" && \
 	QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race $(RACE_GCFLAGS) -timeout 20m ./...
 
-## lint: go vet (with the tests' flags, so the build is shared) and gofmt over the tree
+## lint: go vet (with the tests' flags, so the build is shared), gofmt and
+## staticcheck (its checks in staticcheck.conf; installed by test-deps) over the tree
 lint:
 	$(GO) vet -race $(RACE_GCFLAGS) ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+	@test -x $(STATICCHECK) || (echo "$(STATICCHECK) missing: make test-deps installs it"; exit 1)
+	$(STATICCHECK) ./...
 
-## test-deps: install what the tests need (Debian packages when root, npm peers)
+## test-deps: install what the tests need (Debian packages when root, npm peers, staticcheck)
 test-deps:
-	@PEERS_DIR=$(PEERS_DIR) bash scripts/test-deps.sh
+	@PEERS_DIR=$(PEERS_DIR) STATICCHECK=$(STATICCHECK) GO=$(GO) bash scripts/test-deps.sh
 
 ## peer-deps: test-deps, and dynalite (npm) for test-peer and bench
 peer-deps:
-	@PEERS_DIR=$(PEERS_DIR) bash scripts/test-deps.sh peers
+	@PEERS_DIR=$(PEERS_DIR) STATICCHECK=$(STATICCHECK) GO=$(GO) bash scripts/test-deps.sh peers
 
 ## test-peer: run the store's SDK suite against dynalite (npm) and print the outcome
 test-peer: peer-deps

@@ -688,7 +688,7 @@ func (s *Store) RestoreTableFromBackup(in *RestoreTableFromBackupInput) (*Restor
 		return nil, verr
 	}
 	dp := backupDataPrefix(r.ID)
-	t, rerr := s.restoreTable(m, func(emit func(suffix, raw []byte) error) error {
+	t, rerr := s.restoreTable("RestoreTableFromBackup", m, func(emit func(suffix, raw []byte) error) error {
 		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: dp, UpperBound: prefixSuccessor(dp)})
 		if err != nil {
 			return err
@@ -860,7 +860,9 @@ func (s *Store) restoredMeta(src *tableMeta, target string, o *restoreOverrides)
 // m has the key schema of the items' source) and stored bytes. It writes
 // items and index entries in batches and publishes the table metadata last;
 // on failure, or if the name was taken meanwhile, it deletes what it wrote.
-func (s *Store) restoreTable(m *tableMeta, src func(emit func(suffix, raw []byte) error) error) (*table, *Error) {
+// An item that cannot be decoded is left out, logged and counted for op
+// (corrupt.go).
+func (s *Store) restoreTable(op string, m *tableMeta, src func(emit func(suffix, raw []byte) error) error) (*table, *Error) {
 	marker := &restoreMarker{Name: m.Name}
 	s.mu.Lock()
 	if _, exists := s.tables[m.Name]; exists {
@@ -897,16 +899,17 @@ func (s *Store) restoreTable(m *tableMeta, src func(emit func(suffix, raw []byte
 	defer func() { b.Close() }()
 	err = src(func(suffix, raw []byte) error {
 		k := append(append(make([]byte, 0, len(t.prefix)+len(suffix)), t.prefix...), suffix...)
+		// Every item is decoded, indexes or not: one that cannot be is
+		// left out of the new table, not copied into it.
+		item, err := decodeItem(raw)
+		if err != nil {
+			s.skipCorruptItem(op, t, k, err)
+			return nil
+		}
 		b.Set(k, raw, nil)
-		if len(t.indexes) > 0 {
-			item, err := decodeItem(raw)
-			if err != nil {
-				return err
-			}
-			for _, ix := range t.indexes {
-				if ik := ix.entryKey(t, item); ik != nil {
-					b.Set(ik, encodeItem(ix.project(t, item)), nil)
-				}
+		for _, ix := range t.indexes {
+			if ik := ix.entryKey(t, item); ik != nil {
+				b.Set(ik, encodeItem(ix.project(t, item)), nil)
 			}
 		}
 		if b.Len() >= restoreBatchBytes {

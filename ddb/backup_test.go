@@ -263,7 +263,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	// Backups outlive their table; delete removes them.
 	_, err = c.DeleteTable(tctx(t), &dynamodb.DeleteTableInput{TableName: aws.String("src")})
 	requireNoError(t, err, "DeleteTable")
-	res, err = c.RestoreTableFromBackup(tctx(t), &dynamodb.RestoreTableFromBackupInput{TargetTableName: aws.String("src"), BackupArn: aws.String(arn)})
+	_, err = c.RestoreTableFromBackup(tctx(t), &dynamodb.RestoreTableFromBackupInput{TargetTableName: aws.String("src"), BackupArn: aws.String(arn)})
 	requireNoError(t, err, "RestoreTableFromBackup after DeleteTable")
 	bkRequireSame(t, "table restored under the source's name", bkScan(t, c, "src"), atBackup)
 

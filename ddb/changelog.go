@@ -169,27 +169,3 @@ func (s *Store) stageLog(b *wbatch, t *table, old, new attr.Item, byTTL bool) {
 	}
 	b.Set(logKey(t.meta.ID, r.Seq), v, nil)
 }
-
-// readLog calls fn for each committed record of table id with sequence
-// number in [from, stable watermark], in order, until fn returns false.
-func (s *Store) readLog(tableID, from uint64, fn func(*changeRecord) bool) error {
-	upTo := s.seq.stable()
-	if from > upTo {
-		return nil
-	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(tableID, from), UpperBound: logKey(tableID, upTo+1)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		var r changeRecord
-		if err := json.Unmarshal(it.Value(), &r); err != nil {
-			return fmt.Errorf("ddb: corrupt change record: %w", err)
-		}
-		if !fn(&r) {
-			break
-		}
-	}
-	return it.Error()
-}

@@ -21,6 +21,12 @@ import (
 //   - skips it in Query and Scan pages (and in index reads that fetch it),
 //     logging an error naming the key and counting it in
 //     Metrics.CorruptItems, so that the rest of the table stays readable;
+//   - skips it, logged and counted the same way, when it restores a table
+//     (RestoreTableFromBackup, RestoreTableToPointInTime: the new table
+//     has every other item, its indexes complete) and when enabling TTL
+//     indexes the table's expiry times; CreateBackup copies the stored
+//     bytes as they are, undecoded, so a backup keeps the damaged item
+//     and a restore of it skips the item;
 //   - lets an unconditional DeleteItem, PutItem or BatchWriteItem replace or
 //     remove it: what can be found by key goes with it (its index entries
 //     and TTL entry), and a stream/PITR REMOVE record carries its key only.
@@ -143,6 +149,15 @@ func (s *Store) skipCorrupt(pl *readPlan, k []byte, err error) {
 		ce.Key, _ = pl.t.keyFromStorage(k)
 	}
 	s.opts.Logger.Error("ddb: skipping a stored item that cannot be decoded", "table", pl.t.meta.Name, "index", index, "err", ce.Error())
+}
+
+// skipCorruptItem logs and counts an item of t that cannot be decoded (k
+// is its storage key), which op (the operation, for the log) leaves out.
+func (s *Store) skipCorruptItem(op string, t *table, k []byte, err error) {
+	s.stats.corruptItems.Add(1)
+	ce := &CorruptItemError{Table: t.meta.Name, StorageKey: append([]byte(nil), k...), Err: err}
+	ce.Key, _ = t.keyFromStorage(k)
+	s.opts.Logger.Error("ddb: skipping a stored item that cannot be decoded", "table", t.meta.Name, "op", op, "err", ce.Error())
 }
 
 // stageCorruptRemoval stages the removal of what belongs to the undecodable

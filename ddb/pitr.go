@@ -282,7 +282,7 @@ func (s *Store) RestoreTableToPointInTime(in *RestoreTableToPointInTimeInput) (*
 	if verr != nil {
 		return nil, verr
 	}
-	nt, rerr := s.restoreTable(m, func(emit func(suffix, raw []byte) error) error {
+	nt, rerr := s.restoreTable("RestoreTableToPointInTime", m, func(emit func(suffix, raw []byte) error) error {
 		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: t.prefix, UpperBound: prefixSuccessor(t.prefix)})
 		if err != nil {
 			return err

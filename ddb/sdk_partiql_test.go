@@ -2,7 +2,6 @@ package ddb_test
 
 import (
 	"errors"
-	"sort"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,15 +19,6 @@ func mustExec(t *testing.T, c *dynamodb.Client, stmt string, params ...types.Att
 	out, err := execStmt(t, c, stmt, params...)
 	requireNoError(t, err, stmt)
 	return out.Items
-}
-
-func sortedS(items []attrs, name string) []string {
-	var out []string
-	for _, it := range items {
-		out = append(out, sAttr(it, name))
-	}
-	sort.Strings(out)
-	return out
 }
 
 func TestSDKPartiQLStatements(t *testing.T) {

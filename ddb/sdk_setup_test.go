@@ -444,22 +444,6 @@ func eaValues(kv ...any) map[string]types.AttributeValue {
 	return m
 }
 
-// nilIfEmptyNames / nilIfEmptyValues turn empty maps into nil so that
-// table-driven cases can omit them.
-func nilIfEmptyNames(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
-func nilIfEmptyValues(m map[string]types.AttributeValue) map[string]types.AttributeValue {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
 // nAttr returns the text of an N attribute of an item ("" when absent).
 func nAttr(it attrs, name string) string {
 	if v, ok := it[name].(*types.AttributeValueMemberN); ok {

@@ -255,6 +255,21 @@ func (s *Store) call(f opFunc, body []byte, opName string) (out any, err error) 
 
 var contentTypeJSON = []string{"application/x-amz-json-1.0"}
 
+// BusyAnswer returns the header and body of the endpoint's answer, with
+// status 503, to a connection refused because too many are open (the
+// listener writes it, not Handler): DynamoDB's ServiceUnavailableException,
+// which SDKs retry, with the Content-Type and X-Amz-Crc32 of every other
+// answer (aws-sdk-go-v2 checks a body without the checksum against 0, and
+// logs a warning when they differ).
+func BusyAnswer() (http.Header, []byte) {
+	body := []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavailableException","message":"too many connections"}`)
+	h := http.Header{
+		"Content-Type": contentTypeJSON,
+		"X-Amz-Crc32":  {strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)},
+	}
+	return h, body
+}
+
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	// Canonical header names, assigned directly: Set would canonicalize.

@@ -36,8 +36,8 @@ type opCounter struct {
 type opStats struct {
 	once sync.Once
 	byOp map[string]*opCounter
-	// corruptItems counts the stored items Query and Scan skipped because
-	// they could not be decoded (corrupt.go).
+	// corruptItems counts the stored items Query, Scan, restores and
+	// enabling TTL skipped because they could not be decoded (corrupt.go).
 	corruptItems atomic.Int64
 }
 
@@ -120,7 +120,8 @@ type Metrics struct {
 	// --ddb-sync off fsyncs only when a log file is rotated or closed).
 	WALFsync Histogram
 	// CorruptItems counts the stored items that Query and Scan left out of
-	// their pages because they could not be decoded (each is also logged
+	// their pages, restores left out of the new table and enabling TTL
+	// passed over, because they could not be decoded (each is also logged
 	// with its key); 0 on a healthy store.
 	CorruptItems int64
 }

@@ -76,14 +76,6 @@ func stNew(t *testing.T) *stEnv {
 func stS(v string) dtypes.AttributeValue { return &dtypes.AttributeValueMemberS{Value: v} }
 func stN(v int) dtypes.AttributeValue    { return &dtypes.AttributeValueMemberN{Value: strconv.Itoa(v)} }
 
-func stCode(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
 func stWantErr(t *testing.T, err error, code, msg string) {
 	t.Helper()
 	var ae smithy.APIError

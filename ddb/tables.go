@@ -952,8 +952,10 @@ func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
 }
 
 // forEachItem calls fn with the storage key and the decoded item of every
-// item of t, in key order. The key is only valid during the call.
-func (s *Store) forEachItem(t *table, fn func(key []byte, item attr.Item)) error {
+// item of t, in key order, skipping (logged and counted for op, see
+// corrupt.go) those that cannot be decoded. The key is only valid during
+// the call.
+func (s *Store) forEachItem(op string, t *table, fn func(key []byte, item attr.Item)) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: t.prefix, UpperBound: prefixSuccessor(t.prefix)})
 	if err != nil {
 		return err
@@ -961,8 +963,8 @@ func (s *Store) forEachItem(t *table, fn func(key []byte, item attr.Item)) error
 	for it.First(); it.Valid(); it.Next() {
 		item, err := decodeItem(it.Value())
 		if err != nil {
-			it.Close()
-			return err
+			s.skipCorruptItem(op, t, it.Key(), err)
+			continue
 		}
 		fn(it.Key(), item)
 	}

@@ -176,7 +176,7 @@ func (s *Store) UpdateTimeToLive(in *UpdateTimeToLiveInput) (*UpdateTimeToLiveOu
 	b.DeleteRange(ep, prefixSuccessor(ep), nil)
 	t := newTable(&m)
 	if m.TTLAttribute != "" {
-		err := s.forEachItem(t, func(key []byte, item attr.Item) {
+		err := s.forEachItem("UpdateTimeToLive", t, func(key []byte, item attr.Item) {
 			if sec, ok := expirySeconds(item, m.TTLAttribute); ok {
 				b.Set(expiryKey(m.ID, sec, key), nil, nil)
 			}

@@ -19,6 +19,9 @@
 # - npm peers, into $PEERS_DIR, never into the repository's tracked files:
 #   the Browserbase SDK and playwright-core (cmd/quarry's SDK compatibility
 #   test); with "peers", dynalite (the store's comparison peer).
+# - staticcheck (run by `make lint`), built from the Go module proxy at the
+#   version pinned below into $STATICCHECK (default .cache/bin/staticcheck),
+#   when that file is missing or reports another version.
 # Not root, or no apt-get: what is missing is named, nothing is installed.
 set -euo pipefail
 PEERS_DIR=${PEERS_DIR:-$(pwd)/.cache/peers}
@@ -48,6 +51,22 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 	fi
 fi
 [ "$mode" != run ] || exit 0
+
+STATICCHECK=${STATICCHECK:-$(pwd)/.cache/bin/staticcheck}
+STATICCHECK_VERSION=v0.8.2
+if ! "$STATICCHECK" -version 2>/dev/null | grep -qF "(${STATICCHECK_VERSION#v})"; then
+	echo "deps: installing staticcheck $STATICCHECK_VERSION into $(dirname "$STATICCHECK")"
+	mkdir -p "$(dirname "$STATICCHECK")"
+	# go install names the binary after the command; built in a scratch
+	# GOBIN and moved, so that $STATICCHECK may have any name.
+	gobin=$(mktemp -d)
+	if GOBIN=$gobin "${GO:-go}" install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"; then
+		mv "$gobin/staticcheck" "$STATICCHECK"
+	else
+		echo "deps: staticcheck install failed (make lint will fail)" >&2
+	fi
+	rm -rf "$gobin"
+fi
 
 npm_install() { # npm_install WHAT PACKAGE@VERSION...
 	local what=$1

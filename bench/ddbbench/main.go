@@ -694,6 +694,7 @@ func makeOp(cfg *config, op string) opFunc {
 				return err
 			}
 			if len(out.Items) != cfg.pageSize {
+				//lint:ignore ST1005 the message starts with the name of the DynamoDB operation that failed
 				return fmt.Errorf("Query: %d items, want %d", len(out.Items), cfg.pageSize)
 			}
 			return nil

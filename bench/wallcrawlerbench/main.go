@@ -623,6 +623,7 @@ func (c *cdpConn) load(ctx context.Context, url string) (string, error) {
 		ErrorText string `json:"errorText"`
 	}
 	if err := json.Unmarshal(raw, &nav); err == nil && nav.ErrorText != "" {
+		//lint:ignore ST1005 the message starts with the name of the DevTools protocol method that failed
 		return "", fmt.Errorf("Page.navigate: %s", nav.ErrorText)
 	}
 	if err := c.waitEvent(ctx, sessionID, "Page.loadEventFired"); err != nil {

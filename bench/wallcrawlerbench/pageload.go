@@ -461,6 +461,7 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle, last time.D
 		return 0, 0, 0, err
 	}
 	if nav.ErrorText != "" {
+		//lint:ignore ST1005 the message starts with the name of the DevTools protocol method that failed
 		return 0, 0, 0, fmt.Errorf("Page.navigate: %s", nav.ErrorText)
 	}
 	var tLoad, tIdle time.Time

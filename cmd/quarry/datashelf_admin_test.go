@@ -25,10 +25,9 @@ import (
 // the flags selecting it, how to open it for seeding, and how to break it
 // (delete the given category, bypassing the foreign key).
 type dataShelfAdminBackend struct {
-	flags   []string
-	open    func(t *testing.T) store.Store
-	orphan  func(t *testing.T, categoryID string)
-	cleanup func()
+	flags  []string
+	open   func(t *testing.T) store.Store
+	orphan func(t *testing.T, categoryID string)
 }
 
 func dataShelfAdminBackends(t *testing.T) map[string]func(t *testing.T) dataShelfAdminBackend {

@@ -306,7 +306,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
 		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
-			Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}
+			Limits: limits(c, c.DDBMaxConns), Busy: ddbBusy()}
 		if err := ddbSrv.Listen(); err != nil {
 			return err
 		}
@@ -427,7 +427,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	lc := newLifecycle(ctx, log)
 	lc.onStop("store", func(context.Context) error { return store.Close() })
 	if err := listen(lc, &httpserver.Server{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
-		Limits: limits(c, c.DDBMaxConns), BusyBody: ddbBusyBody}); err != nil {
+		Limits: limits(c, c.DDBMaxConns), Busy: ddbBusy()}); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 		defer cancel()
 		_ = lc.shutdown(sctx)
@@ -436,9 +436,13 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	return waitAndShutdown(ctx, lc, c, log)
 }
 
-// ddbBusyBody is the DynamoDB endpoint's answer (with status 503) to a
-// connection over --ddb-max-conns, in DynamoDB's error shape; SDKs retry it.
-const ddbBusyBody = `{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavailableException","message":"too many connections"}`
+// ddbBusy is the DynamoDB endpoint's answer (with status 503) to a
+// connection over --ddb-max-conns: the store's own (ddb.BusyAnswer), in
+// DynamoDB's error shape and with its checksum; SDKs retry it.
+func ddbBusy() *httpserver.BusyAnswer {
+	h, body := ddb.BusyAnswer()
+	return &httpserver.BusyAnswer{Header: h, Body: body}
+}
 
 // limits are a listener's timeouts (shared by both listeners) and its
 // connection cap.

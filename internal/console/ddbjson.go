@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -368,29 +367,4 @@ func decodeKey(s string) (Item, error) {
 		return nil, fmt.Errorf("malformed key: %w", err)
 	}
 	return parseDDBItem(string(b))
-}
-
-// sortedNames returns an item's attribute names, the key's first.
-func sortedNames(it Item, keys []string) []string {
-	var names []string
-	for k := range it {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		ri, rj := rank(names[i], keys), rank(names[j], keys)
-		if ri != rj {
-			return ri < rj
-		}
-		return names[i] < names[j]
-	})
-	return names
-}
-
-func rank(name string, keys []string) int {
-	for i, k := range keys {
-		if k == name {
-			return i
-		}
-	}
-	return len(keys)
 }

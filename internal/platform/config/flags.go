@@ -39,7 +39,7 @@ func parseFlags(fs *flag.FlagSet, args []string, fields []field) (mistakes []err
 		if errors.Is(perr, flag.ErrHelp) {
 			return nil, perr
 		}
-		explained, drop, n := explainFlagError(fs, perr, args, byName)
+		drop, n, explained := explainFlagError(fs, perr, args, byName)
 		mistakes = append(mistakes, explained)
 		if drop < 0 {
 			return mistakes, nil
@@ -55,10 +55,10 @@ var (
 	needsArgument = regexp.MustCompile(`^flag needs an argument: -(\S+)$`)
 )
 
-// explainFlagError rewrites an error of flag.FlagSet.Parse and returns the
-// index in args of the mistaken flag, to drop with its separate value (n
-// arguments in all) before parsing again (-1: none).
-func explainFlagError(fs *flag.FlagSet, err error, args []string, byName map[string]field) (explained error, drop, n int) {
+// explainFlagError returns the index in args of the mistaken flag, to drop
+// with its separate value (n arguments in all) before parsing again (-1:
+// none), and err, an error of flag.FlagSet.Parse, rewritten.
+func explainFlagError(fs *flag.FlagSet, err error, args []string, byName map[string]field) (drop, n int, explained error) {
 	msg := err.Error()
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
 		hint := fmt.Sprintf(`run "%s -h" for the flags`, fs.Name())
@@ -66,7 +66,7 @@ func explainFlagError(fs *flag.FlagSet, err error, args []string, byName map[str
 			hint = "did you mean --" + near + "?"
 		}
 		i := flagIndex(args, m[1])
-		return fmt.Errorf("%s; %s", msg, hint), i, withValue(args, i)
+		return i, withValue(args, i), fmt.Errorf("%s; %s", msg, hint)
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
 		name, value := m[2], m[1]
@@ -84,12 +84,12 @@ func explainFlagError(fs *flag.FlagSet, err error, args []string, byName map[str
 		if i >= 0 && !strings.Contains(args[i], "=") && i+1 < len(args) {
 			n = 2
 		}
-		return fmt.Errorf("config: --%s %q: want %s%s", name, value, valueForm(fs.Lookup(name), m[3]), env), i, n
+		return i, n, fmt.Errorf("config: --%s %q: want %s%s", name, value, valueForm(fs.Lookup(name), m[3]), env)
 	}
 	if m := needsArgument.FindStringSubmatch(msg); m != nil {
-		return fmt.Errorf("config: --%s needs a value (--%s VALUE or --%s=VALUE): %s", m[1], m[1], m[1], valueForm(fs.Lookup(m[1]), "")), flagIndex(args, m[1]), 1
+		return flagIndex(args, m[1]), 1, fmt.Errorf("config: --%s needs a value (--%s VALUE or --%s=VALUE): %s", m[1], m[1], m[1], valueForm(fs.Lookup(m[1]), ""))
 	}
-	return fmt.Errorf("config: %w", err), -1, 0
+	return -1, 0, fmt.Errorf("config: %w", err)
 }
 
 // withValue returns how many arguments the flag at args[i] spans: 1 when

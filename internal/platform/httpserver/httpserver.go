@@ -3,6 +3,7 @@
 package httpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -48,7 +50,7 @@ type Limits struct {
 	// before it writes.
 	WriteTimeout time.Duration
 	// MaxConns caps the connections open at once; a connection over the cap
-	// is answered 503 with BusyBody and closed.
+	// is answered 503 with Server.Busy and closed.
 	MaxConns int
 }
 
@@ -71,6 +73,41 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// BusyAnswer is the answer, with status 503, to a connection refused
+// because Limits.MaxConns are open. The listener writes it without reading
+// the request (the connection is never handed to the HTTP server), with
+// Content-Length, Retry-After: 1 and Connection: close added.
+type BusyAnswer struct {
+	// Header is sent as given (a Content-Type here replaces the default
+	// application/json): for example a checksum of Body that the
+	// listener's clients check.
+	Header http.Header
+	Body   []byte
+}
+
+// DefaultBusy is the busy answer of a listener of quarry's REST APIs:
+// {"error":"too many connections"}.
+func DefaultBusy() *BusyAnswer {
+	return &BusyAnswer{Body: []byte(`{"error":"too many connections"}`)}
+}
+
+// bytes returns the answer as written on the connection.
+func (b *BusyAnswer) bytes() []byte {
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, v := range b.Header {
+		h[http.CanonicalHeaderKey(k)] = v
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b.Body)))
+	h.Set("Retry-After", "1")
+	h.Set("Connection", "close")
+	var buf bytes.Buffer
+	buf.WriteString("HTTP/1.1 503 Service Unavailable\r\n")
+	h.Write(&buf) // sorted by name; values are checked by Write
+	buf.WriteString("\r\n")
+	buf.Write(b.Body)
+	return buf.Bytes()
+}
+
 // Server is one HTTP listener.
 type Server struct {
 	Name    string
@@ -79,10 +116,10 @@ type Server struct {
 	Logger  *slog.Logger
 	// Limits bound each client's use of the listener.
 	Limits Limits
-	// BusyBody is the JSON body of the 503 answered to a connection over
-	// Limits.MaxConns (default {"error":"too many connections"}), so that
-	// each listener answers in its clients' error shape.
-	BusyBody string
+	// Busy is the 503 answered to a connection over Limits.MaxConns, so
+	// that each listener answers in its clients' error shape (nil:
+	// DefaultBusy).
+	Busy *BusyAnswer
 
 	ln  net.Listener
 	srv *http.Server
@@ -96,9 +133,9 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("%s: listen %s: %w", s.Name, s.Addr, err)
 	}
 	lim := s.Limits.withDefaults()
-	busy := s.BusyBody
-	if busy == "" {
-		busy = `{"error":"too many connections"}`
+	busy := s.Busy
+	if busy == nil {
+		busy = DefaultBusy()
 	}
 	s.ln = newLimitListener(ln, lim.MaxConns, busy, s.Logger.With("server", s.Name))
 	s.srv = &http.Server{

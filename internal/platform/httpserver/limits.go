@@ -1,11 +1,11 @@
 package httpserver
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,10 +95,8 @@ type limitListener struct {
 	warned atomic.Int64 // unix seconds of the last warning
 }
 
-func newLimitListener(ln net.Listener, max int, busyBody string, log *slog.Logger) *limitListener {
-	resp := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
-		strconv.Itoa(len(busyBody)) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + busyBody
-	return &limitListener{Listener: ln, max: int64(max), busy: []byte(resp), log: log}
+func newLimitListener(ln net.Listener, max int, busy *BusyAnswer, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: ln, max: int64(max), busy: busy.bytes(), log: log}
 }
 
 // Accept returns the next connection under the cap.
@@ -122,6 +120,12 @@ func (l *limitListener) refuse(c net.Conn) {
 		l.log.Warn("connection refused: too many connections", "max", l.max, "remote", c.RemoteAddr().String())
 	}
 	go func() {
+		// The answer follows the request's head, so that it reads as the
+		// response to that request: Go's http.Transport (aws-sdk-go-v2's)
+		// drops a response that arrives before its request is written as
+		// unsolicited, and fails the request without its status or body.
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		readHead(c, 64<<10)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		c.Write(l.busy)
 		if tc, ok := c.(*net.TCPConn); ok {
@@ -133,6 +137,22 @@ func (l *limitListener) refuse(c net.Conn) {
 		}
 		c.Close()
 	}()
+}
+
+// readHead reads from c until the end of an HTTP request's head (a blank
+// line), limit bytes, or an error (the read deadline among them).
+func readHead(c net.Conn, limit int) {
+	buf := make([]byte, 4096)
+	var tail []byte // the last bytes read, to find a blank line split across reads
+	for n := 0; n < limit; {
+		k, err := c.Read(buf)
+		n += k
+		tail = append(tail, buf[:k]...)
+		if bytes.Contains(tail, []byte("\r\n\r\n")) || bytes.Contains(tail, []byte("\n\n")) || err != nil {
+			return
+		}
+		tail = tail[max(0, len(tail)-3):]
+	}
 }
 
 // limitConn gives its slot back when closed.

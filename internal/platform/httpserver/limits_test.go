@@ -16,7 +16,8 @@ import (
 // startLimited serves h on a loopback port with lim and returns its address.
 func startLimited(t *testing.T, h http.Handler, lim Limits) string {
 	t.Helper()
-	s := &Server{Name: "test", Addr: "127.0.0.1:0", Handler: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: lim, BusyBody: `{"error":"busy"}`}
+	s := &Server{Name: "test", Addr: "127.0.0.1:0", Handler: h, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: lim,
+		Busy: &BusyAnswer{Header: http.Header{"content-type": {"application/x-busy"}, "X-Check": {"123"}}, Body: []byte(`{"error":"busy"}`)}}
 	if err := s.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestLimitsBodyAtRate(t *testing.T) {
 }
 
 // TestMaxConns fills the cap with idle connections: the next one is
-// answered 503 with the busy body, and one more is served once a slot is
+// answered 503 with the busy answer (its headers included), and one more is served once a slot is
 // free again.
 func TestMaxConns(t *testing.T) {
 	addr := startLimited(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), Limits{MaxConns: 2})
@@ -128,6 +129,7 @@ func TestMaxConns(t *testing.T) {
 		held = append(held, c)
 	}
 	time.Sleep(100 * time.Millisecond) // let the server accept them
+	var header http.Header
 	get := func() (int, string, error) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -141,12 +143,21 @@ func TestMaxConns(t *testing.T) {
 			return 0, "", err
 		}
 		defer resp.Body.Close()
+		header = resp.Header.Clone()
+		if resp.Close { // ReadResponse takes Connection: close out of the header
+			header.Set("Connection", "close")
+		}
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), nil
 	}
 	code, body, err := get()
 	if err != nil || code != 503 || body != `{"error":"busy"}` {
 		t.Fatalf("over the cap: %d %q %v, want 503 with the busy body", code, body, err)
+	}
+	for k, want := range map[string]string{"Content-Type": "application/x-busy", "X-Check": "123", "Content-Length": "16", "Retry-After": "1", "Connection": "close"} {
+		if got := header.Values(k); len(got) != 1 || got[0] != want {
+			t.Errorf("busy answer's %s = %q, want %q", k, got, want)
+		}
 	}
 	held[0].Close()
 	deadline := time.Now().Add(3 * time.Second)

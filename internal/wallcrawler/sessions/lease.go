@@ -88,7 +88,7 @@ func parseLease(v av) (NodeLease, bool) {
 	return l, l.Inc != "" && l.Lease > 0
 }
 
-// ErrLeaseLost: the node's lease in the registry is not the one this
+// ErrLeaseLost reports that the node's lease in the registry is not the one this
 // process last wrote (another node declared it dead and removed it, or
 // another process uses the same node id).
 var ErrLeaseLost = errors.New("sessions: lease lost")

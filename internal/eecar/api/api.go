@@ -6,6 +6,8 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -75,6 +77,8 @@ func New(m *market.Market, logger *slog.Logger, opts ...Option) *Handler {
 	h.mux.HandleFunc("GET /notifications", h.notifications)
 	h.mux.HandleFunc("POST /notifications/{id}/read", h.markRead)
 	h.mux.HandleFunc("POST /battery-health", h.batteryHealth)
+	h.mux.HandleFunc("POST /images", h.uploadImage)
+	h.mux.HandleFunc("GET /images/{key}", h.image)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -534,6 +538,40 @@ func (h *Handler) batteryHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jsonhttp.Write(w, http.StatusOK, out)
+}
+
+// uploadImage stores the request body as a part image: 201 with its key and
+// the URL a part lists in images.
+func (h *Handler) uploadImage(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, market.MaxImageSize+1))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		jsonhttp.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("an image may be at most %d MB", market.MaxImageSize>>20))
+		return
+	}
+	if err != nil {
+		jsonhttp.Error(w, http.StatusBadRequest, "could not read the image: "+err.Error())
+		return
+	}
+	key, err := h.m.PutImage(r.Context(), data)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	jsonhttp.Write(w, http.StatusCreated, map[string]string{"key": key, "url": market.ImagePath + key})
+}
+
+func (h *Handler) image(w http.ResponseWriter, r *http.Request) {
+	rc, ctype, err := h.m.Image(r.Context(), r.PathValue("key"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, max-age=86400, immutable")
+	_, _ = io.Copy(w, rc)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -402,3 +402,17 @@ func (s *Store) MarkRead(ctx context.Context, recipientID, id string) error {
 	}
 	return nil
 }
+
+// GetNotification reads a recipient's notification (ErrNotFound for
+// another company's).
+func (s *Store) GetNotification(ctx context.Context, recipientID, id string) (Notification, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("NOTIFICATION#"+id, "METADATA"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Notification{}, fmt.Errorf("eecar: get notification: %w", err)
+	}
+	var n Notification
+	if out.Item == nil || unmarshal(out.Item, &n) != nil || n.RecipientID != recipientID {
+		return Notification{}, fmt.Errorf("%w: notification %s", ErrNotFound, id)
+	}
+	return n, nil
+}

@@ -150,6 +150,17 @@ func TestConsoleEECAR(t *testing.T) {
 	seller.signIn(sellerKey)
 	buyer.signIn(buyerKey)
 
+	// The buyer watches for batteries of at least 80 % SOH.
+	buyer.run("watch", chromedp.Navigate(base+"/console/eecar/watches/"), chromedp.WaitVisible(chromedp.CSS("#watch-form")),
+		chromedp.SetValue(chromedp.CSS("#category"), "battery"),
+		chromedp.SendKeys(chromedp.CSS("#minSoh"), "80"),
+		chromedp.SendKeys(chromedp.CSS("#maxPrice"), "9,000,000"),
+		submitAndWait("#watch-form button"), chromedp.WaitVisible(chromedp.CSS("#triggers")))
+	watchPath := buyer.eval(`location.pathname`)
+	if got := buyer.text("#watch-criteria"); !strings.Contains(got, "chemicalProps.soh ≥ 80") || !strings.Contains(got, "₩9,000,000") {
+		t.Errorf("watch criteria: %q", got)
+	}
+
 	// The seller lists a part: first without a manufacturer or a price,
 	// which the API refuses with its own message, shown on the form.
 	seller.run("bad part", chromedp.Navigate(base+"/console/eecar/my/new"), chromedp.WaitVisible(chromedp.CSS("#part-form")),
@@ -204,6 +215,37 @@ func TestConsoleEECAR(t *testing.T) {
 		t.Errorf("specs: %q", got)
 	}
 	partID := strings.TrimPrefix(partPath, "/console/eecar/parts/")
+
+	// The buyer's watch found it (through the table's stream) and
+	// notified the buyer; opening the notification leads to the part.
+	waitLong(t, "the watch's trigger", 10*time.Second, func() bool {
+		buyer.run("watch page", chromedp.Navigate(base+watchPath), chromedp.WaitVisible(chromedp.CSS("#triggers")))
+		return strings.Contains(buyer.text("#triggers"), "아이오닉 5 배터리 팩")
+	})
+	if got := buyer.unread(); got != "1" {
+		t.Errorf("buyer's unread after the watch's trigger: %q", got)
+	}
+	buyer.run("part_available", chromedp.Navigate(base+"/console/eecar/notifications/"),
+		submitAndWait(`#notes li.unread[data-type="part_available"] a`), chromedp.WaitVisible(chromedp.CSS("#note-link")),
+		submitAndWait("#note-link"), chromedp.WaitVisible(chromedp.CSS("#part-name")))
+	if got := buyer.unread(); got != "0" {
+		t.Errorf("buyer's unread after opening it: %q", got)
+	}
+	// A need: a bad number is refused on the form, then its matches.
+	buyer.run("bad need", chromedp.Navigate(base+"/console/eecar/needs/"), chromedp.WaitVisible(chromedp.CSS("#need-form")),
+		chromedp.SetValue(chromedp.CSS("#category"), "battery"),
+		chromedp.SendKeys(chromedp.CSS("#materials"), "NCM811"),
+		chromedp.SendKeys(chromedp.CSS("#targetApplication"), "ESS"),
+		chromedp.SendKeys(chromedp.CSS("#minQuantity"), "two"),
+		submitAndWait("#need-form button"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if got := buyer.text("#error"); !strings.Contains(got, "Minimum quantity must be a whole number") {
+		t.Errorf("bad need: %q", got)
+	}
+	buyer.run("need", chromedp.SetValue(chromedp.CSS("#minQuantity"), "1"),
+		submitAndWait("#need-form button"), chromedp.WaitVisible(chromedp.CSS("#need-facts")))
+	if got := buyer.text("#hits"); !strings.Contains(got, "아이오닉 5 배터리 팩") {
+		t.Errorf("the need's matches: %q", got)
+	}
 
 	// The buyer switches to Korean and searches in Korean: the part, with
 	// its match reasons.

@@ -466,7 +466,7 @@ func (h *Handler) batteryHealth(w http.ResponseWriter, r *http.Request) {
 // uploadImage stores the request body as a part image: 201 with its key and
 // the URL a part lists in images.
 func (h *Handler) uploadImage(w http.ResponseWriter, r *http.Request) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, market.MaxImageSize+1))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, market.MaxImageSize))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		jsonhttp.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("an image may be at most %d MB", market.MaxImageSize>>20))

@@ -163,7 +163,9 @@ func (s *Store) GetProposal(ctx context.Context, company, id string) (Proposal, 
 // ListProposals lists the proposals awaiting company's response, of a
 // status ("" all), newest first, at most 50 (access pattern 3).
 func (s *Store) ListProposals(ctx context.Context, company, status string) ([]Proposal, error) {
-	items, err := s.queryAll(ctx, s.gsi1Query("COMPANY#"+company, statusPrefix(status), true), 50)
+	in := s.gsi1Query("COMPANY#"+company, statusPrefix(status), true)
+	in.Limit = aws.Int32(50) // read one page of 50, not 1 MB of them
+	items, err := s.queryAll(ctx, in, 50)
 	if err != nil {
 		return nil, err
 	}

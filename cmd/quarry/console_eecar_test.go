@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -371,6 +372,25 @@ func TestConsoleEECAR(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "security token") {
 			t.Errorf("POST %s without CSRF = %d", f.path, resp.StatusCode)
 		}
+	}
+	// The part form is multipart (images): refused the same way.
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	_ = mw.WriteField("name", "csrf victim")
+	_ = mw.WriteField("category", "battery")
+	_ = mw.WriteField("manufacturer", "X")
+	_ = mw.WriteField("price", "1")
+	mw.Close()
+	resp, err = other.Post(base+"/console/eecar/my/new", mw.FormDataContentType(), &mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("multipart POST without CSRF = %d", resp.StatusCode)
+	}
+	if body := get(t, other, base+"/console/eecar/my/", http.StatusOK); strings.Contains(body, "csrf victim") {
+		t.Error("a part was listed without a CSRF token")
 	}
 	if body := get(t, other, base+"/console/eecar/watches/", http.StatusOK); regexp.MustCompile(`/console/eecar/watches/w_`).MatchString(body) {
 		t.Error("a watch was created without a CSRF token")

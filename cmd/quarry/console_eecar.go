@@ -181,20 +181,16 @@ func consoleNeed(n store.Need) console.EECARNeed {
 		ProductionProcess: n.ProductionProcess, Priority: n.Priority, Status: n.Status, CreatedAt: n.CreatedAt}
 }
 
-// maxListed bounds the needs and watches a page lists.
-const maxListed = 200
-
-func (e *eecarConsole) Needs(ctx context.Context, company string) ([]console.EECARNeed, error) {
-	ns, err := e.st.ListNeeds(ctx, company, "")
+func (e *eecarConsole) Needs(ctx context.Context, company, after string, limit int) ([]console.EECARNeed, string, error) {
+	ns, next, err := e.st.NeedsPage(ctx, company, limit, after)
 	if err != nil {
-		return nil, err
+		return nil, "", consoleErr(err)
 	}
-	sort.Slice(ns, func(i, j int) bool { return ns[i].CreatedAt > ns[j].CreatedAt })
-	out := make([]console.EECARNeed, 0, min(len(ns), maxListed))
-	for _, n := range ns[:min(len(ns), maxListed)] {
+	out := make([]console.EECARNeed, 0, len(ns))
+	for _, n := range ns {
 		out = append(out, consoleNeed(n))
 	}
-	return out, nil
+	return out, next, nil
 }
 
 func (e *eecarConsole) Need(ctx context.Context, company, id string) (console.EECARNeed, error) {
@@ -241,38 +237,36 @@ func consoleWatch(w store.Watch) console.EECARWatch {
 	return out
 }
 
-func (e *eecarConsole) Watches(ctx context.Context, company string) ([]console.EECARWatch, error) {
-	ws, err := e.st.ListWatches(ctx, company, "")
+func (e *eecarConsole) Watches(ctx context.Context, company, after string, limit int) ([]console.EECARWatch, string, error) {
+	ws, next, err := e.st.WatchesPage(ctx, company, limit, after)
 	if err != nil {
-		return nil, err
+		return nil, "", consoleErr(err)
 	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].CreatedAt > ws[j].CreatedAt })
-	out := make([]console.EECARWatch, 0, min(len(ws), maxListed))
-	for _, w := range ws[:min(len(ws), maxListed)] {
+	out := make([]console.EECARWatch, 0, len(ws))
+	for _, w := range ws {
 		out = append(out, consoleWatch(w))
 	}
-	return out, nil
+	return out, next, nil
 }
 
-func (e *eecarConsole) Watch(ctx context.Context, company, id string) (console.EECARWatch, []console.EECARTrigger, error) {
+func (e *eecarConsole) Watch(ctx context.Context, company, id, after string, limit int) (console.EECARWatch, []console.EECARTrigger, string, error) {
 	w, err := e.st.GetWatch(ctx, company, id)
 	if err != nil {
-		return console.EECARWatch{}, nil, consoleErr(err)
+		return console.EECARWatch{}, nil, "", consoleErr(err)
 	}
-	ts, err := e.st.Triggers(ctx, w.ID)
+	ts, next, err := e.st.TriggersPage(ctx, w.ID, limit, after)
 	if err != nil {
-		return console.EECARWatch{}, nil, err
+		return console.EECARWatch{}, nil, "", consoleErr(err)
 	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].NotifiedAt > ts[j].NotifiedAt })
 	out := make([]console.EECARTrigger, 0, len(ts))
-	for _, t := range ts[:min(len(ts), maxListed)] {
+	for _, t := range ts {
 		ct := console.EECARTrigger{PartID: t.PartID, MatchScore: t.MatchScore, NotifiedAt: t.NotifiedAt}
 		if p, err := e.st.GetPart(ctx, t.PartID); err == nil {
 			ct.PartName = p.Name
 		}
 		out = append(out, ct)
 	}
-	return consoleWatch(w), out, nil
+	return consoleWatch(w), out, next, nil
 }
 
 func (e *eecarConsole) CreateWatch(ctx context.Context, company string, w console.EECARWatch) (console.EECARWatch, error) {

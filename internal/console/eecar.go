@@ -204,12 +204,15 @@ type EECAR interface {
 	PutImage(ctx context.Context, company string, data []byte) (string, error)
 	// Image opens an uploaded image by its key (the caller closes it).
 	Image(ctx context.Context, key string) (io.ReadCloser, string, error)
-	Needs(ctx context.Context, company string) ([]EECARNeed, error)
+	// Needs, Watches and Watch's triggers are listed a page at a time:
+	// limit of them after the cursor after, with the next page's cursor
+	// ("" on the last).
+	Needs(ctx context.Context, company, after string, limit int) ([]EECARNeed, string, error)
 	Need(ctx context.Context, company, id string) (EECARNeed, error)
 	NeedMatches(ctx context.Context, company, id string) ([]EECARHit, error)
 	CreateNeed(ctx context.Context, company string, n EECARNeed) (EECARNeed, error)
-	Watches(ctx context.Context, company string) ([]EECARWatch, error)
-	Watch(ctx context.Context, company, id string) (EECARWatch, []EECARTrigger, error)
+	Watches(ctx context.Context, company, after string, limit int) ([]EECARWatch, string, error)
+	Watch(ctx context.Context, company, id, after string, limit int) (EECARWatch, []EECARTrigger, string, error)
 	CreateWatch(ctx context.Context, company string, w EECARWatch) (EECARWatch, error)
 	CancelWatch(ctx context.Context, company, id string) error
 	// Inbox lists the open proposals awaiting the company's answer.
@@ -730,6 +733,7 @@ func (c *Console) eecarImage(w http.ResponseWriter, r *http.Request) {
 type needsData struct {
 	eecarData
 	Needs      []EECARNeed
+	Next       string
 	Categories []string
 }
 
@@ -742,13 +746,13 @@ func (c *Console) eecarNeeds(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) needsPage(w http.ResponseWriter, r *http.Request, ss session, status int, msg string, form url.Values) {
-	needs, err := c.opts.EECAR.Needs(r.Context(), ss.Subject)
+	needs, next, err := c.opts.EECAR.Needs(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
 		c.eecarFail(w, r, err)
 		return
 	}
 	l := c.lang(r)
-	c.eecarRender(w, r, status, "eecar_needs", needsData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Needs: needs, Categories: eecarCategories})
+	c.eecarRender(w, r, status, "eecar_needs", needsData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Needs: needs, Next: next, Categories: eecarCategories})
 }
 
 func (c *Console) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
@@ -824,6 +828,7 @@ func (c *Console) eecarNeed(w http.ResponseWriter, r *http.Request) {
 type watchesData struct {
 	eecarData
 	Watches    []EECARWatch
+	Next       string
 	Categories []string
 }
 
@@ -836,12 +841,12 @@ func (c *Console) eecarWatches(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) watchesPage(w http.ResponseWriter, r *http.Request, ss session, status int, msg, errMsg string, form url.Values) {
-	ws, err := c.opts.EECAR.Watches(r.Context(), ss.Subject)
+	ws, next, err := c.opts.EECAR.Watches(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
 		c.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, status, "eecar_watches", watchesData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, Watches: ws, Categories: eecarCategories})
+	c.eecarRender(w, r, status, "eecar_watches", watchesData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, Watches: ws, Next: next, Categories: eecarCategories})
 }
 
 func (c *Console) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
@@ -891,6 +896,7 @@ type watchData struct {
 	eecarData
 	Watch    EECARWatch
 	Triggers []EECARTrigger
+	Next     string
 }
 
 func (c *Console) eecarWatch(w http.ResponseWriter, r *http.Request) {
@@ -898,13 +904,13 @@ func (c *Console) eecarWatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	wt, ts, err := c.opts.EECAR.Watch(r.Context(), ss.Subject, r.PathValue("id"))
+	wt, ts, next, err := c.opts.EECAR.Watch(r.Context(), ss.Subject, r.PathValue("id"), r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
 		c.eecarFail(w, r, err)
 		return
 	}
 	l := c.lang(r)
-	c.eecarRender(w, r, http.StatusOK, "eecar_watch", watchData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))}, Watch: wt, Triggers: ts})
+	c.eecarRender(w, r, http.StatusOK, "eecar_watch", watchData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))}, Watch: wt, Triggers: ts, Next: next})
 }
 
 func (c *Console) eecarCancelWatch(w http.ResponseWriter, r *http.Request) {

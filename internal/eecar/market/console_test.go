@@ -176,3 +176,72 @@ func TestImages(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesOfNeedsWatchesTriggers reads needs, watches and a watch's
+// triggers a page at a time; a cursor of one company does not open
+// another's list.
+func TestPagesOfNeedsWatchesTriggers(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	var w store.Watch
+	for i := 0; i < 5; i++ {
+		if _, err := e.m.SaveNeed(ctx, e.buyer, "", market.NeedInput{Industry: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if w, err = e.m.CreateWatch(ctx, e.buyer.ID, store.Watch{Criteria: store.WatchCriteria{Category: "battery"}}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.add(time.Second)
+	}
+	for i := 0; i < 5; i++ {
+		if _, _, err := e.st.RecordTrigger(ctx, w, store.Trigger{PartID: fmt.Sprintf("part_%d", i)}, store.Notification{RecipientID: e.buyer.ID, Type: "part_available"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(name string, page func(cursor string) (int, string, error)) {
+		t.Helper()
+		total, pages, cursor := 0, 0, ""
+		for {
+			n, next, err := page(cursor)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			total, pages = total+n, pages+1
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		if total != 5 || pages != 3 {
+			t.Errorf("%s: %d items in %d pages", name, total, pages)
+		}
+	}
+	var needCursor, watchCursor string
+	count("needs", func(c string) (int, string, error) {
+		ns, next, err := e.st.NeedsPage(ctx, e.buyer.ID, 2, c)
+		if needCursor == "" {
+			needCursor = next
+		}
+		return len(ns), next, err
+	})
+	count("watches", func(c string) (int, string, error) {
+		ws, next, err := e.st.WatchesPage(ctx, e.buyer.ID, 2, c)
+		if watchCursor == "" {
+			watchCursor = next
+		}
+		return len(ws), next, err
+	})
+	count("triggers", func(c string) (int, string, error) {
+		ts, next, err := e.st.TriggersPage(ctx, w.ID, 2, c)
+		return len(ts), next, err
+	})
+	// The seller replays the buyer's cursors: its own (empty) lists, or a
+	// refusal, never the buyer's items.
+	if ns, _, err := e.st.NeedsPage(ctx, e.seller.ID, 10, needCursor); err != nil || len(ns) != 0 {
+		t.Errorf("the buyer's needs cursor as the seller: %v %v", ns, err)
+	}
+	if ws, _, err := e.st.WatchesPage(ctx, e.seller.ID, 10, watchCursor); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("the buyer's watches cursor as the seller: %v %v", ws, err)
+	}
+}

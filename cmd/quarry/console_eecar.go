@@ -380,16 +380,16 @@ func consoleNote(n store.Notification) console.EECARNotification {
 	return console.EECARNotification{ID: n.ID, Type: n.Type, Title: n.Title, Message: n.Message, Read: n.Read, SentAt: n.SentAt, Link: noteLink(n)}
 }
 
-func (e *eecarConsole) Notifications(ctx context.Context, company string, limit int) ([]console.EECARNotification, error) {
-	ns, err := e.st.Notifications(ctx, company, limit)
+func (e *eecarConsole) Notifications(ctx context.Context, company, after string, limit int) ([]console.EECARNotification, string, error) {
+	ns, next, err := e.st.NotificationsPage(ctx, company, limit, after)
 	if err != nil {
-		return nil, err
+		return nil, "", consoleErr(err)
 	}
 	out := make([]console.EECARNotification, 0, len(ns))
 	for _, n := range ns {
 		out = append(out, consoleNote(n))
 	}
-	return out, nil
+	return out, next, nil
 }
 
 func (e *eecarConsole) Open(ctx context.Context, company, id string) (console.EECARNotification, error) {

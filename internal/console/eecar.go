@@ -223,8 +223,9 @@ type EECAR interface {
 	Proposal(ctx context.Context, company, id string) (EECARProposal, error)
 	Propose(ctx context.Context, company string, in EECARProposalInput) (EECARProposal, error)
 	Respond(ctx context.Context, company, id string, r EECARResponse) (EECARProposal, error)
-	// Notifications lists the latest notifications, newest first.
-	Notifications(ctx context.Context, company string, limit int) ([]EECARNotification, error)
+	// Notifications lists the notifications newest first, a page at a
+	// time.
+	Notifications(ctx context.Context, company, after string, limit int) ([]EECARNotification, string, error)
 	// Open returns a notification and marks it read.
 	Open(ctx context.Context, company, id string) (EECARNotification, error)
 	// Unread counts the unread among the latest 100 notifications.
@@ -1101,6 +1102,7 @@ func (c *Console) eecarRespond(w http.ResponseWriter, r *http.Request) {
 type notificationsData struct {
 	eecarData
 	Notes []EECARNotification
+	Next  string
 }
 
 func (c *Console) eecarNotifications(w http.ResponseWriter, r *http.Request) {
@@ -1108,12 +1110,12 @@ func (c *Console) eecarNotifications(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ns, err := c.opts.EECAR.Notifications(r.Context(), ss.Subject, 50)
+	ns, next, err := c.opts.EECAR.Notifications(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
 		c.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, http.StatusOK, "eecar_notifications", notificationsData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, Notes: ns})
+	c.eecarRender(w, r, http.StatusOK, "eecar_notifications", notificationsData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, Notes: ns, Next: next})
 }
 
 type noteData struct {

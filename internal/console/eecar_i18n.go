@@ -290,7 +290,7 @@ var texts = map[string][2]string{
 	"notes.none":             {"No notifications.", "알림이 없습니다."},
 	"notes.unread":           {"unread", "읽지 않음"},
 	"notes.open":             {"Open", "바로 가기"},
-	"notes.latest":           {"The latest 50; notifications expire after 30 days.", "최근 50건 (알림은 30일 후 삭제됩니다)."},
+	"notes.latest":           {"Newest first, 20 a page; notifications expire after 30 days.", "최신순, 한 페이지에 20건 (알림은 30일 후 삭제됩니다)."},
 	"m.created":              {"Part listed.", "부품을 등록했습니다."},
 	"m.saved":                {"Part saved.", "부품을 저장했습니다."},
 	"m.withdrawn":            {"Part withdrawn.", "부품 등록을 철회했습니다."},

@@ -236,6 +236,10 @@ func TestPagesOfNeedsWatchesTriggers(t *testing.T) {
 		ts, next, err := e.st.TriggersPage(ctx, w.ID, 2, c)
 		return len(ts), next, err
 	})
+	count("notifications", func(c string) (int, string, error) {
+		ns, next, err := e.st.NotificationsPage(ctx, e.buyer.ID, 2, c)
+		return len(ns), next, err
+	})
 	// The seller replays the buyer's cursors: its own (empty) lists, or a
 	// refusal, never the buyer's items.
 	if ns, _, err := e.st.NeedsPage(ctx, e.seller.ID, 10, needCursor); err != nil || len(ns) != 0 {

@@ -519,3 +519,36 @@ func (s *Store) WatchesPage(ctx context.Context, buyerID string, limit int, curs
 	}
 	return ws, next, nil
 }
+
+// NotificationsPage lists a page of a recipient's notifications newest
+// first (GSI1), with the next page's cursor ("" on the last).
+func (s *Store) NotificationsPage(ctx context.Context, recipientID string, limit int, cursor string) ([]Notification, string, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 50
+	}
+	in := s.gsi1Query("RECIPIENT#"+recipientID, "SENT#", true)
+	in.Limit = aws.Int32(int32(limit))
+	if cursor != "" {
+		start, err := decodeCursor(cursor)
+		if err != nil || ddbitem.String(start, "GSI1PK") != "RECIPIENT#"+recipientID {
+			return nil, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		}
+		in.ExclusiveStartKey = start
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("eecar: notifications: %w", err)
+	}
+	ns := make([]Notification, 0, len(out.Items))
+	for _, it := range out.Items {
+		var n Notification
+		if unmarshal(it, &n) == nil {
+			ns = append(ns, n)
+		}
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 {
+		next = encodeCursor(out.LastEvaluatedKey)
+	}
+	return ns, next, nil
+}

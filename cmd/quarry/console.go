@@ -65,8 +65,8 @@ func consoleKey(dataDir string) ([]byte, error) {
 // running systems' credentials and operator tokens, the store explorer
 // over client, the Checks dashboard, DataShelf's catalogue over ds. When it cannot start, the systems
 // still serve and the console's paths answer 503 with the reason.
-func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, log *slog.Logger) http.Handler {
-	h, err := newConsole(ctx, c, client, systems, ck, ds, log)
+func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, ee *eecar, log *slog.Logger) http.Handler {
+	h, err := newConsole(ctx, c, client, systems, ck, ds, ee, log)
 	if err != nil {
 		log.Error("console disabled", "err", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Clie
 	return h
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, log *slog.Logger) (*console.Console, error) {
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, ee *eecar, log *slog.Logger) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -121,6 +121,9 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 			}
 			return console.Principal{ID: co.ID, Name: co.Name}, nil
 		})})
+		if ee != nil {
+			opts.EECAR = newEECARConsole(ee.market)
+		}
 	}
 	if running("wallcrawler") {
 		names, err := wctables.EnsureTables(ctx, client, c.WallcrawlerTablePrefix)

@@ -91,6 +91,8 @@ type Options struct {
 	Checks ChecksStore
 	// DataShelf is the public catalogue's store; nil hides it.
 	DataShelf DataShelf
+	// EECAR is the marketplace of EECAR companies; nil hides it.
+	EECAR EECAR
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -140,10 +142,14 @@ func New(opts Options) (*Console, error) {
 	}
 	for _, p := range pages {
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
-		if name == "layout" {
-			continue
+		if name == "layout" || strings.HasPrefix(name, "_") {
+			continue // _area.html: an area's shared definitions
 		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", p)
+		files := []string{"templates/layout.html", p}
+		if area, _, ok := strings.Cut(name, "_"); ok {
+			files = append(files, "templates/_"+area+".html")
+		}
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -186,6 +192,7 @@ func (c *Console) routes() {
 	c.explorerRoutes(m)
 	c.checksRoutes(m)
 	c.dataShelfRoutes(m)
+	c.eecarRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
 }
@@ -208,8 +215,17 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-store")
 	}
 	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-		if err := r.ParseForm(); err != nil {
+		limit := int64(maxForm)
+		multi := strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data")
+		if multi {
+			limit = maxUpload // forms with files (EECAR's part images)
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		parse := r.ParseForm
+		if multi {
+			parse = func() error { return r.ParseMultipartForm(maxForm) }
+		}
+		if err := parse(); err != nil {
 			http.Error(w, "bad form", http.StatusBadRequest)
 			return
 		}
@@ -286,8 +302,12 @@ type page struct {
 	Checks   bool
 	// DataShelf shows the catalogue (public).
 	DataShelf bool
-	Path      string
-	Data      any
+	// EECAR shows the marketplace to an EECAR company, with its unread
+	// notifications.
+	EECAR  bool
+	Unread int
+	Path   string
+	Data   any
 }
 
 type errorPage struct {
@@ -303,6 +323,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		p.Operator = c.operator(ss)
 		p.Explorer = p.Operator && c.explorer != nil
 		p.Checks = ss.Realm == "checks" && c.opts.Checks != nil
+		if p.EECAR = ss.Realm == "eecar" && c.opts.EECAR != nil; p.EECAR {
+			p.Unread, _ = c.opts.EECAR.Unread(r.Context(), ss.Subject)
+		}
 	}
 	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

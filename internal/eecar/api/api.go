@@ -6,6 +6,8 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -75,6 +77,8 @@ func New(m *market.Market, logger *slog.Logger, opts ...Option) *Handler {
 	h.mux.HandleFunc("GET /notifications", h.notifications)
 	h.mux.HandleFunc("POST /notifications/{id}/read", h.markRead)
 	h.mux.HandleFunc("POST /battery-health", h.batteryHealth)
+	h.mux.HandleFunc("POST /images", h.uploadImage)
+	h.mux.HandleFunc("GET /images/{key}", h.image)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -247,52 +251,13 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	jsonhttp.Write(w, http.StatusOK, out)
 }
 
-// needInput is the body of POST/PUT /needs.
-type needInput struct {
-	CompanyName       string              `json:"companyName"`
-	Industry          string              `json:"industry"`
-	RequiredSpecs     store.RequiredSpecs `json:"requiredSpecs"`
-	ProductionProcess string              `json:"productionProcess"`
-	TargetApplication string              `json:"targetApplication"`
-	Priority          string              `json:"priority"`
-	Status            string              `json:"status"`
-	ExpiresAt         string              `json:"expiresAt"`
-}
-
-// valid answers 400 for a category outside the document's list.
-func (in needInput) valid(w http.ResponseWriter) bool {
-	if in.RequiredSpecs.Category != "" && !store.ValidCategory(in.RequiredSpecs.Category) {
-		jsonhttp.Error(w, http.StatusBadRequest, "requiredSpecs.category must be one of "+strings.Join(store.Categories(), ", "))
-		return false
-	}
-	return true
-}
-
-func (in needInput) need(c store.Company) store.Need {
-	name := in.CompanyName
-	if name == "" {
-		name = c.Name
-	}
-	if in.Priority == "" {
-		in.Priority = "medium"
-	}
-	return store.Need{CompanyID: c.ID, CompanyName: name, Industry: in.Industry, RequiredSpecs: in.RequiredSpecs,
-		ProductionProcess: in.ProductionProcess, TargetApplication: in.TargetApplication, Priority: in.Priority,
-		Status: in.Status, ExpiresAt: in.ExpiresAt}
-}
-
 func (h *Handler) createNeed(w http.ResponseWriter, r *http.Request) {
-	var in needInput
-	if !jsonhttp.Decode(w, r, &in, 1<<20, false) || !in.valid(w) {
+	var in market.NeedInput
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
-	n := in.need(company(r))
-	var err error
-	if n.ID, err = h.st.NewID("need_"); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if n, err = h.st.PutNeed(r.Context(), n); err != nil {
+	n, err := h.m.SaveNeed(r.Context(), company(r), "", in)
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -319,18 +284,16 @@ func (h *Handler) getNeed(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) updateNeed(w http.ResponseWriter, r *http.Request) {
 	c := company(r)
-	cur, err := h.st.GetNeed(r.Context(), c.ID, r.PathValue("id"))
-	if err != nil {
+	if _, err := h.st.GetNeed(r.Context(), c.ID, r.PathValue("id")); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	var in needInput
-	if !jsonhttp.Decode(w, r, &in, 1<<20, false) || !in.valid(w) {
+	var in market.NeedInput
+	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
-	n := in.need(c)
-	n.ID, n.CreatedAt = cur.ID, cur.CreatedAt
-	if n, err = h.st.PutNeed(r.Context(), n); err != nil {
+	n, err := h.m.SaveNeed(r.Context(), c, r.PathValue("id"), in)
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -424,47 +387,11 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request) {
 	if !jsonhttp.Decode(w, r, &in, 1<<20, false) {
 		return
 	}
-	c := company(r)
-	var errs []string
-	if in.ToCompanyID == "" || in.ToCompanyID == c.ID {
-		errs = append(errs, "toCompanyId must be another company")
-	} else if _, err := h.st.GetCompany(r.Context(), in.ToCompanyID); err != nil {
-		errs = append(errs, "toCompanyId: no such company")
-	}
-	if in.ProposalType != "buy" && in.ProposalType != "sell" {
-		errs = append(errs, "proposalType must be buy or sell")
-	}
-	if len(in.PartIDs) == 0 || len(in.PartIDs) > 50 {
-		errs = append(errs, "partIds must list 1 to 50 parts")
-	}
-	if in.Quantity < 0 || in.PriceOffer < 0 {
-		errs = append(errs, "quantity and priceOffer must be ≥ 0")
-	}
-	if len(errs) > 0 {
-		jsonhttp.Error(w, http.StatusBadRequest, strings.Join(errs, "; "))
-		return
-	}
-	parts := make([]store.Part, 0, len(in.PartIDs))
-	for _, id := range in.PartIDs {
-		part, err := h.st.GetPart(r.Context(), id)
-		if err != nil {
-			jsonhttp.Error(w, http.StatusBadRequest, "partIds: no such part "+id)
-			return
-		}
-		parts = append(parts, part)
-	}
-	in.FromCompanyID = c.ID
-	var err error
-	if in.ID, err = h.st.NewID("prop_"); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	p, err := h.st.CreateProposal(r.Context(), in)
+	p, err := h.m.Propose(r.Context(), company(r).ID, in)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.m.CheckProposal(r.Context(), p, parts)
 	jsonhttp.Write(w, http.StatusCreated, p)
 }
 
@@ -534,6 +461,40 @@ func (h *Handler) batteryHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jsonhttp.Write(w, http.StatusOK, out)
+}
+
+// uploadImage stores the request body as a part image: 201 with its key and
+// the URL a part lists in images.
+func (h *Handler) uploadImage(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, market.MaxImageSize))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		jsonhttp.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("an image may be at most %d MB", market.MaxImageSize>>20))
+		return
+	}
+	if err != nil {
+		jsonhttp.Error(w, http.StatusBadRequest, "could not read the image: "+err.Error())
+		return
+	}
+	key, err := h.m.PutImage(r.Context(), data)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	jsonhttp.Write(w, http.StatusCreated, map[string]string{"key": key, "url": market.ImagePath + key})
+}
+
+func (h *Handler) image(w http.ResponseWriter, r *http.Request) {
+	rc, ctype, err := h.m.Image(r.Context(), r.PathValue("key"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, max-age=86400, immutable")
+	_, _ = io.Copy(w, rc)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -52,17 +52,38 @@ func AssessSOH(soh float64) (string, []string) {
 // batterySOH finds a part's SOH: specs chemicalProps.soh (or soh, or
 // stateOfHealth), else the age rule (year unknown: 50).
 func batterySOH(p store.Part, flat map[string]string, year int) (float64, bool) {
-	for _, k := range []string{"chemicalProps.soh", "soh", "chemicalProps.stateOfHealth", "stateOfHealth", "electricalProps.soh"} {
-		if v, ok := flat[k]; ok {
-			if f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64); err == nil && f >= 0 && f <= 100 {
-				return f, false
-			}
-		}
+	if soh, ok := statedSOH(flat); ok {
+		return soh, false
 	}
 	if p.Year == 0 {
 		return 50, true
 	}
 	return math.Max(50, 100-5*float64(year-p.Year)), true
+}
+
+// statedSOH is the state of health a part's flattened specs state.
+func statedSOH(flat map[string]string) (float64, bool) {
+	for _, k := range []string{"chemicalProps.soh", "soh", "chemicalProps.stateOfHealth", "stateOfHealth", "electricalProps.soh"} {
+		if v, ok := flat[k]; ok {
+			if f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64); err == nil && f >= 0 && f <= 100 {
+				return f, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Assess screens one battery part as BatteryHealth does (ok is false for
+// a part of another category).
+func (m *Market) Assess(p store.Part) (BatteryResult, bool) {
+	if p.Category != "battery" {
+		return BatteryResult{}, false
+	}
+	flat := SpecMap(p.Specs)
+	soh, est := batterySOH(p, flat, m.st.Now().Year())
+	rec, apps := AssessSOH(soh)
+	return BatteryResult{PartID: p.ID, Name: p.Name, SOH: soh, SOHEstimated: est, Cathode: batteryCathode(flat),
+		Recommendation: rec, Applications: apps, Price: p.Price, Quantity: p.Quantity}, true
 }
 
 // batteryCathode finds a part's cathode in its flattened specs.

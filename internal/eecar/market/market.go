@@ -374,10 +374,20 @@ func (m *Market) DeletePart(ctx context.Context, sellerID, id string) error {
 // indexPart puts a part into the search index.
 func (m *Market) indexPart(p store.Part, vec []float32) {
 	created, _ := time.Parse(time.RFC3339Nano, p.CreatedAt)
+	flat := SpecMap(p.Specs)
+	soh, hasSOH := statedSOH(flat)
 	m.idx.Put(search.Doc{
 		ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer, Price: p.Price, Quantity: p.Quantity,
-		Text: PartText(p), Specs: SpecMap(p.Specs), Vector: vec, CreatedAt: created,
+		Text: PartText(p), Specs: flat, Vector: vec, CreatedAt: created,
+		SellerID: p.SellerID, Condition: p.Condition, SOH: soh, HasSOH: hasSOH, Cathode: batteryCathode(flat),
 	})
+}
+
+// SellerParts lists a seller's part ids newest first from this process's
+// index (kept current by the table's stream), limit a page, after the
+// cursor of the previous page; next is "" on the last page.
+func (m *Market) SellerParts(sellerID, after string, limit int) (ids []string, next string) {
+	return m.idx.BySeller(sellerID, after, limit)
 }
 
 // reindex reloads one part from the store (and its vector from the blob

@@ -18,6 +18,13 @@ type Filters struct {
 	MaxPrice     *float64 `json:"maxPrice,omitempty"`
 	MinQuantity  *int     `json:"minQuantity,omitempty"`
 	Manufacturer string   `json:"manufacturer,omitempty"`
+	MinPrice     *float64 `json:"minPrice,omitempty"`
+	// Condition is new, used or refurbished (신품, 중고, 재생).
+	Condition string `json:"condition,omitempty"`
+	// MinSOH keeps batteries whose stated state of health is at least it.
+	MinSOH *float64 `json:"minSoh,omitempty"`
+	// Cathode prefixes the part's cathode chemistry: NCM matches NCM811.
+	Cathode string `json:"cathode,omitempty"`
 }
 
 // SearchRequest is POST /eecar/search.
@@ -66,6 +73,19 @@ func (m *Market) Search(ctx context.Context, req SearchRequest) (SearchResponse,
 	}
 	if req.Filters.Category != "" && !store.ValidCategory(req.Filters.Category) {
 		return SearchResponse{}, fmt.Errorf("%w: unknown category %q", store.ErrInvalid, req.Filters.Category)
+	}
+	if strings.TrimSpace(req.Filters.Condition) != "" {
+		c, ok := normalizeCondition(req.Filters.Condition)
+		if !ok {
+			return SearchResponse{}, fmt.Errorf("%w: filters.condition must be new, used or refurbished (신품, 중고, 재생)", store.ErrInvalid)
+		}
+		req.Filters.Condition = c
+	}
+	if f := req.Filters; f.MinPrice != nil && f.MaxPrice != nil && *f.MinPrice > *f.MaxPrice {
+		return SearchResponse{}, fmt.Errorf("%w: filters.minPrice must not be above filters.maxPrice", store.ErrInvalid)
+	}
+	if f := req.Filters.MinSOH; f != nil && (*f < 0 || *f > 100) {
+		return SearchResponse{}, fmt.Errorf("%w: filters.minSoh must be between 0 and 100", store.ErrInvalid)
 	}
 	version, err := m.st.CatalogueVersion(ctx)
 	if err != nil {
@@ -117,6 +137,18 @@ func filterKey(f Filters) string {
 	if f.MinQuantity != nil {
 		b.WriteString(strconv.Itoa(*f.MinQuantity))
 	}
+	// The newer filters are written only when set, so that keys of
+	// searches without them stay what they were.
+	if f.MinPrice != nil || f.Condition != "" || f.MinSOH != nil || f.Cathode != "" {
+		b.WriteString("|" + f.Condition + "|" + search.CathodeKey(f.Cathode) + "|")
+		if f.MinPrice != nil {
+			b.WriteString(strconv.FormatFloat(*f.MinPrice, 'g', -1, 64))
+		}
+		b.WriteString("|")
+		if f.MinSOH != nil {
+			b.WriteString(strconv.FormatFloat(*f.MinSOH, 'g', -1, 64))
+		}
+	}
 	return b.String()
 }
 
@@ -133,7 +165,8 @@ func (m *Market) searchIndex(ctx context.Context, query string, f Filters, topK 
 	}
 	hits := m.idx.Search(search.Query{
 		Text: query, Vector: vs[0], TopK: topK, Mode: search.Hybrid,
-		Filters: search.Filters{Category: f.Category, MaxPrice: f.MaxPrice, MinQuantity: f.MinQuantity, Manufacturer: f.Manufacturer},
+		Filters: search.Filters{Category: f.Category, MaxPrice: f.MaxPrice, MinQuantity: f.MinQuantity, Manufacturer: f.Manufacturer,
+			MinPrice: f.MinPrice, Condition: f.Condition, MinSOH: f.MinSOH, Cathode: f.Cathode},
 	})
 	out := SearchResponse{Results: make([]Result, 0, len(hits))}
 	for _, h := range hits {

@@ -17,6 +17,12 @@ type filter struct {
 	maxPrice float64
 	hasMin   bool
 	minQty   int
+	hasLow   bool
+	minPrice float64
+	cond     string
+	hasSOH   bool
+	minSOH   float64
+	cathode  string
 	ranges   []Constraint // the query's range constraints (over 80 kWh, 7kW 미만)
 }
 
@@ -31,12 +37,21 @@ func compileFilter(f Filters, cs []Constraint) filter {
 	if f.MinQuantity != nil {
 		c.hasMin, c.minQty = true, *f.MinQuantity
 	}
+	if f.MinPrice != nil {
+		c.hasLow, c.minPrice = true, *f.MinPrice
+	}
+	if f.MinSOH != nil {
+		c.hasSOH, c.minSOH = true, *f.MinSOH
+	}
+	c.cond = strings.ToLower(strings.TrimSpace(f.Condition))
+	c.cathode = CathodeKey(f.Cathode)
 	for _, x := range cs {
 		if x.Op != "=" {
 			c.ranges = append(c.ranges, x)
 		}
 	}
-	c.active = c.category != "" || c.manuf != "" || c.hasMax || c.hasMin || len(c.ranges) > 0
+	c.active = c.category != "" || c.manuf != "" || c.hasMax || c.hasMin || c.hasLow || c.cond != "" ||
+		c.hasSOH || c.cathode != "" || len(c.ranges) > 0
 	return c
 }
 
@@ -57,12 +72,35 @@ func (f *filter) ok(e *entry) bool {
 	if f.hasMin && e.doc.Quantity < f.minQty {
 		return false
 	}
+	if f.hasLow && !(e.doc.Price >= f.minPrice) {
+		return false
+	}
+	if f.cond != "" && !strings.EqualFold(e.doc.Condition, f.cond) {
+		return false
+	}
+	if f.hasSOH && (!e.doc.HasSOH || e.doc.SOH < f.minSOH) {
+		return false
+	}
+	if f.cathode != "" && !strings.HasPrefix(CathodeKey(e.doc.Cathode), f.cathode) {
+		return false
+	}
 	if len(f.ranges) > 0 {
 		if _, excluded := quantityMatch(f.ranges, e.qty); excluded {
 			return false
 		}
 	}
 	return true
+}
+
+// CathodeKey is a cathode name as filters compare it: upper case, without
+// spaces or hyphens ("ncm 811" → "NCM811").
+func CathodeKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return -1
+		}
+		return unicode.ToUpper(r)
+	}, strings.TrimSpace(s))
 }
 
 // cand is a scored slot.

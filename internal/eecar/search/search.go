@@ -6,6 +6,8 @@ package search
 
 import (
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +59,15 @@ type Doc struct {
 	Vector []float32
 	// CreatedAt breaks score ties (newer first).
 	CreatedAt time.Time
+	// SellerID is the selling company (BySeller lists its parts).
+	SellerID string
+	// Condition is new, used or refurbished.
+	Condition string
+	// SOH is a battery's stated state of health in percent (HasSOH);
+	// Cathode its cathode chemistry ("NCM811"), "" when unknown.
+	SOH     float64
+	HasSOH  bool
+	Cathode string
 }
 
 // Filters restrict a search; zero values mean "any".
@@ -69,6 +80,15 @@ type Filters struct {
 	MinQuantity *int
 	// Manufacturer must equal the doc's manufacturer (case-insensitive).
 	Manufacturer string
+	// MinPrice, when set, excludes docs priced below it.
+	MinPrice *float64
+	// Condition must equal the doc's condition (new, used, refurbished).
+	Condition string
+	// MinSOH, when set, keeps only docs with a stated SOH of at least it.
+	MinSOH *float64
+	// Cathode must prefix the doc's cathode, ignoring case and spaces
+	// ("NCM" matches "NCM811").
+	Cathode string
 }
 
 // Mode selects how hits are ranked.
@@ -372,4 +392,56 @@ func (x *Index) Delete(id string) {
 		x.dim = 0
 		x.slab = nil
 	}
+}
+
+// BySeller returns the ids of a seller's docs, newest first, limit of
+// them after the cursor after ("" the first page), and the cursor of the
+// next page ("" on the last). It walks the whole index: microseconds for
+// ten thousand docs.
+func (x *Index) BySeller(seller, after string, limit int) ([]string, string) {
+	type row struct {
+		created int64
+		id      string
+	}
+	var afterRow *row
+	if c, id, ok := strings.Cut(after, "_"); ok {
+		if n, err := strconv.ParseInt(c, 10, 64); err == nil {
+			afterRow = &row{n, id}
+		}
+	}
+	newer := func(a, b row) bool { return a.created > b.created || a.created == b.created && a.id < b.id }
+	x.mu.RLock()
+	var rows []row
+	for i := range x.entries {
+		e := &x.entries[i]
+		if e.doc.SellerID != seller {
+			continue
+		}
+		r := row{e.created, e.doc.ID}
+		if afterRow != nil && !newer(*afterRow, r) {
+			continue
+		}
+		rows = append(rows, r)
+	}
+	x.mu.RUnlock()
+	slices.SortFunc(rows, func(a, b row) int {
+		if newer(a, b) {
+			return -1
+		}
+		if newer(b, a) {
+			return 1
+		}
+		return 0
+	})
+	next := ""
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = strconv.FormatInt(last.created, 10) + "_" + last.id
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	return ids, next
 }

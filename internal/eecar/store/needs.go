@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -401,4 +403,152 @@ func (s *Store) MarkRead(ctx context.Context, recipientID, id string) error {
 		return fmt.Errorf("eecar: mark read: %w", err)
 	}
 	return nil
+}
+
+// GetNotification reads a recipient's notification (ErrNotFound for
+// another company's).
+func (s *Store) GetNotification(ctx context.Context, recipientID, id string) (Notification, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("NOTIFICATION#"+id, "METADATA"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Notification{}, fmt.Errorf("eecar: get notification: %w", err)
+	}
+	var n Notification
+	if out.Item == nil || unmarshal(out.Item, &n) != nil || n.RecipientID != recipientID {
+		return Notification{}, fmt.Errorf("%w: notification %s", ErrNotFound, id)
+	}
+	return n, nil
+}
+
+// pageOf reads one page of the items of partition pk whose sort key
+// begins with prefix, in sort key order (descending when desc): limit of
+// them after cursor ("" the first page), and the next page's cursor (""
+// on the last). The cursor is the last sort key read; the partition is
+// always pk, so a cursor cannot reach another partition.
+func (s *Store) pageOf(ctx context.Context, pk, prefix string, desc bool, limit int, cursor string) ([]map[string]av, string, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
+		ExpressionAttributeValues: map[string]av{":pk": ddbitem.S(pk), ":p": ddbitem.S(prefix)},
+		ScanIndexForward:          aws.Bool(!desc),
+		Limit:                     aws.Int32(int32(limit)),
+	}
+	if cursor != "" {
+		sk, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || !strings.HasPrefix(string(sk), prefix) {
+			return nil, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		}
+		in.ExclusiveStartKey = key(pk, string(sk))
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("eecar: query: %w", err)
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 {
+		next = base64.RawURLEncoding.EncodeToString([]byte(ddbitem.String(out.LastEvaluatedKey, "SK")))
+	}
+	return out.Items, next, nil
+}
+
+// NeedsPage lists a page of a company's needs (by id), with the next
+// page's cursor ("" on the last).
+func (s *Store) NeedsPage(ctx context.Context, companyID string, limit int, cursor string) ([]Need, string, error) {
+	items, next, err := s.pageOf(ctx, "COMPANY#"+companyID, "NEED#", false, limit, cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Need, 0, len(items))
+	for _, it := range items {
+		var n Need
+		if unmarshal(it, &n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out, next, nil
+}
+
+// TriggersPage lists a page of a watch's triggers (by part id), with the
+// next page's cursor ("" on the last).
+func (s *Store) TriggersPage(ctx context.Context, watchID string, limit int, cursor string) ([]Trigger, string, error) {
+	items, next, err := s.pageOf(ctx, "WATCH#"+watchID, "TRIGGER#", false, limit, cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Trigger, 0, len(items))
+	for _, it := range items {
+		var t Trigger
+		if unmarshal(it, &t) == nil {
+			out = append(out, t)
+		}
+	}
+	return out, next, nil
+}
+
+// WatchesPage lists a page of a buyer's watches through GSI1 (active
+// before cancelled, oldest first within a status), with the next page's
+// cursor ("" on the last).
+func (s *Store) WatchesPage(ctx context.Context, buyerID string, limit int, cursor string) ([]Watch, string, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	in := s.gsi1Query("BUYER#"+buyerID, "STATUS#", false)
+	in.Limit = aws.Int32(int32(limit))
+	if cursor != "" {
+		start, err := decodeCursor(cursor)
+		if err != nil || ddbitem.String(start, "GSI1PK") != "BUYER#"+buyerID {
+			return nil, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		}
+		in.ExclusiveStartKey = start
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("eecar: list watches: %w", err)
+	}
+	ws := make([]Watch, 0, len(out.Items))
+	for _, it := range out.Items {
+		if w, ok := WatchFromItem(it); ok {
+			ws = append(ws, w)
+		}
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 {
+		next = encodeCursor(out.LastEvaluatedKey)
+	}
+	return ws, next, nil
+}
+
+// NotificationsPage lists a page of a recipient's notifications newest
+// first (GSI1), with the next page's cursor ("" on the last).
+func (s *Store) NotificationsPage(ctx context.Context, recipientID string, limit int, cursor string) ([]Notification, string, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 50
+	}
+	in := s.gsi1Query("RECIPIENT#"+recipientID, "SENT#", true)
+	in.Limit = aws.Int32(int32(limit))
+	if cursor != "" {
+		start, err := decodeCursor(cursor)
+		if err != nil || ddbitem.String(start, "GSI1PK") != "RECIPIENT#"+recipientID {
+			return nil, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		}
+		in.ExclusiveStartKey = start
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("eecar: notifications: %w", err)
+	}
+	ns := make([]Notification, 0, len(out.Items))
+	for _, it := range out.Items {
+		var n Notification
+		if unmarshal(it, &n) == nil {
+			ns = append(ns, n)
+		}
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 {
+		next = encodeCursor(out.LastEvaluatedKey)
+	}
+	return ns, next, nil
 }

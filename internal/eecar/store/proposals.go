@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -80,11 +82,69 @@ func (s *Store) CreateProposal(ctx context.Context, p Proposal) (Proposal, error
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(s.table), Item: it, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Put: np},
+		{Put: s.proposalLink(p.FromCompanyID, p)},
+		{Put: s.proposalLink(p.ToCompanyID, p)},
 	}})
 	if err != nil {
 		return Proposal{}, fmt.Errorf("eecar: create proposal: %w", err)
 	}
 	return p, nil
+}
+
+// proposalLink is the extension item COMPANY#{companyId} /
+// PROPOSAL#{createdAt}#{proposalId} that lists a proposal under each of
+// its two parties (GSI1 lists it only under the party who must answer).
+func (s *Store) proposalLink(company string, p Proposal) *types.Put {
+	return &types.Put{TableName: aws.String(s.table), Item: map[string]av{
+		"PK": ddbitem.S("COMPANY#" + company), "SK": ddbitem.S("PROPOSAL#" + p.CreatedAt + "#" + p.ID),
+		"proposalId": ddbitem.S(p.ID),
+	}}
+}
+
+// CompanyProposals lists the proposals company is a party of, sent or
+// received, newest first: limit of them after cursor ("" the first page),
+// with the next page's cursor ("" on the last). Proposals created before
+// the COMPANY#/PROPOSAL# links existed are not listed.
+func (s *Store) CompanyProposals(ctx context.Context, company string, limit int, cursor string) ([]Proposal, string, error) {
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
+		ExpressionAttributeValues: map[string]av{":pk": ddbitem.S("COMPANY#" + company), ":p": ddbitem.S("PROPOSAL#")},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+	}
+	if cursor != "" {
+		// The cursor is the last link's sort key; the partition is always
+		// the caller's, so a cursor cannot reach another company's list.
+		sk, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || !strings.HasPrefix(string(sk), "PROPOSAL#") {
+			return nil, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		}
+		in.ExclusiveStartKey = key("COMPANY#"+company, string(sk))
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("eecar: list proposals: %w", err)
+	}
+	ps := make([]Proposal, 0, len(out.Items))
+	for _, it := range out.Items {
+		p, err := s.GetProposal(ctx, company, ddbitem.String(it, "proposalId"))
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		ps = append(ps, p)
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 {
+		next = base64.RawURLEncoding.EncodeToString([]byte(ddbitem.String(out.LastEvaluatedKey, "SK")))
+	}
+	return ps, next, nil
 }
 
 // GetProposal reads a proposal visible to company (one of its parties).
@@ -103,7 +163,9 @@ func (s *Store) GetProposal(ctx context.Context, company, id string) (Proposal, 
 // ListProposals lists the proposals awaiting company's response, of a
 // status ("" all), newest first, at most 50 (access pattern 3).
 func (s *Store) ListProposals(ctx context.Context, company, status string) ([]Proposal, error) {
-	items, err := s.queryAll(ctx, s.gsi1Query("COMPANY#"+company, statusPrefix(status), true), 50)
+	in := s.gsi1Query("COMPANY#"+company, statusPrefix(status), true)
+	in.Limit = aws.Int32(50) // read one page of 50, not 1 MB of them
+	items, err := s.queryAll(ctx, in, 50)
 	if err != nil {
 		return nil, err
 	}

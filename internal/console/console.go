@@ -91,6 +91,9 @@ type Options struct {
 	Checks ChecksStore
 	// DataShelf is the public catalogue's store; nil hides it.
 	DataShelf DataShelf
+	// ShelfCrawl is DataShelf's crawl control on the crawl page; nil
+	// shows the queue's statistics only.
+	ShelfCrawl ShelfCrawl
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -109,6 +112,8 @@ type Console struct {
 	// signedOut holds the nonces of sessions signed out in this process
 	// (until they expire): their cookies stop working at once.
 	signedOut sync.Map // nonce → expiry (Unix seconds)
+	// statusPages caches rendered public status pages.
+	statusPages statusCache
 }
 
 // maxForm bounds a form's body.
@@ -185,6 +190,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/signout", c.signout)
 	c.explorerRoutes(m)
 	c.checksRoutes(m)
+	c.checksExtraRoutes(m)
 	c.dataShelfRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
@@ -288,6 +294,9 @@ type page struct {
 	DataShelf bool
 	Path      string
 	Data      any
+	// Public is a page rendered for anyone (a status page): no header
+	// navigation, no session.
+	Public bool
 }
 
 type errorPage struct {

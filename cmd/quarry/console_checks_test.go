@@ -250,4 +250,3 @@ func fetchStatus(t *testing.T, hc *http.Client, u string, want int) (string, htt
 	}
 	return string(b), resp.Header
 }
-

@@ -49,7 +49,7 @@ func statusStrip(runs []Run) strip {
 }
 
 // chart is a response-time chart in a 600×160 view box: the plot area is
-// x 40–590, y 10–130.
+// x 60–590, y 10–130.
 type chart struct {
 	Points string // the polyline's points
 	Down   []point
@@ -84,7 +84,7 @@ func responseChart(runs []Run, since time.Time) chart {
 	for i, r := range rs {
 		x := 590.0
 		if span > 0 {
-			x = 40 + 550*float64(r.At.Sub(t0))/float64(span)
+			x = 60 + 530*float64(r.At.Sub(t0))/float64(span)
 		}
 		y := 130 - 120*float64(r.ResponseTimeMs)/float64(hi)
 		if i > 0 {
@@ -113,7 +113,7 @@ func niceCeil(v int64) int64 {
 }
 
 // bars is a bar chart of finished jobs per bucket in a 600×140 view box:
-// the plot area is x 40–590, y 10–110.
+// the plot area is x 60–590, y 10–110.
 type bars struct {
 	Bars  []bar
 	Max   int
@@ -150,11 +150,11 @@ func throughputBars(points []ThroughputPoint, bucket time.Duration) bars {
 	}
 	hi = int(niceCeil(int64(hi)))
 	b.Max = hi
-	w := 550 / float64(len(points))
+	w := 530 / float64(len(points))
 	for i, p := range points {
 		hok := 100 * float64(p.Completed) / float64(hi)
 		hf := 100 * float64(p.Failed) / float64(hi)
-		b.Bars = append(b.Bars, bar{X: 40 + float64(i)*w, W: max(w-1, 0.5), YOK: 110 - hok, HOK: hok, YFail: 110 - hok - hf, HFail: hf,
+		b.Bars = append(b.Bars, bar{X: 60 + float64(i)*w, W: max(w-1, 0.5), YOK: 110 - hok, HOK: hok, YFail: 110 - hok - hf, HFail: hf,
 			Title: fmt.Sprintf("%s: %d completed, %d failed", p.Start.UTC().Format("Jan 2 15:04"), p.Completed, p.Failed)})
 	}
 	b.From = points[0].Start.UTC().Format("Jan 2 15:04")

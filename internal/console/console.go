@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -173,6 +174,8 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"fields":  strings.Fields,
 	"list":    func(v ...any) []any { return v },
+	// amount formats a price (a *float64 in ShelfProduct).
+	"amount": func(p *float64) string { return strconv.FormatFloat(*p, 'f', 2, 64) },
 }
 
 func (c *Console) routes() {

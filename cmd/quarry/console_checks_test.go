@@ -226,7 +226,12 @@ func TestConsoleChecksDetail(t *testing.T) {
 		t.Fatal("the address did not change")
 	}
 	fetchStatus(t, anon, statusURL, 404)
-	fetchStatus(t, anon, newURL, 200)
+	// Rendered first for the signed-in owner, the cached page carries no
+	// session to the next visitor.
+	d.run("new status page", chromedp.Navigate(newURL), chromedp.WaitVisible(chromedp.CSS("#status")))
+	if body, _ := fetchStatus(t, anon, newURL, 200); strings.Contains(body, "csrf") || strings.Contains(body, "bob@example.com") || strings.Contains(body, "Sign out") {
+		t.Errorf("the status page cached a session:\n%s", body)
+	}
 	d.run("status off", d.submit("#status-off"), chromedp.WaitVisible(chromedp.CSS("#status-on")))
 	fetchStatus(t, anon, newURL, 404)
 	fetchStatus(t, anon, carolURL[1], 200)

@@ -232,6 +232,7 @@ func TestConsoleChecksDetail(t *testing.T) {
 	if body, _ := fetchStatus(t, anon, newURL, 200); strings.Contains(body, "csrf") || strings.Contains(body, "bob@example.com") || strings.Contains(body, "Sign out") {
 		t.Errorf("the status page cached a session:\n%s", body)
 	}
+	d.open("/console/checks/statuspage", "#status-off")
 	d.run("status off", d.submit("#status-off"), chromedp.WaitVisible(chromedp.CSS("#status-on")))
 	fetchStatus(t, anon, newURL, 404)
 	fetchStatus(t, anon, carolURL[1], 200)

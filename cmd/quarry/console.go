@@ -65,8 +65,8 @@ func consoleKey(dataDir string) ([]byte, error) {
 // running systems' credentials and operator tokens, the store explorer
 // over client, the Checks dashboard, DataShelf's catalogue over ds. When it cannot start, the systems
 // still serve and the console's paths answer 503 with the reason.
-func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) http.Handler {
-	h, err := newConsole(ctx, c, client, systems, ck, ds, blobs, log)
+func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, log *slog.Logger) http.Handler {
+	h, err := newConsole(ctx, c, client, systems, ck, ds, crawls, log)
 	if err != nil {
 		log.Error("console disabled", "err", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Clie
 	return h
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*console.Console, error) {
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, log *slog.Logger) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -106,10 +106,6 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		opts.Checks = checksconsole.New(st, ck.api)
 	}
 	if ds != nil {
-		crawls, err := consoleCrawls(ctx, c, ds, blobs, log)
-		if err != nil {
-			return nil, err
-		}
 		shelf := shelfconsole.New(ds, crawls)
 		opts.DataShelf, opts.ShelfCrawl = shelf, shelf
 	}
@@ -163,7 +159,7 @@ func (a operatorAuth) Valid(ctx context.Context, id string) error {
 
 // consoleCrawls runs the crawls started on the console's crawl page in
 // this process, as `quarry datashelf crawl` would (the network policy,
-// robots.txt, the World of Books profile), until ctx ends.
+// robots.txt, the World of Books profile), until ctx ends or Stop.
 func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*shelfconsole.Crawls, error) {
 	fo := crawler.FetchOptions(version)
 	policy, err := c.NetworkPolicy()

@@ -197,6 +197,11 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		return err
 	}
 	systems["datashelf"] = map[string]any{"status": "running"}
+	crawls, err := consoleCrawls(ctx, c, ds, blobs, log) // crawls started from the console
+	if err != nil {
+		return err
+	}
+	lc.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
 	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
 	lc.onStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
 
@@ -268,7 +273,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, blobs, log))) // the web console; other paths a JSON 404
+	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, crawls, log))) // the web console; other paths a JSON 404
 	// Both listeners are bound before either serves, so that the banner
 	// (which names their addresses) comes before their "listening on" logs.
 	var ddbSrv *httpserver.Server

@@ -19,9 +19,10 @@ var _ console.ShelfCrawl = (*Store)(nil)
 // process, in the background: each is what `quarry datashelf crawl URL
 // --max-pages N` runs, with the options given to NewCrawls.
 type Crawls struct {
-	ctx  context.Context
-	opts crawler.Options
-	now  func() time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+	opts   crawler.Options
+	now    func() time.Time
 
 	mu      sync.Mutex
 	running bool
@@ -30,10 +31,19 @@ type Crawls struct {
 }
 
 // NewCrawls returns a runner of crawls that live until ctx ends (the
-// server's life), each with o (Store, Fetcher, Blobs, Profile, …; its
-// MaxPages and Progress are set per crawl).
+// server's life) or Stop, each with o (Store, Fetcher, Blobs, Profile, …;
+// its MaxPages and Progress are set per crawl).
 func NewCrawls(ctx context.Context, o crawler.Options) *Crawls {
-	return &Crawls{ctx: ctx, opts: o, now: time.Now}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Crawls{ctx: ctx, cancel: cancel, opts: o, now: time.Now}
+}
+
+// Stop ends the running crawl (its jobs in flight are rescued by a later
+// crawl once their lease expires, as after a crash) and waits for it; no
+// crawl starts after it.
+func (c *Crawls) Stop() {
+	c.cancel()
+	c.Wait()
 }
 
 // Wait blocks until the running crawl (if any) has returned.
@@ -64,6 +74,9 @@ func (c *Crawls) start(ctx context.Context, startURL string, maxPages int) error
 	defer c.mu.Unlock()
 	if c.running {
 		return console.ErrBusy
+	}
+	if c.ctx.Err() != nil {
+		return errors.New("datashelf: the server is stopping")
 	}
 	o := c.opts
 	o.MaxPages = maxPages

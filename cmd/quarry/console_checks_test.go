@@ -60,6 +60,7 @@ func seedHistory(t *testing.T, s *checksServer, checkID string, n int) {
 // new address and turned off (404); another user's pages are 404 and
 // forms without their CSRF token are refused.
 func TestConsoleChecksDetail(t *testing.T) {
+	t.Parallel()
 	s := startChecksServer(t)
 	base := "http://" + s.api
 	var down atomic.Bool

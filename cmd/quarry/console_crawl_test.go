@@ -23,6 +23,7 @@ import (
 // and a retry; a Checks user gets a 404, and the forms without their CSRF
 // token are refused.
 func TestConsoleCrawlControl(t *testing.T) {
+	t.Parallel()
 	s := startChecksServer(t)
 	base := "http://" + s.api
 	site := fixture.New(fixture.Options{Products: 12, Seed: 5, CrawlDelay: -1})

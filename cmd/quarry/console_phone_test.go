@@ -17,6 +17,7 @@ import (
 // viewport: no page scrolls sideways, and each page's main control is
 // shown whole within the screen's width.
 func TestConsolePhoneWidth(t *testing.T) {
+	t.Parallel()
 	s := startChecksServer(t)
 	base := "http://" + s.api
 	ctx0 := context.Background()

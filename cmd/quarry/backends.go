@@ -31,7 +31,7 @@ func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.
 		}
 		return nil
 	})
-	if c.DataShelfDB != "" {
+	if c.DataShelfDB != "" && ds != nil {
 		hc.Add("postgres", ds.Ping)
 	}
 	if p, ok := blobs.(interface{ Ping(context.Context) error }); ok && c.BlobS3Bucket != "" {

@@ -32,7 +32,12 @@ type bannerFacts struct {
 	policy     *fetch.Policy
 	adminSock  string
 	dataShelfB string // DataShelf's blobs
+	// enabled are the systems --systems names (nil: all).
+	enabled map[string]bool
 }
+
+// on reports whether --systems names the system.
+func (f bannerFacts) on(name string) bool { return f.enabled == nil || f.enabled[name] }
 
 // startBanner lists the facts a new user needs once quarry serve is up:
 // where it keeps its data, what it listens on, each system's backends,
@@ -66,6 +71,17 @@ func startBanner(f bannerFacts) []bannerLine {
 	}
 
 	lines = append(lines, bannerLine{Label: "systems"})
+	var names []string
+	for _, n := range config.SystemNames {
+		if f.on(n) {
+			names = append(names, n)
+		}
+	}
+	add(true, "on this node", "systems", "%s", strings.Join(names, ", "))
+	if len(names) < len(config.SystemNames) {
+		hint("--systems " + c.Systems + "; the others answer 503")
+	}
+	notHere := "not started on this node (--systems)"
 	tables := "tables in the embedded store"
 	if f.embedded {
 		add(true, "store", "store", "embedded DynamoDB-compatible store (Pebble) in %s", filepath.Join(f.dataDir, "ddb"))
@@ -73,26 +89,44 @@ func startBanner(f bannerFacts) []bannerLine {
 		add(true, "store", "store", "DynamoDB at %s", redactURL(c.DynamoDBEndpoint))
 		tables = "tables in DynamoDB"
 	}
-	if c.DataShelfDB != "" {
+	switch {
+	case !f.on("datashelf"):
+		add(true, "DataShelf", "datashelf", "%s", notHere)
+	case c.DataShelfDB != "":
 		add(true, "DataShelf", "datashelf", "PostgreSQL %s; blobs %s", redactURL(c.DataShelfDB), f.dataShelfB)
-	} else {
+	default:
 		add(true, "DataShelf", "datashelf", "SQLite %s; blobs %s", filepath.Join(f.dataDir, "datashelf.db"), f.dataShelfB)
 	}
-	add(true, "Wallcrawler", "wallcrawler", "%s; blobs %s", tables, blobPlace(c, "wallcrawler", filepath.Join(f.dataDir, "wallcrawler", "blobs")))
-	add(true, "  browsers", "browsers", "%s", browserFacts(f.wc, c))
-	if f.wc.browserErr != nil {
-		hint("make run installs chromium when root; else apt-get install chromium, or --chromium PATH")
+	switch {
+	case !f.on("wallcrawler"):
+		add(true, "Wallcrawler", "wallcrawler", "%s", notHere)
+	case f.wc == nil:
+		add(true, "Wallcrawler", "wallcrawler", "not started (see /healthz)")
+	default:
+		add(true, "Wallcrawler", "wallcrawler", "%s; blobs %s", tables, blobPlace(c, "wallcrawler", filepath.Join(f.dataDir, "wallcrawler", "blobs")))
+		add(true, "  browsers", "browsers", "%s", browserFacts(f.wc, c))
+		if f.wc.browserErr != nil {
+			hint("make run installs chromium when root; else apt-get install chromium, or --chromium PATH")
+		}
 	}
-	embeddings := "built-in local embedder"
-	if c.EECAREmbeddingsURL != "" {
-		embeddings = "embeddings from " + redactURL(c.EECAREmbeddingsURL)
+	if f.on("eecar") {
+		embeddings := "built-in local embedder"
+		if c.EECAREmbeddingsURL != "" {
+			embeddings = "embeddings from " + redactURL(c.EECAREmbeddingsURL)
+		}
+		add(true, "EECAR", "eecar", "%s; blobs %s; %s", tables, blobPlace(c, "eecar", filepath.Join(f.dataDir, "eecar", "blobs")), embeddings)
+	} else {
+		add(true, "EECAR", "eecar", "%s", notHere)
 	}
-	add(true, "EECAR", "eecar", "%s; blobs %s; %s", tables, blobPlace(c, "eecar", filepath.Join(f.dataDir, "eecar", "blobs")), embeddings)
-	email := "email alerts off (no --checks-smtp)"
-	if c.ChecksSMTP != "" {
-		email = "email alerts through " + c.ChecksSMTP
+	if f.on("checks") {
+		email := "email alerts off (no --checks-smtp)"
+		if c.ChecksSMTP != "" {
+			email = "email alerts through " + c.ChecksSMTP
+		}
+		add(true, "Checks", "checks", "%s; %s", tables, email)
+	} else {
+		add(true, "Checks", "checks", "%s", notHere)
 	}
-	add(true, "Checks", "checks", "%s; %s", tables, email)
 
 	if s := f.policy.String(); s != "" {
 		add(false, "network policy", "network_policy", "public addresses and --allow-networks %s", s)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -133,17 +135,26 @@ func startChecks(ctx context.Context, lc *lifecycle, c *config.Config, client *d
 	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: policy}
 	prober := probe.New(probe.Options{Fetch: fo})
 	lc.onStop("checks prober", func(context.Context) error { prober.Close(); return nil })
-	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log)}
+	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log), CurrentTarget: scheduler.CurrentTarget(st)}
 	if c.ChecksSMTP != "" {
 		aopts.SMTP = &alert.SMTPConfig{Addr: c.ChecksSMTP, From: c.ChecksSMTPFrom, Username: c.ChecksSMTPUser, Password: c.ChecksSMTPPassword}
 	}
 	dispatcher := alert.New(aopts)
-	host, _ := os.Hostname()
+	// The owner names this process in the checks' leases: the node id
+	// (distinct per process sharing a store) or the host and pid, with a
+	// random suffix so that two schedulers never share a name.
+	owner := c.NodeID
+	if owner == "" {
+		owner, _ = os.Hostname()
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	owner += "-" + fmt.Sprint(os.Getpid()) + "-" + hex.EncodeToString(suffix[:])
 	retention := c.ChecksRetention
 	if retention == 0 {
 		retention = -1 // no history
 	}
-	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: host + "-" + fmt.Sprint(os.Getpid()), Retention: retention, Logger: log})
+	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: owner, RunTimeout: c.ChecksRunTimeout, Retention: retention, Logger: log})
 	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, EmailEnabled: aopts.SMTP != nil, Logger: log})
 	return &checks{handler: http.StripPrefix("/checks", h), api: h, sched: sched, alerts: dispatcher}, nil
 }

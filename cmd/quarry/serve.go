@@ -14,6 +14,9 @@ import (
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/sigv4"
+	"github.com/quarrydb/quarry/internal/console/shelfconsole"
+	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
@@ -153,8 +156,24 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		systems[name] = map[string]any{"status": "disabled", "reason": why}
 		reasons[name] = why
 	}
+	// --systems: the systems not named are not started on this node.
+	enabled, err := c.SystemSet()
+	if err != nil {
+		return err
+	}
+	off := func(name string) bool {
+		if enabled[name] {
+			return false
+		}
+		why := notOnThisNode(c, name)
+		systems[name] = map[string]any{"status": "disabled", "reason": why}
+		reasons[name] = why
+		return true
+	}
 	var wc *wallcrawler
-	if why := caps.missing("Wallcrawler", "streams", "ttl"); why != "" {
+	if off("wallcrawler") {
+		// not on this node (--systems)
+	} else if why := caps.missing("Wallcrawler", "streams", "ttl"); why != "" {
 		refuse("wallcrawler", why)
 	} else {
 		if wc, err = startWallcrawler(ctx, lc, c, client, streams, store != nil, policy, log); err != nil {
@@ -169,7 +188,9 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		systems["wallcrawler"] = st
 	}
 	var ck *checks
-	if why := caps.missing("Checks", "transactions"); why != "" {
+	if off("checks") {
+		// not on this node (--systems)
+	} else if why := caps.missing("Checks", "transactions"); why != "" {
 		refuse("checks", why)
 	} else {
 		if ck, err = startChecks(ctx, lc, c, client, policy, log); err != nil {
@@ -178,7 +199,9 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		systems["checks"] = map[string]any{"status": "running"}
 	}
 	var ee *eecar
-	if why := caps.missing("EECAR", "transactions", "streams"); why != "" {
+	if off("eecar") {
+		// not on this node (--systems)
+	} else if why := caps.missing("EECAR", "transactions", "streams"); why != "" {
 		refuse("eecar", why)
 	} else {
 		if ee, err = startEECAR(ctx, lc, c, client, streams, store != nil, policy, log); err != nil {
@@ -187,21 +210,30 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		systems["eecar"] = map[string]any{"status": "running"}
 	}
 
-	ds, blobs, err := openDataShelf(ctx, c)
-	if err != nil {
-		return err
+	var (
+		ds        datashelfstore.Store // nil when DataShelf is not started here
+		blobs     blob.Store
+		dsHandler http.Handler
+		crawls    *shelfconsole.Crawls
+	)
+	if off("datashelf") {
+		dsHandler = disabledSystem(reasons["datashelf"])
+	} else {
+		if ds, blobs, err = openDataShelf(ctx, c); err != nil {
+			return err
+		}
+		lc.onStop("datashelf store", func(context.Context) error { return ds.Close() })
+		h, err := dataShelfHandler(c, ds, blobs, log)
+		if err != nil {
+			return err
+		}
+		dsHandler = boundedIDs(h, dataShelfError)
+		systems["datashelf"] = map[string]any{"status": "running"}
+		if crawls, err = consoleCrawls(ctx, c, ds, blobs, log); err != nil { // crawls started from the console
+			return err
+		}
+		lc.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
 	}
-	lc.onStop("datashelf store", func(context.Context) error { return ds.Close() })
-	dsHandler, err := dataShelfHandler(c, ds, blobs, log)
-	if err != nil {
-		return err
-	}
-	systems["datashelf"] = map[string]any{"status": "running"}
-	crawls, err := consoleCrawls(ctx, c, ds, blobs, log) // crawls started from the console
-	if err != nil {
-		return err
-	}
-	lc.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
 	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
 	lc.onStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
 
@@ -229,6 +261,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		}
 		return float64(wc.manager.Live())
 	})
+	registerLeaseMetrics(reg, wc)
 	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 {
 		if ck == nil {
 			return 0
@@ -256,7 +289,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		return d
 	}))
 	mux.Handle("GET /metrics", reg)
-	mux.Handle("/datashelf/", reg.Count("datashelf", boundedIDs(dsHandler, dataShelfError)))
+	mux.Handle("/datashelf/", reg.Count("datashelf", dsHandler))
 	if wc != nil {
 		mux.Handle("/wallcrawler/", reg.Count("wallcrawler", boundedIDs(wc.handler, browserbaseError)))
 		mux.Handle(uploadPrefix, reg.Count("wallcrawler", boundedIDs(wc.uploads, plainError)))
@@ -296,7 +329,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	if err != nil {
 		dataDir = c.DataDir
 	}
-	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy,
+	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy, enabled: enabled,
 		api: api.BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
 	if ddbSrv != nil {
 		f.ddb = ddbSrv.BoundAddr()
@@ -310,6 +343,13 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	}
 	serveIn(lc, api)
 	return nil
+}
+
+// notOnThisNode is the reason a system left out of --systems gives, in
+// /healthz and in its API's 503.
+func notOnThisNode(c *config.Config, name string) string {
+	return fmt.Sprintf("%s is not started on this node: --systems %s (%s) does not name it; send its requests to a node that runs it",
+		name, c.Systems, config.EnvName("systems"))
 }
 
 // isNil reports whether an interface holds a nil pointer (a system that
@@ -372,7 +412,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	base.Listen = "127.0.0.1:8000"
 	base.DataDir = "./data/ddb"
 	c, err := config.Load(fs, args, getenv, base, []string{"listen", "data-dir", "log-level", "log-format", "region", "shutdown-timeout", "ttl-interval", "ddb-sync", "ddb-sync-interval", "ddb-cache-mb", "credentials",
-		"read-header-timeout", "read-timeout", "idle-timeout", "ddb-max-conns", "emulate", "emulate-stream-delay"})
+		"read-header-timeout", "read-timeout", "idle-timeout", "write-timeout", "ddb-max-conns", "emulate", "emulate-stream-delay"})
 	if err != nil {
 		return err
 	}
@@ -409,7 +449,7 @@ const ddbBusyBody = `{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavaila
 // limits are a listener's timeouts (shared by both listeners) and its
 // connection cap.
 func limits(c *config.Config, maxConns int) httpserver.Limits {
-	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, MaxConns: maxConns}
+	return httpserver.Limits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, IdleTimeout: c.IdleTimeout, WriteTimeout: c.WriteTimeout, MaxConns: maxConns}
 }
 
 // listen binds s and serves it in lc (see serveIn).

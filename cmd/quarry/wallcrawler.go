@@ -240,7 +240,7 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 			return nil, fmt.Errorf("wallcrawler: clear %s: %w", dir, err)
 		}
 	}
-	runAs, err := browserUser(c, log)
+	runAs, uids, err := browserUser(c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 	if w.egress, proxyURL, err = startEgress(ctx, lc, policy, log); err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, User: runAs, Logger: log, ProxyServer: proxyURL, Listeners: policy})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: c.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL, Listeners: policy})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)
@@ -290,7 +290,7 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 		Tokens:   sessions.NewTokens(secret, nil),
 		Notifier: sessions.NewNotifier(client, streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: w.browserRoot, IdleGrace: c.WallcrawlerIdleGrace, Logger: log,
-		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c)})
+		NodeID: c.NodeID, AdvertiseURL: advertiseURL(c), Lease: c.WallcrawlerLease, LeaseRenew: c.WallcrawlerLeaseRenew})
 	lc.onStop("wallcrawler sessions", func(ctx context.Context) error {
 		// At least a second for the final writes, even when the
 		// listeners' drain took the whole shutdown timeout.
@@ -419,28 +419,36 @@ func defaultBrowserRoot(dataDir string) (string, error) {
 }
 
 // browserUser returns the user the browsers run as: nil (quarry's own)
-// unless quarry runs as root, where it is --wallcrawler-user or
-// browser.DefaultUser.
-func browserUser(c *config.Config, log *slog.Logger) (*browser.User, error) {
+// unless quarry runs as root, where it is --wallcrawler-user,
+// browser.DefaultUser, or, with --wallcrawler-uids, an id of the range per
+// browser (uids).
+func browserUser(c *config.Config, log *slog.Logger) (u *browser.User, uids *browser.UIDRange, err error) {
 	if os.Geteuid() != 0 {
-		if c.WallcrawlerUser != "" {
-			log.Warn("quarry is not root: browsers run as its own user, wallcrawler-user is ignored", "wallcrawler_user", c.WallcrawlerUser)
+		if c.WallcrawlerUser != "" || c.WallcrawlerUIDs != "" {
+			log.Warn("quarry is not root: browsers run as its own user, wallcrawler-user and wallcrawler-uids are ignored", "wallcrawler_user", c.WallcrawlerUser, "wallcrawler_uids", c.WallcrawlerUIDs)
 		}
-		return nil, nil
+		return nil, nil, nil
+	}
+	if c.WallcrawlerUIDs != "" {
+		r, err := browser.ParseUIDRange(c.WallcrawlerUIDs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wallcrawler: wallcrawler-uids: %w", err)
+		}
+		return nil, &r, nil
 	}
 	if c.WallcrawlerUser != "" {
 		u, err := browser.LookupUser(c.WallcrawlerUser)
 		if err != nil {
-			return nil, fmt.Errorf("wallcrawler: wallcrawler-user: %w", err)
+			return nil, nil, fmt.Errorf("wallcrawler: wallcrawler-user: %w", err)
 		}
-		return &u, nil
+		return &u, nil, nil
 	}
-	u, err := browser.DefaultUser()
+	du, err := browser.DefaultUser()
 	if err != nil {
 		log.Warn("no unprivileged user for the browsers: they run as root", "err", err)
-		return nil, nil
+		return nil, nil, nil
 	}
-	return &u, nil
+	return &du, nil, nil
 }
 
 // missingBrowser is the provider when no Chromium was found.

@@ -54,6 +54,10 @@ var (
 	ErrNoTarget = errors.New("alert: target has no webhook or email")
 	// ErrEmailDisabled is reported for email deliveries when Options.SMTP is nil.
 	ErrEmailDisabled = errors.New("alert: email delivery disabled (no SMTP configured)")
+	// ErrTargetRemoved is reported (through OnResult) for a channel whose
+	// retries stopped because the alert's current target, asked of
+	// Options.CurrentTarget, no longer has that channel.
+	ErrTargetRemoved = errors.New("alert: channel removed from the current target; not retried")
 	// ErrInvalidTarget is wrapped by errors about malformed webhook URLs or
 	// email addresses; such deliveries are never retried.
 	ErrInvalidTarget = errors.New("alert: invalid target")
@@ -137,6 +141,13 @@ type Options struct {
 	// Sleep waits between attempts; it must return early with an error when
 	// ctx ends. Test hook; default uses a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// CurrentTarget, when set, is asked for a's target before each retry,
+	// so that a retry goes where the user's targets point now (a delivery
+	// can be retried for minutes): a changed webhook URL, secret or email
+	// address is used, and a channel the target no longer has stops
+	// (OnResult reports ErrTargetRemoved). When it fails, the retry keeps
+	// the target it had.
+	CurrentTarget func(ctx context.Context, a Alert) (Target, error)
 	// OnResult is called once per channel when its delivery finishes
 	// (err nil means delivered). It may be called concurrently.
 	OnResult func(a Alert, channel string, attempts int, err error)
@@ -287,7 +298,12 @@ func (d *Dispatcher) Deliver(ctx context.Context, a Alert, t Target) error {
 	)
 	if t.WebhookURL != "" {
 		wg.Go(func() {
+			cur := d.retargeter(a, t)
 			webhookErr = d.deliverChannel(ctx, a, ChannelWebhook, func(ctx context.Context) error {
+				t := cur(ctx)
+				if t.WebhookURL == "" {
+					return permanent(ErrTargetRemoved)
+				}
 				return d.postWebhook(ctx, a, t)
 			})
 		})
@@ -298,7 +314,12 @@ func (d *Dispatcher) Deliver(ctx context.Context, a Alert, t Target) error {
 			mailErr = fmt.Errorf("%s: %w", ChannelEmail, ErrEmailDisabled)
 		} else {
 			wg.Go(func() {
+				cur := d.retargeter(a, t)
 				mailErr = d.deliverChannel(ctx, a, ChannelEmail, func(ctx context.Context) error {
+					t := cur(ctx)
+					if t.Email == "" {
+						return permanent(ErrTargetRemoved)
+					}
 					return d.sendEmail(ctx, a, t.Email)
 				})
 			})
@@ -306,6 +327,26 @@ func (d *Dispatcher) Deliver(ctx context.Context, a Alert, t Target) error {
 	}
 	wg.Wait()
 	return errors.Join(webhookErr, mailErr)
+}
+
+// retargeter returns the target for each attempt of one channel's
+// delivery of a: t for the first, then what Options.CurrentTarget answers
+// (the previous target when it fails or is not set).
+func (d *Dispatcher) retargeter(a Alert, t Target) func(context.Context) Target {
+	first := true
+	return func(ctx context.Context) Target {
+		if first || d.opts.CurrentTarget == nil {
+			first = false
+			return t
+		}
+		nt, err := d.opts.CurrentTarget(ctx, a)
+		if err != nil {
+			d.opts.Logger.Warn("alert target not re-read; retrying the previous one", "alert", a.ID, "check", a.CheckID, "err", err)
+			return t
+		}
+		t = nt
+		return t
+	}
 }
 
 func (d *Dispatcher) emailDisabled(a Alert) {

@@ -43,7 +43,8 @@ type Options struct {
 	// Refresh is how often the ACTIVE set is reloaded (checks created,
 	// paused or deleted by other processes); default 10s.
 	Refresh time.Duration
-	// RunTimeout bounds one run; default 30s.
+	// RunTimeout bounds one run; default 30s. A claimed run holds its
+	// check's lease for Lease(RunTimeout).
 	RunTimeout time.Duration
 	// Concurrency bounds runs in flight; default 512.
 	Concurrency int
@@ -308,6 +309,13 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 	}
 }
 
+// Lease is how long a claimed run holds its check: twice the run's
+// timeout, so that the run and its record fit in it. When the process
+// running a check dies, no other process runs that check until the lease
+// ends (60 s with the default 30 s timeout); after that the next claim
+// takes it over.
+func Lease(runTimeout time.Duration) time.Duration { return 2 * runTimeout }
+
 // RunDue runs every check due at now synchronously and returns how many
 // runs it performed. Tests drive the scheduler with it and a fake clock.
 func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
@@ -347,8 +355,7 @@ func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
 // runOne claims and performs the run of check id due at due; it reports
 // whether it ran.
 func (s *Scheduler) runOne(ctx context.Context, id string, due, now time.Time) bool {
-	lease := s.o.RunTimeout + 30*time.Second
-	c, err := s.st.Claim(ctx, id, s.o.Owner, due, now, lease)
+	c, err := s.st.Claim(ctx, id, s.o.Owner, due, now, Lease(s.o.RunTimeout))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.Remove(id)
@@ -482,6 +489,9 @@ func RecordDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, cha
 		log = slog.Default()
 	}
 	return func(a alert.Alert, channel string, attempts int, err error) {
+		if errors.Is(err, alert.ErrTargetRemoved) {
+			return // the user took the channel away: nothing was due any more
+		}
 		failure := ""
 		if err != nil {
 			failure = err.Error()
@@ -494,6 +504,20 @@ func RecordDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, cha
 		if rerr := st.RecordAlertDelivery(ctx, a.UserID, a.CheckID, time.Now(), failure); rerr != nil {
 			log.Warn("checks: alert delivery outcome not recorded", "check", a.CheckID, "channel", channel, "delivery", failure, "err", rerr)
 		}
+	}
+}
+
+// CurrentTarget returns the alert dispatcher's Options.CurrentTarget for
+// st: the alert's user's targets as stored now, read afresh (not from the
+// scheduler's user cache), so that a retried delivery follows a change of
+// targets made meanwhile.
+func CurrentTarget(st *store.Store) func(ctx context.Context, a alert.Alert) (alert.Target, error) {
+	return func(ctx context.Context, a alert.Alert) (alert.Target, error) {
+		u, err := st.GetUser(ctx, a.UserID)
+		if err != nil {
+			return alert.Target{}, err
+		}
+		return alert.Target{WebhookURL: u.WebhookURL, WebhookSecret: u.WebhookSecret, Email: u.AlertEmail}, nil
 	}
 }
 

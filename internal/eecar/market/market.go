@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/eecar/embed"
@@ -50,6 +51,17 @@ type Market struct {
 
 	mu      sync.RWMutex
 	watches map[string]store.Watch
+
+	// indexed is the catalogue version this process's index is known to
+	// reflect (Load, then the stream: see noteIndexed); advanced is closed
+	// and replaced each time it grows.
+	vmu      sync.Mutex
+	indexed  int64
+	advanced chan struct{}
+	// following is set by Follow: other processes may write, and their
+	// writes reach the index through the stream. Without it this process
+	// is the only writer and its index is always current.
+	following atomic.Bool
 }
 
 // New returns a Market. Call Load before serving and Follow to keep it in
@@ -65,6 +77,50 @@ func New(st *store.Store, blobs blob.Store, o Options) *Market {
 	return &Market{
 		st: st, blobs: blobs, emb: o.Embedder, local: local, log: o.Logger, o: o,
 		idx: search.NewIndex(local.Tokens), watches: map[string]store.Watch{},
+		advanced: make(chan struct{}),
+	}
+}
+
+// noteIndexed records that the index reflects every part write up to
+// catalogue version v.
+func (m *Market) noteIndexed(v int64) {
+	m.vmu.Lock()
+	defer m.vmu.Unlock()
+	if v > m.indexed {
+		m.indexed = v
+		close(m.advanced)
+		m.advanced = make(chan struct{})
+	}
+}
+
+// IndexedVersion is the catalogue version this process's index is known
+// to reflect.
+func (m *Market) IndexedVersion() int64 {
+	m.vmu.Lock()
+	defer m.vmu.Unlock()
+	return m.indexed
+}
+
+// waitIndexed waits (at most d) until the index reflects catalogue version
+// v, and reports whether it does: a part written through another process
+// reaches this one's index through the table's stream.
+func (m *Market) waitIndexed(ctx context.Context, v int64, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		m.vmu.Lock()
+		ok, ch := m.indexed >= v, m.advanced
+		m.vmu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 
@@ -353,6 +409,21 @@ func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, boo
 			}
 		}
 	}
+	if len(vec) != m.emb.Dimension() && p.Vector != nil && p.Vector.EmbeddingModel == m.emb.Model() && p.Vector.Dimension == m.emb.Dimension() {
+		// The vector is recorded for this model but its blob is not here
+		// (another process's blob store, not shared): embed it again into
+		// this process's blobs, and leave the part alone. Recording it
+		// again would be a write that every other process, missing the
+		// blob too, answers with a write of its own, without end.
+		v, err := m.emb.Embed(ctx, []string{PartText(p)})
+		if err != nil {
+			return store.Part{}, false, fmt.Errorf("eecar: embed part: %w", err)
+		}
+		vec = v[0]
+		if err := m.blobs.Put(ctx, p.Vector.S3Key, bytes.NewReader(encodeVector(vec))); err != nil {
+			m.log.Warn("eecar: keep a part's vector", "part", id, "err", err)
+		}
+	}
 	if len(vec) != m.emb.Dimension() || p.Vector == nil || p.Vector.EmbeddingModel != m.emb.Model() {
 		// Missing, or from another model: embed again (and record it).
 		ref, v, err := m.embedPart(ctx, p)
@@ -374,6 +445,11 @@ func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, boo
 
 // Load builds the index and the active-watch list from the table.
 func (m *Market) Load(ctx context.Context) error {
+	// Every part written up to this version is in the table read next.
+	version, err := m.st.CatalogueVersion(ctx)
+	if err != nil {
+		return err
+	}
 	parts, err := m.st.AllParts(ctx)
 	if err != nil {
 		return err
@@ -392,6 +468,7 @@ func (m *Market) Load(ctx context.Context) error {
 		m.watches[w.ID] = w
 	}
 	m.mu.Unlock()
-	m.log.Info("eecar: loaded", "parts", len(parts), "watches", len(ws))
+	m.noteIndexed(version)
+	m.log.Info("eecar: loaded", "parts", len(parts), "watches", len(ws), "catalogue_version", version)
 	return nil
 }

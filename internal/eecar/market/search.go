@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/eecar/search"
 	"github.com/quarrydb/quarry/internal/eecar/store"
@@ -43,6 +44,11 @@ type SearchResponse struct {
 	CatalogueVersion int64 `json:"catalogueVersion"`
 }
 
+// IndexWait bounds how long a search waits for this process's index to
+// reach the catalogue version it read; after that it answers from the
+// index as it stands, without caching the result.
+const IndexWait = 2 * time.Second
+
 // Search runs a hybrid search (0.7·vector + 0.3·BM25) with filters. Results
 // are cached as MATCH#{hash}/RESULT for 7 days, keyed by the query, the
 // filters, topK and the catalogue version, so a part registered after a
@@ -73,11 +79,19 @@ func (m *Market) Search(ctx context.Context, req SearchRequest) (SearchResponse,
 		}
 		return m.attachParts(ctx, out)
 	}
+	// The index answers once it reflects the version read (a part written
+	// through another process arrives through the stream), and only then
+	// is the result cached: a result cached before would hide the part
+	// from every process until the next write.
+	current := !m.following.Load() || m.waitIndexed(ctx, version, IndexWait)
 	out, vec, err := m.searchIndex(ctx, req.Query, req.Filters, req.TopK)
 	if err != nil {
 		return SearchResponse{}, err
 	}
 	out.CatalogueVersion = version
+	if !current {
+		return m.attachParts(ctx, out)
+	}
 	cm := store.CachedMatch{QueryHash: hash, Query: req.Query, ModelUsed: m.emb.Model()}
 	if err := m.blobs.Put(ctx, QueryVectorKey(hash), bytes.NewReader(encodeVector(vec))); err != nil {
 		m.log.Warn("eecar: keep query embedding", "err", err)

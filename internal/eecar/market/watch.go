@@ -152,6 +152,7 @@ func (m *Market) Follow(ctx context.Context, client *dynamodb.Client, streams *d
 		return fmt.Errorf("eecar: table %s has no stream", m.st.Table())
 	}
 	poll.StartPosition = streamtypes.ShardIteratorTypeLatest
+	m.following.Store(true)
 	c := consumer.New(streams, arn, consumer.NewMemoryCheckpointer(), m.handle, poll)
 	return c.Run(ctx)
 }
@@ -160,6 +161,7 @@ func (m *Market) Follow(ctx context.Context, client *dynamodb.Client, streams *d
 func (m *Market) handle(ctx context.Context, records []streamtypes.Record) error {
 	parts := map[string]bool{}
 	var order []string
+	var version int64 // the highest catalogue version in the batch
 	for _, r := range records {
 		if r.Dynamodb == nil {
 			continue
@@ -170,6 +172,12 @@ func (m *Market) handle(ctx context.Context, records []streamtypes.Record) error
 			continue
 		}
 		switch {
+		case store.IsCatalogueVersion(pk.Value, sk.Value):
+			if v, ok := r.Dynamodb.NewImage["version"].(*streamtypes.AttributeValueMemberN); ok {
+				if n, err := strconv.ParseInt(v.Value, 10, 64); err == nil && n > version {
+					version = n
+				}
+			}
 		case strings.HasPrefix(pk.Value, "PART#"):
 			id := strings.TrimPrefix(pk.Value, "PART#")
 			if !parts[id] {
@@ -199,6 +207,9 @@ func (m *Market) handle(ctx context.Context, records []streamtypes.Record) error
 			}
 		}
 	}
+	// A part write and its catalogue bump are one transaction, whose
+	// records come in one batch: the parts above are indexed.
+	m.noteIndexed(version)
 	return nil
 }
 

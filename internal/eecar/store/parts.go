@@ -103,6 +103,11 @@ func (s *Store) catalogueBump() types.TransactWriteItem {
 	}}
 }
 
+// IsCatalogueVersion reports whether an item key (PK, SK) is the
+// catalogue version counter's, whose stream records carry each new
+// version in "version".
+func IsCatalogueVersion(pk, sk string) bool { return pk == catalogueKeyPK && sk == catalogueKeySK }
+
 // CatalogueVersion returns the catalogue version counter.
 func (s *Store) CatalogueVersion(ctx context.Context) (int64, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{

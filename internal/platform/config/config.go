@@ -35,6 +35,12 @@ type Config struct {
 	// browsers run here, and the other processes forward those sessions'
 	// CDP connections to it. Empty: http://<Listen>.
 	AdvertiseURL string
+	// Systems names the systems this `quarry serve` process runs:
+	// "all" (the default) or a comma-separated list of datashelf,
+	// wallcrawler, checks and eecar (see SystemSet). The others answer 503
+	// and show as disabled in /healthz, so that browser nodes and
+	// scheduler nodes can be sized apart.
+	Systems string
 	// Emulate makes `quarry ddb serve` answer like another engine where it
 	// differs in what quarry's systems need: "alternator" (ScyllaDB
 	// Alternator: no transactions, no point-in-time recovery, delayed
@@ -88,6 +94,11 @@ type Config struct {
 	// IdleTimeout closes a keep-alive connection idle this long, on both
 	// listeners.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds sending a response, on both listeners, from its
+	// first byte, extended by one second per 64 KiB written: a client that
+	// reads slower than that on average, or not at all, is cut off.
+	// WebSocket connections are not affected.
+	WriteTimeout time.Duration
 	// MaxConns caps the connections open at once on the HTTP API; one
 	// more is answered 503 and closed.
 	MaxConns int
@@ -109,6 +120,13 @@ type Config struct {
 	// WallcrawlerIdleGrace ends a session without keepAlive after this long
 	// without a CDP client.
 	WallcrawlerIdleGrace time.Duration
+	// WallcrawlerLease is how long a process may go without renewing its
+	// lease before the other processes sharing the store end its
+	// sessions (ERROR) and free their slots.
+	WallcrawlerLease time.Duration
+	// WallcrawlerLeaseRenew is how often the lease is renewed (0: a third
+	// of WallcrawlerLease).
+	WallcrawlerLeaseRenew time.Duration
 	// WallcrawlerContextMaxBytes caps the bytes one context archive may
 	// unpack to on disk (default 1 GiB).
 	WallcrawlerContextMaxBytes int64
@@ -121,6 +139,11 @@ type Config struct {
 	// root: a user name or uid[:gid]; empty: quarry-browser when it
 	// exists, else nobody. Ignored when quarry is not root.
 	WallcrawlerUser string
+	// WallcrawlerUIDs is a range of user ids ("200000-200999"), one per
+	// browser, when quarry runs as root: browsers of different sessions
+	// then cannot read each other's files even past Chromium's sandbox.
+	// Exclusive with WallcrawlerUser; empty: one user for every browser.
+	WallcrawlerUIDs string
 	// WallcrawlerBrowserDir holds the browsers' work dirs and restored
 	// profiles; it must be outside DataDir (which the browser user may
 	// not enter). Empty: <os.TempDir()>/quarry-browsers-<hash of the
@@ -130,6 +153,10 @@ type Config struct {
 	ChecksTablePrefix string
 	// ChecksMinInterval is the shortest period a check may have.
 	ChecksMinInterval time.Duration
+	// ChecksRunTimeout bounds one run of a check; the run holds its
+	// check's lease for twice as long, so a process that dies mid-run
+	// delays that check by at most 2 × ChecksRunTimeout.
+	ChecksRunTimeout time.Duration
 	// ChecksAllowNetworks is the deprecated name of AllowNetworks (Checks
 	// only had the setting before it governed every system).
 	ChecksAllowNetworks string
@@ -177,6 +204,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Listen:          "127.0.0.1:8080",
+		Systems:         "all",
 		DDBListen:       "127.0.0.1:8000",
 		DataDir:         "./data",
 		LogLevel:        "info",
@@ -191,17 +219,20 @@ func Defaults() Config {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		WriteTimeout:      30 * time.Second,
 		MaxConns:          1024,
 		DDBMaxConns:       1024,
 
 		EmulateStreamDelay: 10 * time.Second,
 
 		WallcrawlerIdleGrace:         120 * time.Second,
+		WallcrawlerLease:             15 * time.Second,
 		WallcrawlerContextMaxBytes:   1 << 30,
 		WallcrawlerContextMaxEntries: 100_000,
 
 		ChecksTablePrefix: "checks-",
 		ChecksMinInterval: 10 * time.Second,
+		ChecksRunTimeout:  30 * time.Second,
 		ChecksRetention:   7 * 24 * time.Hour,
 		ChecksFreeLimit:   5,
 		ChecksProLimit:    100,
@@ -224,6 +255,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "listen", usage: "address of the HTTP API", str: &c.Listen},
 		{flag: "public-url", usage: "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", str: &c.PublicURL},
 		{flag: "advertise-url", usage: "base URL the other quarry processes reach this one's HTTP API at, for forwarding Wallcrawler's CDP connections, e.g. http://10.0.3.7:8080 (default: http://<listen>)", str: &c.AdvertiseURL},
+		{flag: "systems", usage: "systems this process runs: all, or a comma-separated list of " + strings.Join(SystemNames, ", ") + " (the others answer 503)", str: &c.Systems},
 		{flag: "emulate", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
 		{flag: "emulate-stream-delay", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
 		{flag: "node-id", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name)", str: &c.NodeID},
@@ -243,13 +275,17 @@ func (c *Config) fields(which []string) []field {
 		{flag: "wallcrawler-secret", usage: "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", str: &c.WallcrawlerSecret},
 		{flag: "wallcrawler-pool", usage: "pre-launched browsers kept warm (0: off)", num: &c.WallcrawlerPool},
 		{flag: "wallcrawler-idle-grace", usage: "a session without keepAlive ends after this long without a CDP client", dur: &c.WallcrawlerIdleGrace},
+		{flag: "wallcrawler-lease", usage: "a process that has not renewed its lease for this long is taken for dead by the others sharing the store: its sessions become ERROR and their slots are freed", dur: &c.WallcrawlerLease},
+		{flag: "wallcrawler-lease-renew", usage: "how often a process renews its lease (0: a third of wallcrawler-lease)", dur: &c.WallcrawlerLeaseRenew},
 		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &c.WallcrawlerContextMaxBytes},
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
 		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &c.Chromium},
 		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
+		{flag: "wallcrawler-uids", usage: "range of user ids, one per browser, when quarry runs as root (e.g. 200000-200999): sessions' browsers cannot read each other's files (default: one user for all, see wallcrawler-user)", str: &c.WallcrawlerUIDs},
 		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
+		{flag: "checks-run-timeout", usage: "bound of one run of a check; a run holds its check's lease for twice this, the longest a check waits when the process running it dies", dur: &c.ChecksRunTimeout},
 		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
 		{flag: "checks-allow-networks", usage: "deprecated: use --allow-networks", str: &c.ChecksAllowNetworks},
 		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &c.ChecksRetention},
@@ -270,6 +306,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "read-header-timeout", usage: "longest time to read a request's headers, on both listeners", dur: &c.ReadHeaderTimeout},
 		{flag: "read-timeout", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
 		{flag: "idle-timeout", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
+		{flag: "write-timeout", usage: "longest time to send a response, on both listeners, plus 1s per 64 KiB sent (a client reading slower is cut off; WebSockets are not affected)", dur: &c.WriteTimeout},
 		{flag: "max-conns", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
 		{flag: "ddb-max-conns", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
 		{flag: "blob-s3-bucket", usage: "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", str: &c.BlobS3Bucket},
@@ -415,6 +452,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config: --advertise-url %q: want an http:// or https:// URL with a host and no query, e.g. http://10.0.3.7:8080", c.AdvertiseURL))
 		}
 	}
+	if _, err := c.SystemSet(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Emulate != "" && c.Emulate != "alternator" {
 		errs = append(errs, fmt.Errorf("config: --emulate %q: want alternator (or empty)", c.Emulate))
 	}
@@ -467,8 +507,17 @@ func (c *Config) Validate() error {
 	if c.WallcrawlerIdleGrace <= 0 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-idle-grace %v: must be positive", c.WallcrawlerIdleGrace))
 	}
+	if c.WallcrawlerLease < time.Second {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-lease %v: want at least 1s", c.WallcrawlerLease))
+	}
+	if c.WallcrawlerLeaseRenew < 0 || c.WallcrawlerLeaseRenew >= c.WallcrawlerLease {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-lease-renew %v: want 0 (a third of the lease) or less than --wallcrawler-lease %v", c.WallcrawlerLeaseRenew, c.WallcrawlerLease))
+	}
 	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
 		errs = append(errs, errors.New("config: --wallcrawler-secret: want at least 16 characters"))
+	}
+	if c.WallcrawlerUser != "" && c.WallcrawlerUIDs != "" {
+		errs = append(errs, errors.New("config: --wallcrawler-user and --wallcrawler-uids are exclusive: one user for every browser, or one id each"))
 	}
 	if c.WallcrawlerUser != "" && !validUserSpec(c.WallcrawlerUser) {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-user %q: want a user name or uid[:gid]", c.WallcrawlerUser))
@@ -488,6 +537,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChecksMinInterval < time.Second {
 		errs = append(errs, fmt.Errorf("config: --checks-min-interval %v: at least 1s", c.ChecksMinInterval))
+	}
+	if c.ChecksRunTimeout < time.Second || c.ChecksRunTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("config: --checks-run-timeout %v: want 1s to 10m", c.ChecksRunTimeout))
 	}
 	if c.ChecksRetention < 0 {
 		errs = append(errs, fmt.Errorf("config: --checks-retention %v: must not be negative", c.ChecksRetention))
@@ -524,7 +576,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"idle-timeout", c.IdleTimeout}} {
+	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"idle-timeout", c.IdleTimeout}, {"write-timeout", c.WriteTimeout}} {
 		if d.v < 100*time.Millisecond || d.v > 24*time.Hour {
 			errs = append(errs, fmt.Errorf("config: --%s %v: want 100ms to 24h", d.name, d.v))
 		}
@@ -541,6 +593,48 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config: --ttl-interval %v: must be positive", c.TTLInterval))
 	}
 	return errors.Join(errs...)
+}
+
+// SystemNames are the systems `quarry serve` can run, in the order the
+// banner and --systems list them.
+var SystemNames = []string{"datashelf", "wallcrawler", "checks", "eecar"}
+
+// SystemSet returns the systems Systems names (each of SystemNames, or
+// all of them for "all"), or an error listing the valid names.
+func (c *Config) SystemSet() (map[string]bool, error) {
+	set := map[string]bool{}
+	if strings.TrimSpace(c.Systems) == "all" {
+		for _, n := range SystemNames {
+			set[n] = true
+		}
+		return set, nil
+	}
+	var unknown []string
+	for _, part := range strings.Split(c.Systems, ",") {
+		name := strings.ToLower(strings.TrimSpace(part))
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, n := range SystemNames {
+			if n == name {
+				found = true
+			}
+		}
+		if !found {
+			unknown = append(unknown, strconv.Quote(strings.TrimSpace(part)))
+			continue
+		}
+		set[name] = true
+	}
+	want := "want all, or one or more of " + strings.Join(SystemNames, ", ") + " separated by commas"
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("config: --systems (%s) %q: unknown system %s: %s", EnvName("systems"), c.Systems, strings.Join(unknown, ", "), want)
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("config: --systems (%s) %q names no system: %s", EnvName("systems"), c.Systems, want)
+	}
+	return set, nil
 }
 
 // NetworkPolicy returns the network policy of AllowNetworks, or of the

@@ -48,6 +48,14 @@ func TestLoad(t *testing.T) {
 		{name: "sync interval", env: map[string]string{"QUARRY_DDB_SYNC_INTERVAL": "0s"}, check: func(c *Config) bool { return c.DDBSyncInterval == 0 }},
 		{name: "bad sync interval", args: []string{"--ddb-sync-interval", "1s"}, wantErr: "ddb-sync-interval 1s: must be in [0, 100ms]"},
 		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
+		{name: "lease default", check: func(c *Config) bool { return c.WallcrawlerLease == 15*time.Second && c.WallcrawlerLeaseRenew == 0 }},
+		{name: "lease from env", env: map[string]string{"QUARRY_WALLCRAWLER_LEASE": "4s", "QUARRY_WALLCRAWLER_LEASE_RENEW": "1s"},
+			check: func(c *Config) bool {
+				return c.WallcrawlerLease == 4*time.Second && c.WallcrawlerLeaseRenew == time.Second
+			}},
+		{name: "lease too short", args: []string{"--wallcrawler-lease", "500ms"}, wantErr: "--wallcrawler-lease 500ms: want at least 1s"},
+		{name: "lease renew not shorter than the lease", args: []string{"--wallcrawler-lease", "4s", "--wallcrawler-lease-renew", "4s"},
+			wantErr: "--wallcrawler-lease-renew 4s: want 0 (a third of the lease) or less than --wallcrawler-lease 4s"},
 		{name: "context caps default", check: func(c *Config) bool {
 			return c.WallcrawlerContextMaxBytes == 1<<30 && c.WallcrawlerContextMaxEntries == 100_000
 		}},
@@ -78,6 +86,10 @@ func TestLoad(t *testing.T) {
 				return c.WallcrawlerUser == "65534:65534" && c.WallcrawlerBrowserDir == "/var/tmp/qb"
 			}},
 		{name: "browser user by name", args: []string{"--wallcrawler-user", "quarry-browser"}, check: func(c *Config) bool { return c.WallcrawlerUser == "quarry-browser" }},
+		{name: "browser ids from env", env: map[string]string{"QUARRY_WALLCRAWLER_UIDS": "200000-200999"}, check: func(c *Config) bool { return c.WallcrawlerUIDs == "200000-200999" }},
+		{name: "browser user and ids", args: []string{"--wallcrawler-user", "nobody", "--wallcrawler-uids", "200000-200999"}, wantErr: "--wallcrawler-user and --wallcrawler-uids are exclusive"},
+		{name: "write timeout", args: []string{"--write-timeout", "1m"}, check: func(c *Config) bool { return c.WriteTimeout == time.Minute }},
+		{name: "bad write timeout", args: []string{"--write-timeout", "10ms"}, wantErr: "write-timeout 10ms: want 100ms to 24h"},
 		{name: "bad browser user", args: []string{"--wallcrawler-user", "nobody:x"}, wantErr: "wallcrawler-user \"nobody:x\": want a user name or uid[:gid]"},
 		{name: "browser dir inside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/browsers"}, wantErr: "is inside --data-dir"},
 		{name: "browser dir is data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q/"}, wantErr: "is inside --data-dir"},

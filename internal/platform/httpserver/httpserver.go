@@ -19,6 +19,7 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
 	DefaultMaxConns          = 1024
 )
 
@@ -40,6 +41,12 @@ type Limits struct {
 	ReadTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds sending a response to a client that reads it
+	// slowly or not at all: WriteTimeout from its first byte, extended by
+	// one second per MinBodyRate bytes written. WebSocket upgrades and
+	// CONNECT tunnels are not affected, nor is the time a handler takes
+	// before it writes.
+	WriteTimeout time.Duration
 	// MaxConns caps the connections open at once; a connection over the cap
 	// is answered 503 with BusyBody and closed.
 	MaxConns int
@@ -54,6 +61,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.IdleTimeout <= 0 {
 		l.IdleTimeout = DefaultIdleTimeout
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = DefaultWriteTimeout
 	}
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
@@ -92,7 +102,7 @@ func (s *Server) Listen() error {
 	}
 	s.ln = newLimitListener(ln, lim.MaxConns, busy, s.Logger.With("server", s.Name))
 	s.srv = &http.Server{
-		Handler:           BodyDeadline(s.Handler, lim.ReadTimeout),
+		Handler:           WriteDeadline(BodyDeadline(s.Handler, lim.ReadTimeout), lim.WriteTimeout),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),

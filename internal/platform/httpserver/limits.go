@@ -147,3 +147,84 @@ func (c *limitConn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return err
 }
+
+// WriteDeadline bounds how long h's responses may take to reach a client
+// that reads them slowly or not at all: d from the response's first byte,
+// plus one second per MinBodyRate bytes written. A client that falls behind
+// is cut off (the handler's writes fail and the connection is closed), so
+// that a client which stops reading cannot hold a handler and a connection
+// for ever. WebSocket upgrades and CONNECT tunnels are long-lived streams
+// whose own protocols watch them: they are served without a deadline
+// (net/http clears a connection's deadlines when a handler hijacks it and
+// after each request).
+func WriteDeadline(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if rc.SetWriteDeadline(time.Time{}) != nil {
+			h.ServeHTTP(w, r) // a writer without deadlines (a test recorder)
+			return
+		}
+		if r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, grace: d}, r)
+	})
+}
+
+// deadlineWriter moves the connection's write deadline as its response is
+// written.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc       *http.ResponseController
+	grace    time.Duration
+	start    time.Time // the first byte (or header); zero before
+	written  int64
+	extended time.Time
+}
+
+// arm notes the response's start, at its first header or byte.
+func (d *deadlineWriter) arm() {
+	if d.start.IsZero() {
+		d.start = time.Now()
+		d.extend(0)
+	}
+}
+
+// extend sets the deadline for the bytes written so far and the next
+// pending ones.
+func (d *deadlineWriter) extend(pending int) {
+	d.extended = time.Now()
+	allowed := d.grace + time.Duration(d.written+int64(pending))*time.Second/MinBodyRate
+	d.rc.SetWriteDeadline(d.start.Add(allowed))
+}
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	d.arm()
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.arm()
+	// A large write may block for as long as the client takes to read it:
+	// its bytes count before it starts. Small writes move the deadline at
+	// most every 100 ms (a quarter of the grace when shorter).
+	if len(p) >= 16<<10 || time.Since(d.extended) > min(100*time.Millisecond, d.grace/4) {
+		d.extend(len(p))
+	}
+	n, err := d.ResponseWriter.Write(p)
+	d.written += int64(n)
+	return n, err
+}
+
+// Flush sends what is buffered (http.Flusher).
+func (d *deadlineWriter) Flush() {
+	d.arm()
+	d.rc.Flush()
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }

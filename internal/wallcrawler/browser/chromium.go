@@ -50,6 +50,11 @@ type ChromiumOptions struct {
 	// browsers run as quarry's user. A user other than quarry's own when
 	// quarry is not root is an error.
 	User *User
+	// UIDs, when set and quarry runs as root, gives every browser a user id
+	// of its own from the range, instead of one User for all (the two are
+	// exclusive): each browser's work dir and profile are handed to its id,
+	// and the id returns to the range only once no process runs as it.
+	UIDs *UIDRange
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
 	// ProxyServer, when set, is the egress point every connection of the
@@ -84,6 +89,7 @@ type Chromium struct {
 	logger       *slog.Logger
 	httpClient   *http.Client
 	confinement  Confinement
+	uids         *uidPool // nil: every browser runs as confinement's user
 }
 
 var _ Provider = (*Chromium)(nil)
@@ -101,7 +107,20 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 	if err != nil {
 		return nil, fmt.Errorf("browser: chromium: work dir: %w", err)
 	}
-	runAs, switched, err := resolveUser(opts.User)
+	want := opts.User
+	if opts.UIDs != nil {
+		if opts.User != nil {
+			return nil, errors.New("browser: chromium: User and UIDs are exclusive: one user for every browser, or one id each")
+		}
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("browser: chromium: running as uid %d, quarry cannot start browsers as the ids %s (only root can switch user)", os.Geteuid(), opts.UIDs)
+		}
+		// The range's first id stands for all of them where one is
+		// needed before any browser runs (the work dir's reachability,
+		// the sandbox self-check).
+		want = &User{Name: "uids " + opts.UIDs.String(), UID: opts.UIDs.First, GID: opts.UIDs.First}
+	}
+	runAs, switched, err := resolveUser(want)
 	if err != nil {
 		return nil, fmt.Errorf("browser: chromium: %w", err)
 	}
@@ -138,6 +157,10 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 		},
 		confinement: Confinement{User: runAs.Name, UID: runAs.UID, GID: runAs.GID, Switched: switched},
+	}
+	if opts.UIDs != nil {
+		c.uids = newUIDPool(*opts.UIDs)
+		c.confinement.PerBrowserUIDs = opts.UIDs.String()
 	}
 	c.confine()
 	return c, nil
@@ -245,6 +268,13 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 	} else if b.userDataDir, err = filepath.Abs(b.userDataDir); err != nil {
 		return nil, fmt.Errorf("browser: launch: user data dir: %w", err)
 	}
+	b.user = User{Name: c.confinement.User, UID: c.confinement.UID, GID: c.confinement.GID}
+	if c.uids != nil {
+		if b.user, err = c.uids.take(); err != nil {
+			return nil, fmt.Errorf("browser: launch: %w", err)
+		}
+		b.uids = c.uids
+	}
 	start := time.Now()
 	if err := c.start(ctx, b, opts); err != nil {
 		b.abort()
@@ -320,7 +350,7 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	cmd := exec.Command(c.path, args...)
 	cmd.Env = browserEnv(b.workDir)
 	cmd.Dir = b.workDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: c.runAs()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: c.credential(b.user)}
 	// Own pipe rather than an io.Writer: exec.Cmd.Wait would otherwise also
 	// wait for every child that inherited stderr.
 	pr, pw, err := os.Pipe()
@@ -400,7 +430,7 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 // must be reachable by the user; a restored one was unpacked by quarry)
 // become the user's, recursively.
 func (c *Chromium) handOver(b *chromiumBrowser) error {
-	u := User{Name: c.confinement.User, UID: c.confinement.UID, GID: c.confinement.GID}
+	u := b.user
 	if err := os.Chmod(b.workDir, 0o711); err != nil {
 		return fmt.Errorf("work dir: %w", err)
 	}
@@ -501,7 +531,9 @@ type chromiumBrowser struct {
 	wsURL       string
 	debugAddr   string
 	pid         int
-	retries     int // launch attempts that failed before this one
+	user        User     // the user its processes run as
+	uids        *uidPool // where user came from; nil: the provider's one user
+	retries     int      // launch attempts that failed before this one
 	cmd         *exec.Cmd
 	logger      *slog.Logger
 	output      *tailBuffer
@@ -645,7 +677,11 @@ func (b *chromiumBrowser) abort() {
 		defer cancel()
 		if err := b.reap(ctx); err != nil {
 			b.logger.Error("browser cleanup after failed launch", "err", err)
+		} else {
+			b.releaseUID()
 		}
+	} else {
+		b.releaseUID() // nothing was started as it
 	}
 	if err := os.RemoveAll(b.workDir); err != nil {
 		b.logger.Error("remove work dir after failed launch", "err", err)
@@ -712,14 +748,16 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 	if err := b.reap(rctx); err != nil {
 		return fmt.Errorf("browser %s: close: %w", b.id, err)
 	}
+	b.releaseUID()
 	b.closed = true
 	b.logger.Info("browser closed", "pid", b.pid, "how", how, "elapsed", time.Since(start))
 	return nil
 }
 
 // reap kills what is left of the browser after its main process exited: the
-// members of its process group and processes that carry its work dir on the
-// command line (crashpad handlers). It returns once none is alive.
+// members of its process group, processes that carry its work dir on the
+// command line (crashpad handlers) and, with a user id of its own, every
+// process running as that id. It returns once none is alive.
 func (b *chromiumBrowser) reap(ctx context.Context) error {
 	needle := b.workDir + string(filepath.Separator)
 	for first := true; ; first = false {
@@ -732,6 +770,9 @@ func (b *chromiumBrowser) reap(ctx context.Context) error {
 			if p.pgid == b.pid || strings.Contains(p.cmdline, needle) {
 				left = append(left, p)
 			}
+		}
+		if b.uids != nil {
+			left = append(left, procsOfUID(procs, b.user.UID)...)
 		}
 		if len(left) == 0 {
 			return nil
@@ -751,6 +792,15 @@ func (b *chromiumBrowser) reap(ctx context.Context) error {
 			return fmt.Errorf("%d processes still alive: %w", len(left), ctx.Err())
 		case <-time.After(pollInterval):
 		}
+	}
+}
+
+// releaseUID gives the browser's own user id back to its range, once reap
+// found no process running as it.
+func (b *chromiumBrowser) releaseUID() {
+	if b.uids != nil {
+		b.uids.give(b.user.UID)
+		b.uids = nil
 	}
 }
 

@@ -107,6 +107,9 @@ type Confinement struct {
 	GID uint32 `json:"gid"`
 	// Switched reports that the browsers run as another user than quarry.
 	Switched bool `json:"switched"`
+	// PerBrowserUIDs is the range of user ids browsers run as, one each
+	// ("200000-200999"); empty when they all run as User.
+	PerBrowserUIDs string `json:"perBrowserUids,omitempty"`
 	// Sandbox reports that Chromium's own sandbox is on (no --no-sandbox).
 	Sandbox bool `json:"sandbox"`
 	// Warnings name what is missing for full confinement and what it
@@ -130,6 +133,15 @@ func (c *Chromium) runAs() *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: c.confinement.UID, Gid: c.confinement.GID, Groups: []uint32{}}
+}
+
+// credential returns the credential for processes running as u, nil when
+// the browsers run as quarry's own user.
+func (c *Chromium) credential(u User) *syscall.Credential {
+	if !c.confinement.Switched {
+		return nil
+	}
+	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
 }
 
 // resolveUser returns the user browsers run as for opts: quarry's own when

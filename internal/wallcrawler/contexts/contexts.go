@@ -186,6 +186,14 @@ func (s *Store) Create(ctx context.Context, projectID, name string) (Context, er
 	return c, nil
 }
 
+// maxIDBytes bounds the context IDs looked up: quarry's own are "ctx_" and hex,
+// and a longer one (from a request body) cannot name a context, where
+// DynamoDB would refuse the key (over 2048 bytes) as a ValidationException.
+const maxIDBytes = 256
+
+// idFits reports whether id can name a context.
+func idFits(id string) bool { return id != "" && len(id) <= maxIDBytes }
+
 // Get reads context id of project projectID (strongly consistent). It
 // fails with ErrNotFound when the context does not exist or belongs to
 // another project.
@@ -196,8 +204,8 @@ func (s *Store) Get(ctx context.Context, projectID, id string) (Context, error) 
 // GetIn reads context id when it belongs to one of projectIDs (for API keys
 // that may use several projects); otherwise it fails with ErrNotFound.
 func (s *Store) GetIn(ctx context.Context, projectIDs []string, id string) (Context, error) {
-	if id == "" {
-		return Context{}, fmt.Errorf("%w: context %q", ErrNotFound, id)
+	if !idFits(id) {
+		return Context{}, fmt.Errorf("%w: context %.80q", ErrNotFound, id)
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.names.Contexts),
@@ -223,8 +231,8 @@ func (s *Store) GetIn(ctx context.Context, projectIDs []string, id string) (Cont
 // fails with ErrNotFound when the context does not exist, belongs to
 // another project or is being deleted.
 func (s *Store) Touch(ctx context.Context, projectID, id string) (Context, error) {
-	if id == "" || projectID == "" {
-		return Context{}, fmt.Errorf("%w: context %q", ErrNotFound, id)
+	if !idFits(id) || projectID == "" {
+		return Context{}, fmt.Errorf("%w: context %.80q", ErrNotFound, id)
 	}
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.names.Contexts),

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
@@ -80,6 +81,14 @@ type Options struct {
 	// read from /proc into avgCpuUsage and memoryUsage (default 5s; one
 	// scan of /proc serves every session of the process).
 	SampleEvery time.Duration
+	// Lease is how long this process may go without renewing its lease in
+	// the node registry before the other processes end its sessions
+	// (FAILED, slots freed): see RenewLease and SweepLeases. Default
+	// DefaultLease.
+	Lease time.Duration
+	// LeaseRenew is how often the lease is renewed; default a third of
+	// Lease. It must be shorter than Lease.
+	LeaseRenew time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
@@ -113,6 +122,9 @@ type Manager struct {
 	// a shutdown, however unreachable the store.
 	base  context.Context
 	abort context.CancelFunc
+	// inc names this process in its lease (random per start).
+	inc   string
+	lease leaseState
 }
 
 // live is a session whose browser runs in this process.
@@ -179,6 +191,12 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = DefaultSampleEvery
 	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.LeaseRenew <= 0 || o.LeaseRenew >= o.Lease {
+		o.LeaseRenew = o.Lease / 3
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -186,6 +204,7 @@ func NewManager(d Deps, o Options) *Manager {
 		o.Logger = slog.Default()
 	}
 	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m.inc, _ = newID("")
 	m.base, m.abort = context.WithCancel(context.Background())
 	if d.Notifier != nil {
 		d.Notifier.OnEnd(m.ended)
@@ -823,7 +842,8 @@ func validTargetID(id string) bool {
 	return true
 }
 
-// Run runs the stream notifier and the reaper until ctx ends.
+// Run runs the stream notifier, the reaper, the lease renewal and the
+// sweep of other nodes' expired leases until ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- m.d.Notifier.Run(ctx) }()
@@ -831,6 +851,36 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer t.Stop()
 	st := time.NewTicker(m.o.SampleEvery)
 	defer st.Stop()
+	// Lease renewals and sweeps run apart from the reaper, so that slow
+	// stops cannot delay them past a lease; each call is bounded, so that
+	// a store that stops answering cannot hold them either.
+	var leases sync.WaitGroup
+	every := func(period, bound time.Duration, what string, f func(context.Context) error) {
+		leases.Add(1)
+		go func() {
+			defer leases.Done()
+			tk := time.NewTicker(period)
+			defer tk.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tk.C:
+					cctx, cancel := context.WithTimeout(ctx, bound)
+					if err := f(cctx); err != nil && ctx.Err() == nil {
+						m.log.Warn("wallcrawler: "+what, "err", err)
+					}
+					cancel()
+				}
+			}
+		}()
+	}
+	every(m.o.LeaseRenew, m.o.LeaseRenew, "renew this node's lease", m.RenewLease)
+	every(m.o.ReapEvery, max(m.o.Lease, 30*time.Second), "sweep the nodes' leases", func(ctx context.Context) error {
+		_, err := m.SweepLeases(ctx)
+		return err
+	})
+	defer leases.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -937,36 +987,17 @@ func (m *Manager) Reap(ctx context.Context) {
 	}
 }
 
-// Reconcile ends the sessions a previous process on this node left
-// running (their browsers died with it): they become FAILED and free
-// their slots. Call it at start, before serving.
+// Reconcile takes this node's lease (replacing the one a previous process
+// of the node left) and ends the sessions a previous process on this node
+// left running (their browsers died with it): they become FAILED and free
+// their slots, as the other nodes do with the sessions of a node whose
+// lease expired (SweepLeases). Call it at start, before serving.
 func (m *Manager) Reconcile(ctx context.Context) (int, error) {
-	ids, err := m.d.Repo.Running(ctx)
-	if err != nil {
+	if err := m.RenewLease(ctx); err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, id := range ids {
-		x, err := m.d.Repo.Get(ctx, id)
-		if err != nil || !strings.HasPrefix(x.TaskARN, m.taskPrefix()) {
-			continue
-		}
-		m.mu.Lock()
-		_, mine := m.live[id]
-		m.mu.Unlock()
-		if mine {
-			continue
-		}
-		x, err = m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
-			"quarry restarted; the browser was lost", map[string]av{"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())), "error": ddbitem.S("quarry restarted")})
-		if err != nil {
-			continue
-		}
-		m.releaseSlot(x.ProjectID)
-		m.countBrowserTime(x)
-		n++
-	}
-	return n, nil
+	n, _, err := m.failOrphans(ctx, m.o.NodeID, "quarry restarted; the browser was lost", "quarry restarted")
+	return n, err
 }
 
 // Close stops every session running in this process (quarry shutdown) and
@@ -985,11 +1016,13 @@ func (m *Manager) Close(ctx context.Context) {
 	}
 	m.mu.Unlock()
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for _, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if _, err := m.stop(ctx, id, StateStopped, "quarry shutdown"); err != nil {
+				failed.Store(true)
 				m.log.Warn("wallcrawler: stop session at shutdown", "session", id, "err", err)
 			}
 		}()
@@ -1009,6 +1042,12 @@ func (m *Manager) Close(ctx context.Context) {
 		m.dropLive(ctx, l)
 	}
 	m.wg.Wait()
+	if len(left) == 0 && !failed.Load() {
+		// Every session ended cleanly: nothing for the others to sweep.
+		m.dropOwnLease(ctx)
+	} else {
+		m.closeLease()
+	}
 }
 
 // Live reports how many sessions have a browser in this process.

@@ -211,7 +211,7 @@ func (c *Console) statusPublic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		c.publicFailure(w, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age=30")
@@ -225,7 +225,7 @@ func (c *Console) statusPublic(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := c.statusBody(r.Context(), userID, now)
 	if err != nil {
-		c.failure(w, r, err)
+		c.publicFailure(w, err)
 		return
 	}
 	c.statusPages.put(userID, body, now)
@@ -264,6 +264,14 @@ func (c *Console) statusBody(ctx context.Context, userID string, now time.Time) 
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// publicFailure answers a status page's unexpected error: logged without
+// the path (it holds the page's token), answered without details.
+func (c *Console) publicFailure(w http.ResponseWriter, err error) {
+	c.log.Error("console status page", "err", err)
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, "The status page is unavailable; try again later.", http.StatusBadGateway)
 }
 
 // publicNotFound is the 404 of a public page: no session is read.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The Checks dashboard: a Checks user's checks, their status, uptime over
@@ -156,6 +158,28 @@ func (c *Console) history(ctx context.Context, userID string, ck Check, limit in
 	return c.rowOf(ctx, userID, ck, runs)
 }
 
+// historyReaders bounds the checks whose history is read at once.
+const historyReaders = 4
+
+// histories is history (dashboardRuns) of each of cks, in their order,
+// read historyReaders at a time.
+func (c *Console) histories(ctx context.Context, userID string, cks []Check) ([]checkRow, error) {
+	rows := make([]checkRow, len(cks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(historyReaders)
+	for i, ck := range cks {
+		g.Go(func() error {
+			var err error
+			rows[i], err = c.history(gctx, userID, ck, dashboardRuns)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
 // rowOf is history with the runs (newest first) read.
 func (c *Console) rowOf(ctx context.Context, userID string, ck Check, runs []Run) (checkRow, error) {
 	since := c.opts.Now().Add(-24 * time.Hour)
@@ -233,14 +257,12 @@ func (c *Console) checksPage(w http.ResponseWriter, r *http.Request, status int,
 	if from+checksPerPage < d.Total {
 		d.Next = strconv.Itoa(d.Page + 1)
 	}
-	for _, ck := range cks {
-		row, err := c.history(r.Context(), ss.Subject, ck, dashboardRuns)
-		if err != nil {
-			c.failure(w, r, err)
-			return
-		}
-		d.Rows = append(d.Rows, row)
+	rows, err := c.histories(r.Context(), ss.Subject, cks)
+	if err != nil {
+		c.failure(w, r, err)
+		return
 	}
+	d.Rows = rows
 	c.render(w, r, status, "checks", d)
 }
 

@@ -247,11 +247,12 @@ func (c *Console) statusBody(ctx context.Context, userID string, now time.Time) 
 	if len(cks) > statusMaxChecks {
 		d.More, cks = len(cks)-statusMaxChecks, cks[:statusMaxChecks]
 	}
-	for _, ck := range cks {
-		row, err := c.history(ctx, userID, ck, dashboardRuns)
-		if err != nil {
-			return nil, err
-		}
+	rows, err := c.histories(ctx, userID, cks)
+	if err != nil {
+		return nil, err
+	}
+	for i, ck := range cks {
+		row := rows[i]
 		state := ck.Status
 		if ck.Status == "ACTIVE" {
 			state = cmp.Or(ck.LastStatus, "PENDING")

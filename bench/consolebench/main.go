@@ -38,6 +38,10 @@ import (
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
+	"github.com/quarrydb/quarry/internal/console/checksconsole"
+	"github.com/quarrydb/quarry/internal/console/shelfconsole"
+	shelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
+	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
@@ -163,6 +167,16 @@ func run(nItems, nChecks, n int, out string) error {
 			}
 		}
 	}
+	for d := range 30 { // the first check's daily rollups (as the scheduler writes them)
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			"PK": ddbitem.S(ids[0]), "SK": ddbitem.S("DAY#" + now.AddDate(0, 0, -d).UTC().Format("2006-01-02")),
+			"runs": ddbitem.N(1440), "up": ddbitem.N(1411), "responseMs": ddbitem.N(1440 * 150)}}})
+		if len(batch) == 25 {
+			if err := flush(names.Checks); err != nil {
+				return err
+			}
+		}
+	}
 	for _, id := range ids[1:] {
 		putRun(id, now.Add(-time.Minute), true)
 		if len(batch) == 25 {
@@ -174,9 +188,38 @@ func run(nItems, nChecks, n int, out string) error {
 	if err := flush(names.Checks); err != nil {
 		return err
 	}
+	// DataShelf: nItems products in one category (SQLite, the default
+	// backend), each with an author and a format.
+	ds, err := sqlite.Open(ctx, dir+"/datashelf.db", nil)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	nav, err := ds.UpsertNavigation(ctx, shelfstore.NavigationInput{Title: "Books", SourceURL: "https://shop.example/books"})
+	if err != nil {
+		return err
+	}
+	cat, err := ds.UpsertCategory(ctx, shelfstore.CategoryInput{NavigationID: &nav.ID, Title: "Fiction", SourceURL: "https://shop.example/fiction"})
+	if err != nil {
+		return err
+	}
+	var productID string
+	for i := range nItems {
+		price := float64(100+i%2000) / 100
+		p, err := ds.UpsertProduct(ctx, shelfstore.ProductInput{CategoryID: &cat.ID, Title: fmt.Sprintf("Book %05d of the quiet harbour", i),
+			SourceURL: fmt.Sprintf("https://shop.example/p/%d", i), Price: &price, Available: i%7 != 0,
+			Specs: map[string]any{"author": fmt.Sprintf("Author %d", i%300), "format": []string{"Paperback", "Hardback"}[i%2]}})
+		if err != nil {
+			return err
+		}
+		if i == nItems/2 {
+			productID = p.ID
+		}
+	}
+	shelf := shelfconsole.New(ds, nil)
 	setupTime := time.Since(setup)
 
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Explorer: client, Checks: benchChecks{st},
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Explorer: client, Checks: checksconsole.New(st, nil), DataShelf: shelf,
 		Realms: []console.Realm{
 			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
 				if cred != "op" {
@@ -207,7 +250,14 @@ func run(nItems, nChecks, n int, out string) error {
 		{"explorer: table, Query pk = p3 desc", "operator", "/console/explorer/t/" + table + "?op=query&pk=p3&order=desc"},
 		{"explorer: table, Scan with filter", "operator", "/console/explorer/t/" + table + "?filter=price+%3E+%3Av&values=" + url.QueryEscape(`{":v":{"N":"900"}}`)},
 		{"checks: dashboard (" + strconv.Itoa(nChecks) + " checks)", "checks", "/console/checks/"},
-		{"checks: check with " + strconv.Itoa(nItems) + " runs", "checks", "/console/checks/" + ids[0]},
+		{"checks: check with " + strconv.Itoa(nItems) + " runs (detail: uptimes, strip, chart, history page 1)", "checks", "/console/checks/" + ids[0]},
+		{"checks: check history, page 3", "checks", ""},
+		{"datashelf: tree", "checks", "/console/datashelf/"},
+		{"datashelf: category, first page (" + strconv.Itoa(nItems) + " products)", "checks", "/console/datashelf/c/" + cat.ID},
+		{"datashelf: category, page 3 (cursor)", "checks", ""},
+		{"datashelf: category, filtered and sorted by price", "checks", "/console/datashelf/c/" + cat.ID + "?format=Hardback&min=5&max=15&sort=price_asc"},
+		{"datashelf: category, title search", "checks", "/console/datashelf/c/" + cat.ID + "?q=harbour"},
+		{"datashelf: product", "checks", "/console/datashelf/p/" + productID},
 	}
 	clients := map[string]*http.Client{}
 	for realm, cred := range map[string]string{"operator": "op", "checks": token} {
@@ -231,6 +281,33 @@ func run(nItems, nChecks, n int, out string) error {
 		p3 = pages[1].path + "?" + strings.ReplaceAll(m[1], "&amp;", "&")
 	}
 	pages[2].path = p3
+	// follow fills a page's path by following a link twice from another.
+	follow := func(to, from int, link string) error {
+		path := pages[from].path
+		for range 2 {
+			body, err := get(clients[pages[from].realm], srv.URL+path)
+			if err != nil {
+				return err
+			}
+			m := regexp.MustCompile(link).FindStringSubmatch(body)
+			if m == nil {
+				return fmt.Errorf("no next link on %s", path)
+			}
+			path = pages[from].path
+			if i := strings.IndexByte(path, '?'); i >= 0 {
+				path = path[:i]
+			}
+			path += "?" + strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+		pages[to].path = path
+		return nil
+	}
+	if err := follow(7, 6, `id="older" href="\?([^"]*)"`); err != nil {
+		return err
+	}
+	if err := follow(10, 9, `href="\?([^"]*)" id="next"`); err != nil {
+		return err
+	}
 	for _, p := range pages {
 		cl := clients[p.realm]
 		if _, err := get(cl, srv.URL+p.path); err != nil { // warm up
@@ -252,7 +329,7 @@ func run(nItems, nChecks, n int, out string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s — console page time (consolebench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average (1/5/15 min) before: %s, after: %s\n- Command: `%s`\n", report.Machine(), loadBefore, report.LoadAvg(), "go run ./bench/consolebench "+strings.Join(os.Args[1:], " "))
-	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each. Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, n)
+	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each; DataShelf on SQLite with %d products in one category (checksconsole and shelfconsole, the adapters `quarry serve` uses). Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, nItems, n)
 	fmt.Fprintf(&b, "| page | p50 | p99 | max |\n|---|--:|--:|--:|\n")
 	for _, p := range pages {
 		d := tm.d[p.name]
@@ -303,53 +380,3 @@ func get(cl *http.Client, u string) (string, error) {
 	}
 	return string(b), err
 }
-
-// benchChecks is the dashboard's store over checksstore (the reads of
-// cmd/quarry's checksConsole; the bench does not write).
-type benchChecks struct{ st *checksstore.Store }
-
-func conv(c checksstore.Check) console.Check {
-	last, _ := c.LastResult["status"].(string)
-	return console.Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status, LastExecutedAt: c.LastExecutedAt, LastStatus: last}
-}
-
-func (k benchChecks) Checks(ctx context.Context, userID string) ([]console.Check, error) {
-	cs, err := k.st.ListChecks(ctx, userID)
-	out := make([]console.Check, len(cs))
-	for i, c := range cs {
-		out[i] = conv(c)
-	}
-	return out, err
-}
-
-func (k benchChecks) Check(ctx context.Context, userID, id string) (console.Check, error) {
-	c, err := k.st.GetCheck(ctx, userID, id)
-	if errors.Is(err, checksstore.ErrNotFound) {
-		return console.Check{}, console.ErrNotFound
-	}
-	return conv(c), err
-}
-
-func (k benchChecks) Runs(ctx context.Context, userID, id string, limit int) ([]console.Run, error) {
-	runs, err := k.st.Results(ctx, userID, id, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]console.Run, 0, len(runs))
-	for _, r := range runs {
-		at, err := time.Parse(ddbitem.TimeLayout, r.At)
-		if err != nil {
-			continue
-		}
-		status, _ := r.Result["status"].(string)
-		rt, _ := r.Result["responseTime"].(float64)
-		out = append(out, console.Run{At: at, Up: status == "UP", ResponseTimeMs: int64(rt)})
-	}
-	return out, nil
-}
-
-func (benchChecks) Create(context.Context, string, console.CheckInput) (console.Check, error) {
-	return console.Check{}, errors.New("read-only")
-}
-
-func (benchChecks) Act(context.Context, string, string, string) error { return errors.New("read-only") }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -11,8 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,14 +17,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	checksapi "github.com/quarrydb/quarry/internal/checks/api"
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/console"
+	"github.com/quarrydb/quarry/internal/console/checksconsole"
 	"github.com/quarrydb/quarry/internal/console/operators"
+	"github.com/quarrydb/quarry/internal/console/shelfconsole"
+	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	eecarstore "github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
-	"github.com/quarrydb/quarry/internal/platform/ddbitem"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	wctables "github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
@@ -65,8 +65,8 @@ func consoleKey(dataDir string) ([]byte, error) {
 // running systems' credentials and operator tokens, the store explorer
 // over client, the Checks dashboard, DataShelf's catalogue over ds. When it cannot start, the systems
 // still serve and the console's paths answer 503 with the reason.
-func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, ee *eecar, log *slog.Logger) http.Handler {
-	h, err := newConsole(ctx, c, client, systems, ck, ds, ee, log)
+func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger) http.Handler {
+	h, err := newConsole(ctx, c, client, systems, ck, ds, crawls, ee, log)
 	if err != nil {
 		log.Error("console disabled", "err", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Clie
 	return h
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, ee *eecar, log *slog.Logger) (*console.Console, error) {
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -103,10 +103,11 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 			return nil, err
 		}
 		opts.Realms = append(opts.Realms, console.Realm{Kind: "checks", Label: "Checks API token", Auth: checksAuth{st}})
-		opts.Checks = checksConsole{st: st, api: ck.api}
+		opts.Checks = checksconsole.New(st, ck.api)
 	}
 	if ds != nil {
-		opts.DataShelf = shelfConsole{st: ds}
+		shelf := shelfconsole.New(ds, crawls)
+		opts.DataShelf, opts.ShelfCrawl = shelf, shelf
 	}
 	if running("eecar") {
 		table, err := eecarstore.EnsureTable(ctx, client, c.EECARTablePrefix)
@@ -159,6 +160,19 @@ func (a operatorAuth) Valid(ctx context.Context, id string) error {
 	return err
 }
 
+// consoleCrawls runs the crawls started on the console's crawl page in
+// this process, as `quarry datashelf crawl` would (the network policy,
+// robots.txt, the World of Books profile), until ctx ends or Stop.
+func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*shelfconsole.Crawls, error) {
+	fo := crawler.FetchOptions(version)
+	policy, err := c.NetworkPolicy()
+	if err != nil {
+		return nil, err
+	}
+	fo.Policy = policy
+	return shelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
+}
+
 // checksAuth signs Checks users in with their API tokens.
 type checksAuth struct{ st *checksstore.Store }
 
@@ -173,120 +187,6 @@ func (a checksAuth) Authenticate(ctx context.Context, cred string) (console.Prin
 func (a checksAuth) Valid(ctx context.Context, id string) error {
 	_, err := a.st.GetUser(ctx, id)
 	return err
-}
-
-// checksConsole is Checks as the console's dashboard sees it: reads from
-// its store, writes through its API on the session's user's behalf (so the
-// API's validation and scheduling apply, and its messages are shown).
-type checksConsole struct {
-	st  *checksstore.Store
-	api *checksapi.Handler
-}
-
-func consoleCheck(c checksstore.Check) console.Check {
-	last, _ := c.LastResult["status"].(string)
-	return console.Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status,
-		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: c.FailureReason}
-}
-
-func (k checksConsole) Checks(ctx context.Context, userID string) ([]console.Check, error) {
-	cs, err := k.st.ListChecks(ctx, userID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]console.Check, len(cs))
-	for i, c := range cs {
-		out[i] = consoleCheck(c)
-	}
-	return out, nil
-}
-
-func (k checksConsole) Check(ctx context.Context, userID, id string) (console.Check, error) {
-	c, err := k.st.GetCheck(ctx, userID, id)
-	if errors.Is(err, checksstore.ErrNotFound) {
-		return console.Check{}, console.ErrNotFound
-	}
-	if err != nil {
-		return console.Check{}, err
-	}
-	return consoleCheck(c), nil
-}
-
-func (k checksConsole) Runs(ctx context.Context, userID, id string, limit int) ([]console.Run, error) {
-	runs, err := k.st.Results(ctx, userID, id, limit)
-	if errors.Is(err, checksstore.ErrNotFound) {
-		return nil, console.ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]console.Run, 0, len(runs))
-	for _, r := range runs {
-		at, err := time.Parse(ddbitem.TimeLayout, r.At)
-		if err != nil {
-			continue
-		}
-		status, _ := r.Result["status"].(string)
-		ms, _ := r.Result["responseTime"].(float64)
-		out = append(out, console.Run{At: at, Up: status == "UP", ResponseTimeMs: int64(ms)})
-	}
-	return out, nil
-}
-
-// call makes one Checks API request as userID and returns the API's error
-// message on failure.
-func (k checksConsole) call(ctx context.Context, userID, method, path string, body any, out any) error {
-	var rd io.Reader = http.NoBody
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req := httptest.NewRequestWithContext(ctx, method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	k.api.ServeAs(rec, req, userID)
-	if rec.Code == http.StatusNotFound {
-		return console.ErrNotFound
-	}
-	if rec.Code >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(rec.Body.Bytes(), &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("checks API: %d", rec.Code)
-	}
-	if out != nil {
-		return json.Unmarshal(rec.Body.Bytes(), out)
-	}
-	return nil
-}
-
-func (k checksConsole) Create(ctx context.Context, userID string, in console.CheckInput) (console.Check, error) {
-	body := map[string]any{"url": in.URL, "checkType": in.Type, "delayMs": in.DelayMs}
-	if in.Keyword != "" {
-		body["attributes"] = map[string]any{"keyword": in.Keyword}
-	}
-	var c checksstore.Check
-	if err := k.call(ctx, userID, http.MethodPost, "/v1/checks", body, &c); err != nil {
-		return console.Check{}, err
-	}
-	return consoleCheck(c), nil
-}
-
-func (k checksConsole) Act(ctx context.Context, userID, id, action string) error {
-	path := "/v1/checks/" + url.PathEscape(id)
-	switch action {
-	case "delete":
-		return k.call(ctx, userID, http.MethodDelete, path, nil, nil)
-	case "pause", "resume", "run":
-		return k.call(ctx, userID, http.MethodPost, path+"/"+action, nil, nil)
-	}
-	return fmt.Errorf("unknown action %q", action)
 }
 
 const adminUsage = `usage:

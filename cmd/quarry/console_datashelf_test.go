@@ -81,6 +81,9 @@ func TestConsoleDataShelf(t *testing.T) {
 	if got := text("#product-title"); got != "Salt and Stone" {
 		t.Errorf("product title %q", got)
 	}
+	if got := text("p.num"); !strings.HasPrefix(got, "8.25 GBP") {
+		t.Errorf("product price %q", got)
+	}
 	if got := text("#specs"); !strings.Contains(got, "Ann Lee") || !strings.Contains(got, "Hardback") || !strings.Contains(got, "isbn") {
 		t.Errorf("specs: %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/sigv4"
+	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
@@ -213,6 +214,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		ds        datashelfstore.Store // nil when DataShelf is not started here
 		blobs     blob.Store
 		dsHandler http.Handler
+		crawls    *shelfconsole.Crawls
 	)
 	if off("datashelf") {
 		dsHandler = disabledSystem(reasons["datashelf"])
@@ -227,6 +229,10 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		}
 		dsHandler = boundedIDs(h, dataShelfError)
 		systems["datashelf"] = map[string]any{"status": "running"}
+		if crawls, err = consoleCrawls(ctx, c, ds, blobs, log); err != nil { // crawls started from the console
+			return err
+		}
+		lc.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
 	}
 	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
 	lc.onStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
@@ -300,7 +306,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, ee, log))) // the web console; other paths a JSON 404
+	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, crawls, ee, log))) // the web console; other paths a JSON 404
 	// Both listeners are bound before either serves, so that the banner
 	// (which names their addresses) comes before their "listening on" logs.
 	var ddbSrv *httpserver.Server

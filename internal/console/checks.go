@@ -12,11 +12,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The Checks dashboard: a Checks user's checks, their status, uptime over
-// 24 hours, a response-time sparkline; create, pause, resume, run now and
-// delete, with the Checks API's own validation messages.
+// 24 hours, 7 and 30 days, a status strip and a response-time sparkline,
+// their last alert and delivery failure; a check's page with a
+// response-time chart and its paginated run history; create, pause,
+// resume, run now and delete, the alert targets, with the Checks API's own
+// validation messages (checksextra.go: alert targets and the public status
+// page).
 
 // Check is a check as the dashboard shows it.
 type Check struct {
@@ -28,6 +34,11 @@ type Check struct {
 	LastExecutedAt string
 	LastStatus     string // UP or DOWN of the last run; "" before it
 	FailureReason  string
+	// LastAlertAt is when an alert of the check was last delivered;
+	// LastAlertError and LastAlertErrorAt the last delivery failure.
+	LastAlertAt      string
+	LastAlertError   string
+	LastAlertErrorAt string
 }
 
 // Run is one run of a check.
@@ -35,6 +46,10 @@ type Run struct {
 	At             time.Time
 	Up             bool
 	ResponseTimeMs int64
+	// Error is why a DOWN run was down ("" when up or unknown).
+	Error string
+	// Key is the run's position in the history (RunsBefore's before).
+	Key string
 }
 
 // CheckInput is the create form.
@@ -59,6 +74,32 @@ type ChecksStore interface {
 	Create(ctx context.Context, userID string, in CheckInput) (Check, error)
 	// Act is pause, resume, run or delete.
 	Act(ctx context.Context, userID, id, action string) error
+	// RunsBefore is a page of a check's history, newest first: the runs
+	// before the run whose Key is before ("" the newest).
+	RunsBefore(ctx context.Context, userID, id, before string, limit int) ([]Run, error)
+	// Days is a check's daily rollups from since's day on, oldest first.
+	Days(ctx context.Context, userID, id string, since time.Time) ([]Day, error)
+	// Alerts reads the user's alert targets and delivery outcome.
+	Alerts(ctx context.Context, userID string) (AlertTargets, error)
+	// SetAlerts replaces the user's alert targets through the API (its
+	// message is the error's); KeepSecret keeps the webhook secret.
+	SetAlerts(ctx context.Context, userID string, in AlertTargets) error
+	// StatusPage is the user's status page token ("" when off).
+	StatusPage(ctx context.Context, userID string) (string, error)
+	// SetStatusPage turns the status page on under a new token (the old
+	// URL dies) and returns it, or off (on false; returns "").
+	SetStatusPage(ctx context.Context, userID string, on bool) (string, error)
+	// StatusPageUser returns the user id of a status page token, or
+	// ErrNotFound.
+	StatusPageUser(ctx context.Context, token string) (string, error)
+}
+
+// Day is a check's runs on one UTC day.
+type Day struct {
+	Date       time.Time
+	Runs       int64
+	Up         int64
+	ResponseMs int64
 }
 
 func (c *Console) checksRoutes(m *http.ServeMux) {
@@ -71,12 +112,17 @@ func (c *Console) checksRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /console/checks/{id}/{action}", c.checkAct)
 }
 
-// checkRow is a check with its last 24 hours.
+// checkRow is a check with its recent history.
 type checkRow struct {
 	Check
-	Uptime string // "99.5 %", or "–" without runs
-	Runs   int
-	Spark  spark
+	Uptime   string // over 24 h: "99.5 %", or "–" without runs
+	Runs     int
+	Uptime7  string // over the last 7 and 30 days (daily rollups)
+	Uptime30 string
+	Runs7    int64
+	Runs30   int64
+	Spark    spark
+	Strip    strip
 }
 
 type checksData struct {
@@ -102,12 +148,40 @@ const (
 )
 
 // history reads a check's runs of the last 24 hours (at most limit, the
-// newest), oldest first.
+// newest) and its daily rollups of the last 30 days (today and the 29
+// before; 7 days is today and the 6 before).
 func (c *Console) history(ctx context.Context, userID string, ck Check, limit int) (checkRow, error) {
 	runs, err := c.opts.Checks.Runs(ctx, userID, ck.ID, limit)
 	if err != nil {
 		return checkRow{}, err
 	}
+	return c.rowOf(ctx, userID, ck, runs)
+}
+
+// historyReaders bounds the checks whose history is read at once.
+const historyReaders = 4
+
+// histories is history (dashboardRuns) of each of cks, in their order,
+// read historyReaders at a time.
+func (c *Console) histories(ctx context.Context, userID string, cks []Check) ([]checkRow, error) {
+	rows := make([]checkRow, len(cks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(historyReaders)
+	for i, ck := range cks {
+		g.Go(func() error {
+			var err error
+			rows[i], err = c.history(gctx, userID, ck, dashboardRuns)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// rowOf is history with the runs (newest first) read.
+func (c *Console) rowOf(ctx context.Context, userID string, ck Check, runs []Run) (checkRow, error) {
 	since := c.opts.Now().Add(-24 * time.Hour)
 	var recent []Run
 	for i := len(runs) - 1; i >= 0; i-- { // newest first → oldest first
@@ -115,17 +189,39 @@ func (c *Console) history(ctx context.Context, userID string, ck Check, limit in
 			recent = append(recent, runs[i])
 		}
 	}
-	row := checkRow{Check: ck, Uptime: "–", Runs: len(recent), Spark: sparkline(recent)}
-	if len(recent) > 0 {
-		up := 0
-		for _, r := range recent {
-			if r.Up {
-				up++
-			}
+	row := checkRow{Check: ck, Uptime: "–", Runs: len(recent), Spark: sparkline(recent), Strip: statusStrip(runs)}
+	up := 0
+	for _, r := range recent {
+		if r.Up {
+			up++
 		}
-		row.Uptime = strconv.FormatFloat(100*float64(up)/float64(len(recent)), 'f', 1, 64) + " %"
 	}
+	row.Uptime = percent(int64(up), int64(len(recent)))
+	now := c.opts.Now().UTC()
+	days, err := c.opts.Checks.Days(ctx, userID, ck.ID, now.Add(-29*24*time.Hour))
+	if err != nil {
+		return checkRow{}, err
+	}
+	var up7, up30 int64
+	from7 := now.Truncate(24 * time.Hour).Add(-6 * 24 * time.Hour)
+	for _, d := range days {
+		row.Runs30 += d.Runs
+		up30 += d.Up
+		if !d.Date.Before(from7) {
+			row.Runs7 += d.Runs
+			up7 += d.Up
+		}
+	}
+	row.Uptime7, row.Uptime30 = percent(up7, row.Runs7), percent(up30, row.Runs30)
 	return row, nil
+}
+
+// percent formats up/n as "99.5 %", "–" when n is 0.
+func percent(up, n int64) string {
+	if n == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(100*float64(up)/float64(n), 'f', 1, 64) + " %"
 }
 
 func (c *Console) checksList(w http.ResponseWriter, r *http.Request) {
@@ -161,14 +257,12 @@ func (c *Console) checksPage(w http.ResponseWriter, r *http.Request, status int,
 	if from+checksPerPage < d.Total {
 		d.Next = strconv.Itoa(d.Page + 1)
 	}
-	for _, ck := range cks {
-		row, err := c.history(r.Context(), ss.Subject, ck, dashboardRuns)
-		if err != nil {
-			c.failure(w, r, err)
-			return
-		}
-		d.Rows = append(d.Rows, row)
+	rows, err := c.histories(r.Context(), ss.Subject, cks)
+	if err != nil {
+		c.failure(w, r, err)
+		return
 	}
+	d.Rows = rows
 	c.render(w, r, status, "checks", d)
 }
 
@@ -195,10 +289,16 @@ func (c *Console) checksCreate(w http.ResponseWriter, r *http.Request) {
 
 type checkData struct {
 	Row   checkRow
-	Runs  []Run // newest first, at most 20
+	Chart chart
+	Runs  []Run  // a page of the history, newest first
+	Next  string // the next (older) page's cursor, "" on the last
+	Paged bool   // not the first page
 	Error string
 	Msg   string
 }
+
+// historyPage is the check page's history page size.
+const historyPage = 25
 
 func (c *Console) checkPage(w http.ResponseWriter, r *http.Request) {
 	ss, ok := c.require(w, r, "checks")
@@ -214,17 +314,34 @@ func (c *Console) checkPage(w http.ResponseWriter, r *http.Request) {
 		c.failure(w, r, err)
 		return
 	}
-	row, err := c.history(r.Context(), ss.Subject, ck, detailRuns)
+	recent, err := c.opts.Checks.Runs(r.Context(), ss.Subject, ck.ID, detailRuns)
 	if err != nil {
 		c.failure(w, r, err)
 		return
 	}
-	runs, err := c.opts.Checks.Runs(r.Context(), ss.Subject, ck.ID, 20)
+	row, err := c.rowOf(r.Context(), ss.Subject, ck, recent)
 	if err != nil {
 		c.failure(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "check", checkData{Row: row, Runs: runs, Msg: checkMessage(r), Error: r.URL.Query().Get("error")})
+	before := r.URL.Query().Get("before")
+	runs, err := c.opts.Checks.RunsBefore(r.Context(), ss.Subject, ck.ID, before, historyPage+1)
+	if errors.Is(err, ErrInvalid) {
+		before, err = "", nil
+		runs, err = c.opts.Checks.RunsBefore(r.Context(), ss.Subject, ck.ID, "", historyPage+1)
+	}
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	d := checkData{Row: row, Paged: before != "", Msg: checkMessage(r), Error: r.URL.Query().Get("error")}
+	if len(runs) > historyPage {
+		runs = runs[:historyPage]
+		d.Next = runs[historyPage-1].Key
+	}
+	d.Runs = runs
+	d.Chart = responseChart(recent, c.opts.Now().Add(-24*time.Hour))
+	c.render(w, r, http.StatusOK, "check", d)
 }
 
 func (c *Console) checkAct(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,9 @@ type Options struct {
 	DataShelf DataShelf
 	// EECAR is the marketplace of EECAR companies; nil hides it.
 	EECAR EECAR
+	// ShelfCrawl is DataShelf's crawl control on the crawl page; nil
+	// shows the queue's statistics only.
+	ShelfCrawl ShelfCrawl
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -111,6 +115,8 @@ type Console struct {
 	// signedOut holds the nonces of sessions signed out in this process
 	// (until they expire): their cookies stop working at once.
 	signedOut sync.Map // nonce → expiry (Unix seconds)
+	// statusPages caches rendered public status pages.
+	statusPages statusCache
 }
 
 // maxForm bounds a form's body.
@@ -174,6 +180,8 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"fields":  strings.Fields,
 	"list":    func(v ...any) []any { return v },
+	// amount formats a price (a *float64 in ShelfProduct).
+	"amount": func(p *float64) string { return strconv.FormatFloat(*p, 'f', 2, 64) },
 }
 
 func (c *Console) routes() {
@@ -191,6 +199,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/signout", c.signout)
 	c.explorerRoutes(m)
 	c.checksRoutes(m)
+	c.checksExtraRoutes(m)
 	c.dataShelfRoutes(m)
 	c.eecarRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
@@ -308,6 +317,9 @@ type page struct {
 	Unread int
 	Path   string
 	Data   any
+	// Public is a page rendered for anyone (a status page): no header
+	// navigation, no session.
+	Public bool
 }
 
 type errorPage struct {

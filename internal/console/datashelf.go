@@ -14,7 +14,7 @@ import (
 // The DataShelf catalogue: public and read-only (no sign-in): the
 // navigation tree, a category's products with filters, sorting, full-text
 // search and keyset pagination, a product's page with its mirrored images
-// and specs; for operators, the crawl queue's statistics.
+// and specs; for operators, the crawl page (datashelfcrawl.go).
 
 // ShelfNode is a navigation row and its children, with its categories.
 type ShelfNode struct {
@@ -107,6 +107,7 @@ func (c *Console) dataShelfRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /console/datashelf/c/{id}", c.shelfCategory)
 	m.HandleFunc("GET /console/datashelf/p/{id}", c.shelfProduct)
 	m.HandleFunc("GET /console/datashelf/crawl", c.shelfCrawl)
+	c.crawlRoutes(m)
 }
 
 type shelfHomeData struct {
@@ -217,10 +218,5 @@ func (c *Console) shelfCrawl(w http.ResponseWriter, r *http.Request) {
 	if _, ok := c.require(w, r, "operator"); !ok {
 		return
 	}
-	rows, err := c.opts.DataShelf.Queue(r.Context())
-	if err != nil {
-		c.failure(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "shelfcrawl", rows)
+	c.crawlPage(w, r, http.StatusOK, crawlData{Msg: crawlMessage(r)})
 }

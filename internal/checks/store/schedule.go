@@ -164,7 +164,8 @@ type Outcome struct {
 
 // Complete records a run: lastResult, lastExecutedAt, alertState and the
 // failure state, conditioned on the caller still holding the lease (so an
-// alert transition is recorded once), and a history item.
+// alert transition is recorded once), and, when o.Retention > 0, a history
+// item and the run's count in its day's rollup (see Day).
 func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error {
 	res, err := mapValue(o.Result)
 	if err != nil {
@@ -194,6 +195,7 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 				tables.TTLAttribute: ddbitem.N(o.At.Add(o.Retention).Unix()),
 			},
 		}})
+		items = append(items, s.dayUpdate(id, o))
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {

@@ -41,6 +41,9 @@ type User struct {
 	LastAlertAt      string `json:"lastAlertAt,omitempty"`
 	LastAlertError   string `json:"lastAlertError,omitempty"`
 	LastAlertErrorAt string `json:"lastAlertErrorAt,omitempty"`
+	// StatusPage is the token of the user's public status page, "" when
+	// it is off (an extension; see EnableStatusPage).
+	StatusPage string `json:"-"`
 }
 
 func parseUser(it map[string]av) User {
@@ -51,6 +54,7 @@ func parseUser(it map[string]av) User {
 		CreatedAt:  ddbitem.String(it, "createdAt"), UpdatedAt: ddbitem.String(it, "updatedAt"),
 		WebhookURL: ddbitem.String(it, "webhookUrl"), WebhookSecret: ddbitem.String(it, "webhookSecret"), AlertEmail: ddbitem.String(it, "alertEmail"),
 		LastAlertAt: ddbitem.String(it, "lastAlertAt"), LastAlertError: ddbitem.String(it, "lastAlertError"), LastAlertErrorAt: ddbitem.String(it, "lastAlertErrorAt"),
+		StatusPage: ddbitem.String(it, "statusPage"),
 	}
 }
 

@@ -187,6 +187,20 @@ type Store interface {
 	// QueueStats returns the document's job_queue_stats view, ordered by
 	// status and type.
 	QueueStats(ctx context.Context) ([]QueueStat, error)
+	// FailedJobs returns up to limit failed jobs (1 to MaxFailedJobs),
+	// the most recently finished first, with their last_error.
+	FailedJobs(ctx context.Context, limit int) ([]Job, error)
+	// RetryFailed queues failed jobs again, due now, with their attempts
+	// counted afresh (completed_at cleared, last_error kept): the jobs of
+	// ids, or every failed job when ids is empty. A failed job whose type
+	// and URL already have a queued or running job is left failed (so the
+	// queue keeps one job per URL), as is any but the newest failed job
+	// of the same type and URL. It returns how many it queued.
+	RetryFailed(ctx context.Context, ids []string) (int, error)
+	// Throughput counts the jobs that finished (completed or failed) since
+	// since, in buckets of bucket, oldest first (ThroughputBuckets bounds
+	// them). Finished jobs are kept until CleanupFinished removes them.
+	Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputBucket, error)
 
 	// Ping runs one trivial query (SELECT 1), so that a database that
 	// stopped answering shows in /healthz.

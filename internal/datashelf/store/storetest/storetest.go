@@ -128,6 +128,8 @@ func RunWith(t *testing.T, open Opener, opts Options) {
 		{"EnqueueResetSkipsBackoff", testEnqueueReset},
 		{"FailedCompletedAtAndCleanup", testCleanup},
 		{"QueueStats", testStats},
+		{"FailedJobsAndRetry", testFailedJobsAndRetry},
+		{"Throughput", testThroughput},
 		{"JobStateErrors", testJobErrors},
 		{"SpecFilters", testSpecFilters},
 		{"ActiveProducts", testActiveProducts},

@@ -1,4 +1,9 @@
-package main
+// Package shelfconsole is DataShelf as the web console sees it: it
+// implements console.DataShelf over DataShelf's store (the catalogue,
+// read only) and console.ShelfCrawl (the crawl page: failures, throughput,
+// retries, and a crawl run in this process). cmd/quarry wires it;
+// bench/consolebench measures it.
+package shelfconsole
 
 import (
 	"context"
@@ -14,14 +19,23 @@ import (
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
 
-// shelfConsole is DataShelf's store as the console's catalogue sees it
-// (reads only).
-type shelfConsole struct{ st store.Store }
+// Store implements console.DataShelf (and, with a Crawls, ShelfCrawl).
+type Store struct {
+	st     store.Store
+	crawls *Crawls
+}
+
+var _ console.DataShelf = (*Store)(nil)
+
+// New returns the console's view of st; crawls runs the crawls the crawl
+// page starts (nil: the page shows the queue only; see Crawl).
+func New(st store.Store, crawls *Crawls) *Store { return &Store{st: st, crawls: crawls} }
 
 // maxTreeCategories bounds the categories the catalogue's tree lists.
 const maxTreeCategories = 1000
 
-func (s shelfConsole) Tree(ctx context.Context) ([]console.ShelfNode, error) {
+// Tree implements console.DataShelf.
+func (s *Store) Tree(ctx context.Context) ([]console.ShelfNode, error) {
 	nav, err := s.st.NavigationTree(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("datashelf: navigation: %w", err)
@@ -67,7 +81,8 @@ func shelfCategory(c store.Category) console.ShelfCategory {
 	return console.ShelfCategory{ID: c.ID, Title: c.Title, Products: c.ProductCount}
 }
 
-func (s shelfConsole) Category(ctx context.Context, id string) (console.ShelfCategory, error) {
+// Category implements console.DataShelf.
+func (s *Store) Category(ctx context.Context, id string) (console.ShelfCategory, error) {
 	c, err := s.st.GetCategory(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
 		return console.ShelfCategory{}, console.ErrNotFound
@@ -78,7 +93,8 @@ func (s shelfConsole) Category(ctx context.Context, id string) (console.ShelfCat
 	return shelfCategory(c), nil
 }
 
-func (s shelfConsole) Products(ctx context.Context, f console.ShelfFilter) (console.ShelfPage, error) {
+// Products implements console.DataShelf.
+func (s *Store) Products(ctx context.Context, f console.ShelfFilter) (console.ShelfPage, error) {
 	pf := store.ProductFilter{CategoryID: f.CategoryID, Q: f.Q, Author: f.Author, Format: f.Format, Condition: f.Condition,
 		MinPrice: f.MinPrice, MaxPrice: f.MaxPrice, Available: f.Available, Sort: f.Sort, Limit: f.Limit, SkipTotal: true}
 	if f.After != "" {
@@ -148,7 +164,8 @@ func sortedKeys(m map[string]any) []string {
 	return ks
 }
 
-func (s shelfConsole) Product(ctx context.Context, id string) (console.ShelfProduct, error) {
+// Product implements console.DataShelf.
+func (s *Store) Product(ctx context.Context, id string) (console.ShelfProduct, error) {
 	p, err := s.st.GetProduct(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
 		return console.ShelfProduct{}, console.ErrNotFound
@@ -159,7 +176,8 @@ func (s shelfConsole) Product(ctx context.Context, id string) (console.ShelfProd
 	return shelfProduct(p), nil
 }
 
-func (s shelfConsole) Queue(ctx context.Context) ([]console.QueueRow, error) {
+// Queue implements console.DataShelf.
+func (s *Store) Queue(ctx context.Context) ([]console.QueueRow, error) {
 	stats, err := s.st.QueueStats(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("datashelf: queue: %w", err)

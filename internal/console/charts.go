@@ -1,0 +1,163 @@
+package console
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Server-rendered SVG charts: a check's status strip and response-time
+// chart, the crawl's throughput. Each is data for a template that draws it
+// (layout.html's "strip", "chart" and "bars"), so no script is needed.
+
+// stripRuns is how many runs a status strip shows.
+const stripRuns = 60
+
+// strip is a row of cells, one per run, oldest left.
+type strip struct {
+	Cells []stripCell
+	Up    int
+	Down  int
+}
+
+type stripCell struct {
+	X     int
+	Up    bool
+	Title string
+}
+
+// statusStrip draws the newest stripRuns of runs (given newest first).
+func statusStrip(runs []Run) strip {
+	n := min(len(runs), stripRuns)
+	s := strip{Cells: make([]stripCell, 0, n)}
+	for i := n - 1; i >= 0; i-- {
+		r := runs[i]
+		state := "DOWN"
+		if r.Up {
+			state = "UP"
+			s.Up++
+		} else {
+			s.Down++
+		}
+		title := r.At.UTC().Format("2006-01-02 15:04:05Z") + " " + state
+		if r.Error != "" {
+			title += ": " + r.Error
+		}
+		s.Cells = append(s.Cells, stripCell{X: (stripRuns - n + (n - 1 - i)) * 5, Up: r.Up, Title: title})
+	}
+	return s
+}
+
+// chart is a response-time chart in a 600×160 view box: the plot area is
+// x 60–590, y 10–130.
+type chart struct {
+	Points string // the polyline's points
+	Down   []point
+	Max    int64 // the y axis' top, ms
+	From   string
+	To     string
+	Runs   int
+}
+
+type point struct{ X, Y float64 }
+
+// responseChart draws runs (newest first) after since.
+func responseChart(runs []Run, since time.Time) chart {
+	var rs []Run
+	for i := len(runs) - 1; i >= 0; i-- {
+		if runs[i].At.After(since) {
+			rs = append(rs, runs[i])
+		}
+	}
+	if len(rs) == 0 {
+		return chart{}
+	}
+	var hi int64 = 1
+	for _, r := range rs {
+		hi = max(hi, r.ResponseTimeMs)
+	}
+	hi = niceCeil(hi)
+	t0, t1 := rs[0].At, rs[len(rs)-1].At
+	span := t1.Sub(t0)
+	var b strings.Builder
+	c := chart{Max: hi, Runs: len(rs), From: t0.UTC().Format("Jan 2 15:04"), To: t1.UTC().Format("Jan 2 15:04 MST")}
+	for i, r := range rs {
+		x := 590.0
+		if span > 0 {
+			x = 60 + 530*float64(r.At.Sub(t0))/float64(span)
+		}
+		y := 130 - 120*float64(r.ResponseTimeMs)/float64(hi)
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", x, y)
+		if !r.Up && len(c.Down) < 200 {
+			c.Down = append(c.Down, point{x, y})
+		}
+	}
+	c.Points = b.String()
+	return c
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func niceCeil(v int64) int64 {
+	p := int64(1)
+	for {
+		for _, m := range []int64{1, 2, 5} {
+			if m*p >= v {
+				return m * p
+			}
+		}
+		p *= 10
+	}
+}
+
+// bars is a bar chart of finished jobs per bucket in a 600×140 view box:
+// the plot area is x 60–590, y 10–110.
+type bars struct {
+	Bars  []bar
+	Max   int
+	From  string
+	To    string
+	Total int
+	Fails int
+}
+
+type bar struct {
+	X, W                   float64
+	YOK, HOK, YFail, HFail float64
+	Title                  string
+}
+
+// ThroughputPoint is the number of jobs that finished in a bucket.
+type ThroughputPoint struct {
+	Start     time.Time
+	Completed int
+	Failed    int
+}
+
+// throughputBars draws points (oldest first), each bucket wide.
+func throughputBars(points []ThroughputPoint, bucket time.Duration) bars {
+	if len(points) == 0 {
+		return bars{}
+	}
+	hi := 1
+	b := bars{}
+	for _, p := range points {
+		hi = max(hi, p.Completed+p.Failed)
+		b.Total += p.Completed
+		b.Fails += p.Failed
+	}
+	hi = int(niceCeil(int64(hi)))
+	b.Max = hi
+	w := 530 / float64(len(points))
+	for i, p := range points {
+		hok := 100 * float64(p.Completed) / float64(hi)
+		hf := 100 * float64(p.Failed) / float64(hi)
+		b.Bars = append(b.Bars, bar{X: 60 + float64(i)*w, W: max(w-1, 0.5), YOK: 110 - hok, HOK: hok, YFail: 110 - hok - hf, HFail: hf,
+			Title: fmt.Sprintf("%s: %d completed, %d failed", p.Start.UTC().Format("Jan 2 15:04"), p.Completed, p.Failed)})
+	}
+	b.From = points[0].Start.UTC().Format("Jan 2 15:04")
+	b.To = points[len(points)-1].Start.Add(bucket).UTC().Format("Jan 2 15:04 MST")
+	return b
+}

@@ -1,0 +1,189 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DataShelf's crawl control for operators: the queue's statistics, the
+// throughput over time (an SVG bar chart), the recent failures with their
+// errors, retrying failed jobs, and starting a crawl whose progress the
+// page shows.
+
+// ShelfJob is a crawl job as the crawl page shows it.
+type ShelfJob struct {
+	ID         string
+	Type       string
+	URL        string
+	Attempts   int
+	Error      string
+	FinishedAt time.Time
+}
+
+// CrawlStatus is the progress of this process's crawl.
+type CrawlStatus struct {
+	Running   bool
+	URL       string
+	Started   time.Time
+	Finished  time.Time
+	Pages     int64
+	Products  int64
+	Images    int64
+	Completed int64
+	Failures  int64
+	Queued    int64
+	PerSecond float64
+	// Error is why the last crawl stopped early ("" when it drained).
+	Error string
+}
+
+// ErrBusy is a crawl started while another runs.
+var ErrBusy = errors.New("console: a crawl is already running")
+
+// ShelfCrawl is what the crawl page needs of DataShelf besides its store.
+type ShelfCrawl interface {
+	// Failures returns up to limit failed jobs, the newest first.
+	Failures(ctx context.Context, limit int) ([]ShelfJob, error)
+	// Throughput counts the jobs finished since since, per bucket.
+	Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputPoint, error)
+	// Retry queues failed jobs again (ids; none: all) and says how many.
+	Retry(ctx context.Context, ids []string) (int, error)
+	// StartCrawl starts a crawl from startURL in the background (ErrBusy
+	// while one runs; an ErrInvalid error's message is shown).
+	StartCrawl(ctx context.Context, startURL string, maxPages int) error
+	// Crawl is the progress of the crawl running or last run.
+	Crawl() CrawlStatus
+}
+
+// crawlFailures is how many failures the crawl page lists.
+const crawlFailures = 20
+
+// throughput ranges: the chart's span and its buckets.
+var crawlRanges = []struct {
+	Name   string
+	Span   time.Duration
+	Bucket time.Duration
+}{{"1h", time.Hour, time.Minute}, {"24h", 24 * time.Hour, 30 * time.Minute}, {"7d", 7 * 24 * time.Hour, 4 * time.Hour}}
+
+func (c *Console) crawlRoutes(m *http.ServeMux) {
+	if c.opts.DataShelf == nil || c.opts.ShelfCrawl == nil {
+		return
+	}
+	m.HandleFunc("POST /console/datashelf/crawl/start", c.crawlStart)
+	m.HandleFunc("POST /console/datashelf/crawl/retry", c.crawlRetry)
+}
+
+type crawlData struct {
+	Queue    []QueueRow
+	Control  bool // ShelfCrawl is set
+	Crawl    CrawlStatus
+	Failures []ShelfJob
+	Chart    bars
+	Range    string
+	Ranges   []string
+	Form     url.Values
+	Error    string
+	Msg      string
+}
+
+func (c *Console) crawlPage(w http.ResponseWriter, r *http.Request, status int, d crawlData) {
+	rows, err := c.opts.DataShelf.Queue(r.Context())
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	d.Queue = rows
+	if cc := c.opts.ShelfCrawl; cc != nil {
+		d.Control = true
+		d.Crawl = cc.Crawl()
+		if d.Failures, err = cc.Failures(r.Context(), crawlFailures); err != nil {
+			c.failure(w, r, err)
+			return
+		}
+		rg := crawlRanges[0]
+		for _, x := range crawlRanges {
+			d.Ranges = append(d.Ranges, x.Name)
+			if x.Name == r.URL.Query().Get("range") {
+				rg = x
+			}
+		}
+		d.Range = rg.Name
+		now := c.opts.Now()
+		pts, err := cc.Throughput(r.Context(), now.Add(-rg.Span), rg.Bucket)
+		if err != nil {
+			c.failure(w, r, err)
+			return
+		}
+		d.Chart = throughputBars(pts, rg.Bucket)
+	}
+	if d.Form == nil {
+		d.Form = url.Values{"max": {"100"}}
+	}
+	c.render(w, r, status, "shelfcrawl", d)
+}
+
+func (c *Console) crawlStart(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.require(w, r, "operator"); !ok {
+		return
+	}
+	f := r.PostForm
+	startURL := strings.TrimSpace(f.Get("url"))
+	maxPages, err := strconv.Atoi(strings.TrimSpace(f.Get("max")))
+	if err != nil || maxPages < 0 {
+		c.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: "The page limit must be a whole number (0 for no limit)."})
+		return
+	}
+	err = c.opts.ShelfCrawl.StartCrawl(r.Context(), startURL, maxPages)
+	switch {
+	case errors.Is(err, ErrBusy):
+		c.crawlPage(w, r, http.StatusConflict, crawlData{Form: f, Error: "A crawl is already running; wait for it to finish."})
+		return
+	case errors.Is(err, ErrInvalid):
+		c.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")})
+		return
+	case err != nil:
+		c.failure(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/console/datashelf/crawl?msg=started", http.StatusSeeOther)
+}
+
+func (c *Console) crawlRetry(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.require(w, r, "operator"); !ok {
+		return
+	}
+	var ids []string
+	if id := r.PostForm.Get("id"); id != "" {
+		ids = []string{id}
+	}
+	n, err := c.opts.ShelfCrawl.Retry(r.Context(), ids)
+	if errors.Is(err, ErrInvalid) {
+		c.notFound(w, r)
+		return
+	}
+	if err != nil {
+		c.failure(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/console/datashelf/crawl?msg=retried&n="+strconv.Itoa(n), http.StatusSeeOther)
+}
+
+func crawlMessage(r *http.Request) string {
+	q := r.URL.Query()
+	switch q.Get("msg") {
+	case "started":
+		return "Crawl started."
+	case "retried":
+		n := q.Get("n")
+		if _, err := strconv.Atoi(n); err != nil {
+			n = "0"
+		}
+		return n + " failed job(s) queued again; a crawl processes them."
+	}
+	return ""
+}

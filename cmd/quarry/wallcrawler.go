@@ -328,7 +328,7 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 	}
 	h := wcapi.New(authStore, &wcapi.Options{
 		Logger: log, Contexts: ctxStore, Uploads: uploader, Sessions: w.manager,
-		CDP: cdp.NewProxy(w.manager, log), Origin: orig,
+		CDP: cdp.NewProxy(w.manager, log), Origin: orig, LiveFrameAncestors: c.WallcrawlerLiveFrameAncestors,
 	})
 	w.handler = http.StripPrefix("/wallcrawler", h)
 	return w, nil

@@ -103,8 +103,14 @@ type wcSession struct {
 
 func (s *wcServer) createSession(key string) wcSession {
 	s.t.Helper()
+	return s.createSessionWith(key, map[string]any{})
+}
+
+// createSessionWith creates a session with the given request body.
+func (s *wcServer) createSessionWith(key string, body map[string]any) wcSession {
+	s.t.Helper()
 	var x wcSession
-	if code := s.call(key, "POST", "/v1/sessions", map[string]any{}, &x); code != http.StatusCreated || x.ConnectURL == "" {
+	if code := s.call(key, "POST", "/v1/sessions", body, &x); code != http.StatusCreated || x.ConnectURL == "" {
 		s.t.Fatalf("create session: %d %+v", code, x)
 	}
 	return x

@@ -91,6 +91,9 @@ type Options struct {
 	Checks ChecksStore
 	// DataShelf is the public catalogue's store; nil hides it.
 	DataShelf DataShelf
+	// Wallcrawler is the session inspector's view of Wallcrawler; nil
+	// hides it.
+	Wallcrawler Wallcrawler
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -186,6 +189,7 @@ func (c *Console) routes() {
 	c.explorerRoutes(m)
 	c.checksRoutes(m)
 	c.dataShelfRoutes(m)
+	c.wallcrawlerRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
 }
@@ -286,8 +290,10 @@ type page struct {
 	Checks   bool
 	// DataShelf shows the catalogue (public).
 	DataShelf bool
-	Path      string
-	Data      any
+	// Wallcrawler shows the session inspector.
+	Wallcrawler bool
+	Path        string
+	Data        any
 }
 
 type errorPage struct {
@@ -303,6 +309,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		p.Operator = c.operator(ss)
 		p.Explorer = p.Operator && c.explorer != nil
 		p.Checks = ss.Realm == "checks" && c.opts.Checks != nil
+		p.Wallcrawler = ss.Realm == "wallcrawler" && c.opts.Wallcrawler != nil
 	}
 	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

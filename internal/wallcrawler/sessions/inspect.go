@@ -165,3 +165,42 @@ func (m *Manager) ReplayFrame(ctx context.Context, p auth.Principal, id string, 
 func (m *Manager) Recent(ctx context.Context, p auth.Principal, limit int) ([]Session, error) {
 	return m.d.Repo.ListByProject(ctx, p.ProjectID, limit)
 }
+
+// Replay returns a session's recording with its whole replay blob (the
+// frames' JPEGs, located by Recording.Frames).
+func (m *Manager) Replay(ctx context.Context, p auth.Principal, id string) (Recording, []byte, error) {
+	x, err := m.Get(ctx, p, id)
+	if err != nil {
+		return Recording{}, nil, err
+	}
+	if r := m.liveRecorder(id); r != nil {
+		rec, replay := r.snapshot()
+		return rec, replay, nil
+	}
+	rec, err := m.Recording(ctx, p, id)
+	if err != nil || len(rec.Frames) == 0 || m.d.Blobs == nil {
+		rec.Frames = nil
+		return rec, nil, err
+	}
+	rc, err := m.d.Blobs.Get(ctx, artifactKey(x.ProjectID, id, replayBlob))
+	if errors.Is(err, blob.ErrNotFound) {
+		rec.Frames = nil
+		return rec, nil, nil
+	}
+	if err != nil {
+		return Recording{}, nil, err
+	}
+	defer rc.Close()
+	replay, err := io.ReadAll(io.LimitReader(rc, 1<<30))
+	if err != nil {
+		return Recording{}, nil, fmt.Errorf("sessions: read replay: %w", err)
+	}
+	frames := rec.Frames[:0]
+	for _, f := range rec.Frames {
+		if f.Offset >= 0 && f.Length >= 0 && f.Offset+f.Length <= int64(len(replay)) {
+			frames = append(frames, f)
+		}
+	}
+	rec.Frames = frames
+	return rec, replay, nil
+}

@@ -167,7 +167,8 @@ func TestConsoleWallcrawler(t *testing.T) {
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(function(ok){var i=document.getElementById("replay-frame");
 		if(i.complete){ok(i.naturalWidth)}else{i.onload=function(){ok(i.naturalWidth)};i.onerror=function(){ok(-1)}}})`, chromedp.EvalAwaitPromise))
 	if err != nil || width <= 0 {
-		t.Fatalf("replay frame: width %d, %v", width, err)
+		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("replay").nextElementSibling.outerHTML`))
+		t.Fatalf("replay frame: width %d, %v\n%s", width, err, page)
 	}
 	pixel, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`(function(){var i=document.getElementById("replay-frame"),c=document.createElement("canvas");
 		c.width=i.naturalWidth;c.height=i.naturalHeight;var g=c.getContext("2d");g.drawImage(i,0,0);

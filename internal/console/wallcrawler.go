@@ -306,7 +306,6 @@ func (c *Console) wcFrame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "image/jpeg")
-	w.Header().Set("Cache-Control", "private, max-age=3600")
 	_, _ = w.Write(b)
 }
 
@@ -382,7 +381,8 @@ type wcBar struct {
 // usageChart adds up the browser time (by the day it started) and
 // proxied bytes of sessions over the last days days.
 func usageChart(all []WCSession, now time.Time, days int) wcChart {
-	start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
+	today := now.UTC()
+	start := time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
 	bars := make([]wcBar, days)
 	for i := range bars {
 		bars[i].Day = start.AddDate(0, 0, i).Format("Jan 2")

@@ -177,7 +177,15 @@ func run(bin string, n, seed int, busy time.Duration, out string) error {
 		x := sessions.Session{ID: fmt.Sprintf("sess_seed%06d", i), ProjectID: "project_bench", InternalStatus: st, Status: sessions.SDKStatus(st),
 			CreatedAt: created, UpdatedAt: created, StartedAt: created.Add(time.Second), EndedAt: created.Add(time.Duration(30+i%600) * time.Second),
 			ExpiresAt: now.Add(24 * time.Hour).Truncate(time.Second), Region: "us-west-2", ProxyBytes: int64(1000 + i*37),
-			UserMetadata: map[string]any{"job": fmt.Sprintf("seed-%d", i%10)}}
+			UserMetadata: map[string]any{"job": fmt.Sprintf("seed-%d", i%10)},
+			// What a real session carries besides: its connect details and
+			// five lifecycle events.
+			ConnectURL: "ws://" + api + "/wallcrawler/cdp/sess_seed?signingKey=" + strings.Repeat("x", 400), SigningKey: strings.Repeat("x", 400),
+			TaskARN: "local:bench:" + strings.Repeat("b", 32)}
+		for j, to := range []string{sessions.StateCreating, sessions.StateProvisioning, sessions.StateReady, sessions.StateTerminating, st} {
+			x.Events = append(x.Events, sessions.Event{Source: "wallcrawler.sessions", DetailType: "Session State Change",
+				Time: created.Add(time.Duration(j) * time.Second), To: to, Reason: "seeded by the benchmark"})
+		}
 		if err := repo.Insert(ctx, x); err != nil {
 			return fmt.Errorf("seed session %d: %w", i, err)
 		}
@@ -251,7 +259,7 @@ func run(bin string, n, seed int, busy time.Duration, out string) error {
 - Machine: %s
 - Load average (1/5/15 min) before: %s, after: %s
 - Command: `+"`%s`"+`
-- Setup: `+"`quarry serve`"+` (embedded store, fsync on), one real session on a busy fixture page (a console message every 100 ms, a request every 500 ms, a colour change every 100 ms) for %v, then released; %d finished sessions written into the table. Time is request to end of body over loopback HTTP, signed in with the project's key, %d requests per page after one warm-up.
+- Setup: `+"`quarry serve`"+` (embedded store, fsync on), one real session on a busy fixture page (a console message every 100 ms, a request every 500 ms, a colour change every 100 ms) for %v, then released; %d finished sessions written into the table (each with five lifecycle events and its connect details, as real ones have). Time is request to end of body over loopback HTTP, signed in with the project's key, %d requests per page after one warm-up.
 
 | page | p50 | p99 |
 |---|--:|--:|

@@ -65,8 +65,8 @@ func consoleKey(dataDir string) ([]byte, error) {
 // running systems' credentials and operator tokens, the store explorer
 // over client, the Checks dashboard, DataShelf's catalogue over ds. When it cannot start, the systems
 // still serve and the console's paths answer 503 with the reason.
-func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger) http.Handler {
-	h, err := newConsole(ctx, c, client, systems, ck, ds, crawls, ee, log)
+func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) http.Handler {
+	h, err := newConsole(ctx, c, client, systems, ck, ds, crawls, ee, log, extras...)
 	if err != nil {
 		log.Error("console disabled", "err", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Clie
 	return h
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger) (*console.Console, error) {
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -139,6 +139,11 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 			}
 			return console.Principal{ID: p.KeyID, Name: p.Project.Name + " (" + p.ProjectID + ")"}, nil
 		})})
+	}
+	for _, x := range extras {
+		if err := x(ctx, &opts); err != nil {
+			return nil, err
+		}
 	}
 	return console.New(opts)
 }

@@ -36,9 +36,16 @@ type sdkResult struct {
 	ListCompletedHasSession bool     `json:"listCompletedHasSession"`
 	LogCount                int      `json:"logCount"`
 	LogMethods              []string `json:"logMethods"`
-	ProxyBytes              float64  `json:"proxyBytes"`
-	BrowserMinutes          float64  `json:"browserMinutes"`
-	WrongKey                *struct {
+	RecordingFrames         int      `json:"recordingFrames"`
+	Replays                 *struct {
+		Threw      bool   `json:"threw"`
+		IsNotFound bool   `json:"isNotFound"`
+		Status     int    `json:"status"`
+		Message    string `json:"message"`
+	} `json:"replays"`
+	ProxyBytes     float64 `json:"proxyBytes"`
+	BrowserMinutes float64 `json:"browserMinutes"`
+	WrongKey       *struct {
 		Threw                 bool   `json:"threw"`
 		Name                  string `json:"name"`
 		IsAuthenticationError bool   `json:"isAuthenticationError"`
@@ -217,6 +224,12 @@ func TestBrowserbaseSDK(t *testing.T) {
 	}
 	if res.LogCount <= 0 {
 		t.Errorf("sessions.logs.list: %d entries", res.LogCount)
+	}
+	if res.RecordingFrames <= 0 {
+		t.Errorf("sessions.recording.retrieve: %d frames", res.RecordingFrames)
+	}
+	if r := res.Replays; r == nil || !r.Threw || !r.IsNotFound || !strings.Contains(r.Message, "not supported") {
+		t.Errorf("sessions.replays.retrieve: %+v, want a NotFoundError saying replays are not supported", r)
 	}
 	if res.ProxyBytes <= 0 {
 		t.Errorf("projects.usage proxyBytes %v, want > 0", res.ProxyBytes)

@@ -306,7 +306,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	} else {
 		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
 	}
-	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, crawls, ee, log))) // the web console; other paths a JSON 404
+	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, crawls, ee, log, wallcrawlerConsole(wc)))) // the web console; other paths a JSON 404
 	// Both listeners are bound before either serves, so that the banner
 	// (which names their addresses) comes before their "listening on" logs.
 	var ddbSrv *httpserver.Server

@@ -179,8 +179,11 @@ type wallcrawler struct {
 	handler http.Handler // mounted at /wallcrawler/
 	uploads http.Handler // mounted at /wallcrawler/uploads/
 	manager *sessions.Manager
-	pool    *browser.Pool
-	egress  *egress.Proxy
+	// auth and contexts serve the console's session inspector.
+	auth     *auth.Store
+	contexts *contexts.Store
+	pool     *browser.Pool
+	egress   *egress.Proxy
 	// browserRoot holds the browsers' work dirs and restored profiles;
 	// ownRoot: it is the default one, removed at stop when empty.
 	browserRoot string
@@ -328,9 +331,10 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 	}
 	h := wcapi.New(authStore, &wcapi.Options{
 		Logger: log, Contexts: ctxStore, Uploads: uploader, Sessions: w.manager,
-		CDP: cdp.NewProxy(w.manager, log), Origin: orig,
+		CDP: cdp.NewProxy(w.manager, log), Origin: orig, LiveFrameAncestors: c.WallcrawlerLiveFrameAncestors,
 	})
 	w.handler = http.StripPrefix("/wallcrawler", h)
+	w.auth, w.contexts = authStore, ctxStore
 	return w, nil
 }
 

@@ -97,6 +97,9 @@ type Options struct {
 	// ShelfCrawl is DataShelf's crawl control on the crawl page; nil
 	// shows the queue's statistics only.
 	ShelfCrawl ShelfCrawl
+	// Wallcrawler is the session inspector's view of Wallcrawler; nil
+	// hides it.
+	Wallcrawler Wallcrawler
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -202,6 +205,7 @@ func (c *Console) routes() {
 	c.checksExtraRoutes(m)
 	c.dataShelfRoutes(m)
 	c.eecarRoutes(m)
+	c.wallcrawlerRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
 }
@@ -320,6 +324,8 @@ type page struct {
 	// Public is a page rendered for anyone (a status page): no header
 	// navigation, no session.
 	Public bool
+	// Wallcrawler shows the session inspector.
+	Wallcrawler bool
 }
 
 type errorPage struct {
@@ -338,6 +344,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		if p.EECAR = ss.Realm == "eecar" && c.opts.EECAR != nil; p.EECAR {
 			p.Unread, _ = c.opts.EECAR.Unread(r.Context(), ss.Subject)
 		}
+		p.Wallcrawler = ss.Realm == "wallcrawler" && c.opts.Wallcrawler != nil
 	}
 	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

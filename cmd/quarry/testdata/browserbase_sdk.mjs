@@ -70,6 +70,18 @@ try {
   out.logCount = Array.isArray(logs) ? logs.length : -1;
   out.logMethods = Array.isArray(logs) ? [...new Set(logs.map((l) => l.method))].slice(0, 10) : [];
 
+  step = 'sessions.recording.retrieve';
+  const rec = await bb.sessions.recording.retrieve(s.id);
+  out.recordingFrames = Array.isArray(rec) ? rec.filter((e) => e.type === 5 && e.data?.tag === 'quarry/frame' && e.sessionId === s.id && typeof e.data?.payload?.data === 'string').length : -1;
+
+  step = 'sessions.replays.retrieve';
+  try {
+    await bb.sessions.replays.retrieve(s.id);
+    out.replays = { threw: false };
+  } catch (e) {
+    out.replays = { threw: true, isNotFound: e instanceof Browserbase.NotFoundError, status: e?.status ?? null, message: e?.message ?? String(e) };
+  }
+
   step = 'projects.usage';
   const usage = await bb.projects.usage(PROJECT);
   out.proxyBytes = usage.proxyBytes;

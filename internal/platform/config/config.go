@@ -149,6 +149,10 @@ type Config struct {
 	// not enter). Empty: <os.TempDir()>/quarry-browsers-<hash of the
 	// absolute DataDir>.
 	WallcrawlerBrowserDir string
+	// WallcrawlerLiveFrameAncestors is the CSP frame-ancestors source list
+	// of the live view page (who may embed it in an iframe): empty or "*"
+	// any site, "'none'" no one, or origins such as "https://app.example".
+	WallcrawlerLiveFrameAncestors string
 	// ChecksTablePrefix prefixes Checks' USER and CHECK tables.
 	ChecksTablePrefix string
 	// ChecksMinInterval is the shortest period a check may have.
@@ -283,6 +287,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
 		{flag: "wallcrawler-uids", usage: "range of user ids, one per browser, when quarry runs as root (e.g. 200000-200999): sessions' browsers cannot read each other's files (default: one user for all, see wallcrawler-user)", str: &c.WallcrawlerUIDs},
 		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
+		{flag: "wallcrawler-live-frame-ancestors", usage: `sites that may embed the live view in an iframe (CSP frame-ancestors): "*" any (default), "'none'", or space-separated origins like "'self' https://app.example.com"`, str: &c.WallcrawlerLiveFrameAncestors},
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
 		{flag: "checks-run-timeout", usage: "bound of one run of a check; a run holds its check's lease for twice this, the longest a check waits when the process running it dies", dur: &c.ChecksRunTimeout},
@@ -528,6 +533,9 @@ func (c *Config) Validate() error {
 		} else if inside {
 			errs = append(errs, fmt.Errorf("config: --wallcrawler-browser-dir %q is inside --data-dir %q, which the browser user must not enter", c.WallcrawlerBrowserDir, c.DataDir))
 		}
+	}
+	if err := checkFrameAncestors(c.WallcrawlerLiveFrameAncestors); err != nil {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-live-frame-ancestors %q: %w", c.WallcrawlerLiveFrameAncestors, err))
 	}
 	if c.WallcrawlerContextMaxBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-bytes %d: want at least 1MiB (1048576)", c.WallcrawlerContextMaxBytes))

@@ -32,6 +32,12 @@ func (h *Handler) registerSessionRoutes() {
 	h.mux.HandleFunc("GET /v1/sessions/{id}/debug", h.debugSession)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/logs", h.sessionLogs)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/downloads", h.sessionDownloads)
+	h.mux.HandleFunc("GET /v1/sessions/{id}/recording", h.sessionRecording)
+	// Browserbase's HLS replays and MP4 recording downloads: not kept.
+	for _, route := range []string{"GET /v1/sessions/{id}/replays", "GET /v1/sessions/{id}/replays/{page}",
+		"GET /v1/sessions/{id}/recording/downloads", "POST /v1/sessions/{id}/recording/downloads"} {
+		h.mux.HandleFunc(route, h.replaysNotSupported)
+	}
 }
 
 // sessionUsage adapts the session manager to UsageSource.

@@ -41,7 +41,17 @@ func (s *Store) Authorize(ctx context.Context, rawKey, requestedProjectID string
 	if rawKey == "" || len(rawKey) > maxKeyLen {
 		return Principal{}, fmt.Errorf("%w: missing or malformed API key", ErrUnauthorized)
 	}
-	hash := HashKey(rawKey)
+	return s.AuthorizeHash(ctx, HashKey(rawKey), requestedProjectID)
+}
+
+// AuthorizeHash is Authorize for the key whose HashKey is hash: the web
+// console keeps the hash of the key a person signed in with (never the
+// key), and checks it again on every request, so a revoked key or an
+// inactive project ends its console sessions at once.
+func (s *Store) AuthorizeHash(ctx context.Context, hash, requestedProjectID string) (Principal, error) {
+	if len(hash) != 64 {
+		return Principal{}, fmt.Errorf("%w: malformed key hash", ErrUnauthorized)
+	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.names.APIKeys),
 		Key:            map[string]types.AttributeValue{"apiKeyHash": &types.AttributeValueMemberS{Value: hash}},

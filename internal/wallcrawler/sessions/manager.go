@@ -89,6 +89,9 @@ type Options struct {
 	// LeaseRenew is how often the lease is renewed; default a third of
 	// Lease. It must be shorter than Lease.
 	LeaseRenew time.Duration
+	// Record bounds what the session inspector records of each session's
+	// pages (see RecordLimits); the zero value means the defaults.
+	Record RecordLimits
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
@@ -136,6 +139,7 @@ type live struct {
 	profileDir    string // restored profile to delete at the end ("" if the provider owns it)
 	context       *contexts.Context
 	persist       bool
+	rec           *recorder // the inspector's recording (guarded by mu); nil before READY
 
 	mu        sync.Mutex
 	clients   int
@@ -512,6 +516,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		}
 		return
 	}
+	m.startRecording(l)
 	m.wg.Add(1)
 	go m.watchCrash(l)
 }
@@ -682,6 +687,7 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live) {
 			m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
 		}
 	}
+	m.keepRecording(ctx, l) // the pages' last picture, while the browser still runs
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
 	if err := l.b.Close(cctx); err != nil {
@@ -714,6 +720,7 @@ func (m *Manager) dropLive(ctx context.Context, l *live) {
 	l.mu.Lock()
 	l.stopping = true
 	l.mu.Unlock()
+	m.stopRecording(l)
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
 	_ = l.b.Close(cctx)

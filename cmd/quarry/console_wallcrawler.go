@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
+	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
+)
+
+// consoleExtra adds an area to the console's options.
+type consoleExtra func(ctx context.Context, opts *console.Options) error
+
+// wallcrawlerConsole signs people in with Wallcrawler API keys (keeping
+// the key's hash, never the key, and checking it on every request) and
+// opens the session inspector over wc's sessions, contexts and blobs.
+func wallcrawlerConsole(wc *wallcrawler) consoleExtra {
+	return func(ctx context.Context, opts *console.Options) error {
+		if wc == nil || wc.auth == nil {
+			return nil
+		}
+		ins := wcInspector{auth: wc.auth, sessions: wc.manager, contexts: wc.contexts}
+		for i, r := range opts.Realms {
+			if r.Kind == "wallcrawler" {
+				opts.Realms[i].Auth = wcRealm{wc.auth}
+			}
+		}
+		opts.Wallcrawler = ins
+		return nil
+	}
+}
+
+// wcRealm authenticates Wallcrawler API keys for the console.
+type wcRealm struct{ st *wcauth.Store }
+
+func (a wcRealm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
+	p, err := a.st.Authorize(ctx, cred, "")
+	if err != nil {
+		return console.Principal{}, err
+	}
+	return console.Principal{ID: wcauth.HashKey(cred), Name: p.Project.Name + " (" + p.ProjectID + ")"}, nil
+}
+
+// Valid ends the console sessions of a revoked key, or of a key whose
+// primary project was made inactive.
+func (a wcRealm) Valid(ctx context.Context, hash string) error {
+	_, err := a.st.AuthorizeHash(ctx, hash, "")
+	return err
+}
+
+// wcInspector is console.Wallcrawler over Wallcrawler's stores.
+type wcInspector struct {
+	auth     *wcauth.Store
+	sessions *sessions.Manager
+	contexts *contexts.Store
+}
+
+var _ console.Wallcrawler = wcInspector{}
+
+// principal authorizes the key (by hash) for projectID; a project that is
+// not the key's, or is inactive, is console.ErrNotFound.
+func (w wcInspector) principal(ctx context.Context, hash, projectID string) (wcauth.Principal, error) {
+	p, err := w.auth.AuthorizeHash(ctx, hash, projectID)
+	if errors.Is(err, wcauth.ErrForbidden) {
+		return p, fmt.Errorf("%w: %v", console.ErrNotFound, err)
+	}
+	return p, err
+}
+
+// session reads a session of projectID (another project's, even one the
+// key may use, is console.ErrNotFound: the URL names the project).
+func (w wcInspector) session(ctx context.Context, hash, projectID, id string) (wcauth.Principal, sessions.Session, error) {
+	p, err := w.principal(ctx, hash, projectID)
+	if err != nil {
+		return p, sessions.Session{}, err
+	}
+	x, err := w.sessions.Get(ctx, p, id)
+	if errors.Is(err, sessions.ErrNotFound) || (err == nil && x.ProjectID != projectID) {
+		return p, sessions.Session{}, fmt.Errorf("%w: session %s", console.ErrNotFound, id)
+	}
+	return p, x, err
+}
+
+func (w wcInspector) Projects(ctx context.Context, hash string) ([]console.WCProject, error) {
+	p, err := w.auth.AuthorizeHash(ctx, hash, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []console.WCProject
+	for _, id := range p.ProjectIDs {
+		pr, err := w.auth.GetProject(ctx, id)
+		if errors.Is(err, wcauth.ErrNotFound) || (err == nil && pr.Status != wcauth.StatusActive) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, console.WCProject{ID: pr.ID, Name: pr.Name, Concurrency: pr.Concurrency, Active: pr.ActiveSessions,
+			BrowserMinutes: float64(pr.UsageBrowserMs) / 60000, ProxyBytes: pr.UsageProxyBytes})
+	}
+	return out, nil
+}
+
+func wcRow(x sessions.Session) console.WCSession {
+	s := console.WCSession{ID: x.ID, Status: x.Status, InternalStatus: x.InternalStatus, Region: x.Region, CreatedAt: x.CreatedAt,
+		StartedAt: x.StartedAt, EndedAt: x.EndedAt, ExpiresAt: x.ExpiresAt, KeepAlive: x.KeepAlive, ContextID: x.ContextID,
+		ProxyBytes: x.ProxyBytes, AvgCPU: x.AvgCPUUsage, Memory: x.MemoryUsage, Sampled: x.UsageSampled, Error: x.Error}
+	if len(x.UserMetadata) > 0 {
+		b, _ := json.Marshal(x.UserMetadata)
+		s.Metadata = string(b)
+	}
+	return s
+}
+
+func (w wcInspector) Sessions(ctx context.Context, hash, projectID string, limit int) ([]console.WCSession, error) {
+	p, err := w.principal(ctx, hash, projectID)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := w.sessions.Recent(ctx, p, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.WCSession, len(xs))
+	for i, x := range xs {
+		out[i] = wcRow(x)
+	}
+	return out, nil
+}
+
+// maxLogJSON bounds the request and response JSON shown per CDP command.
+const maxLogJSON = 4 << 10
+
+func cutJSON(b []byte) string {
+	if len(b) > maxLogJSON {
+		return string(b[:maxLogJSON]) + "…"
+	}
+	return string(b)
+}
+
+func (w wcInspector) Session(ctx context.Context, hash, projectID, id string) (console.WCDetail, error) {
+	p, x, err := w.session(ctx, hash, projectID, id)
+	if err != nil {
+		return console.WCDetail{}, err
+	}
+	d := console.WCDetail{Session: wcRow(x)}
+	for _, e := range x.Events {
+		d.Events = append(d.Events, console.WCEvent{Time: e.Time, Source: e.Source, From: e.From, To: e.To, Note: e.Reason})
+	}
+	logs, err := w.sessions.Logs(ctx, p, id)
+	if err != nil {
+		return console.WCDetail{}, err
+	}
+	for _, e := range logs {
+		le := console.WCLogEntry{Time: time.UnixMilli(e.Timestamp).UTC(), Method: e.Method, CDPSession: e.SessionID}
+		if e.Request != nil {
+			le.Request = cutJSON(e.Request.Params)
+			if le.Request == "" {
+				le.Request = e.Request.RawBody
+			}
+		}
+		if e.Response != nil {
+			le.Response = cutJSON(e.Response.Result)
+			if le.Response == "" {
+				le.Response = e.Response.RawBody
+			}
+			if e.Request != nil && e.Response.Timestamp >= e.Request.Timestamp {
+				le.DurationMs = float64(e.Response.Timestamp - e.Request.Timestamp)
+			}
+		}
+		d.Logs = append(d.Logs, le)
+	}
+	rec, err := w.sessions.Recording(ctx, p, id)
+	if err != nil {
+		return console.WCDetail{}, err
+	}
+	for _, c := range rec.Console {
+		d.Console = append(d.Console, console.WCConsole{Time: c.Time, PageID: c.PageID, Level: c.Level, Source: c.Source, Text: c.Text, URL: c.URL})
+	}
+	for _, n := range rec.Network {
+		d.Network = append(d.Network, console.WCRequest{Time: n.Time, PageID: n.PageID, Method: n.Method, URL: n.URL, Type: n.Type,
+			MimeType: n.MimeType, Status: n.Status, Size: n.Size, DurationMs: n.DurationMs, Error: n.Error, Done: n.Done})
+	}
+	for _, f := range rec.Frames {
+		d.Frames = append(d.Frames, console.WCFrame{Time: f.Time, PageID: f.PageID})
+	}
+	d.DroppedConsole, d.DroppedNetwork, d.DroppedFrames, d.RecordError = rec.Dropped.Console, rec.Dropped.Network, rec.Dropped.Frames, rec.Error
+	return d, nil
+}
+
+func (w wcInspector) Frame(ctx context.Context, hash, projectID, id string, n int) ([]byte, error) {
+	p, _, err := w.session(ctx, hash, projectID, id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := w.sessions.ReplayFrame(ctx, p, id, n)
+	if errors.Is(err, sessions.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %v", console.ErrNotFound, err)
+	}
+	return b, err
+}
+
+func (w wcInspector) Downloads(ctx context.Context, hash, projectID, id string, out io.Writer) error {
+	p, _, err := w.session(ctx, hash, projectID, id)
+	if err != nil {
+		return err
+	}
+	return w.sessions.Downloads(ctx, p, id, out)
+}
+
+func (w wcInspector) Release(ctx context.Context, hash, projectID, id string) error {
+	p, _, err := w.session(ctx, hash, projectID, id)
+	if err != nil {
+		return err
+	}
+	_, err = w.sessions.Release(ctx, p, id)
+	return err
+}
+
+// maxConsoleContexts bounds the contexts listed.
+const maxConsoleContexts = 500
+
+func (w wcInspector) Contexts(ctx context.Context, hash, projectID string) ([]console.WCContext, error) {
+	if _, err := w.principal(ctx, hash, projectID); err != nil {
+		return nil, err
+	}
+	cs, err := w.contexts.List(ctx, projectID, maxConsoleContexts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.WCContext, 0, len(cs))
+	for _, c := range cs {
+		size, err := w.contexts.ArchiveSize(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, console.WCContext{ID: c.ID, Name: c.Name, Status: c.Status, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Size: size})
+	}
+	return out, nil
+}

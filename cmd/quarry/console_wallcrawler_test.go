@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// inspectFixture is the site a recorded session visits: /inspect logs to
+// the console, throws, fetches /data.json (200) and /missing (404), and
+// paints a purple page.
+func inspectFixture(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/inspect":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<!doctype html><html><head><title>inspected</title><style>html,body{margin:0;height:100%;background:#8030c0;color:#fff;font:40px sans-serif}</style></head>
+<body><p id="n">inspected page</p><script>
+console.log("hello inspector", 42);
+console.warn("careful <b>now</b>");
+fetch("/data.json").then(function(r){return r.json()}).then(function(d){document.getElementById("n").textContent="got "+d.items;
+  return fetch("/missing")}).then(function(){document.title="fetched";setTimeout(function(){throw new Error("boom after fetch")},0)});
+</script></body></html>`)
+		case "/data.json":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"items":`+strings.Repeat(" ", 3000)+`3}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestConsoleWallcrawler signs in to the console with a Wallcrawler API
+// key and inspects a finished session in Chromium: the list with its
+// status, the lifecycle timeline, the console messages, the network
+// requests with their status and size, the CDP log and its search, and
+// the replay's frames. Another project's session and pages are 404s; a
+// release without its CSRF token is refused, with it the session ends.
+func TestConsoleWallcrawler(t *testing.T) {
+	site := inspectFixture(t)
+	s := startWallcrawlerServer(t, "--allow-networks", site.Listener.Addr().String())
+	base := "http://" + s.api
+	s.cli("wallcrawler", "project", "create", "--name", "Acme", "--id", "project_acme", "--concurrency", "3")
+	s.cli("wallcrawler", "project", "create", "--name", "Rival", "--id", "project_rival")
+	key := s.cli("wallcrawler", "key", "create", "--project", "project_acme")
+	rivalKey := s.cli("wallcrawler", "key", "create", "--project", "project_rival")
+
+	// Two contexts of Acme: one the first session persists, one empty.
+	var persisted, empty struct {
+		ID string `json:"id"`
+	}
+	if s.call(key, "POST", "/v1/contexts", map[string]any{"projectId": "project_acme"}, &persisted) != http.StatusCreated ||
+		s.call(key, "POST", "/v1/contexts", map[string]any{"projectId": "project_acme"}, &empty) != http.StatusCreated {
+		t.Fatal("create contexts")
+	}
+	// A session of Acme visits the fixture, then is released.
+	x := s.createSessionWith(key, map[string]any{"browserSettings": map[string]any{"context": map[string]any{"id": persisted.ID, "persist": true}}})
+	c := dialCDP(t, x.ConnectURL)
+	cs, _ := c.attachPage()
+	if got := c.navigate(cs, site.URL+"/inspect"); !strings.Contains(got, "inspected") && !strings.Contains(got, "got 3") {
+		t.Fatalf("fixture: %q", got)
+	}
+	waitFor(t, "the page's fetches", func() bool { return c.eval(cs, "document.title") == "fetched" })
+	if code := s.call(key, "POST", "/v1/sessions/"+x.ID, map[string]any{"status": "REQUEST_RELEASE"}, nil); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+	// A session of the rival, and one more of Acme left running.
+	rival := s.createSession(rivalKey)
+	running := s.createSession(key)
+
+	ctx := consoleBrowser(t)
+	shots := t.TempDir()
+	if os.Getenv("QUARRY_CONSOLE_SCREENSHOTS") != "" {
+		shots = filepath.Join("..", "..", "docs", "img")
+	}
+	shot := func(name string, full bool) {
+		t.Helper()
+		var png []byte
+		var err error
+		if full {
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		} else {
+			png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(tctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	do("sign in", chromedp.Navigate(base+"/console/signin"),
+		chromedp.SetValue(chromedp.CSS("#realm"), "wallcrawler"),
+		chromedp.SendKeys(chromedp.CSS("#credential"), key),
+		chromedp.Submit(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#nav-wc")),
+		chromedp.Click(chromedp.CSS("#nav-wc")),
+		chromedp.WaitVisible(chromedp.CSS("#sessions")))
+	list := text("#sessions")
+	for _, want := range []string{x.ID, running.ID, "COMPLETED", "RUNNING"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("sessions list lacks %q:\n%s", want, list)
+		}
+	}
+	if strings.Contains(list, rival.ID) {
+		t.Errorf("the rival's session is listed")
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#usage-chart rect").length`)); err != nil || n != 14 {
+		t.Errorf("usage chart: %d bars, %v", n, err)
+	}
+	do("filter", chromedp.SetValue(chromedp.CSS("#status"), "COMPLETED"), chromedp.Submit(chromedp.CSS("#filters")),
+		chromedp.WaitReady(chromedp.CSS(`#status option[selected]`)))
+	if list := text("#sessions"); !strings.Contains(list, x.ID) || strings.Contains(list, running.ID) {
+		t.Errorf("COMPLETED sessions:\n%s", list)
+	}
+	shot("console-wallcrawler-sessions.png", true)
+
+	do("session page", chromedp.Click(chromedp.CSS(`#sessions a[href$="`+x.ID+`"]`)), chromedp.WaitVisible(chromedp.CSS("#events")))
+	events := text("#events")
+	for _, want := range []string{"PROVISIONING", "READY", "TERMINATING", "STOPPED", "REQUEST_RELEASE"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, events)
+		}
+	}
+	consoleText := text("#console-messages")
+	for _, want := range []string{"hello inspector 42", "careful <b>now</b>", "boom after fetch", "warning"} {
+		if !strings.Contains(consoleText, want) {
+			t.Errorf("console lacks %q:\n%s", want, consoleText)
+		}
+	}
+	network := text("#requests")
+	for _, want := range []string{"GET " + site.URL + "/inspect", site.URL + "/data.json", "200", site.URL + "/missing", "404", "KiB"} {
+		if !strings.Contains(network, want) {
+			t.Errorf("network lacks %q:\n%s", want, network)
+		}
+	}
+	// The replay: its last frame is the purple page, and the player steps
+	// through the frames.
+	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(function(ok){var i=document.getElementById("replay-frame");
+		if(i.complete){ok(i.naturalWidth)}else{i.onload=function(){ok(i.naturalWidth)};i.onerror=function(){ok(-1)}}})`, chromedp.EvalAwaitPromise))
+	if err != nil || width <= 0 {
+		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("replay").nextElementSibling.outerHTML`))
+		t.Fatalf("replay frame: width %d, %v\n%s", width, err, page)
+	}
+	pixel, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`(function(){var i=document.getElementById("replay-frame"),c=document.createElement("canvas");
+		c.width=i.naturalWidth;c.height=i.naturalHeight;var g=c.getContext("2d");g.drawImage(i,0,0);
+		var p=g.getImageData(c.width/2,c.height-30,1,1).data;return [p[0],p[1],p[2],c.width,c.height]})()`))
+	if err != nil || len(pixel) != 5 || pixel[0] < 100 || pixel[0] > 160 || pixel[1] > 80 || pixel[2] < 160 {
+		t.Errorf("the replay's last frame is not the fixture page: pixel and size %v %v", pixel, err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`parseInt(document.getElementById("player").dataset.frames,10)`)); err != nil || n < 1 {
+		t.Errorf("replay frames: %d %v", n, err)
+	}
+	shot("console-wallcrawler-session.png", false)
+	do("replay player", chromedp.SetValue(chromedp.CSS("#replay-pos"), "0"), chromedp.Click(chromedp.CSS("#replay-play")))
+	waitFor(t, "the player to move", func() bool { return strings.HasPrefix(text("#replay-time"), "Frame ") })
+
+	// The CDP log and its search.
+	if got := text("#cdp-log"); !strings.Contains(got, "Page.navigate") || !strings.Contains(got, "Target.attachToTarget") {
+		t.Errorf("CDP log:\n%s", got)
+	}
+	do("search the CDP log", chromedp.SendKeys(chromedp.CSS("#q"), "navigate"), chromedp.Submit(chromedp.CSS("#log-search")),
+		chromedp.WaitVisible(chromedp.CSS(`#q[value="navigate"]`)))
+	if got := text("#cdp-log"); !strings.Contains(got, "Page.navigate") || !strings.Contains(got, "/inspect") || strings.Contains(got, "Target.attachToTarget") {
+		t.Errorf("CDP log searched for navigate:\n%s", got)
+	}
+
+	// Raw HTTP with the same key: another project's pages and sessions are
+	// 404s; the release form needs its CSRF token.
+	hc := httpSignIn(t, base, "wallcrawler", key)
+	acme := base + "/console/wallcrawler/project_acme"
+	for _, u := range []string{
+		base + "/console/wallcrawler/project_rival/",
+		base + "/console/wallcrawler/project_rival/sessions/" + rival.ID,
+		acme + "/sessions/" + rival.ID,
+		acme + "/sessions/" + rival.ID + "/frames/0.jpg",
+		acme + "/sessions/" + rival.ID + "/downloads.zip",
+		base + "/console/wallcrawler/project_rival/contexts",
+		acme + "/sessions/" + x.ID + "/frames/100000.jpg",
+	} {
+		get(t, hc, u, http.StatusNotFound)
+	}
+	get(t, hc, acme+"/sessions/"+x.ID+"/frames/0.jpg", http.StatusOK)
+	ctxPage := get(t, hc, acme+"/contexts", http.StatusOK)
+	if !strings.Contains(ctxPage, persisted.ID) || !strings.Contains(ctxPage, empty.ID) || !strings.Contains(ctxPage, "none yet") ||
+		!regexp.MustCompile(`[0-9.]+ (KiB|MiB)</td>`).MatchString(ctxPage) {
+		t.Errorf("contexts page:\n%s", ctxPage)
+	}
+	page := get(t, hc, acme+"/sessions/"+running.ID, http.StatusOK)
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	post := func(u string, form url.Values) int {
+		t.Helper()
+		res, err := noRedirect.PostForm(u, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post(acme+"/sessions/"+running.ID+"/release", url.Values{}); code != http.StatusForbidden {
+		t.Errorf("release without CSRF token: %d", code)
+	}
+	if code := post(acme+"/sessions/"+running.ID+"/release", url.Values{"csrf": {"forged"}}); code != http.StatusForbidden {
+		t.Errorf("release with a forged CSRF token: %d", code)
+	}
+	var now wcSession
+	if s.call(key, "GET", "/v1/sessions/"+running.ID, nil, &now); now.Status != "RUNNING" {
+		t.Fatalf("a refused release ended the session: %s", now.Status)
+	}
+	if code := post(acme+"/sessions/"+rival.ID+"/release", url.Values{"csrf": {csrfOf(t, page)}}); code != http.StatusNotFound {
+		t.Errorf("release of the rival's session: %d", code)
+	}
+	if code := post(acme+"/sessions/"+running.ID+"/release", url.Values{"csrf": {csrfOf(t, page)}}); code != http.StatusSeeOther {
+		t.Errorf("release with its CSRF token: %d", code)
+	}
+	if s.call(key, "GET", "/v1/sessions/"+running.ID, nil, &now); now.Status != "COMPLETED" {
+		t.Errorf("released from the console: %s", now.Status)
+	}
+	if s.call(rivalKey, "GET", "/v1/sessions/"+rival.ID, nil, &now); now.Status != "RUNNING" {
+		t.Errorf("the rival's session: %s", now.Status)
+	}
+
+	// A revoked key's console session ends at its next request.
+	s.cli("wallcrawler", "key", "revoke", "--key", key)
+	res, err := noRedirect.Get(acme + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/console/signin") {
+		t.Errorf("after revoking the key: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+}

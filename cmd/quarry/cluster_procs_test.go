@@ -840,6 +840,7 @@ func TestClusterProcsDataShelf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four crawler processes; skipped in -short mode")
 	}
+	t.Parallel()
 	const products = 200
 	site := fixture.New(fixture.Options{Products: products, Seed: 16, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeSystems runs quarry serve with --systems (or QUARRY_SYSTEMS)
@@ -56,7 +57,9 @@ func TestServeSystems(t *testing.T) {
 					t.Errorf("exit %d:\n%s", code, logs.String())
 				}
 			})
-			waitFor(t, "the API listener", func() bool { return strings.Contains(logs.String(), "listening on "+api) })
+			// Wallcrawler's start (the browser check) takes seconds on a
+			// loaded machine.
+			waitForLong(t, time.Minute, "the API listener", func() bool { return strings.Contains(logs.String(), "listening on "+api) })
 
 			banner := logs.String()
 			if !regexp.MustCompile(`(?m)^    on this node +` + regexp.QuoteMeta(strings.Join(tc.on, ", ")) + `(  |$)`).MatchString(banner) {

@@ -62,6 +62,12 @@ type Market struct {
 	// writes reach the index through the stream. Without it this process
 	// is the only writer and its index is always current.
 	following atomic.Bool
+	// caughtUp is set once the stream follower has re-read what was
+	// written between Load and its start (catchUp); until then its
+	// batches do not advance indexed.
+	caughtUp atomic.Bool
+	// loaded is the catalogue version Load read.
+	loaded atomic.Int64
 }
 
 // New returns a Market. Call Load before serving and Follow to keep it in
@@ -469,16 +475,45 @@ func (m *Market) Load(ctx context.Context) error {
 			return err
 		}
 	}
-	ws, err := m.st.ActiveWatches(ctx)
+	ws, err := m.loadWatches(ctx)
 	if err != nil {
 		return err
+	}
+	m.loaded.Store(version)
+	m.noteIndexed(version)
+	m.log.Info("eecar: loaded", "parts", len(parts), "watches", ws, "catalogue_version", version)
+	return nil
+}
+
+// loadWatches adds the active watches to the active-watch list and
+// returns how many there are.
+func (m *Market) loadWatches(ctx context.Context) (int, error) {
+	ws, err := m.st.ActiveWatches(ctx)
+	if err != nil {
+		return 0, err
 	}
 	m.mu.Lock()
 	for _, w := range ws {
 		m.watches[w.ID] = w
 	}
 	m.mu.Unlock()
-	m.noteIndexed(version)
-	m.log.Info("eecar: loaded", "parts", len(parts), "watches", len(ws), "catalogue_version", version)
-	return nil
+	return len(ws), nil
+}
+
+// catchUp runs once the stream follower has its position: what other
+// processes wrote between Load and then is in the table but not in the
+// stream from that position, so the watches are read again, and the parts
+// too when the catalogue version moved since Load.
+func (m *Market) catchUp(ctx context.Context) {
+	defer m.caughtUp.Store(true)
+	if _, err := m.loadWatches(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("eecar: re-read watches after the stream follower started", "err", err)
+	}
+	v, err := m.st.CatalogueVersion(ctx)
+	if err == nil && v == m.loaded.Load() {
+		return
+	}
+	if err := m.Load(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("eecar: re-read parts after the stream follower started", "err", err)
+	}
 }

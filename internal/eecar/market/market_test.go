@@ -476,3 +476,46 @@ func TestTTLDeletesCacheAndNotifications(t *testing.T) {
 		t.Fatalf("notifications after expiry %+v", ns)
 	}
 }
+
+// TestFollowCatchesUpAfterLoad writes a part and a watch through another
+// process's market after this one's Load and before its stream follower
+// starts (the follower starts at the stream's latest position): the
+// follower reads them from the table once it has its position, so the
+// part is found and the watch notifies.
+func TestFollowCatchesUpAfterLoad(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	if err := e.m.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := market.New(e.st, e.blobs, market.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	gap, err := other.RegisterPart(ctx, e.seller.ID, battery("pack written in the gap", 1000, 90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateWatch(ctx, e.buyer.ID, store.Watch{Criteria: store.WatchCriteria{Category: "battery"}}); err != nil {
+		t.Fatal(err)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = e.m.Follow(fctx, e.client, ddb.NewStreamsClient(e.db), consumer.Options{PollInterval: 2 * time.Millisecond, AfterPoll: func(int) { e.polls.Add(1) }})
+	}()
+	defer func() { stop(); <-stopped }()
+	e.settle(t)
+	res, err := e.m.Search(ctx, market.SearchRequest{Query: "pack written in the gap", TopK: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) == 0 || res.Results[0].PartID != gap.ID {
+		t.Fatalf("search after the follower started: %+v, want the part written in the gap first", res.Results)
+	}
+	if _, err := other.RegisterPart(ctx, e.seller.ID, battery("pack written after", 1200, 90)); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	if n := e.notes.Load(); n != 1 {
+		t.Fatalf("%d notifications for the watch written in the gap, want 1 (the part written after; the part written before the watch does not trigger it)", n)
+	}
+}

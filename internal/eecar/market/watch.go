@@ -140,8 +140,9 @@ func (m *Market) evaluate(ctx context.Context, p store.Part) error {
 // Follow consumes the table's stream until ctx ends: part writes (by any
 // process) refresh the search index and are matched against the active
 // watches; watch writes update the active-watch list. It starts at the
-// stream's latest position: call it before Load so that nothing written
-// during the load is missed.
+// stream's latest position, after Load: once it has that position it reads
+// the watches again, and the parts too when the catalogue version moved
+// since Load, so that nothing another process wrote in between is missed.
 func (m *Market) Follow(ctx context.Context, client *dynamodb.Client, streams *dynamodbstreams.Client, poll consumer.Options) error {
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(m.st.Table())})
 	if err != nil {
@@ -153,6 +154,18 @@ func (m *Market) Follow(ctx context.Context, client *dynamodb.Client, streams *d
 	}
 	poll.StartPosition = streamtypes.ShardIteratorTypeLatest
 	m.following.Store(true)
+	// After the first poll the follower has its position: re-read what
+	// was written since Load and before it (catchUp).
+	after, first := poll.AfterPoll, true
+	poll.AfterPoll = func(n int) {
+		if first {
+			first = false
+			m.catchUp(ctx)
+		}
+		if after != nil {
+			after(n)
+		}
+	}
 	c := consumer.New(streams, arn, consumer.NewMemoryCheckpointer(), m.handle, poll)
 	return c.Run(ctx)
 }
@@ -208,8 +221,11 @@ func (m *Market) handle(ctx context.Context, records []streamtypes.Record) error
 		}
 	}
 	// A part write and its catalogue bump are one transaction, whose
-	// records come in one batch: the parts above are indexed.
-	m.noteIndexed(version)
+	// records come in one batch: the parts above are indexed (and, once
+	// catchUp has run, every earlier one).
+	if m.caughtUp.Load() {
+		m.noteIndexed(version)
+	}
 	return nil
 }
 

@@ -115,13 +115,7 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 			return nil, err
 		}
 		st := eecarstore.New(client, table, nil)
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
-			co, err := st.Authenticate(ctx, cred)
-			if err != nil {
-				return console.Principal{}, err
-			}
-			return console.Principal{ID: co.ID, Name: co.Name}, nil
-		})})
+		opts.Realms = append(opts.Realms, console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: eecarRealm{st}})
 		if ee != nil {
 			opts.EECAR = newEECARConsole(ee.market)
 		}
@@ -132,13 +126,7 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 			return nil, err
 		}
 		st := wcauth.New(client, names, nil)
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
-			p, err := st.Authorize(ctx, cred, "")
-			if err != nil {
-				return console.Principal{}, err
-			}
-			return console.Principal{ID: p.KeyID, Name: p.Project.Name + " (" + p.ProjectID + ")"}, nil
-		})})
+		opts.Realms = append(opts.Realms, console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: wcRealm{st}})
 	}
 	for _, x := range extras {
 		if err := x(ctx, &opts); err != nil {
@@ -146,6 +134,25 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		}
 	}
 	return console.New(opts)
+}
+
+// eecarRealm signs EECAR companies in with their API keys; the session
+// keeps the key's hash and a revoked key ends its sessions at their next
+// request.
+type eecarRealm struct{ st *eecarstore.Store }
+
+func (a eecarRealm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
+	co, err := a.st.Authenticate(ctx, cred)
+	if err != nil {
+		return console.Principal{}, err
+	}
+	return console.Principal{ID: co.ID, Name: co.Name, Check: eecarstore.HashKey(cred)}, nil
+}
+
+// Valid fails once the key (by its hash) is revoked or its company gone.
+func (a eecarRealm) Valid(ctx context.Context, hash string) error {
+	_, err := a.st.AuthenticateHash(ctx, hash)
+	return err
 }
 
 // operatorAuth signs operators in with their tokens; a revoked token ends

@@ -428,4 +428,16 @@ func TestConsoleEECAR(t *testing.T) {
 		t.Errorf("after withdraw: %q", got)
 	}
 	get(t, other, base+partPath, http.StatusNotFound)
+
+	// A revoked key ends its console sessions at their next request (the
+	// session keeps the key's hash), and revoking it twice says so.
+	if code, _, errs := s.cli(dir, "key", "revoke", "--key", otherKey); code != 0 {
+		t.Fatalf("key revoke: %d %s", code, errs)
+	}
+	if body := get(t, other, base+"/console/eecar/", http.StatusOK); !strings.Contains(body, `action="/console/signin"`) {
+		t.Errorf("after revoking its key the company still sees its marketplace")
+	}
+	if code, _, errs := s.cli(dir, "key", "revoke", "--key", otherKey); code == 0 || !strings.Contains(errs, "no such API key") {
+		t.Errorf("revoking a revoked key: %d %s", code, errs)
+	}
 }

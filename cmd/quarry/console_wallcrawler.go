@@ -17,26 +17,21 @@ import (
 // consoleExtra adds an area to the console's options.
 type consoleExtra func(ctx context.Context, opts *console.Options) error
 
-// wallcrawlerConsole signs people in with Wallcrawler API keys (keeping
-// the key's hash, never the key, and checking it on every request) and
-// opens the session inspector over wc's sessions, contexts and blobs.
+// wallcrawlerConsole opens the session inspector over wc's sessions,
+// contexts and blobs to those signed in with a Wallcrawler API key
+// (wcRealm).
 func wallcrawlerConsole(wc *wallcrawler) consoleExtra {
 	return func(ctx context.Context, opts *console.Options) error {
 		if wc == nil || wc.auth == nil {
 			return nil
 		}
-		ins := wcInspector{auth: wc.auth, sessions: wc.manager, contexts: wc.contexts}
-		for i, r := range opts.Realms {
-			if r.Kind == "wallcrawler" {
-				opts.Realms[i].Auth = wcRealm{wc.auth}
-			}
-		}
-		opts.Wallcrawler = ins
+		opts.Wallcrawler = wcInspector{auth: wc.auth, sessions: wc.manager, contexts: wc.contexts}
 		return nil
 	}
 }
 
-// wcRealm authenticates Wallcrawler API keys for the console.
+// wcRealm authenticates Wallcrawler API keys for the console, keeping the
+// key's hash (never the key) and checking it on every request.
 type wcRealm struct{ st *wcauth.Store }
 
 func (a wcRealm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {

@@ -40,6 +40,11 @@ type Principal struct {
 	ID string
 	// Name is shown in the console's header.
 	Name string
+	// Check, when set, is what the realm's Revalidator is given on each
+	// request instead of ID: a fingerprint of the credential (its hash,
+	// never the credential), so that revoking that credential ends its
+	// sessions even when the principal (a company) remains.
+	Check string
 }
 
 // Authenticator checks a credential through a system's own auth.
@@ -52,7 +57,8 @@ type Authenticator interface {
 // Revalidator is implemented by an Authenticator whose principals can be
 // revoked: each request of a session checks its principal is still valid.
 type Revalidator interface {
-	// Valid returns an error when the principal id may no longer sign in.
+	// Valid returns an error when the principal may no longer sign in;
+	// id is its Principal.Check, or its ID when Check is empty.
 	Valid(ctx context.Context, id string) error
 }
 
@@ -156,7 +162,9 @@ func New(opts Options) (*Console, error) {
 		}
 		files := []string{"templates/layout.html", p}
 		if area, _, ok := strings.Cut(name, "_"); ok {
-			files = append(files, "templates/_"+area+".html")
+			if shared := "templates/_" + area + ".html"; fileExists(templateFS, shared) {
+				files = append(files, shared)
+			}
 		}
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
@@ -166,6 +174,12 @@ func New(opts Options) (*Console, error) {
 	}
 	c.routes()
 	return c, nil
+}
+
+// fileExists reports whether name is a file of fsys.
+func fileExists(fsys fs.FS, name string) bool {
+	_, err := fs.Stat(fsys, name)
+	return err == nil
 }
 
 var funcs = template.FuncMap{
@@ -274,7 +288,11 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (session, bool
 		if !ok {
 			err = errNoSession
 		} else if rv, ok := realm.Auth.(Revalidator); ok {
-			err = rv.Valid(r.Context(), ss.Subject)
+			id := ss.Subject
+			if ss.Check != "" {
+				id = ss.Check
+			}
+			err = rv.Valid(r.Context(), id)
 		}
 	}
 	if err != nil {
@@ -437,7 +455,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinPage(w, r, http.StatusUnauthorized, kind, "That "+realm.Label+" is not valid.")
 		return
 	}
-	ss := session{Realm: kind, Subject: p.ID, Name: p.Name, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix(), Nonce: randomToken()}
+	ss := session{Realm: kind, Subject: p.ID, Check: p.Check, Name: p.Name, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix(), Nonce: randomToken()}
 	setCookie(w, r, sessionCookie, c.sess.encode(ss), int(c.opts.SessionTTL/time.Second))
 	setCookie(w, r, preCookie, "", -1)
 	next := safeNext(r.PostForm.Get("next"))

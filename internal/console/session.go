@@ -21,11 +21,12 @@ const (
 
 // session is what the signed session cookie holds.
 type session struct {
-	Realm   string `json:"r"` // Realm.Kind
-	Subject string `json:"s"` // the principal's id in its realm
-	Name    string `json:"n"` // shown in the header
-	Expires int64  `json:"e"` // Unix seconds
-	Nonce   string `json:"c"` // the CSRF token derives from it
+	Realm   string `json:"r"`           // Realm.Kind
+	Subject string `json:"s"`           // the principal's id in its realm
+	Check   string `json:"k,omitempty"` // Principal.Check
+	Name    string `json:"n"`           // shown in the header
+	Expires int64  `json:"e"`           // Unix seconds
+	Nonce   string `json:"c"`           // the CSRF token derives from it
 }
 
 // sessions signs and checks session cookies with an HMAC key.

@@ -102,11 +102,16 @@ func (s *Store) NewKey(ctx context.Context, companyID string) (string, error) {
 	return raw, nil
 }
 
-// RevokeKey deletes an API key.
+// RevokeKey deletes an API key: requests and console sessions with it
+// fail from then on. It fails with ErrNotFound when no such key exists.
 func (s *Store) RevokeKey(ctx context.Context, raw string) error {
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key("APIKEY#"+HashKey(raw), "METADATA")})
+	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table),
+		Key: key("APIKEY#"+HashKey(raw), "METADATA"), ReturnValues: types.ReturnValueAllOld})
 	if err != nil {
 		return fmt.Errorf("eecar: revoke key: %w", err)
+	}
+	if len(out.Attributes) == 0 {
+		return fmt.Errorf("%w: no such API key", ErrNotFound)
 	}
 	return nil
 }
@@ -116,7 +121,18 @@ func (s *Store) Authenticate(ctx context.Context, raw string) (Company, error) {
 	if raw == "" || len(raw) > 200 {
 		return Company{}, ErrUnauthorized
 	}
-	h := "APIKEY#" + HashKey(raw)
+	return s.AuthenticateHash(ctx, HashKey(raw))
+}
+
+// AuthenticateHash returns the company of the API key whose HashKey is
+// hash (for a holder of the hash, never the key: the console re-checks a
+// signed-in company's key with it, so that a revoked key ends its
+// sessions). It fails with ErrUnauthorized when no such key exists.
+func (s *Store) AuthenticateHash(ctx context.Context, hash string) (Company, error) {
+	if len(hash) != 64 {
+		return Company{}, ErrUnauthorized
+	}
+	h := "APIKEY#" + hash
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(h, "METADATA"), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return Company{}, fmt.Errorf("eecar: authenticate: %w", err)

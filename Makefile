@@ -19,7 +19,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 # tests: 262 s of CPU instead of 433).
 RACE_GCFLAGS := -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false' -gcflags='modernc.org/memory=-race=false'
 
-.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem fuzz lint clean
+.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-browser fuzz lint clean
 
 ## run: build bin/quarry and run quarry serve on embedded defaults (data under
 ## ./data); ARGS="--flag value ..." adds flags. The recipe execs quarry, so
@@ -87,6 +87,10 @@ bench-river:
 ## bench-chromem: EECAR search vs chromem-go (bench/peers/chromem): latency, index memory, quality; appends to bench/RESULTS.md
 bench-chromem:
 	bash bench/peers/chromem/run.sh $(ARGS)
+
+## bench-browser: Wallcrawler create vs launching Chromium directly (chromedp, Playwright); appends to bench/RESULTS.md
+bench-browser: test-deps
+	PEERS_DIR=$(PEERS_DIR) SESSIONS=$${SESSIONS:-20} PAGELOAD=0 bash bench/wallcrawlerbench/run.sh -peers $${PEERS:-20} $(ARGS)
 
 ## fuzz: run every fuzz target of every package (scripts/fuzz.sh) for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s

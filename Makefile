@@ -19,7 +19,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 # tests: 262 s of CPU instead of 433).
 RACE_GCFLAGS := -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false' -gcflags='modernc.org/memory=-race=false'
 
-.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-browser fuzz lint clean
+.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-gatus bench-browser fuzz lint clean
 
 ## run: build bin/quarry and run quarry serve on embedded defaults (data under
 ## ./data); ARGS="--flag value ..." adds flags. The recipe execs quarry, so
@@ -87,6 +87,10 @@ bench-river:
 ## bench-chromem: EECAR search vs chromem-go (bench/peers/chromem): latency, index memory, quality; appends to bench/RESULTS.md
 bench-chromem:
 	bash bench/peers/chromem/run.sh $(ARGS)
+
+## bench-gatus: the Checks scheduler vs Gatus built from its Go module (bench/peers/gatus): period error, missed periods, CPU per check; appends to bench/RESULTS.md
+bench-gatus:
+	bash bench/peers/gatus/run.sh $(ARGS)
 
 ## bench-browser: Wallcrawler create vs launching Chromium directly (chromedp, Playwright); appends to bench/RESULTS.md
 bench-browser: test-deps

@@ -220,33 +220,51 @@ func measure(c *config, fx *fixture, sys string, paths []string, pid int, starte
 	r.cpu = procCPU(pid) - cpu0
 	r.rssMiB = procRSSMiB(pid)
 	r.windowFrom = from
-	grace := c.interval / 2
 	for _, hs := range fx.snapshot(paths) {
-		var last time.Time
-		for _, h := range hs {
-			if h.After(to) {
-				break
-			}
-			if !h.Before(from) {
-				r.requests++
-				if !last.IsZero() {
-					gap := h.Sub(last)
-					r.periods = append(r.periods, gap-c.interval)
-					if k := int(math.Round(float64(gap)/float64(c.interval))) - 1; k > 0 {
-						r.missed += k
-					}
-				}
-			}
-			last = h
-		}
-		// Periods due in the window after the last request, with no request.
-		if last.IsZero() {
-			r.missed += int(to.Sub(from) / c.interval)
-		} else if due := last.Add(c.interval); to.Sub(due) > grace {
-			r.missed += int((to.Sub(due)-grace)/c.interval) + 1
-		}
+		n, errs, missed := endpointPeriods(hs, from, to, c.interval)
+		r.requests += n
+		r.periods = append(r.periods, errs...)
+		r.missed += missed
 	}
 	return r, nil
+}
+
+// endpointPeriods reads one endpoint's request times (in order) for the
+// window [from, to]: the requests in it, the period error (gap −
+// interval) of each request in it that follows another, and the missed
+// periods: a gap of k intervals (rounded) misses k−1, and so does each
+// period due in the window after the last request and more than half an
+// interval before its end.
+func endpointPeriods(hits []time.Time, from, to time.Time, interval time.Duration) (requests int, errs []time.Duration, missed int) {
+	grace := interval / 2
+	var last time.Time
+	for _, h := range hits {
+		if h.After(to) {
+			break
+		}
+		if !h.Before(from) {
+			requests++
+			if !last.IsZero() {
+				gap := h.Sub(last)
+				errs = append(errs, gap-interval)
+				if k := int(math.Round(float64(gap)/float64(interval))) - 1; k > 0 {
+					missed += k
+				}
+			}
+		}
+		last = h
+	}
+	if last.IsZero() {
+		return requests, errs, int(to.Sub(from) / interval)
+	}
+	due := last.Add(interval)
+	for due.Before(from) { // periods due before the window are not its to count
+		due = due.Add(interval)
+	}
+	if to.Sub(due) > grace {
+		missed += int((to.Sub(due)-grace)/interval) + 1
+	}
+	return requests, errs, missed
 }
 
 // ---- quarry ----

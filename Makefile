@@ -21,7 +21,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 # tests: 262 s of CPU instead of 433).
 RACE_GCFLAGS := -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false' -gcflags='modernc.org/memory=-race=false'
 
-.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar fuzz lint clean
+.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-gatus bench-browser fuzz lint clean
 
 ## run: build bin/quarry and run quarry serve on embedded defaults (data under
 ## ./data); ARGS="--flag value ..." adds flags. The recipe execs quarry, so
@@ -84,6 +84,22 @@ bench-checks:
 ## bench-eecar: EECAR search quality (recall@5, MRR) and latency at 5,000 and 100,000 parts; appends to bench/RESULTS.md
 bench-eecar:
 	$(GO) run ./bench/eecarbench -quality -latency -out bench/RESULTS.md
+
+## bench-river: DataShelf's job queue vs River on PostgreSQL with fsync on (bench/peers/river); appends to bench/RESULTS.md
+bench-river:
+	bash bench/peers/river/run.sh $(ARGS)
+
+## bench-chromem: EECAR search vs chromem-go (bench/peers/chromem): latency, index memory, quality; appends to bench/RESULTS.md
+bench-chromem:
+	bash bench/peers/chromem/run.sh $(ARGS)
+
+## bench-gatus: the Checks scheduler vs Gatus built from its Go module (bench/peers/gatus): period error, missed periods, CPU per check; appends to bench/RESULTS.md
+bench-gatus:
+	bash bench/peers/gatus/run.sh $(ARGS)
+
+## bench-browser: Wallcrawler create vs launching Chromium directly (chromedp, Playwright); appends to bench/RESULTS.md
+bench-browser: test-deps
+	PEERS_DIR=$(PEERS_DIR) SESSIONS=$${SESSIONS:-20} PAGELOAD=0 bash bench/wallcrawlerbench/run.sh -peers $${PEERS:-20} $(ARGS)
 
 ## fuzz: run every fuzz target of every package (scripts/fuzz.sh) for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s

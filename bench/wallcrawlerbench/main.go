@@ -69,6 +69,8 @@ type config struct {
 	https         bool
 	freshConns    bool
 	egressProfile string
+
+	peers int
 }
 
 func main() {
@@ -86,6 +88,7 @@ func main() {
 	flag.BoolVar(&c.https, "https", true, "page-load mode: also load the fixture over https")
 	flag.BoolVar(&c.freshConns, "fresh-conns", true, "page-load mode: close the fixture's client connections before each load")
 	flag.StringVar(&c.egressProfile, "egress-cpuprofile", "", "page-load mode: write the egress proxy's CPU profile (pprof) to this file")
+	flag.IntVar(&c.peers, "peers", 0, "also launch Chromium directly (chromedp allocator, Playwright chromium.launch) this many times per series, cold and warm, and compare the time to a usable page; 0: off")
 	egressAllow := flag.String("egress-child", "", "internal: serve an egress proxy allowing these host:ports until stdin closes")
 	flag.Parse()
 	if *egressAllow != "" {
@@ -196,6 +199,13 @@ func run(c *config) error {
 		}
 		results = append(results, r)
 	}
+	var peers *peerResult
+	if c.peers > 0 {
+		var err error
+		if peers, err = runPeers(c, site.URL+"/page"); err != nil {
+			return fmt.Errorf("peers: %w", err)
+		}
+	}
 	var page *pageResult
 	if c.pageLoads > 0 {
 		var err error
@@ -204,6 +214,11 @@ func run(c *config) error {
 		}
 	}
 	md := markdown(c, results, page, start, loadBefore, report.LoadAvg(), version, chromium)
+	if peers != nil {
+		var b strings.Builder
+		peerMarkdown(&b, c, results, peers)
+		md += b.String()
+	}
 	fmt.Print(md)
 	if c.out != "" {
 		if err := report.Append(c.out, "\n"+md); err != nil {
@@ -460,6 +475,7 @@ func oneSession(hc *http.Client, base, key, pageURL string) (map[string]time.Dur
 		return nil, fmt.Errorf("page: title %q, want %q", title, pageTitle)
 	}
 	d["page"] = time.Since(t2)
+	d["usable"] = time.Since(t0) // create + connect + page: the time to a usable page
 
 	t3 := time.Now()
 	conn.close()

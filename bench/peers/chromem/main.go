@@ -1,0 +1,481 @@
+// Command chromembench compares EECAR's part search (internal/eecar/search)
+// with chromem-go (github.com/philippgille/chromem-go, a pure-Go embedded
+// vector database) on the same vectors: query latency and index memory at
+// several catalogue sizes, and search quality on EECAR's labelled queries
+// (quarry hybrid and vector-only beside chromem-go, which ranks by vector
+// alone). Vectors come from embed.NewLocal(dim) for both; data and labels
+// are those of bench/eecarbench (internal/eecar/fixture). Results are
+// appended to a Markdown file.
+//
+// It is its own Go module (bench/peers/chromem/go.mod, with a replace of
+// quarry to the repository root) so that chromem-go never enters quarry's
+// go.mod:
+//
+//	cd bench/peers/chromem && go run . -sizes 5000,100000 -queries 1000 -out ../../RESULTS.md
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/philippgille/chromem-go"
+	"github.com/quarrydb/quarry/bench/internal/report"
+	"github.com/quarrydb/quarry/internal/eecar/embed"
+	"github.com/quarrydb/quarry/internal/eecar/fixture"
+	"github.com/quarrydb/quarry/internal/eecar/search"
+)
+
+// chromemVersion is the chromem-go release this module requires (go.mod):
+// the newest the module proxy serves.
+const chromemVersion = "v0.7.0"
+
+func main() {
+	sizesFlag := flag.String("sizes", "5000,100000", "catalogue sizes for the latency and memory measurement")
+	dim := flag.Int("dim", 256, "embedding dimension (embed.NewLocal); 256 is EECAR's default")
+	nq := flag.Int("queries", 1000, "queries per size and system")
+	quality := flag.Bool("quality", true, "measure recall@5 and MRR@5 on the labelled queries")
+	out := flag.String("out", "", "Markdown file to append the results to")
+	buildProfile := flag.String("build-cpuprofile", "", "write a CPU profile (pprof) of quarry's index builds to this file")
+	command := flag.String("command", "", "the command to report (run.sh passes its own); default: this one")
+	flag.Parse()
+	var sizes []int
+	for _, f := range strings.Split(*sizesFlag, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("bad size %q", f))
+		}
+		sizes = append(sizes, n)
+	}
+	cmd := *command
+	if cmd == "" {
+		cmd = "cd bench/peers/chromem && go run . " + strings.Join(os.Args[1:], " ")
+	}
+	local := embed.NewLocal(*dim)
+	// profileBuild, with -build-cpuprofile, runs the largest size's quarry
+	// build under the CPU profiler.
+	var profileBuild func(build func())
+	if *buildProfile != "" {
+		f, err := os.Create(*buildProfile)
+		if err != nil {
+			fail(err)
+		}
+		defer f.Close()
+		profileBuild = func(build func()) {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fail(err)
+			}
+			build()
+			pprof.StopCPUProfile()
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## %s — EECAR search vs chromem-go (chromembench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- Machine: %s\n- Load average before: %s\n- Command: `%s`\n", report.Machine(), report.LoadAvg(), cmd)
+	fmt.Fprintf(&b, "- Peer: chromem-go %s, in-memory DB (`chromem.NewDB`), one collection, documents added with their precomputed embedding, metadata category and manufacturer, content = the part's text; queried with `QueryEmbedding` (exhaustive cosine over all documents, split over runtime.NumCPU goroutines, `where` equality filter on category). quarry: internal/eecar/search.Index, the index behind EECAR's search.\n", chromemVersion)
+	fmt.Fprintf(&b, "- Vectors: embed.NewLocal(%d) for both, the same []float32 per part and per query (L2-normalised); data: fixture.Catalogue(n), queries as in bench/eecarbench.\n", *dim)
+	if *quality {
+		runQuality(&b, local)
+	}
+	runLatency(&b, local, sizes, *nq, profileBuild)
+	fmt.Fprintf(&b, "\n- Load average after: %s\n", report.LoadAvg())
+	fmt.Print(b.String())
+	if *out != "" {
+		if err := report.Append(*out, b.String()); err != nil {
+			fail(err)
+		}
+	}
+}
+
+type corpus struct {
+	parts []fixture.Part
+	texts []string
+	vecs  [][]float32
+}
+
+func makeCorpus(local *embed.Local, n int) corpus {
+	parts := fixture.Catalogue(n)
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.Text()
+	}
+	return corpus{parts: parts, texts: texts, vecs: embedParallel(local, texts)}
+}
+
+func embedParallel(local *embed.Local, texts []string) [][]float32 {
+	out := make([][]float32, len(texts))
+	workers := runtime.GOMAXPROCS(0)
+	chunk := (len(texts) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(texts))
+		if lo >= hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := local.Embed(context.Background(), texts[lo:hi])
+			if err != nil {
+				fail(err)
+			}
+			copy(out[lo:hi], v)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// buildQuarry indexes the corpus as bench/eecarbench does.
+func buildQuarry(local *embed.Local, c corpus) *search.Index {
+	idx := search.NewIndex(local.Tokens)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, p := range c.parts {
+		idx.Put(search.Doc{
+			ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer,
+			Price: p.Price, Quantity: p.Quantity, Text: c.texts[i], Specs: p.FlatSpecs(),
+			Vector: c.vecs[i], CreatedAt: base.Add(time.Duration(i) * time.Minute),
+		})
+	}
+	return idx
+}
+
+// buildChromem adds the corpus to a fresh in-memory chromem-go collection,
+// each embedding copied so that the collection owns it (as quarry's index
+// owns the copy in its slab).
+func buildChromem(c corpus) *chromem.Collection {
+	db := chromem.NewDB()
+	noEmbed := func(context.Context, string) ([]float32, error) {
+		return nil, fmt.Errorf("chromembench: every document and query comes with its embedding")
+	}
+	col, err := db.CreateCollection("parts", nil, noEmbed)
+	if err != nil {
+		fail(err)
+	}
+	docs := make([]chromem.Document, len(c.parts))
+	for i, p := range c.parts {
+		docs[i] = chromem.Document{
+			ID:        p.ID,
+			Metadata:  map[string]string{"category": p.Category, "manufacturer": p.Manufacturer},
+			Embedding: slices.Clone(c.vecs[i]),
+			Content:   c.texts[i],
+		}
+	}
+	if err := col.AddDocuments(context.Background(), docs, runtime.GOMAXPROCS(0)); err != nil {
+		fail(err)
+	}
+	return col
+}
+
+// heap returns the live heap after a full collection.
+func heap() uint64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// ---- quality ----
+
+func qfilters(m map[string]any) search.Filters {
+	var f search.Filters
+	if c, ok := m["category"].(string); ok {
+		f.Category = c
+	}
+	if x, ok := m["manufacturer"].(string); ok {
+		f.Manufacturer = x
+	}
+	if x, ok := m["maxPrice"].(float64); ok {
+		f.MaxPrice = &x
+	}
+	if x, ok := m["minQuantity"].(int); ok {
+		f.MinQuantity = &x
+	}
+	return f
+}
+
+type qscore struct{ recall, rr float64 }
+
+func score(ids []string, rel []string) qscore {
+	var s qscore
+	found := 0
+	for i, id := range ids {
+		if i >= 5 {
+			break
+		}
+		if slices.Contains(rel, id) {
+			found++
+			if s.rr == 0 {
+				s.rr = 1 / float64(i+1)
+			}
+		}
+	}
+	s.recall = float64(found) / float64(min(len(rel), 5))
+	return s
+}
+
+// chromemTop5 queries chromem-go with the query's category and manufacturer
+// as its `where` filter; price and quantity filters, which chromem-go's
+// string-equality metadata filter cannot express, are applied by the
+// harness to chromem-go's full ranking before the top 5 are taken (the
+// same filters quarry applies inside its index).
+func chromemTop5(col *chromem.Collection, byID map[string]fixture.Part, vec []float32, f search.Filters) []string {
+	where := map[string]string{}
+	if f.Category != "" {
+		where["category"] = f.Category
+	}
+	if f.Manufacturer != "" {
+		where["manufacturer"] = f.Manufacturer
+	}
+	n := 5
+	if f.MaxPrice != nil || f.MinQuantity != nil {
+		n = col.Count()
+	}
+	res, err := col.QueryEmbedding(context.Background(), vec, n, where, nil)
+	if err != nil {
+		fail(err)
+	}
+	var ids []string
+	for _, r := range res {
+		p := byID[r.ID]
+		if f.MaxPrice != nil && p.Price > *f.MaxPrice {
+			continue
+		}
+		if f.MinQuantity != nil && p.Quantity < *f.MinQuantity {
+			continue
+		}
+		ids = append(ids, r.ID)
+		if len(ids) == 5 {
+			break
+		}
+	}
+	return ids
+}
+
+func runQuality(b *strings.Builder, local *embed.Local) {
+	c := makeCorpus(local, fixture.QueryCatalogueSize)
+	idx := buildQuarry(local, c)
+	col := buildChromem(c)
+	byID := make(map[string]fixture.Part, len(c.parts))
+	for _, p := range c.parts {
+		byID[p.ID] = p
+	}
+	qs := fixture.Queries()
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = q.Text
+	}
+	qvecs := embedParallel(local, texts)
+	systems := []string{"quarry hybrid", "quarry vector", "chromem-go (vector)"}
+	sum := make([]qscore, len(systems))
+	var agreeTop5, sameSet int
+	for i, q := range qs {
+		f := qfilters(q.Filters)
+		var got [3][]string
+		for m, mode := range []search.Mode{search.Hybrid, search.VectorOnly} {
+			for _, h := range idx.Search(search.Query{Text: q.Text, Vector: qvecs[i], Filters: f, TopK: 5, Mode: mode}) {
+				got[m] = append(got[m], h.ID)
+			}
+		}
+		got[2] = chromemTop5(col, byID, qvecs[i], f)
+		for s := range systems {
+			sc := score(got[s], q.Relevant)
+			sum[s].recall += sc.recall
+			sum[s].rr += sc.rr
+		}
+		if slices.Equal(got[1], got[2]) {
+			agreeTop5++
+		}
+		a, bb := slices.Clone(got[1]), slices.Clone(got[2])
+		slices.Sort(a)
+		slices.Sort(bb)
+		if slices.Equal(a, bb) {
+			sameSet++
+		}
+	}
+	n := float64(len(qs))
+	fmt.Fprintf(b, "\n### Quality: %d labelled queries over Catalogue(%d), top 5\n\n", len(qs), len(c.parts))
+	fmt.Fprintf(b, "| system | recall@5 | MRR@5 |\n|---|--:|--:|\n")
+	for s, name := range systems {
+		fmt.Fprintf(b, "| %s | %.3f | %.3f |\n", name, sum[s].recall/n, sum[s].rr/n)
+	}
+	fmt.Fprintf(b, "| **quarry hybrid / chromem-go** | %.2f× | %.2f× |\n", sum[0].recall/sum[2].recall, sum[0].rr/sum[2].rr)
+	fmt.Fprintf(b, "\nquarry's vector-only and chromem-go return the same top 5 in the same order on %d of %d queries (the same set on %d): both rank by exact cosine over the same vectors; quarry's vector mode also applies the range words of the query (\"over 80 kWh\") as filters before ranking, which chromem-go cannot.\n", agreeTop5, len(qs), sameSet)
+}
+
+// ---- latency and memory ----
+
+// latencyQueries returns n query texts and category filters: the labelled
+// queries cycled, alternating with random part-derived queries, as in
+// bench/eecarbench (the price and quantity filters of labelled queries are
+// left out here, since chromem-go cannot apply them).
+func latencyQueries(parts []fixture.Part, n int) []search.Query {
+	r := rand.New(rand.NewPCG(2026, 11))
+	labelled := fixture.Queries()
+	out := make([]search.Query, 0, n)
+	for i := 0; len(out) < n; i++ {
+		if i%2 == 0 {
+			q := labelled[(i/2)%len(labelled)]
+			f := qfilters(q.Filters)
+			out = append(out, search.Query{Text: q.Text, Filters: search.Filters{Category: f.Category}})
+			continue
+		}
+		p := parts[r.IntN(len(parts))]
+		words := strings.Fields(p.Name)
+		r.Shuffle(len(words), func(a, b int) { words[a], words[b] = words[b], words[a] })
+		words = words[:min(len(words), 2+r.IntN(3))]
+		switch r.IntN(3) {
+		case 0:
+			words = append(words, p.Manufacturer)
+		case 1:
+			words = append(words, p.Model)
+		default:
+			flat := p.FlatSpecs()
+			keys := make([]string, 0, len(flat))
+			for k := range flat {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			words = append(words, flat[keys[r.IntN(len(keys))]])
+		}
+		q := search.Query{Text: strings.Join(words, " ")}
+		if r.IntN(5) == 0 {
+			q.Filters.Category = p.Category
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+type series struct {
+	name string
+	lat  []time.Duration
+	cpu  time.Duration
+}
+
+func runLatency(b *strings.Builder, local *embed.Local, sizes []int, n int, profileBuild func(build func())) {
+	fmt.Fprintf(b, "\n### Latency and index memory: %d queries per size and system, top 10\n\n", n)
+	fmt.Fprintf(b, "Each call timed alone, one at a time, the systems interleaved query by query in rotating order, after 50 warm-up rounds; query vectors computed beforehand. CPU per call = the process's user+system CPU (getrusage) across the call, all threads. Index memory = live heap (after GC) with the index built minus before, the part texts and the harness's vectors excluded for both (each index keeps its own copy of the vectors).\n\n")
+	fmt.Fprintf(b, "| docs | system | p50 | p99 | max | CPU per call | index memory | build |\n|--:|---|--:|--:|--:|--:|--:|--:|\n")
+	var ratios []string
+	for _, size := range sizes {
+		c := makeCorpus(local, size)
+		qs := latencyQueries(c.parts, n)
+		qtexts := make([]string, len(qs))
+		for i := range qs {
+			qtexts[i] = qs[i].Text
+		}
+		for i, v := range embedParallel(local, qtexts) {
+			qs[i].Vector = v
+			qs[i].TopK = 10
+		}
+		h0 := heap()
+		t0 := time.Now()
+		var idx *search.Index
+		if profileBuild != nil && size == sizes[len(sizes)-1] {
+			profileBuild(func() { idx = buildQuarry(local, c) })
+		} else {
+			idx = buildQuarry(local, c)
+		}
+		qBuild := time.Since(t0)
+		h1 := heap()
+		t1 := time.Now()
+		col := buildChromem(c)
+		cBuild := time.Since(t1)
+		h2 := heap()
+		qMem, cMem := int64(h1)-int64(h0), int64(h2)-int64(h1)
+
+		ss := []*series{{name: "quarry hybrid"}, {name: "quarry vector"}, {name: "chromem-go (vector)"}}
+		call := func(s int, q search.Query) {
+			switch s {
+			case 0, 1:
+				q.Mode = search.Hybrid
+				if s == 1 {
+					q.Mode = search.VectorOnly
+				}
+				idx.Search(q)
+			case 2:
+				var where map[string]string
+				if q.Filters.Category != "" {
+					where = map[string]string{"category": q.Filters.Category}
+				}
+				if _, err := col.QueryEmbedding(context.Background(), q.Vector, q.TopK, where, nil); err != nil {
+					fail(err)
+				}
+			}
+		}
+		for i := range 50 {
+			for s := range ss {
+				call(s, qs[i%len(qs)])
+			}
+		}
+		for i, q := range qs {
+			for j := range ss {
+				s := (i + j) % len(ss)
+				c0 := cpuTime()
+				st := time.Now()
+				call(s, q)
+				d := time.Since(st)
+				ss[s].cpu += cpuTime() - c0
+				ss[s].lat = append(ss[s].lat, d)
+			}
+		}
+		p99 := make([]time.Duration, len(ss))
+		p50 := make([]time.Duration, len(ss))
+		for s, sr := range ss {
+			p50[s], p99[s] = report.Percentile(sr.lat, 50), report.Percentile(sr.lat, 99)
+			mem, build := "", ""
+			switch s {
+			case 0:
+				mem, build = mib(qMem), secs(qBuild)
+			case 2:
+				mem, build = mib(cMem), secs(cBuild)
+			}
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", size, sr.name, ms(p50[s]), ms(p99[s]), ms(sr.lat[len(sr.lat)-1]), ms(sr.cpu/time.Duration(len(sr.lat))), mem, build)
+		}
+		fmt.Fprintf(b, "| %d | **quarry vector / chromem-go** | %.2f× | %.2f× | | %.2f× | %.2f× | %.2f× |\n", size,
+			float64(p50[1])/float64(p50[2]), float64(p99[1])/float64(p99[2]), float64(ss[1].cpu)/float64(ss[2].cpu), float64(qMem)/float64(cMem), float64(qBuild)/float64(cBuild))
+		fmt.Fprintf(b, "| %d | **quarry hybrid / chromem-go** | %.2f× | %.2f× | | %.2f× | | |\n", size,
+			float64(p50[0])/float64(p50[2]), float64(p99[0])/float64(p99[2]), float64(ss[0].cpu)/float64(ss[2].cpu))
+		ratios = append(ratios, fmt.Sprintf("%d docs: vector p50 %.2f×, hybrid p50 %.2f×", size, float64(p50[1])/float64(p50[2]), float64(p50[0])/float64(p50[2])))
+		runtime.KeepAlive(idx)
+		runtime.KeepAlive(col)
+		runtime.KeepAlive(c)
+		fmt.Fprintf(os.Stderr, "chromembench: %d docs done\n", size)
+	}
+	fmt.Fprintf(b, "\nRatios below 1 favour quarry (latency, CPU, memory). quarry/chromem-go: %s. The index memory of quarry includes its BM25 postings and parsed quantities, which chromem-go does not have; the build column is Index.Put one by one for quarry, AddDocuments over GOMAXPROCS goroutines for chromem-go.\n", strings.Join(ratios, "; "))
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "chromembench:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# bench/peers/river/run.sh — DataShelf's job queue vs River on one
+# PostgreSQL cluster with fsync on (bench/peers/pg-durable.sh, stopped
+# again at the end); results appended to bench/RESULTS.md.
+# Environment: JOBS (5000 per round), ROUNDS (3), WORKERS (8), RATE (50
+# jobs/s), LATENCY (10s),
+# OUT (bench/RESULTS.md); extra arguments (make's ARGS) go to the harness
+# (e.g. ARGS='-quarry-poll 10ms'); FSYNC_OFF=1 adds the tests' cluster
+# (scripts/pg-start.sh, fsync off) as a second set of rows.
+# River and its dependencies come from the Go module proxy into the module
+# cache (outside the tree), through this directory's own go.mod.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$ROOT"
+export PATH=/usr/local/go/bin:$PATH
+JOBS=${JOBS:-5000}
+ROUNDS=${ROUNDS:-3}
+WORKERS=${WORKERS:-8}
+RATE=${RATE:-50}
+LATENCY=${LATENCY:-10s}
+OUT=${OUT:-bench/RESULTS.md}
+case $OUT in /*) ;; *) OUT=$ROOT/$OUT ;; esac
+stop_test_pg=0
+cleanup() {
+	bash "$ROOT/bench/peers/pg-durable.sh" stop
+	if [[ $stop_test_pg = 1 ]]; then (cd "$ROOT" && bash scripts/pg-stop.sh); fi
+}
+trap cleanup EXIT
+targets="fsync on=$(bash bench/peers/pg-durable.sh start)"
+if [[ ${FSYNC_OFF:-0} = 1 ]]; then
+	# The tests' cluster: stopped again at the end unless it was running.
+	[[ -f .cache/pg/data/postmaster.pid ]] || stop_test_pg=1
+	targets+=",fsync off=$(bash scripts/pg-start.sh)"
+fi
+cmd="make bench-river JOBS=$JOBS ROUNDS=$ROUNDS WORKERS=$WORKERS RATE=$RATE LATENCY=$LATENCY${FSYNC_OFF:+ FSYNC_OFF=$FSYNC_OFF}${*:+ ARGS='$*'}"
+cd bench/peers/river
+go run . -postgres "$targets" -jobs "$JOBS" -rounds "$ROUNDS" -workers "$WORKERS" -rate "$RATE" \
+	-latency-duration "$LATENCY" -out "$OUT" -command "$cmd" "$@"

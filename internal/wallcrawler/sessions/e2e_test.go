@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
@@ -55,6 +58,8 @@ type stack struct {
 	project auth.Project
 	key     string
 	workDir string
+	blobs   *blob.Dir
+	table   string // the sessions table
 }
 
 func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
@@ -103,6 +108,7 @@ func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stack
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.blobs, st.table = blobs, names.Sessions
 	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: so.ChromiumPath, WorkDir: st.workDir + "/browsers", StartTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -656,6 +662,33 @@ func TestDownloads(t *testing.T) {
 	st.release(t, s.ID)
 	if files = downloads(t, st, s.ID); files["report.txt"] != "quarterly numbers" {
 		t.Fatalf("downloads after release %v", files)
+	}
+
+	// When the session's item goes (its TTL passed; here deleted as the
+	// TTL sweeper does), what was kept beside it goes too.
+	kept := func() (n int) {
+		for _, name := range []string{"logs.json", "downloads.zip"} {
+			if rc, err := st.blobs.Get(t.Context(), st.project.ID+"/"+s.ID+"/"+name); err == nil {
+				rc.Close()
+				n++
+			}
+		}
+		return n
+	}
+	if n := kept(); n != 2 {
+		t.Fatalf("%d of the session's logs and downloads kept after release, want 2", n)
+	}
+	client := ddb.NewClient(st.db)
+	if _, err := client.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: aws.String(st.table),
+		Key: map[string]types.AttributeValue{"sessionId": &types.AttributeValueMemberS{Value: s.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for kept() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := kept(); n != 0 {
+		t.Errorf("%d of the session's blobs left after its item was deleted", n)
 	}
 }
 

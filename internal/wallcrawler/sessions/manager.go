@@ -212,8 +212,46 @@ func NewManager(d Deps, o Options) *Manager {
 	m.base, m.abort = context.WithCancel(context.Background())
 	if d.Notifier != nil {
 		d.Notifier.OnEnd(m.ended)
+		d.Notifier.OnRemove(m.removeArtifacts)
 	}
 	return m
+}
+
+// blobSegment reports whether s can be one segment of a blob key as quarry
+// makes them (letters, digits, '_' and '-'): a hand-written item's odd id
+// must not make removeArtifacts reach outside its session's folder.
+func blobSegment(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// artifactNames are the blobs kept beside a session's item under
+// <projectId>/<sessionId>/: its CDP log, downloads and the inspector's
+// recording.
+var artifactNames = []string{"logs.json", "downloads.zip", recordingBlob, replayBlob}
+
+// removeArtifacts deletes what is kept of session id of projectID once its
+// item is gone (its TTL passed: the API can no longer reach them), so that
+// they do not pile up for ever. Every node following the stream does it;
+// deleting a missing blob is not an error.
+func (m *Manager) removeArtifacts(projectID, id string) {
+	if m.d.Blobs == nil || !blobSegment(id) || !blobSegment(projectID) {
+		return // not an id quarry made: nothing of it is kept
+	}
+	ctx, cancel := context.WithTimeout(m.base, 30*time.Second)
+	defer cancel()
+	for _, name := range artifactNames {
+		if err := m.d.Blobs.Delete(ctx, artifactKey(projectID, id, name)); err != nil {
+			m.log.Warn("session artifact not removed", "session", id, "blob", name, "err", err)
+		}
+	}
 }
 
 // ended closes the browser of a session that runs here and that another

@@ -23,11 +23,12 @@ type Notifier struct {
 	table    string
 	interval time.Duration
 
-	mu      sync.Mutex
-	waiters map[string][]chan string
-	wake    chan struct{}
-	onError func(error)
-	onEnd   func(id string)
+	mu       sync.Mutex
+	waiters  map[string][]chan string
+	wake     chan struct{}
+	onError  func(error)
+	onEnd    func(id string)
+	onRemove func(projectID, id string)
 }
 
 // OnEnd registers f, called (from the stream consumer) with the id of
@@ -36,6 +37,15 @@ type Notifier struct {
 func (n *Notifier) OnEnd(f func(id string)) {
 	n.mu.Lock()
 	n.onEnd = f
+	n.mu.Unlock()
+}
+
+// OnRemove registers f, called (from the stream consumer) with the project
+// and id of every session whose item was deleted (its TTL passed), so that
+// what is kept beside the item goes with it. Call before Run.
+func (n *Notifier) OnRemove(f func(projectID, id string)) {
+	n.mu.Lock()
+	n.onRemove = f
 	n.mu.Unlock()
 }
 
@@ -88,6 +98,10 @@ func (n *Notifier) pollInterval() time.Duration {
 
 func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error {
 	for _, r := range records {
+		if r.EventName == streamtypes.OperationTypeRemove && r.Dynamodb != nil {
+			n.removed(r.Dynamodb.OldImage)
+			continue
+		}
 		if r.Dynamodb == nil || r.Dynamodb.NewImage == nil {
 			continue
 		}
@@ -110,6 +124,23 @@ func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error
 		}
 	}
 	return nil
+}
+
+// removed reports a deleted session item (old, its last image) to the
+// OnRemove callback; items without a project (the node registry) are not
+// sessions.
+func (n *Notifier) removed(old map[string]streamtypes.AttributeValue) {
+	id, _ := old["sessionId"].(*streamtypes.AttributeValueMemberS)
+	project, _ := old["projectId"].(*streamtypes.AttributeValueMemberS)
+	if id == nil || project == nil || id.Value == "" || project.Value == "" {
+		return
+	}
+	n.mu.Lock()
+	f := n.onRemove
+	n.mu.Unlock()
+	if f != nil {
+		f(project.Value, id.Value)
+	}
 }
 
 // Watch registers interest in session id leaving PROVISIONING; the

@@ -20,6 +20,11 @@ export PATH := /usr/local/go/bin:$(PATH)
 # cache the dependencies are compiled once for both (cold, vet then the
 # tests: 262 s of CPU instead of 433).
 RACE_GCFLAGS := -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.org/libc/...=-race=false' -gcflags='modernc.org/memory=-race=false'
+# The same flags for staticcheck, which compiles the tree through go list
+# (GOFLAGS): built as vet built it, the packages come from the build cache
+# (cold: 10 s of CPU for staticcheck after vet, instead of compiling the
+# tree and its dependencies a second time without -race, 234 s).
+RACE_GOFLAGS := $(shell $(GO) env GOFLAGS) -race -gcflags=modernc.org/sqlite/lib=-race=false -gcflags=modernc.org/libc/...=-race=false -gcflags=modernc.org/memory=-race=false
 
 .PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-gatus bench-browser fuzz lint clean
 
@@ -49,7 +54,7 @@ lint:
 	$(GO) vet -race $(RACE_GCFLAGS) ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 	@test -x $(STATICCHECK) || (echo "$(STATICCHECK) missing: make test-deps installs it"; exit 1)
-	$(STATICCHECK) ./...
+	GOFLAGS="$(RACE_GOFLAGS)" $(STATICCHECK) ./...
 
 ## test-deps: install what the tests need (Debian packages when root, npm peers, staticcheck)
 test-deps:

@@ -20,6 +20,28 @@ import (
 // and strictly increasing in allocation order; readers only see records up
 // to the stable watermark (below every sequence number still being
 // committed), so a reader never skips a record that commits late.
+//
+// Invariants the streams (streams.go) and point-in-time recovery (pitr.go)
+// rely on:
+//
+//   - Same batch: every change of an item of a logged table stages its
+//     record (stageLog, or stageCorruptRemoval for an undecodable item) in
+//     the wbatch that makes the change; nothing writes a logged table's
+//     item outside a wbatch.
+//   - Per-item order: a record's sequence number is allocated while the
+//     writer holds the item's stripe lock (lockKeys), which it keeps until
+//     the batch commits, so the records of one item are in the order of
+//     its changes (changesAfter takes the first record after a time as the
+//     item's image at that time).
+//   - Every allocated number is released exactly once, by commit (written)
+//     or release (abandoned; the record never existed): a number never
+//     released holds the watermark, and every stream reader, forever. So
+//     every wbatch is released on every path (defer b.release(s)).
+//   - Below the watermark nothing appears later: stable() is below the
+//     smallest number in flight, so a reader that has read up to it has
+//     seen every record there will ever be up to it
+//     (TestSeqTrackerWatermark). After a restart nothing is in flight and
+//     the watermark is the highest recorded number (loadSeq).
 
 const nsLog = 'r'
 

@@ -209,8 +209,65 @@ func validateThroughput(mode string, pt *ProvisionedThroughput, what string) *Er
 // newUUID returns a random (version 4) UUID in its canonical form.
 func newUUID() string { return uuid.NewString() }
 
-// CreateTable creates a table.
+// CreateTable creates a table. It validates the whole request first, in
+// DynamoDB's order (validateCreateTable), and only then allocates the
+// table's and its indexes' ids and writes them (createTable): a refused
+// request leaves no trace, not even a used id.
 func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
+	mode, err := validateCreateTable(in)
+	if err != nil {
+		return nil, err
+	}
+	return s.createTable(in, mode)
+}
+
+// validateCreateTable checks a CreateTable request in the order DynamoDB
+// does and returns the table's billing mode: first the members' shapes
+// (one ValidationException listing every failed constraint, as DynamoDB's
+// model validation does), then the rules between members, each refused on
+// its own, the first one found.
+func validateCreateTable(in *CreateTableInput) (mode string, err error) {
+	if err := checkCreateTableShape(in); err != nil {
+		return "", err
+	}
+	mode = in.BillingMode
+	if mode == "" {
+		mode = "PROVISIONED"
+	}
+	if err := validateThroughput(mode, in.ProvisionedThroughput, "table"); err != nil {
+		return "", err
+	}
+	defs := map[string]string{}
+	for _, d := range in.AttributeDefinitions {
+		if _, dup := defs[d.AttributeName]; dup {
+			return "", invalidParam("Duplicate AttributeName in AttributeDefinitions: %s", d.AttributeName)
+		}
+		defs[d.AttributeName] = d.AttributeType
+	}
+	if err := validateKeySchema(in.KeySchema, defs); err != nil {
+		return "", err
+	}
+	if err := validateCreateIndexes(in, mode, defs); err != nil {
+		return "", err
+	}
+	if in.StreamSpecification != nil {
+		if err := validateStreamSpec(in.StreamSpecification); err != nil {
+			return "", err
+		}
+	}
+	// Tags are validated, like everything else, before the table exists.
+	if len(in.Tags) > maxTags {
+		return "", invalidParam("The number of tags exceeds the limit of %d", maxTags)
+	}
+	if err := checkTagsText(in.Tags); err != nil {
+		return "", err
+	}
+	return mode, nil
+}
+
+// checkCreateTableShape checks each member of a CreateTable request on its
+// own (nulls, lengths, patterns, enums) and reports every failure at once.
+func checkCreateTableShape(in *CreateTableInput) *Error {
 	var c constraintErrors
 	if in.TableName == nil {
 		c.missing("TableName") // CreateTable words it this way; item operations do not
@@ -246,41 +303,29 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 		checkNonKeyNames(&c, fmt.Sprintf("localSecondaryIndexes.%d.member", i+1), ix.Projection)
 	}
 	checkTagList(&c, in.Tags)
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	mode := in.BillingMode
-	if mode == "" {
-		mode = "PROVISIONED"
-	}
-	if err := validateThroughput(mode, in.ProvisionedThroughput, "table"); err != nil {
-		return nil, err
-	}
-	defs := map[string]string{}
-	for _, d := range in.AttributeDefinitions {
-		if _, dup := defs[d.AttributeName]; dup {
-			return nil, invalidParam("Duplicate AttributeName in AttributeDefinitions: %s", d.AttributeName)
-		}
-		defs[d.AttributeName] = d.AttributeType
-	}
-	if err := validateKeySchema(in.KeySchema, defs); err != nil {
-		return nil, err
-	}
+	return c.err()
+}
+
+// validateCreateIndexes checks the secondary indexes of a CreateTable
+// request against the table's key schema and attribute definitions defs:
+// the list limits, then each LSI and each GSI in order, then the totals
+// (projected attributes, and every definition used by some key schema).
+func validateCreateIndexes(in *CreateTableInput, mode string, defs map[string]string) *Error {
 	used := map[string]bool{}
 	for _, e := range in.KeySchema {
 		used[e.AttributeName] = true
 	}
 	if in.LocalSecondaryIndexes != nil && len(in.LocalSecondaryIndexes) == 0 {
-		return nil, invalidParam("List of LocalSecondaryIndexes is empty")
+		return invalidParam("List of LocalSecondaryIndexes is empty")
 	}
 	if in.GlobalSecondaryIndexes != nil && len(in.GlobalSecondaryIndexes) == 0 {
-		return nil, invalidParam("List of GlobalSecondaryIndexes is empty")
+		return invalidParam("List of GlobalSecondaryIndexes is empty")
 	}
 	if len(in.LocalSecondaryIndexes) > maxLSIs {
-		return nil, invalidParam("Number of LocalSecondaryIndexes exceeds per-table limit of %d", maxLSIs)
+		return invalidParam("Number of LocalSecondaryIndexes exceeds per-table limit of %d", maxLSIs)
 	}
 	if len(in.GlobalSecondaryIndexes) > maxGSIs {
-		return nil, invalidParam("GlobalSecondaryIndex count exceeds the per-table limit of %d", maxGSIs)
+		return invalidParam("GlobalSecondaryIndex count exceeds the per-table limit of %d", maxGSIs)
 	}
 	names := map[string]bool{}
 	nonKey := 0
@@ -299,60 +344,54 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 	}
 	for _, ix := range in.LocalSecondaryIndexes {
 		if len(in.KeySchema) < 2 {
-			return nil, invalidParam("Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
+			return invalidParam("Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
 		}
 		if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
-			return nil, err
+			return err
 		}
 		if len(ix.KeySchema) != 2 {
-			return nil, invalidParam("Index KeySchema does not have a range key for index: %s", ix.IndexName)
+			return invalidParam("Index KeySchema does not have a range key for index: %s", ix.IndexName)
 		}
 		if ix.KeySchema[0].AttributeName != in.KeySchema[0].AttributeName {
-			return nil, invalidParam("Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", ix.IndexName, ix.KeySchema[0].AttributeName, in.KeySchema[0].AttributeName)
+			return invalidParam("Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", ix.IndexName, ix.KeySchema[0].AttributeName, in.KeySchema[0].AttributeName)
 		}
 		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
-			return nil, err
+			return err
 		}
 		if err := register(ix); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, ix := range in.GlobalSecondaryIndexes {
 		if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
-			return nil, err
+			return err
 		}
 		if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
-			return nil, err
+			return err
 		}
 		if err := validateThroughput(mode, ix.ProvisionedThroughput, ix.IndexName); err != nil {
-			return nil, err
+			return err
 		}
 		if err := register(ix); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if nonKey > maxProjectedAttrs {
-		return nil, invalidParam("The number of attributes in key schema must match the number of attributes defined in attribute definitions.")
+		return invalidParam("The number of attributes in key schema must match the number of attributes defined in attribute definitions.")
 	}
 	if len(used) != len(defs) {
-		return nil, invalidParam("Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+		return invalidParam("Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
 	}
-	if in.StreamSpecification != nil {
-		if err := validateStreamSpec(in.StreamSpecification); err != nil {
-			return nil, err
-		}
-	}
-	// Tags are validated, like everything else, before the table exists.
-	if len(in.Tags) > maxTags {
-		return nil, invalidParam("The number of tags exceeds the limit of %d", maxTags)
-	}
-	if err := checkTagsText(in.Tags); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
+// createTable creates the table of a validated CreateTable request with
+// billing mode mode. Under s.mu it refuses a name in use (the one check
+// that needs the store's state) and only then allocates the ids of the
+// table and of its indexes, in the batch that writes its metadata.
+func (s *Store) createTable(in *CreateTableInput, mode string) (*TableDescription, error) {
 	now := s.opts.Now()
 	m := &tableMeta{
-		TableID:              newUUID(),
 		Name:                 *in.TableName,
 		KeySchema:            in.KeySchema,
 		AttributeDefinitions: in.AttributeDefinitions,
@@ -382,6 +421,7 @@ func (s *Store) CreateTable(in *CreateTableInput) (*TableDescription, error) {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
+	m.TableID = newUUID()
 	m.ID = s.allocIDLocked(b)
 	for _, ix := range in.LocalSecondaryIndexes {
 		m.Indexes = append(m.Indexes, &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "ACTIVE"})
@@ -747,208 +787,6 @@ func (s *Store) lockDDL(name string) (t *table, unlock func(), ok bool) {
 		s.mu.Unlock()
 		t.ddl.Unlock()
 	}
-}
-
-// UpdateTable changes billing, throughput, streams, deletion protection,
-// and adds or deletes global secondary indexes. A new index is backfilled
-// in the background (backfill.go): it is CREATING until then.
-func (s *Store) UpdateTable(in *UpdateTableInput) (*TableDescription, error) {
-	var c constraintErrors
-	checkTableName(&c, "tableName", in.TableName)
-	for i, u := range in.GlobalSecondaryIndexUpdates {
-		if u.Create != nil {
-			checkName(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create.indexName", i+1), u.Create.IndexName)
-			checkKeySchema(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create.keySchema", i+1), u.Create.KeySchema)
-			checkNonKeyNames(&c, fmt.Sprintf("globalSecondaryIndexUpdates.%d.member.create", i+1), u.Create.Projection)
-		}
-	}
-	checkAttrDefNames(&c, in.AttributeDefinitions)
-	if in.BillingMode != "" && in.BillingMode != "PROVISIONED" && in.BillingMode != "PAY_PER_REQUEST" {
-		c.add("Value '%s' at 'billingMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]", in.BillingMode)
-	}
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	old, unlock, ok := s.lockDDL(*in.TableName)
-	if !ok {
-		return nil, notFound("Requested resource not found: Table: %s not found", *in.TableName)
-	}
-	defer unlock()
-	if in.AttributeDefinitions == nil && in.BillingMode == "" && in.ProvisionedThroughput == nil && in.GlobalSecondaryIndexUpdates == nil &&
-		in.StreamSpecification == nil && in.DeletionProtectionEnabled == nil && in.TableClass == "" {
-		return nil, validationf("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
-	}
-	m := *old.meta
-	m.Indexes = append([]*indexMeta(nil), old.meta.Indexes...)
-	now := s.opts.Now()
-	mode := m.BillingMode
-	if in.BillingMode != "" && in.BillingMode != mode {
-		mode = in.BillingMode
-		m.BillingMode = mode
-		if mode == "PAY_PER_REQUEST" {
-			m.ProvisionedThroughput = nil
-			m.BillingModeChangedMillis = now.UnixMilli()
-			for i, im := range m.Indexes {
-				cp := *im
-				cp.ProvisionedThroughput = nil
-				m.Indexes[i] = &cp
-			}
-		}
-	}
-	if in.ProvisionedThroughput != nil {
-		if err := validateThroughput(mode, in.ProvisionedThroughput, "table"); err != nil {
-			return nil, err
-		}
-		if cur := old.meta.ProvisionedThroughput; cur != nil && mode == old.meta.BillingMode && cur.ReadCapacityUnits != nil && cur.WriteCapacityUnits != nil &&
-			*cur.ReadCapacityUnits == *in.ProvisionedThroughput.ReadCapacityUnits && *cur.WriteCapacityUnits == *in.ProvisionedThroughput.WriteCapacityUnits {
-			return nil, validationf("The provisioned throughput for the table will not change. The requested value equals the current value. Current ReadCapacityUnits provisioned for the table: %d. Requested ReadCapacityUnits: %d. Current WriteCapacityUnits provisioned for the table: %d. Requested WriteCapacityUnits: %d. Refer to the Amazon DynamoDB Developer Guide for current limits and how to request higher limits.",
-				*cur.ReadCapacityUnits, *in.ProvisionedThroughput.ReadCapacityUnits, *cur.WriteCapacityUnits, *in.ProvisionedThroughput.WriteCapacityUnits)
-		}
-		m.ProvisionedThroughput = in.ProvisionedThroughput
-	} else if mode == "PROVISIONED" && m.ProvisionedThroughput == nil {
-		return nil, invalidParam("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
-	}
-	if in.DeletionProtectionEnabled != nil {
-		m.DeletionProtection = *in.DeletionProtectionEnabled
-	}
-	if in.TableClass != "" {
-		m.TableClass = in.TableClass
-	}
-	if ss := in.StreamSpecification; ss != nil {
-		if err := validateStreamSpec(ss); err != nil {
-			return nil, err
-		}
-		if *ss.StreamEnabled {
-			if m.Stream != nil {
-				return nil, invalidParam("Table already has an enabled stream: %s", s.arn(m.Name)+"/stream/"+m.StreamLabel)
-			}
-			m.Stream = ss
-			m.StreamLabel = streamLabel(now)
-			m.Streams = append(append([]streamMeta(nil), m.Streams...), streamMeta{Label: m.StreamLabel, ViewType: ss.StreamViewType, CreatedMillis: now.UnixMilli()})
-		} else {
-			if m.Stream == nil {
-				return nil, invalidParam("Table already has no stream enabled")
-			}
-			m.Stream = nil
-			m.Streams = append([]streamMeta(nil), m.Streams...)
-			if n := len(m.Streams); n > 0 {
-				m.Streams[n-1].DisabledMillis = now.UnixMilli()
-			}
-		}
-	}
-	defs := map[string]string{}
-	for _, d := range m.AttributeDefinitions {
-		defs[d.AttributeName] = d.AttributeType
-	}
-	for _, d := range in.AttributeDefinitions {
-		if t, ok := defs[d.AttributeName]; ok && t != d.AttributeType {
-			return nil, invalidParam("Cannot change the type of an existing attribute definition: %s", d.AttributeName)
-		}
-		defs[d.AttributeName] = d.AttributeType
-	}
-
-	b := s.db.NewBatch()
-	defer b.Close()
-	var created []*indexMeta
-	online := 0
-	for _, u := range in.GlobalSecondaryIndexUpdates {
-		if u.Create != nil || u.Delete != nil {
-			online++
-		}
-	}
-	if online > 1 {
-		return nil, &Error{Type: "LimitExceededException", Message: "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"}
-	}
-	for _, u := range in.GlobalSecondaryIndexUpdates {
-		n := 0
-		if u.Create != nil {
-			n++
-		}
-		if u.Delete != nil {
-			n++
-		}
-		if u.Update != nil {
-			n++
-		}
-		if n != 1 {
-			return nil, invalidParam("One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or GlobalSecondaryIndexUpdate.Delete must be specified")
-		}
-		switch {
-		case u.Create != nil:
-			ix := u.Create
-			if err := validateIndexKeySchema(ix.KeySchema, defs); err != nil {
-				return nil, err
-			}
-			if err := validateProjection(ix.Projection, ix.IndexName); err != nil {
-				return nil, err
-			}
-			if err := validateThroughput(mode, ix.ProvisionedThroughput, ix.IndexName); err != nil {
-				return nil, err
-			}
-			for _, im := range m.Indexes {
-				if im.Name == ix.IndexName {
-					return nil, validationf("One or more parameter values were invalid: Index with name %s already exists", ix.IndexName)
-				}
-			}
-			gsis := 0
-			for _, im := range m.Indexes {
-				if im.Global {
-					gsis++
-				}
-			}
-			if gsis >= maxGSIs {
-				return nil, &Error{Type: "LimitExceededException", Message: fmt.Sprintf("Subscriber limit exceeded: The number of global secondary indexes exceeds the limit of %d", maxGSIs)}
-			}
-			im := &indexMeta{ID: s.allocIDLocked(b), Name: ix.IndexName, Global: true, KeySchema: ix.KeySchema, Projection: *ix.Projection, Status: "CREATING", Backfilling: true}
-			if mode == "PROVISIONED" {
-				im.ProvisionedThroughput = ix.ProvisionedThroughput
-			}
-			m.Indexes = append(m.Indexes, im)
-			created = append(created, im)
-		case u.Delete != nil:
-			found := -1
-			for i, im := range m.Indexes {
-				if im.Name == u.Delete.IndexName && im.Global {
-					found = i
-				}
-			}
-			if found < 0 {
-				return nil, notFound("Requested resource not found: Index: %s not found in table %s", u.Delete.IndexName, m.Name)
-			}
-			im := m.Indexes[found]
-			p := idPrefix(nsIndex, im.ID)
-			b.DeleteRange(p, prefixSuccessor(p), nil)
-			m.Indexes = append(m.Indexes[:found:found], m.Indexes[found+1:]...)
-		case u.Update != nil:
-			found := false
-			for i, im := range m.Indexes {
-				if im.Name == u.Update.IndexName && im.Global {
-					cp := *im
-					cp.ProvisionedThroughput = u.Update.ProvisionedThroughput
-					m.Indexes[i] = &cp
-					found = true
-				}
-			}
-			if !found {
-				return nil, notFound("Requested resource not found: Index: %s not found in table %s", u.Update.IndexName, m.Name)
-			}
-		}
-	}
-	m.keepUsedDefinitions(m.AttributeDefinitions, in.AttributeDefinitions)
-	if err := s.putMeta(b, &m); err != nil {
-		return nil, internal(err)
-	}
-	if err := b.Commit(s.wo); err != nil {
-		return nil, internal(err)
-	}
-	t := newTable(&m)
-	s.tables[m.Name] = t
-	for _, im := range created {
-		s.startBackfill(m.Name, im.ID)
-	}
-	d := s.describe(t, false)
-	d.TableStatus = "UPDATING"
-	return d, nil
 }
 
 // forEachItem calls fn with the storage key and the decoded item of every

@@ -355,6 +355,38 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 // repeated call with the same ClientRequestToken gets; when tok is set, its
 // durable record (with hash, replay and expiry expires) is committed in the
 // transaction's batch.
+//
+// Invariants the code below relies on (tests named):
+//
+//   - Lock order. Locks are taken in one global order and released in
+//     reverse: the ddl read lock of each table touched, once, in table-name
+//     order (writeTable; BatchWriteItem does the same), then the item
+//     stripes of every item at once, in stripe-index order (lockKeys). No
+//     lock is taken while a later one in that order is held, so two
+//     transactions over the same items or tables, in whatever order their
+//     actions name them, cannot deadlock; a DDL operation holds one
+//     table's ddl lock (lockDDL) and no stripe, so it cannot close a cycle
+//     either (TestTransactWriteItemsOppositeOrderNoDeadlock,
+//     TestTransactWriteItemsConcurrentTransfers).
+//   - Nothing is applied before everything is checked. Under the locks,
+//     first every action's key or item, its updated paths, the duplicate
+//     items and the total size are checked (the first invalid action
+//     cancels, alone with a reason); then every item is read and every
+//     condition and update evaluated against it in memory. Any failure
+//     returns before the batch exists: the batch (items, index entries,
+//     TTL entries, change-log records, token record) is built only after
+//     the last check and committed once, so a cancelled transaction leaves
+//     no write behind (TestTransactWriteItemsCancellation,
+//     TestTransactWriteItemsFailedConditionAppliesNothing).
+//   - Reads and writes of one item see no other writer between them: the
+//     stripe locks are held from the first read to the commit.
+//   - Idempotency tokens. The caller claims tok before the locks
+//     (tokens.go: a concurrent call with tok is refused, a completed one
+//     replayed, another request with tok refused); the token's durable
+//     record is staged in this transaction's batch, so the token is spent
+//     if and only if the transaction committed, and a cancelled or failed
+//     transaction frees it (TestTransactWriteItemsClientRequestToken,
+//     TestTransactTokenSurvivesReopen, TestCrashKill9TransactTokens).
 func (s *Store) transactWrite(in *TransactWriteItemsInput, plans []*writePlan, tok string, hash [32]byte) (out, replay *TransactWriteItemsOutput, expires time.Time, err error) {
 	// Lock the tables in name order.
 	names := make([]string, 0, len(plans))

@@ -1,0 +1,57 @@
+package ddb
+
+import "testing"
+
+// TestSeqTrackerWatermark: the stable watermark stays below every sequence
+// number still in flight, whatever order they finish in, and an abandoned
+// number (a batch released without commit) moves it on like a committed
+// one.
+func TestSeqTrackerWatermark(t *testing.T) {
+	var s seqTracker
+	a, b, c := s.next(), s.next(), s.next()
+	if a != 1 || b != 2 || c != 3 {
+		t.Fatalf("numbers %d %d %d, want 1 2 3", a, b, c)
+	}
+	steps := []struct {
+		done []uint64
+		want uint64
+	}{
+		{nil, 0},          // 1, 2, 3 in flight
+		{[]uint64{c}, 0},  // the last commits first: 1 still holds it
+		{[]uint64{a}, 1},  // 2 still in flight
+		{[]uint64{b}, 3},  // abandoned or committed, 2 no longer holds it
+		{[]uint64{}, 3},   // nothing in flight
+		{[]uint64{99}, 3}, // a number not in flight changes nothing
+	}
+	for i, st := range steps {
+		s.done(st.done)
+		if got := s.stable(); got != st.want {
+			t.Fatalf("step %d (done %v): stable %d, want %d", i, st.done, got, st.want)
+		}
+	}
+	d := s.next()
+	if got := s.stable(); got != d-1 {
+		t.Fatalf("with %d in flight: stable %d, want %d", d, got, d-1)
+	}
+}
+
+// TestReleasedBatchFreesWatermark: a wbatch released without committing
+// (a write that failed after staging its change record) gives its sequence
+// numbers back, so stream readers are not held at the watermark.
+func TestReleasedBatchFreesWatermark(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.seq.stable()
+	b := s.newBatch()
+	b.seqs = append(b.seqs, s.seq.next(), s.seq.next())
+	if got := s.seq.stable(); got != before {
+		t.Fatalf("stable %d with two numbers in flight, want %d", got, before)
+	}
+	b.release(s)
+	if got := s.seq.stable(); got != before+2 {
+		t.Fatalf("stable %d after release, want %d", got, before+2)
+	}
+}

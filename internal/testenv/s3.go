@@ -144,8 +144,9 @@ type S3Server struct {
 }
 
 // NewS3 prepares a gateway for bucket on a free loopback port, with its
-// own keys and a directory under t.TempDir(), without starting it (Start
-// does; a test of an unreachable S3 starts it late). It is stopped at
+// own keys (which the caller may replace before Start) and a directory
+// under t.TempDir(), without starting it (Start does; a test of an
+// unreachable S3 starts it late; CreateBucket creates the bucket). It is stopped at
 // cleanup. A missing versitygw binary is reported with Missing.
 func NewS3(t testing.TB, bucket string) *S3Server {
 	t.Helper()
@@ -174,10 +175,16 @@ func StartS3(t testing.TB, bucket string) *S3Server {
 	t.Helper()
 	s := NewS3(t, bucket)
 	s.Start(t)
-	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("versitygw: create bucket %s: %v", bucket, err)
-	}
+	s.CreateBucket(t)
 	return s
+}
+
+// CreateBucket creates s.Bucket in the running gateway.
+func (s *S3Server) CreateBucket(t testing.TB) {
+	t.Helper()
+	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)}); err != nil {
+		t.Fatalf("versitygw: create bucket %s: %v", s.Bucket, err)
+	}
 }
 
 // Start runs the gateway and waits until it answers HTTP. It may be called

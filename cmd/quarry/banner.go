@@ -79,8 +79,12 @@ func startBanner(f bannerFacts) []bannerLine {
 		add(true, "DataShelf", "datashelf", "SQLite %s; blobs %s", filepath.Join(f.dataDir, "datashelf.db"), f.dataShelfB)
 	}
 	add(true, "Wallcrawler", "wallcrawler", "%s; blobs %s", tables, blobPlace(c, "wallcrawler", filepath.Join(f.dataDir, "wallcrawler", "blobs")))
-	add(true, "  browsers", "browsers", "%s", browserFacts(f.wc, c))
-	if f.wc.browserErr != nil {
+	if f.wc == nil {
+		add(true, "  browsers", "browsers", "not started yet: Wallcrawler is waiting for its backends or is disabled (see /healthz)")
+	} else {
+		add(true, "  browsers", "browsers", "%s", browserFacts(f.wc, c))
+	}
+	if f.wc != nil && f.wc.browserErr != nil {
 		hint("make run installs chromium when root; else apt-get install chromium, or --chromium PATH")
 	}
 	embeddings := "built-in local embedder"

@@ -235,7 +235,7 @@ func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) er
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.As(err, &dis) {
+			if dis := (disabledError{}); errors.As(err, &dis) {
 				log.Error(dis.reason, "system", s.name)
 				s.disable(dis.reason)
 				return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -242,5 +243,67 @@ func TestServeStartsWithoutS3(t *testing.T) {
 	checkSystems(t, n.api, map[string]string{"checks": "running", "wallcrawler": "running", "eecar": "running", "datashelf": "running"})
 	if code, body := wcRequest(t, http.MethodGet, "http://"+n.api+"/datashelf/api/products", "", ""); code != http.StatusOK {
 		t.Errorf("DataShelf once S3 answers: %d %s", code, body)
+	}
+}
+
+// TestServeStopsDuringStartAttempt stops a node (as SIGTERM does) while
+// its first start attempt waits on a DynamoDB endpoint that accepts
+// connections and never answers: the attempt is abandoned and the node
+// exits cleanly within --shutdown-timeout, not after the SDK's timeouts
+// (30 s per attempt).
+func TestServeStopsDuringStartAttempt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node; skipped in -short mode")
+	}
+	silent, err := net.Listen("tcp", freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Setenv("AWS_ACCESS_KEY_ID", clusterKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", clusterSecret)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	args := []string{"serve", "--listen", freeAddr(t), "--ddb-listen", "off", "--data-dir", t.TempDir(),
+		"--dynamodb-endpoint", "http://" + silent.Addr().String(), "--shutdown-timeout", "3s"}
+	go func() { done <- run(ctx, args, noEnv, &logs, &logs) }()
+	select {
+	case <-accepted:
+	case code := <-done:
+		t.Fatalf("serve exited %d before reaching the endpoint: %s", code, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve never connected to the endpoint: %s", logs.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, logs.String())
+		}
+	case <-time.After(20 * time.Second): // the SDK alone would hold it 30 s
+		t.Fatalf("serve did not stop during its start attempt:\n%s", logs.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -108,6 +109,12 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer cancel()
 		if serr := lc.shutdown(sctx); serr != nil {
 			log.Warn("stopping what had started", "err", serr)
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Asked to stop (SIGTERM) while a start attempt waited
+			// for a backend: a stop, not a failure.
+			log.Info("stopped during start", "err", err)
+			return nil
 		}
 		return err
 	}

@@ -102,7 +102,16 @@ type capsProbe struct {
 	probing sync.Mutex // one probe at a time
 	mu      sync.Mutex
 	k       *capabilities
+	// The last failure to reach the endpoint, given again for a while to
+	// the systems that ask next, so that a silent endpoint costs one
+	// timeout at start, not one per system.
+	lastErr error
+	lastAt  time.Time
 }
+
+// capsRecheck is how long a failure to reach the endpoint is given again
+// without a new probe.
+const capsRecheck = 500 * time.Millisecond
 
 // get returns the endpoint's capabilities, probing them on the first call
 // that finds the endpoint reachable; while it is not, the error says so.
@@ -116,9 +125,13 @@ func (p *capsProbe) get(ctx context.Context) (capabilities, error) {
 		return *k, nil
 	}
 	if p.c.DynamoDBEndpoint != "" {
+		if p.lastErr != nil && time.Since(p.lastAt) < capsRecheck {
+			return capabilities{}, p.lastErr
+		}
 		_, err := p.client.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 		if err != nil && unreachable(err) {
-			return capabilities{}, fmt.Errorf("dynamodb endpoint %s: %w", p.c.DynamoDBEndpoint, err)
+			p.lastErr, p.lastAt = fmt.Errorf("dynamodb endpoint %s: %w", p.c.DynamoDBEndpoint, err), time.Now()
+			return capabilities{}, p.lastErr
 		}
 	}
 	probed := probeCapabilities(ctx, p.c, p.client, p.streams)

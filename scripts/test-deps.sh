@@ -22,10 +22,53 @@
 # - staticcheck (run by `make lint`), built from the Go module proxy at the
 #   version pinned below into $STATICCHECK (default .cache/bin/staticcheck),
 #   when that file is missing or reports another version.
+
+# - versitygw (the S3 gateway the S3 tests run, with a posix backend), built
+#   with `go install` from its Go module at a pinned version into
+#   $PEERS_DIR/bin. A cold build takes over a minute, so it runs in the
+#   background, started first, while the packages install and make test
+#   goes on with lint and the other tests; the S3 tests wait for it
+#   (internal/testenv, under a deadline). $PEERS_DIR/bin/versitygw.installing
+#   holds the builder's pid while it runs, versitygw.log its output.
 # Not root, or no apt-get: what is missing is named, nothing is installed.
 set -euo pipefail
 PEERS_DIR=${PEERS_DIR:-$(pwd)/.cache/peers}
 mode=${1:-test}
+
+VERSITYGW_VERSION=v1.8.0
+GO=${GO:-go}
+
+# versitygw_start starts the background build of versitygw into
+# $PEERS_DIR/bin unless that version is there or a build is running.
+versitygw_start() {
+	local bin=$PEERS_DIR/bin
+	local marker=$bin/versitygw.installing
+	if [ -x "$bin/versitygw" ] && "$GO" version -m "$bin/versitygw" 2>/dev/null |
+		grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$VERSITYGW_VERSION[[:space:]]"; then
+		return 0
+	fi
+	if [ -f "$marker" ] && grep -qs versitygw-build "/proc/$(cat "$marker")/cmdline"; then
+		echo "deps: versitygw $VERSITYGW_VERSION is being built already (log: $bin/versitygw.log)"
+		return 0
+	fi
+	if ! command -v "$GO" >/dev/null; then
+		echo "deps: no go on PATH: cannot build versitygw (the S3 tests will fail)" >&2
+		return 0
+	fi
+	mkdir -p "$bin"
+	rm -f "$bin/versitygw"
+	echo "deps: building versitygw $VERSITYGW_VERSION into $bin in the background (log: $bin/versitygw.log)"
+	# Built into a staging directory and moved, so that the binary appears
+	# whole; the marker goes when the build ends, whatever its outcome.
+	nohup bash -c 'stage=$(mktemp -d "$1/.versitygw-XXXXXX") &&
+		GOBIN=$stage "$2" install -ldflags=-s\ -w "github.com/versity/versitygw/cmd/versitygw@$3" &&
+		mv "$stage/versitygw" "$1/versitygw"; rc=$?
+		rm -rf "$stage" "$1/versitygw.installing"
+		[ $rc = 0 ] && echo "versitygw $3 installed" || echo "versitygw $3 build failed"
+		exit $rc' versitygw-build "$bin" "$GO" "$VERSITYGW_VERSION" >"$bin/versitygw.log" 2>&1 </dev/null &
+	echo $! >"$marker"
+}
+[ "$mode" = run ] || versitygw_start
 
 have_chromium() { command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; }
 

@@ -7,9 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/jackc/pgx/v5"
 
-	"github.com/quarrydb/quarry/internal/datashelf/store"
-	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/health"
 )
@@ -21,7 +20,10 @@ import (
 // serving what does not need it and /healthz answers 503 naming it; it
 // recovers by itself when the backend answers again. The caller Stops the
 // checker before closing the stores.
-func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.Client, ds store.Store, blobs blob.Store, log *slog.Logger) *health.Checker {
+//
+// pgPing and s3Ping probe PostgreSQL and the bucket (used only when
+// --datashelf-db and --blob-s3-bucket are set).
+func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.Client, pgPing, s3Ping health.Probe, log *slog.Logger) *health.Checker {
 	hc := health.New(health.Options{Logger: log})
 	hc.Add("dynamodb", func(ctx context.Context) error {
 		// One attempt: the prober has its own backoff.
@@ -31,12 +33,22 @@ func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.
 		}
 		return nil
 	})
-	if c.DataShelfDB != "" && ds != nil {
-		hc.Add("postgres", ds.Ping)
+	if c.DataShelfDB != "" && pgPing != nil {
+		hc.Add("postgres", pgPing)
 	}
-	if p, ok := blobs.(interface{ Ping(context.Context) error }); ok && c.BlobS3Bucket != "" {
-		hc.Add("s3", p.Ping)
+	if c.BlobS3Bucket != "" && s3Ping != nil {
+		hc.Add("s3", s3Ping)
 	}
 	hc.Start(ctx)
 	return hc
+}
+
+// pingPostgres connects to the PostgreSQL at url once and disconnects:
+// the probe of a database whose store has not opened yet.
+func pingPostgres(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
 }

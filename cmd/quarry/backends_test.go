@@ -192,7 +192,7 @@ func TestServeSurvivesS3Outage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node; skipped in -short mode")
 	}
-	endpoint := fakeBucket(t, "quarry")
+	endpoint := s3Bucket(t, "quarry").Endpoint
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,8 @@ func startBanner(f bannerFacts) []bannerLine {
 	case !f.on("wallcrawler"):
 		add(true, "Wallcrawler", "wallcrawler", "%s", notHere)
 	case f.wc == nil:
-		add(true, "Wallcrawler", "wallcrawler", "not started (see /healthz)")
+		add(true, "Wallcrawler", "wallcrawler", "%s; blobs %s", tables, blobPlace(c, "wallcrawler", filepath.Join(f.dataDir, "wallcrawler", "blobs")))
+		add(true, "  browsers", "browsers", "not started yet: Wallcrawler is waiting for its backends or is disabled (see /healthz)")
 	default:
 		add(true, "Wallcrawler", "wallcrawler", "%s; blobs %s", tables, blobPlace(c, "wallcrawler", filepath.Join(f.dataDir, "wallcrawler", "blobs")))
 		add(true, "  browsers", "browsers", "%s", browserFacts(f.wc, c))

@@ -22,6 +22,19 @@ func openBlobs(ctx context.Context, c *config.Config, name, localDir string) (st
 		}
 		return d, nil, nil
 	}
+	s, err := newS3Blobs(ctx, c, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.CheckBucket(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, s, nil
+}
+
+// newS3Blobs returns the bucket of --blob-s3-bucket under the prefix
+// "<name>/", without sending a request.
+func newS3Blobs(ctx context.Context, c *config.Config, name string) (*blob.S3, error) {
 	region := c.BlobS3Region
 	if region == "" {
 		region = c.Region
@@ -34,10 +47,7 @@ func openBlobs(ctx context.Context, c *config.Config, name, localDir string) (st
 		PathStyle: c.BlobS3PathStyle,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := s.CheckBucket(ctx); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return s, s, nil
+	return s, nil
 }

@@ -6,42 +6,33 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
-// fakeBucket starts gofakes3 on loopback with bucket created, points the
-// AWS credential chain at static test keys, and returns the endpoint.
-func fakeBucket(t *testing.T, bucket string) string {
+// s3Bucket starts versitygw (a real S3 gateway) on loopback with bucket
+// created, and points the AWS credential chain at its keys.
+func s3Bucket(t *testing.T, bucket string) *testenv.S3Server {
 	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
+	srv := testenv.StartS3(t, bucket)
+	for k, v := range srv.Env() {
+		t.Setenv(k, v)
 	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return srv.URL
+	return srv
 }
 
 // wholeBucket reads the bucket without a prefix.
-func wholeBucket(t *testing.T, endpoint, bucket string) *blob.S3 {
+func wholeBucket(t *testing.T, srv *testenv.S3Server, bucket string) *blob.S3 {
 	t.Helper()
 	s, err := blob.NewS3(context.Background(), blob.S3Options{
-		Bucket: bucket, Endpoint: endpoint, Region: "us-east-1", PathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		Bucket: bucket, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true,
+		Credentials: srv.Credentials(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +64,8 @@ func TestOpenBlobs(t *testing.T) {
 		t.Fatalf("default: %T %+v, uploader %v", st, st, up)
 	}
 
-	endpoint := fakeBucket(t, "quarry")
+	srv := s3Bucket(t, "quarry")
+	endpoint := srv.Endpoint
 	c.BlobS3Bucket, c.BlobS3Endpoint, c.BlobS3PathStyle = "quarry", endpoint, true
 	st, up, err = openBlobs(ctx, &c, "eecar", local)
 	if err != nil {
@@ -85,7 +77,7 @@ func TestOpenBlobs(t *testing.T) {
 	if err := st.Put(ctx, "images/x.jpg", strings.NewReader("jpeg")); err != nil {
 		t.Fatal(err)
 	}
-	if got := readBlob(t, wholeBucket(t, endpoint, "quarry"), "eecar/images/x.jpg"); got != "jpeg" {
+	if got := readBlob(t, wholeBucket(t, srv, "quarry"), "eecar/images/x.jpg"); got != "jpeg" {
 		t.Fatalf("eecar/images/x.jpg = %q", got)
 	}
 
@@ -99,7 +91,8 @@ func TestOpenBlobs(t *testing.T) {
 // in the bucket, and a Wallcrawler context's uploadUrl is a presigned URL
 // of the bucket under wallcrawler/.
 func TestServeWithS3Blobs(t *testing.T) {
-	endpoint := fakeBucket(t, "quarry")
+	srv := s3Bucket(t, "quarry")
+	endpoint := srv.Endpoint
 	dir := t.TempDir()
 	api, store := freeAddr(t), freeAddr(t)
 	vars := map[string]string{
@@ -159,7 +152,7 @@ func TestServeWithS3Blobs(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT uploadUrl: %s", resp.Status)
 	}
-	if got := readBlob(t, wholeBucket(t, endpoint, "quarry"), "wallcrawler/project_acme/"+created.ID+"/profile.tar.gz"); got != "archive" {
+	if got := readBlob(t, wholeBucket(t, srv, "quarry"), "wallcrawler/project_acme/"+created.ID+"/profile.tar.gz"); got != "archive" {
 		t.Fatalf("archive = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "wallcrawler", "blobs")); !os.IsNotExist(err) {
@@ -172,7 +165,8 @@ func TestServeWithS3Blobs(t *testing.T) {
 }
 
 func TestServeMissingBucketFailsFast(t *testing.T) {
-	endpoint := fakeBucket(t, "quarry")
+	srv := s3Bucket(t, "quarry")
+	endpoint := srv.Endpoint
 	var out syncBuffer
 	args := []string{"serve", "--listen", freeAddr(t), "--ddb-listen", freeAddr(t), "--data-dir", t.TempDir(),
 		"--blob-s3-bucket", "nope", "--blob-s3-endpoint", endpoint, "--blob-s3-path-style"}

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,13 +92,62 @@ func (k capabilities) health() map[string]any {
 	return map[string]any{"engine": k.Engine, "transactions": k.Transactions, "streams": k.Streams, "ttl": k.TTL, "pointInTimeRecovery": k.PITR}
 }
 
-// disabledSystem answers every request of a system that did not start
-// with 503 and the reason.
-func disabledSystem(reason string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", "3600")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": reason})
-	})
+// capsProbe probes the DynamoDB endpoint's capabilities once it answers,
+// and remembers them.
+type capsProbe struct {
+	c       *config.Config
+	client  *dynamodb.Client
+	streams *dynamodbstreams.Client
+
+	probing sync.Mutex // one probe at a time
+	mu      sync.Mutex
+	k       *capabilities
+	// The last failure to reach the endpoint, given again for a while to
+	// the systems that ask next, so that a silent endpoint costs one
+	// timeout at start, not one per system.
+	lastErr error
+	lastAt  time.Time
+}
+
+// capsRecheck is how long a failure to reach the endpoint is given again
+// without a new probe.
+const capsRecheck = 500 * time.Millisecond
+
+// get returns the endpoint's capabilities, probing them on the first call
+// that finds the endpoint reachable; while it is not, the error says so.
+func (p *capsProbe) get(ctx context.Context) (capabilities, error) {
+	p.probing.Lock()
+	defer p.probing.Unlock()
+	p.mu.Lock()
+	k := p.k
+	p.mu.Unlock()
+	if k != nil {
+		return *k, nil
+	}
+	if p.c.DynamoDBEndpoint != "" {
+		if p.lastErr != nil && time.Since(p.lastAt) < capsRecheck {
+			return capabilities{}, p.lastErr
+		}
+		_, err := p.client.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		if err != nil && unreachable(err) {
+			p.lastErr, p.lastAt = fmt.Errorf("dynamodb endpoint %s: %w", p.c.DynamoDBEndpoint, err), time.Now()
+			return capabilities{}, p.lastErr
+		}
+	}
+	probed := probeCapabilities(ctx, p.c, p.client, p.streams)
+	p.mu.Lock()
+	p.k = &probed
+	p.mu.Unlock()
+	return probed, nil
+}
+
+// health is the capabilities as /healthz reports them, or that they are
+// not known yet.
+func (p *capsProbe) health() map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.k == nil {
+		return map[string]any{"engine": "the DynamoDB endpoint " + p.c.DynamoDBEndpoint, "probed": false}
+	}
+	return p.k.health()
 }

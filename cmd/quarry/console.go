@@ -61,25 +61,18 @@ func consoleKey(dataDir string) ([]byte, error) {
 	return key, nil
 }
 
-// consoleHandler returns the web console mounted at /: sign-in with the
-// running systems' credentials and operator tokens, the store explorer
-// over client, the Checks dashboard, DataShelf's catalogue over ds. When it cannot start, the systems
-// still serve and the console's paths answer 503 with the reason.
-func consoleHandler(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) http.Handler {
-	h, err := newConsole(ctx, c, client, systems, ck, ds, crawls, ee, log, extras...)
-	if err != nil {
-		log.Error("console disabled", "err", err)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			status, msg := http.StatusServiceUnavailable, "console unavailable: "+err.Error()
-			if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
-				status, msg = http.StatusNotFound, "not found: "+r.URL.Path
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-		})
-	}
-	return h
+// consoleUnavailable answers in place of a console that could not start:
+// 503 with the reason at the console's paths, a JSON 404 elsewhere.
+func consoleUnavailable(err error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, msg := http.StatusServiceUnavailable, "console unavailable: "+err.Error()
+		if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
+			status, msg = http.StatusNotFound, "not found: "+r.URL.Path
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	})
 }
 
 func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) (*console.Console, error) {

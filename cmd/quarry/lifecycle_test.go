@@ -137,8 +137,10 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 			name: "DataShelf PostgreSQL fails",
 			setup: func(t *testing.T) ([]string, func(string)) {
 				// A server that accepts and says nothing until a warm
-				// browser runs, then drops its connections: the failure
-				// comes with Wallcrawler fully started.
+				// browser runs, then refuses the login as PostgreSQL
+				// does (an answer, not an outage: serve does not wait
+				// for it): the failure comes with Wallcrawler fully
+				// started.
 				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
 					t.Fatal(err)
@@ -146,6 +148,7 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 				t.Cleanup(func() { ln.Close() })
 				var mu sync.Mutex
 				var conns []net.Conn
+				refusing := false
 				go func() {
 					for {
 						c, err := ln.Accept()
@@ -153,7 +156,11 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 							return
 						}
 						mu.Lock()
-						conns = append(conns, c)
+						if refusing {
+							refusePostgresLogin(c)
+						} else {
+							conns = append(conns, c)
+						}
 						mu.Unlock()
 					}
 				}()
@@ -162,11 +169,11 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 						pids, _ := browser.Leftovers(browserDir)
 						return len(pids) > 0
 					})
-					ln.Close()
 					mu.Lock()
 					defer mu.Unlock()
+					refusing = true
 					for _, c := range conns {
-						c.Close()
+						refusePostgresLogin(c)
 					}
 				}
 				url := "postgres://quarry@" + ln.Addr().String() + "/quarry?sslmode=disable&connect_timeout=90"
@@ -255,4 +262,20 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusePostgresLogin answers a PostgreSQL client's startup message with
+// the ErrorResponse of a failed password check, and closes the connection.
+func refusePostgresLogin(c net.Conn) {
+	var fields []byte
+	for _, f := range []struct {
+		code byte
+		v    string
+	}{{'S', "FATAL"}, {'V', "FATAL"}, {'C', "28P01"}, {'M', "password authentication failed for user \"quarry\""}} {
+		fields = append(append(append(fields, f.code), f.v...), 0)
+	}
+	fields = append(fields, 0)
+	msg := append([]byte{'E'}, byte((len(fields)+4)>>24), byte((len(fields)+4)>>16), byte((len(fields)+4)>>8), byte(len(fields)+4))
+	_, _ = c.Write(append(msg, fields...))
+	c.Close()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,7 +18,6 @@ import (
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
-	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
@@ -61,6 +62,12 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 
 // cmdServe runs `quarry serve`: the HTTP API and the store's endpoint.
 //
+// A system whose backend (the DynamoDB endpoint, PostgreSQL, the S3
+// bucket) does not answer at start waits for it in the background and
+// starts by itself when it answers, while the rest serves and /healthz
+// says what waits (deferred.go); a backend that answers with a refusal
+// (a missing bucket, bad credentials) stops the start as before.
+//
 // One lifecycle owns everything it starts. On a signal, when a running
 // part fails, or when a part fails to start, the lifecycle stops what has
 // started in the reverse order of the start, within --shutdown-timeout
@@ -68,16 +75,18 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 //
 //  1. the API listener, then the DynamoDB endpoint's (stop accepting,
 //     drain the requests in flight);
-//  2. the systems' background work: EECAR's stream follower (and its
-//     webhooks in flight), Checks' scheduler and alert dispatcher,
-//     Wallcrawler's session reaper and stream notifier;
-//  3. DataShelf's store;
-//  4. EECAR's webhook connections, Checks' prober;
-//  5. Wallcrawler: its sessions (each ends with a final write, so before
-//     the store closes, and closes its browser), the warm pool's
-//     browsers, the egress proxy (its port closes), the browsers' files;
-//  6. the admin channel (its socket file is removed);
-//  7. the embedded store (its lock is released: another process may open
+//  2. the backend health prober;
+//  3. each system, in the reverse of its start (a system that started
+//     late stops in its place all the same; one still waiting stops
+//     waiting): DataShelf's store; EECAR's stream follower (and its
+//     webhooks in flight), then its webhook connections; Checks'
+//     scheduler and alert dispatcher, then its prober; Wallcrawler's
+//     session reaper and stream notifier, then its sessions (each ends
+//     with a final write, so before the store closes, and closes its
+//     browser), the warm pool's browsers, the egress proxy (its port
+//     closes), the browsers' files;
+//  4. the admin channel (its socket file is removed);
+//  5. the embedded store (its lock is released: another process may open
 //     the data directory).
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quarry serve", flag.ContinueOnError)
@@ -101,6 +110,12 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer cancel()
 		if serr := lc.shutdown(sctx); serr != nil {
 			log.Warn("stopping what had started", "err", serr)
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Asked to stop (SIGTERM) while a start attempt waited
+			// for a backend: a stop, not a failure.
+			log.Info("stopped during start", "err", err)
+			return nil
 		}
 		return err
 	}
@@ -145,168 +160,217 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	if err != nil {
 		return err
 	}
-	// Each DynamoDB system starts only when the endpoint offers what it
-	// needs; the others start regardless, and /healthz says which is off
-	// and why.
-	caps := probeCapabilities(ctx, c, client, streams)
-	systems := map[string]any{}
-	reasons := map[string]string{}
-	refuse := func(name, why string) {
-		log.Error(why, "system", name)
-		systems[name] = map[string]any{"status": "disabled", "reason": why}
-		reasons[name] = why
-	}
-	// --systems: the systems not named are not started on this node.
+	// Each system starts now when its backends answer, else waits for them
+	// in the background and starts when they do (deferred.go); each DynamoDB
+	// system only when the endpoint offers what it needs. /healthz says
+	// which is waiting or off, and why.
+	caps := &capsProbe{c: c, client: client, streams: streams}
+	reg := metrics.New()
+	var (
+		wcP atomic.Pointer[wallcrawler]
+		ckP atomic.Pointer[checks]
+		eeP atomic.Pointer[eecar]
+		dsP atomic.Pointer[datashelfstore.Store]
+	)
+	var crawlsP atomic.Pointer[shelfconsole.Crawls] // crawls started from the console
+	wcSlot, ckSlot, eeSlot, dsSlot, consoleSlot := newSlot("wallcrawler"), newSlot("checks"), newSlot("eecar"), newSlot("datashelf"), newSlot("console")
+	slots := []*slot{wcSlot, ckSlot, eeSlot, dsSlot}
+	running := map[string]any{"status": "running"}
+	// --systems: the systems not named are not started on this node; their
+	// slots answer 503 naming the flag.
 	enabled, err := c.SystemSet()
 	if err != nil {
 		return err
 	}
-	off := func(name string) bool {
-		if enabled[name] {
-			return false
+	start := func(sl *slot, fn systemStart) error {
+		if !enabled[sl.name] {
+			sl.disable(notOnThisNode(c, sl.name))
+			return nil
 		}
-		why := notOnThisNode(c, name)
-		systems[name] = map[string]any{"status": "disabled", "reason": why}
-		reasons[name] = why
-		return true
+		return startSystem(lc, sl, log, fn)
 	}
-	var wc *wallcrawler
-	if off("wallcrawler") {
-		// not on this node (--systems)
-	} else if why := caps.missing("Wallcrawler", "streams", "ttl"); why != "" {
-		refuse("wallcrawler", why)
-	} else {
-		if wc, err = startWallcrawler(ctx, lc, c, client, streams, store != nil, policy, log); err != nil {
-			return err
+	if err := start(wcSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
+		k, err := caps.get(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why := k.missing("Wallcrawler", "streams", "ttl"); why != "" {
+			return nil, nil, disabledError{why}
+		}
+		wc, err := startWallcrawler(ctx, sub, c, client, streams, store != nil, policy, log)
+		if err != nil {
+			return nil, nil, err
 		}
 		st := map[string]any{"status": "running"}
-		if !caps.PITR {
-			warning := fmt.Sprintf("point-in-time recovery is not available on %s: Wallcrawler's tables are not protected by it; back them up by the engine's own means", caps.Engine)
+		if !k.PITR {
+			warning := fmt.Sprintf("point-in-time recovery is not available on %s: Wallcrawler's tables are not protected by it; back them up by the engine's own means", k.Engine)
 			log.Warn(warning, "system", "wallcrawler")
 			st["warnings"] = []string{warning}
 		}
-		systems["wallcrawler"] = st
+		sub.goRun("wallcrawler background work", func(ctx context.Context) error { wc.run(ctx, log); return nil }, nil)
+		reg.Register(newEgressCollector(wc.egress))
+		wcP.Store(wc)
+		return map[string]http.Handler{
+			"/wallcrawler/": boundedIDs(wc.handler, browserbaseError),
+			uploadPrefix:    boundedIDs(wc.uploads, plainError),
+		}, st, nil
+	}); err != nil {
+		return err
 	}
-	var ck *checks
-	if off("checks") {
-		// not on this node (--systems)
-	} else if why := caps.missing("Checks", "transactions"); why != "" {
-		refuse("checks", why)
-	} else {
-		if ck, err = startChecks(ctx, lc, c, client, policy, log); err != nil {
-			return err
+	if err := start(ckSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
+		k, err := caps.get(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
-		systems["checks"] = map[string]any{"status": "running"}
+		if why := k.missing("Checks", "transactions"); why != "" {
+			return nil, nil, disabledError{why}
+		}
+		ck, err := startChecks(ctx, sub, c, client, policy, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		sub.goRun("checks background work", func(ctx context.Context) error { ck.run(ctx, log); return nil }, nil)
+		ckP.Store(ck)
+		return map[string]http.Handler{"/checks/": boundedIDs(ck.handler, plainError)}, running, nil
+	}); err != nil {
+		return err
 	}
-	var ee *eecar
-	if off("eecar") {
-		// not on this node (--systems)
-	} else if why := caps.missing("EECAR", "transactions", "streams"); why != "" {
-		refuse("eecar", why)
-	} else {
-		if ee, err = startEECAR(ctx, lc, c, client, streams, store != nil, policy, log); err != nil {
-			return err
+	if err := start(eeSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
+		k, err := caps.get(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
-		systems["eecar"] = map[string]any{"status": "running"}
+		if why := k.missing("EECAR", "transactions", "streams"); why != "" {
+			return nil, nil, disabledError{why}
+		}
+		ee, err := startEECAR(ctx, sub, c, client, streams, store != nil, policy, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		sub.goRun("eecar background work", func(ctx context.Context) error { ee.run(ctx, log); return nil }, nil)
+		eeP.Store(ee)
+		return map[string]http.Handler{"/eecar/": boundedIDs(ee.handler, plainError)}, running, nil
+	}); err != nil {
+		return err
+	}
+	if err := start(dsSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
+		ds, blobs, err := openDataShelf(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		sub.onStop("datashelf store", func(context.Context) error { return ds.Close() })
+		h, err := dataShelfHandler(c, ds, blobs, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		crawls, err := consoleCrawls(ctx, c, ds, blobs, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		sub.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
+		crawlsP.Store(crawls)
+		dsP.Store(&ds)
+		return map[string]http.Handler{"/datashelf/": boundedIDs(h, dataShelfError)}, running, nil
+	}); err != nil {
+		return err
+	}
+	// The console, once the systems it shows have started (it needs the
+	// DynamoDB endpoint itself).
+	if err := startSystem(lc, consoleSlot, log, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
+		for _, sl := range slots {
+			if sl.isWaiting() {
+				return nil, nil, errNotYet
+			}
+		}
+		systems := map[string]any{}
+		for _, sl := range slots {
+			systems[sl.name] = sl.health()
+		}
+		var ds datashelfstore.Store
+		if p := dsP.Load(); p != nil {
+			ds = *p
+		}
+		h, err := newConsole(ctx, c, client, systems, ckP.Load(), ds, crawlsP.Load(), eeP.Load(), log, wallcrawlerConsole(wcP.Load()))
+		if err != nil && unreachable(err) {
+			return nil, nil, err
+		}
+		if err != nil {
+			log.Error("console disabled", "err", err)
+			return map[string]http.Handler{"/": consoleUnavailable(err)}, running, nil
+		}
+		return map[string]http.Handler{"/": h}, running, nil
+	}); err != nil {
+		return err
 	}
 
-	var (
-		ds        datashelfstore.Store // nil when DataShelf is not started here
-		blobs     blob.Store
-		dsHandler http.Handler
-		crawls    *shelfconsole.Crawls
-	)
-	if off("datashelf") {
-		dsHandler = disabledSystem(reasons["datashelf"])
-	} else {
-		if ds, blobs, err = openDataShelf(ctx, c); err != nil {
-			return err
+	// /healthz's "backends": probed from the start, also while the systems
+	// that need them wait.
+	pgPing := func(ctx context.Context) error {
+		if p := dsP.Load(); p != nil {
+			return (*p).Ping(ctx)
 		}
-		lc.onStop("datashelf store", func(context.Context) error { return ds.Close() })
-		h, err := dataShelfHandler(c, ds, blobs, log)
+		return pingPostgres(ctx, c.DataShelfDB)
+	}
+	var s3Ping func(context.Context) error
+	if c.BlobS3Bucket != "" {
+		s3, err := newS3Blobs(ctx, c, "datashelf")
 		if err != nil {
 			return err
 		}
-		dsHandler = boundedIDs(h, dataShelfError)
-		systems["datashelf"] = map[string]any{"status": "running"}
-		if crawls, err = consoleCrawls(ctx, c, ds, blobs, log); err != nil { // crawls started from the console
-			return err
-		}
-		lc.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
+		s3Ping = s3.Ping
 	}
-	backends := startBackendHealth(ctx, c, client, ds, blobs, log) // /healthz's "backends"
+	backends := startBackendHealth(ctx, c, client, pgPing, s3Ping, log)
 	lc.onStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
 
-	// The systems' background work; a system whose work stops logs it,
-	// and the others serve on.
-	for _, sys := range []struct {
-		name string
-		sys  interface {
-			run(context.Context, *slog.Logger)
-		}
-	}{{"wallcrawler", wc}, {"checks", ck}, {"eecar", ee}} {
-		if isNil(sys.sys) {
-			continue
-		}
-		lc.goRun(sys.name+" background work", func(ctx context.Context) error {
-			sys.sys.run(ctx, log)
-			return nil
-		}, nil)
-	}
-
-	reg := metrics.New()
 	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 {
+		wc := wcP.Load()
 		if wc == nil {
 			return 0
 		}
 		return float64(wc.manager.Live())
 	})
-	registerLeaseMetrics(reg, wc)
+	registerLeaseMetrics(reg, wcP.Load)
 	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 {
+		ck := ckP.Load()
 		if ck == nil {
 			return 0
 		}
 		return float64(ck.sched.Len())
 	})
 	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 {
+		ee := eeP.Load()
 		if ee == nil {
 			return 0
 		}
 		return float64(ee.market.Index().Len())
 	})
-	if wc != nil {
-		reg.Register(newEgressCollector(wc.egress))
-	}
 	if store != nil {
 		reg.Register(newStoreCollector(store))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpserver.HealthDetails(backends.Check, func() map[string]any {
+	mux.Handle("GET /healthz", httpserver.HealthDetails(func(ctx context.Context) error {
+		if err := backends.Check(ctx); err != nil {
+			return err
+		}
+		return waitingOf(slots)
+	}, func() map[string]any {
+		systems := map[string]any{}
+		for _, sl := range slots {
+			systems[sl.name] = sl.health()
+		}
 		d := map[string]any{"systems": systems, "dynamodb": caps.health(), "backends": backends.Report()}
-		if wc != nil {
+		if wc := wcP.Load(); wc != nil {
 			d["wallcrawler"] = wc.health()
 		}
 		return d
 	}))
 	mux.Handle("GET /metrics", reg)
-	mux.Handle("/datashelf/", reg.Count("datashelf", dsHandler))
-	if wc != nil {
-		mux.Handle("/wallcrawler/", reg.Count("wallcrawler", boundedIDs(wc.handler, browserbaseError)))
-		mux.Handle(uploadPrefix, reg.Count("wallcrawler", boundedIDs(wc.uploads, plainError)))
-	} else {
-		mux.Handle("/wallcrawler/", reg.Count("wallcrawler", disabledSystem(reasons["wallcrawler"])))
-	}
-	if ck != nil {
-		mux.Handle("/checks/", reg.Count("checks", boundedIDs(ck.handler, plainError)))
-	} else {
-		mux.Handle("/checks/", reg.Count("checks", disabledSystem(reasons["checks"])))
-	}
-	if ee != nil {
-		mux.Handle("/eecar/", reg.Count("eecar", boundedIDs(ee.handler, plainError)))
-	} else {
-		mux.Handle("/eecar/", reg.Count("eecar", disabledSystem(reasons["eecar"])))
-	}
-	mux.Handle("/", reg.Count("console", consoleHandler(ctx, c, client, systems, ck, ds, crawls, ee, log, wallcrawlerConsole(wc)))) // the web console; other paths a JSON 404
+	mux.Handle("/datashelf/", reg.Count("datashelf", dsSlot.route("/datashelf/")))
+	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", wcSlot.route("/wallcrawler/")))
+	mux.Handle(uploadPrefix, reg.Count("wallcrawler", wcSlot.route(uploadPrefix)))
+	mux.Handle("/checks/", reg.Count("checks", ckSlot.route("/checks/")))
+	mux.Handle("/eecar/", reg.Count("eecar", eeSlot.route("/eecar/")))
+	mux.Handle("/", reg.Count("console", consoleSlot.route("/"))) // the web console; other paths a JSON 404
 	// Both listeners are bound before either serves, so that the banner
 	// (which names their addresses) comes before their "listening on" logs.
 	var ddbSrv *httpserver.Server
@@ -329,7 +393,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 	if err != nil {
 		dataDir = c.DataDir
 	}
-	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy, enabled: enabled,
+	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wcP.Load(), policy: policy, enabled: enabled,
 		api: api.BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
 	if ddbSrv != nil {
 		f.ddb = ddbSrv.BoundAddr()
@@ -350,20 +414,6 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 func notOnThisNode(c *config.Config, name string) string {
 	return fmt.Sprintf("%s is not started on this node: --systems %s (%s) does not name it; send its requests to a node that runs it",
 		name, c.Systems, config.EnvName("systems"))
-}
-
-// isNil reports whether an interface holds a nil pointer (a system that
-// did not start).
-func isNil(v any) bool {
-	switch x := v.(type) {
-	case *wallcrawler:
-		return x == nil
-	case *checks:
-		return x == nil
-	case *eecar:
-		return x == nil
-	}
-	return v == nil
 }
 
 // later returns the later of two times.

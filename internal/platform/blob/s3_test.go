@@ -7,39 +7,29 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/quarrydb/quarry/internal/testenv"
 )
 
 const testBucket = "quarry-test"
 
-// fakeS3 starts gofakes3 (in-memory backend) on a loopback server, the
-// stand-in for AWS S3 or MinIO, with testBucket created. It returns the
-// endpoint URL.
-func fakeS3(t *testing.T) string {
+// s3Server starts versitygw (a real S3 gateway with a posix backend) on
+// loopback with testBucket created.
+func s3Server(t *testing.T) *testenv.S3Server {
 	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket(testBucket); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return testenv.StartS3(t, testBucket)
 }
 
-func newTestS3(t *testing.T, endpoint, bucket, prefix string) *S3 {
+func newTestS3(t *testing.T, srv *testenv.S3Server, bucket, prefix string) *S3 {
 	t.Helper()
 	s, err := NewS3(context.Background(), S3Options{
-		Bucket: bucket, Prefix: prefix, Endpoint: endpoint, Region: "us-east-1", PathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		Bucket: bucket, Prefix: prefix, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true,
+		Credentials: srv.Credentials(),
 		TempDir:     t.TempDir(),
 	})
 	if err != nil {
@@ -57,7 +47,7 @@ func backends(t *testing.T) map[string]Store {
 	}
 	return map[string]Store{
 		"Dir": d,
-		"S3":  newTestS3(t, fakeS3(t), testBucket, "sys/"),
+		"S3":  newTestS3(t, s3Server(t), testBucket, "sys/"),
 	}
 }
 
@@ -224,9 +214,9 @@ func TestStoreContract(t *testing.T) {
 
 func TestS3Prefix(t *testing.T) {
 	ctx := context.Background()
-	endpoint := fakeS3(t)
-	a := newTestS3(t, endpoint, testBucket, "a/")
-	whole := newTestS3(t, endpoint, testBucket, "")
+	srv := s3Server(t)
+	a := newTestS3(t, srv, testBucket, "a/")
+	whole := newTestS3(t, srv, testBucket, "")
 	if err := a.Put(ctx, "k", strings.NewReader("in a")); err != nil {
 		t.Fatal(err)
 	}
@@ -248,11 +238,11 @@ func TestS3Prefix(t *testing.T) {
 
 // A missing bucket is a configuration error, not a missing object.
 func TestS3MissingBucket(t *testing.T) {
-	endpoint := fakeS3(t)
-	if err := newTestS3(t, endpoint, testBucket, "").CheckBucket(context.Background()); err != nil {
+	srv := s3Server(t)
+	if err := newTestS3(t, srv, testBucket, "").CheckBucket(context.Background()); err != nil {
 		t.Fatalf("CheckBucket: %v", err)
 	}
-	s := newTestS3(t, endpoint, "no-such-bucket", "")
+	s := newTestS3(t, srv, "no-such-bucket", "")
 	if err := s.CheckBucket(context.Background()); err == nil {
 		t.Fatal("CheckBucket of a missing bucket succeeded")
 	}
@@ -264,22 +254,7 @@ func TestS3MissingBucket(t *testing.T) {
 
 func TestS3UploadURL(t *testing.T) {
 	ctx := context.Background()
-	s := newTestS3(t, fakeS3(t), testBucket, "wc/")
-	put := func(u string, body []byte) *http.Response {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
-
+	s := newTestS3(t, s3Server(t), testBucket, "wc/")
 	u, err := s.UploadURL(ctx, "http://ignored.example", "contexts/p1/c1.tar.gz", 15*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -299,8 +274,8 @@ func TestS3UploadURL(t *testing.T) {
 		t.Fatalf("signed headers %q, want host only", q.Get("X-Amz-SignedHeaders"))
 	}
 	body := []byte("profile archive bytes")
-	if resp := put(u, body); resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT to the presigned URL: %s", resp.Status)
+	if code, msg := put(t, u, body); code != http.StatusOK {
+		t.Fatalf("PUT to the presigned URL: %d %s", code, msg)
 	}
 	if got := mustGet(t, s, "contexts/p1/c1.tar.gz"); !bytes.Equal(got, body) {
 		t.Fatalf("got %q", got)
@@ -310,32 +285,116 @@ func TestS3UploadURL(t *testing.T) {
 		t.Fatalf("UploadURL of a bad key = %v, want ErrBadKey", err)
 	}
 
-	// Expiry. AWS S3 (and MinIO, Ceph, R2) refuse a presigned URL after
-	// X-Amz-Date + X-Amz-Expires with 403 AccessDenied "Request has
-	// expired". gofakes3 v1.2.0 verifies neither signatures nor the expiry
-	// of presigned URLs (it only checks the x-amz-date header against its
-	// clock, and only with WithTimeSkewLimit), so here an expired URL is
-	// still accepted: this test records that the URL carries the expiry
-	// and that gofakes3 does not enforce it. Refusal is the real
-	// service's job and is not tested here.
-	u, err = s.UploadURL(ctx, "", "expiring", time.Second)
+}
+
+// put sends body to a presigned URL with no other header and returns the
+// response's status and body.
+func put(t *testing.T, u string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pu, _ = url.Parse(u)
-	if pu.Query().Get("X-Amz-Expires") != "1" {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The S3 server, not quarry, enforces a presigned upload URL's expiry:
+// the same URL is accepted while valid and refused once
+// X-Amz-Date + X-Amz-Expires has passed, and a refused PUT stores nothing.
+func TestS3UploadURLExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestS3(t, s3Server(t), testBucket, "wc/")
+	u, err := s.UploadURL(ctx, "", "expiring", 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(u)
+	if pu.Query().Get("X-Amz-Expires") != "3" {
 		t.Fatalf("X-Amz-Expires in %s", u)
 	}
 	signed, err := time.Parse("20060102T150405Z", pu.Query().Get("X-Amz-Date"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(signed.Add(2100 * time.Millisecond))) // past expiry, whole seconds
-	resp := put(u, []byte("late"))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("gofakes3 now refuses expired presigned URLs (%s): assert the refusal instead", resp.Status)
+	if code, body := put(t, u, []byte("in time")); code != http.StatusOK {
+		t.Fatalf("PUT before expiry: %d %s", code, body)
 	}
-	t.Logf("gofakes3 accepted an expired presigned URL (%s), as documented", resp.Status)
+	time.Sleep(time.Until(signed.Add(4100 * time.Millisecond))) // past expiry, in whole seconds
+	code, body := put(t, u, []byte("late"))
+	if code != http.StatusForbidden || !strings.Contains(body, "AccessDenied") {
+		t.Fatalf("PUT after expiry: %d %s, want 403 AccessDenied", code, body)
+	}
+	if got := mustGet(t, s, "expiring"); string(got) != "in time" {
+		t.Fatalf("after the refused PUT: %q", got)
+	}
+}
+
+// A presigned URL altered by its holder is refused by the S3 server: the
+// signature covers the key, the expiry and the method.
+func TestS3UploadURLTampered(t *testing.T) {
+	ctx := context.Background()
+	s := newTestS3(t, s3Server(t), testBucket, "wc/")
+	u, err := s.UploadURL(ctx, "", "p1/c1/profile.tar.gz", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alter := func(f func(pu *url.URL, q url.Values)) string {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := pu.Query()
+		f(pu, q)
+		pu.RawQuery = q.Encode()
+		return pu.String()
+	}
+	flip := func(sig string) string {
+		b := []byte(sig)
+		if b[0] == '0' {
+			b[0] = '1'
+		} else {
+			b[0] = '0'
+		}
+		return string(b)
+	}
+	// want is the refusal's status; 0: any 4xx (AWS S3 answers an
+	// unknown access key with 403 InvalidAccessKeyId, versitygw with 404).
+	cases := []struct {
+		name, url string
+		want      int
+	}{
+		{"wrong signature", alter(func(_ *url.URL, q url.Values) { q.Set("X-Amz-Signature", flip(q.Get("X-Amz-Signature"))) }), http.StatusForbidden},
+		{"other key", alter(func(pu *url.URL, _ url.Values) { pu.Path = "/" + testBucket + "/wc/p2/c2/profile.tar.gz" }), http.StatusForbidden},
+		{"longer expiry", alter(func(_ *url.URL, q url.Values) { q.Set("X-Amz-Expires", "604800") }), http.StatusForbidden},
+		{"no signature", alter(func(_ *url.URL, q url.Values) { q.Del("X-Amz-Signature") }), http.StatusBadRequest},
+		{"other access key", alter(func(_ *url.URL, q url.Values) {
+			cred := q.Get("X-Amz-Credential")
+			q.Set("X-Amz-Credential", "AKIAOTHER"+cred[strings.Index(cred, "/"):])
+		}), 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, body := put(t, c.url, []byte("forged"))
+			if c.want != 0 && code != c.want || code < 400 || code > 499 || !strings.Contains(body, "<Code>") {
+				t.Fatalf("PUT: %d %s, want a refusal (%d)", code, body, c.want)
+			}
+		})
+	}
+	for _, key := range []string{"p1/c1/profile.tar.gz", "p2/c2/profile.tar.gz"} {
+		if _, err := s.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s after refused PUTs: %v, want ErrNotFound", key, err)
+		}
+	}
+	if code, body := put(t, u, []byte("genuine")); code != http.StatusOK {
+		t.Fatalf("the untampered URL: %d %s", code, body)
+	}
 }
 
 func TestSignerUploadURL(t *testing.T) {

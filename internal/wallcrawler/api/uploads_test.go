@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/testenv"
 	"github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
@@ -79,15 +76,10 @@ func postContext(t *testing.T, base, key string) (int, map[string]any) {
 // With an S3 store, uploadUrl is a presigned PutObject URL of the bucket,
 // and the archive PUT there is the context's blob.
 func TestContextUploadToS3(t *testing.T) {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("wc"); err != nil {
-		t.Fatal(err)
-	}
-	fake := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(fake.Close)
+	srv := testenv.StartS3(t, "wc-blobs")
 	store, err := blob.NewS3(context.Background(), blob.S3Options{
-		Bucket: "wc", Prefix: "wallcrawler/", Endpoint: fake.URL, Region: "us-east-1", PathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""),
+		Bucket: "wc-blobs", Prefix: "wallcrawler/", Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true,
+		Credentials: srv.Credentials(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +93,7 @@ func TestContextUploadToS3(t *testing.T) {
 	id, _ := out["id"].(string)
 	u, _ := out["uploadUrl"].(string)
 	pu, err := url.Parse(u)
-	if err != nil || !strings.HasPrefix(u, fake.URL+"/wc/wallcrawler/") || pu.Query().Get("X-Amz-Signature") == "" {
+	if err != nil || !strings.HasPrefix(u, srv.Endpoint+"/wc-blobs/wallcrawler/") || pu.Query().Get("X-Amz-Signature") == "" {
 		t.Fatalf("uploadUrl %q", u)
 	}
 	archive := []byte("not really a tar.gz")
@@ -114,7 +106,7 @@ func TestContextUploadToS3(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT uploadUrl: %s", resp.Status)
 	}
-	projectAndRest := strings.TrimPrefix(pu.Path, "/wc/wallcrawler/")
+	projectAndRest := strings.TrimPrefix(pu.Path, "/wc-blobs/wallcrawler/")
 	if !strings.HasSuffix(projectAndRest, "/"+id+"/profile.tar.gz") {
 		t.Fatalf("object path %q does not name context %s", pu.Path, id)
 	}

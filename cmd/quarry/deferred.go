@@ -187,7 +187,7 @@ func waitingOf(slots []*slot) error {
 // What a successful attempt started is stopped at shutdown in this
 // system's place of lc's order.
 func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) error {
-	sub := newLifecycle(lc.Context(), log)
+	sub := systemLifecycle(lc.Context(), log)
 	routes, status, err := start(sub.Context(), sub)
 	if err == nil {
 		lc.onStop(s.name, sub.shutdown)
@@ -220,7 +220,7 @@ func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) er
 			if b.Wait(ctx) != nil {
 				return nil
 			}
-			sub := newLifecycle(ctx, log)
+			sub := systemLifecycle(ctx, log)
 			routes, status, err := start(sub.Context(), sub)
 			if err == nil {
 				mu.Lock()
@@ -268,6 +268,26 @@ func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) er
 }
 
 // undo stops what a failed start attempt had started.
+// systemLifecycle returns the lifecycle of one system: its context lives
+// until the system is stopped (or a part of it fails), also when the
+// system runs no goroutine of its own (an errgroup's context ends as soon
+// as its Wait returns, which for an empty group is at once: DataShelf's
+// console crawls found theirs cancelled before they started).
+func systemLifecycle(ctx context.Context, log *slog.Logger) *lifecycle {
+	sub := newLifecycle(ctx, log)
+	stopped := make(chan struct{})
+	sub.group.Go(func() error {
+		select {
+		case <-stopped:
+		case <-sub.ctx.Done():
+		}
+		return nil
+	})
+	// The first part recorded, so the last stopped.
+	sub.onStop("system lifetime", func(context.Context) error { close(stopped); return nil })
+	return sub
+}
+
 func undo(sub *lifecycle) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -38,7 +38,11 @@ func (d *driver) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	tctx, cancel := context.WithTimeout(d.ctx, 20*time.Second)
 	defer cancel()
 	if err := chromedp.Do(tctx, actions...); err != nil {
-		d.t.Fatalf("%s: %v", what, err)
+		// Where the browser stood, to see why.
+		dctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+		defer cancel()
+		page, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		d.t.Fatalf("%s: %v\n%s", what, err, page)
 	}
 }
 
@@ -81,7 +85,10 @@ func (d *driver) shot(name string) {
 }
 
 // submit clicks a submit button and waits for the next page's load.
-func (d *driver) submit(sel string) chromedp.Action[chromedp.Void] {
+func (d *driver) submit(sel string) chromedp.Action[chromedp.Void] { return submitAndWait(sel) }
+
+// submitAndWait clicks a submit button and waits for the next page's load.
+func submitAndWait(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.stale = true")); err != nil {
 			return err

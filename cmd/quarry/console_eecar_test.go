@@ -20,77 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// browserTab drives one browser context (its own cookies) of the EECAR
-// console test.
-type browserTab struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-}
-
-func (b *browserTab) run(what string, actions ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		dctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		defer cancel()
-		page, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
-		b.t.Fatalf("%s: %v\n%s", what, err, page)
-	}
-}
-
-func (b *browserTab) text(sel string) string {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
-	}
-	return s
-}
-
-func (b *browserTab) eval(js string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return s
-}
-
-// submit clicks a submit button and waits for the next page's load.
-func submitAndWait(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.stale = true")); err != nil {
-			return err
-		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			return err
-		}
-		for {
-			done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!window.stale && document.readyState === "complete"`))
-			if err == nil && done {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	})
-}
-
-func (b *browserTab) signIn(key string) {
-	b.t.Helper()
-	b.run("sign in", chromedp.Navigate(b.base+"/console/signin"),
-		chromedp.SetValue(chromedp.CSS("#realm"), "eecar"),
-		chromedp.SendKeys(chromedp.CSS("#credential"), key),
-		submitAndWait("#signin button"),
-		chromedp.WaitVisible(chromedp.CSS("#who")))
-}
+// browserTab drives one browser (its own cookies) of the EECAR console
+// test: the console tests' driver, with the EECAR area's helpers below.
+type browserTab = driver
 
 // unread is the header's unread count.
 func (b *browserTab) unread() string {
@@ -146,10 +78,10 @@ func TestConsoleEECAR(t *testing.T) {
 
 	// Two browsers: each company has its own cookies.
 	sctx, bctx := consoleBrowser(t), consoleBrowser(t)
-	seller := &browserTab{t: t, ctx: sctx, base: base}
-	buyer := &browserTab{t: t, ctx: bctx, base: base}
-	seller.signIn(sellerKey)
-	buyer.signIn(buyerKey)
+	seller := &browserTab{t: t, ctx: sctx, base: base, shots: t.TempDir()}
+	buyer := &browserTab{t: t, ctx: bctx, base: base, shots: t.TempDir()}
+	seller.signIn("eecar", sellerKey)
+	buyer.signIn("eecar", buyerKey)
 
 	// The buyer watches for batteries of at least 80 % SOH.
 	buyer.run("watch", chromedp.Navigate(base+"/console/eecar/watches/"), chromedp.WaitVisible(chromedp.CSS("#watch-form")),

@@ -1,0 +1,5 @@
+-- A category's products newest first (the catalogue's default order, and
+-- its keyset pages) read in index order instead of sorting the whole
+-- category: the document's separate indexes on category_id and created_at
+-- serve one or the other, not both.
+CREATE INDEX IF NOT EXISTS idx_product_category_created ON product(category_id, created_at DESC, id);

@@ -16,7 +16,6 @@ import (
 // lists the fixture's category, a filter narrows its products, a
 // product's page shows its specs.
 func TestConsoleDataShelf(t *testing.T) {
-	t.Parallel()
 	s := startChecksServer(t)
 	base := "http://" + s.api
 	ctx0 := context.Background()

@@ -49,7 +49,6 @@ func (b *browserTab) openNote(typ string) {
 // of it. Another company's URLs are 404, and forms without their CSRF
 // token are refused.
 func TestConsoleEECAR(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	s := startEECARServe(t, dir)
 	base := "http://" + s.api

@@ -109,7 +109,6 @@ func csrfOf(t *testing.T, body string) string {
 // token and finds the operator areas missing; forms without their CSRF
 // token are refused; signing out ends the session.
 func TestConsole(t *testing.T) {
-	t.Parallel()
 	s := startChecksServer(t)
 	base := "http://" + s.api
 	var out, errs syncBuffer

@@ -49,7 +49,6 @@ fetch("/data.json").then(function(r){return r.json()}).then(function(d){document
 // the replay's frames. Another project's session and pages are 404s; a
 // release without its CSRF token is refused, with it the session ends.
 func TestConsoleWallcrawler(t *testing.T) {
-	t.Parallel()
 	site := inspectFixture(t)
 	s := startWallcrawlerServer(t, "--allow-networks", site.Listener.Addr().String())
 	base := "http://" + s.api

@@ -160,29 +160,7 @@ func TestConsole(t *testing.T) {
 		}
 	}
 
-	// submit clicks a submit button and waits for the next page's load.
-	submit := func(sel string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.stale = true")); err != nil {
-				return err
-			}
-			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-				return err
-			}
-			for {
-				// The evaluation fails while the page navigates: retry.
-				done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!window.stale && document.readyState === "complete"`))
-				if err == nil && done {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		})
-	}
+	submit := submitAndWait // clicks a submit button, waits for the next page
 	// A wrong token is refused on the form; the operator token signs in.
 	run("wrong token", chromedp.Navigate(base+"/"),
 		chromedp.SetValue(chromedp.CSS("#realm"), "operator"),

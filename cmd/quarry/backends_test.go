@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // nodeHealth is what /healthz says of the backends.
@@ -120,30 +116,9 @@ func TestServeSurvivesPostgresOutage(t *testing.T) {
 	if base == "" {
 		t.Skip("QUARRY_TEST_POSTGRES_URL is not set (scripts/pg-start.sh starts a server)")
 	}
-	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := fmt.Sprintf("quarry_test_%x", b)
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		conn.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := postgresSchemaURL(t, base)
 	front := newSwitchProxy(t, u.Host)
 	u.Host = front.addr
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 
 	d := startSharedDDB(t, "", "")
 	n := startNode(t, d, "node-a", "--datashelf-db", u.String())

@@ -3,12 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,29 +62,9 @@ func dataShelfAdminBackends(t *testing.T) map[string]func(t *testing.T) dataShel
 	}
 	out["postgres"] = func(t *testing.T) dataShelfAdminBackend {
 		ctx := context.Background()
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		schema := fmt.Sprintf("quarry_test_%x", b)
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-			conn.Close(ctx)
-		})
 		// The command sees only the URL: search_path comes with it (pgx
 		// sends unknown URL parameters as run-time parameters).
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
+		u, schema := postgresSchema(t, base)
 		dbURL := u.String()
 		return dataShelfAdminBackend{
 			flags: []string{"--data-dir", t.TempDir(), "--datashelf-db", dbURL},
@@ -98,6 +76,11 @@ func dataShelfAdminBackends(t *testing.T) map[string]func(t *testing.T) dataShel
 				return s
 			},
 			orphan: func(t *testing.T, id string) {
+				conn, err := pgx.Connect(ctx, base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close(ctx)
 				qs := pgx.Identifier{schema}.Sanitize()
 				if _, err := conn.Exec(ctx, "ALTER TABLE "+qs+".product DROP CONSTRAINT product_category_id_fkey"); err != nil {
 					t.Fatal(err)

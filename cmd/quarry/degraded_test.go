@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/quarrydb/quarry/internal/testenv"
 )
@@ -157,36 +152,6 @@ func TestServeStopsWhileWaiting(t *testing.T) {
 	}
 }
 
-// postgresSchema creates a fresh schema in the test PostgreSQL and returns
-// the server's URL with search_path set to it.
-func postgresSchema(t *testing.T) *url.URL {
-	t.Helper()
-	base := testenv.PostgresURL(t)
-	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := fmt.Sprintf("quarry_test_%x", b)
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		conn.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u
-}
-
 // TestServeStartsWithoutPostgres starts a node whose DataShelf database
 // refuses connections: the DynamoDB systems serve, /healthz is 503 naming
 // postgres with DataShelf waiting; once PostgreSQL answers, DataShelf
@@ -195,7 +160,7 @@ func TestServeStartsWithoutPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node; skipped in -short mode")
 	}
-	u := postgresSchema(t)
+	u := postgresSchemaURL(t, testenv.PostgresURL(t))
 	front := newSwitchProxy(t, u.Host)
 	pgAddr := u.Host
 	u.Host = front.addr

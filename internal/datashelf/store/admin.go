@@ -258,3 +258,30 @@ func categoryRecord(c Category) []string {
 	return []string{c.ID, opt(c.NavigationID), c.Title, c.SourceURL, strconv.Itoa(c.ProductCount),
 		stamp(c.LastScrapedAt), stamp(c.CreatedAt), stamp(c.UpdatedAt)}
 }
+
+// Rows is what EachRow needs of a driver's result set: pgx.Rows and
+// *sql.Rows both have it.
+type Rows interface {
+	Next() bool
+	Err() error
+}
+
+// EachRow calls fn with each row of rows as scan reads it (scan reads the
+// current row), stopping at the first error of either, which it returns
+// as it is; at the end it returns rows' own error (through mapErr when not
+// nil, the backend's error mapping). The caller closes rows.
+func EachRow[T any](rows Rows, scan func() (T, error), fn func(T) error, mapErr func(error) error) error {
+	for rows.Next() {
+		v, err := scan()
+		if err != nil {
+			return err
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	if mapErr == nil {
+		return rows.Err()
+	}
+	return mapErr(rows.Err())
+}

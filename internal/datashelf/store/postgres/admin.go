@@ -35,16 +35,7 @@ func (s *Store) ExportProducts(ctx context.Context, fn func(store.Product) error
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		p, err := scanProduct(rows)
-		if err != nil {
-			return err
-		}
-		if err := fn(p); err != nil {
-			return err
-		}
-	}
-	return mapErr(rows.Err())
+	return store.EachRow(rows, func() (store.Product, error) { return scanProduct(rows) }, fn, mapErr)
 }
 
 // ExportCategories implements store.Admin.
@@ -54,16 +45,7 @@ func (s *Store) ExportCategories(ctx context.Context, fn func(store.Category) er
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		c, err := scanCat(rows)
-		if err != nil {
-			return err
-		}
-		if err := fn(c); err != nil {
-			return err
-		}
-	}
-	return mapErr(rows.Err())
+	return store.EachRow(rows, func() (store.Category, error) { return scanCat(rows) }, fn, mapErr)
 }
 
 // integritySQL holds, per check, a query returning the offending rows'
@@ -90,13 +72,11 @@ func (s *Store) CheckIntegrity(ctx context.Context) ([]store.Finding, error) {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
+		scan := func() (string, error) {
 			var ex string
-			if err := rows.Scan(&ex); err != nil {
-				return err
-			}
-			row(ex)
+			err := rows.Scan(&ex)
+			return ex, err
 		}
-		return rows.Err()
+		return store.EachRow(rows, scan, func(ex string) error { row(ex); return nil }, nil)
 	})
 }

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -42,8 +45,20 @@ type S3Options struct {
 	// Credentials signs the requests; nil: the default AWS chain
 	// (environment, shared files, IAM role).
 	Credentials aws.CredentialsProvider
-	// HTTPClient sends the requests; nil: the SDK's default.
-	HTTPClient *http.Client
+	// HTTPClient sends the requests; nil: the SDK's client with a connect
+	// timeout of DefaultS3DialTimeout and a response-header timeout of
+	// ResponseHeaderTimeout, so that a silent endpoint fails a call
+	// instead of holding it (and a node's start) for the operating
+	// system's TCP timeouts.
+	HTTPClient aws.HTTPClient
+	// ResponseHeaderTimeout bounds the wait for a response's headers once
+	// a request is sent, for the default HTTPClient; default
+	// DefaultS3HeaderTimeout. Bodies (downloads) are not bounded by it.
+	ResponseHeaderTimeout time.Duration
+	// MaxAttempts bounds the SDK's attempts per call (retries of
+	// throttling and transient errors included); default
+	// DefaultS3MaxAttempts.
+	MaxAttempts int
 	// TempDir holds the spool files of Put for readers that cannot seek;
 	// empty: os.TempDir().
 	TempDir string
@@ -52,6 +67,16 @@ type S3Options struct {
 	// works until it expires even when what it was issued for is deleted.
 	MaxUploadTTL time.Duration
 }
+
+// Bounds of the default S3 client: an unreachable or silent endpoint costs
+// a call at most DefaultS3MaxAttempts attempts, each of at most
+// DefaultS3DialTimeout to connect and DefaultS3HeaderTimeout to answer,
+// with backoffs of at most 2 s between them.
+const (
+	DefaultS3DialTimeout   = 5 * time.Second
+	DefaultS3HeaderTimeout = 30 * time.Second
+	DefaultS3MaxAttempts   = 3
+)
 
 // DefaultMaxUploadTTL is the default cap on a presigned upload URL's
 // validity: short, because S3 cannot be told to refuse a presigned PUT
@@ -93,9 +118,20 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if opts.Credentials != nil {
 		loads = append(loads, awsconfig.WithCredentialsProvider(opts.Credentials))
 	}
-	if opts.HTTPClient != nil {
-		loads = append(loads, awsconfig.WithHTTPClient(opts.HTTPClient))
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		header := cmp.Or(max(opts.ResponseHeaderTimeout, 0), DefaultS3HeaderTimeout)
+		httpClient = awshttp.NewBuildableClient().
+			WithDialerOptions(func(d *net.Dialer) { d.Timeout = DefaultS3DialTimeout }).
+			WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = header })
 	}
+	attempts := cmp.Or(max(opts.MaxAttempts, 0), DefaultS3MaxAttempts)
+	loads = append(loads, awsconfig.WithHTTPClient(httpClient), awsconfig.WithRetryer(func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = attempts
+			o.MaxBackoff = 2 * time.Second
+		})
+	}))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, loads...)
 	if err != nil {
 		return nil, fmt.Errorf("blob: s3: aws config: %w", err)

@@ -6,12 +6,16 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/quarrydb/quarry/internal/testenv"
 )
@@ -409,5 +413,65 @@ func TestSignerUploadURL(t *testing.T) {
 	}
 	if _, err := s.UploadURL(context.Background(), "http://h:1", "/abs", time.Minute); !errors.Is(err, ErrBadKey) {
 		t.Fatalf("bad key: %v", err)
+	}
+}
+
+// TestS3SilentEndpoint points the store at an endpoint that accepts
+// connections and never answers (a hung gateway, a blackholing load
+// balancer): each call fails after the response-header timeout and the
+// bounded attempts, with an error of its own, instead of waiting for the
+// caller's context — at start, a node would otherwise never come up.
+func TestS3SilentEndpoint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	s, err := NewS3(context.Background(), S3Options{
+		Bucket: testBucket, Endpoint: "http://" + ln.Addr().String(), Region: "us-east-1", PathStyle: true,
+		Credentials:           credentials.NewStaticCredentialsProvider("k", "s", ""),
+		ResponseHeaderTimeout: 300 * time.Millisecond, MaxAttempts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The context's deadline is far beyond the bounded attempts: a call
+	// that ends by it was not bounded by the client.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for name, call := range map[string]func() error{
+		"CheckBucket": func() error { return s.CheckBucket(ctx) },
+		"Get":         func() error { _, err := s.Get(ctx, "a/b"); return err },
+		"Put":         func() error { return s.Put(ctx, "a/b", strings.NewReader("x")) },
+	} {
+		err := call()
+		if err == nil {
+			t.Errorf("%s against a silent endpoint: no error", name)
+			continue
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s waited for the caller's deadline: %v", name, err)
+		}
+		t.Logf("%s: %v", name, err)
 	}
 }

@@ -42,6 +42,8 @@ func consoleErr(err error) error {
 		return fmt.Errorf("%w: %s", console.ErrInvalid, err.Error())
 	case errors.Is(err, store.ErrForbidden):
 		return fmt.Errorf("%w: %s", console.ErrForbidden, err.Error())
+	case errors.Is(err, store.ErrQuota):
+		return fmt.Errorf("%w: %s", console.ErrInvalid, err.Error())
 	case errors.Is(err, store.ErrState):
 		return fmt.Errorf("%w: %s", console.ErrConflict, err.Error())
 	}
@@ -162,8 +164,8 @@ func (e *eecarConsole) WithdrawPart(ctx context.Context, company, id string) err
 	return consoleErr(err)
 }
 
-func (e *eecarConsole) PutImage(ctx context.Context, _ string, data []byte) (string, error) {
-	key, err := e.m.PutImage(ctx, data)
+func (e *eecarConsole) PutImage(ctx context.Context, company string, data []byte) (string, error) {
+	key, err := e.m.PutImage(ctx, company, data)
 	if err != nil {
 		return "", consoleErr(err)
 	}

@@ -122,7 +122,10 @@ func startEECAR(ctx context.Context, lc *lifecycle, c *config.Config, client *dy
 	fetcher := fetch.New(fetch.Options{Policy: policy})
 	lc.onStop("eecar webhooks", func(context.Context) error { fetcher.Close(); return nil })
 	hooks := notify.New(st, fetcher.Client(), log)
-	opts := market.Options{Logger: log, Notify: hooks.Notify}
+	opts := market.Options{Logger: log, Notify: hooks.Notify, ImageQuota: c.EECARImageQuota}
+	if c.EECARImageQuota == 0 {
+		opts.ImageQuota = -1 // no bound
+	}
 	if c.EECAREmbeddingsURL != "" {
 		opts.Embedder = embed.NewOpenAI(c.EECAREmbeddingsURL, c.EECAREmbeddingsKey, c.EECAREmbeddingsModel, c.EECAREmbeddingsDim, nil)
 	}

@@ -79,6 +79,8 @@ func New(m *market.Market, logger *slog.Logger, opts ...Option) *Handler {
 	h.mux.HandleFunc("POST /battery-health", h.batteryHealth)
 	h.mux.HandleFunc("POST /images", h.uploadImage)
 	h.mux.HandleFunc("GET /images/{key}", h.image)
+	h.mux.HandleFunc("DELETE /images/{key}", h.deleteImage)
+	h.mux.HandleFunc("GET /images", h.imageUsage)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -476,12 +478,32 @@ func (h *Handler) uploadImage(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusBadRequest, "could not read the image: "+err.Error())
 		return
 	}
-	key, err := h.m.PutImage(r.Context(), data)
+	key, err := h.m.PutImage(r.Context(), company(r).ID, data)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	jsonhttp.Write(w, http.StatusCreated, map[string]string{"key": key, "url": market.ImagePath + key})
+}
+
+// deleteImage deletes an image the company uploaded: 204, or 404 when it
+// has no such image.
+func (h *Handler) deleteImage(w http.ResponseWriter, r *http.Request) {
+	if err := h.m.DeleteImage(r.Context(), company(r).ID, r.PathValue("key")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// imageUsage answers what the company's uploaded images take and its quota.
+func (h *Handler) imageUsage(w http.ResponseWriter, r *http.Request) {
+	u, err := h.m.ImageUsage(r.Context(), company(r).ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	jsonhttp.Write(w, http.StatusOK, u)
 }
 
 func (h *Handler) image(w http.ResponseWriter, r *http.Request) {
@@ -503,7 +525,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		jsonhttp.Error(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, store.ErrInvalid):
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, store.ErrForbidden):
+	case errors.Is(err, store.ErrForbidden), errors.Is(err, store.ErrQuota):
 		jsonhttp.Error(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, store.ErrState), errors.Is(err, store.ErrExists):
 		jsonhttp.Error(w, http.StatusConflict, err.Error())

@@ -63,6 +63,8 @@ type envOptions struct {
 	// deliveryPolicy, when set, turns on webhook delivery through a client
 	// of this policy (2 attempts, 5 ms apart).
 	deliveryPolicy *fetch.Policy
+	// imageQuota is market.Options.ImageQuota.
+	imageQuota int64
 }
 
 func newEnvWith(t *testing.T, o envOptions) *env {
@@ -85,7 +87,7 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mo := market.Options{Logger: logger}
+	mo := market.Options{Logger: logger, ImageQuota: o.imageQuota}
 	if o.deliveryPolicy != nil {
 		hooks := notify.New(e.st, fetch.New(fetch.Options{Policy: o.deliveryPolicy}).Client(), logger)
 		hooks.SetRetry(2, 5*time.Millisecond)

@@ -48,4 +48,33 @@ func TestImages(t *testing.T) {
 			t.Errorf("GET %s = %d %s", bad, resp.StatusCode, data)
 		}
 	}
+
+	// Usage, and deleting: only by the company that uploaded it.
+	var u struct{ ImageBytes, ImageCount, QuotaBytes int64 }
+	if code, text := e.do(e.ka, http.MethodGet, "/eecar/images", nil, &u); code != http.StatusOK ||
+		u.ImageBytes != int64(buf.Len()) || u.ImageCount != 1 || u.QuotaBytes != 1<<30 {
+		t.Fatalf("GET /eecar/images = %d %s", code, text)
+	}
+	e.wantError(e.kb, http.MethodDelete, up.URL, nil, http.StatusNotFound)
+	if resp, _ := e.raw(e.ka, http.MethodDelete, up.URL, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE %s by its owner = %d", up.URL, resp.StatusCode)
+	}
+	e.wantError(e.kb, http.MethodGet, up.URL, nil, http.StatusNotFound)
+	if code, text := e.do(e.ka, http.MethodGet, "/eecar/images", nil, &u); code != http.StatusOK || u.ImageBytes != 0 || u.ImageCount != 0 {
+		t.Fatalf("GET /eecar/images after the delete = %d %s", code, text)
+	}
+}
+
+// TestImageQuotaAPI: an upload that would take a company past its image
+// quota is refused with 403 and a message naming the way out.
+func TestImageQuotaAPI(t *testing.T) {
+	e := newEnvWith(t, envOptions{imageQuota: 1 << 10})
+	png := func(n byte) string { return "\x89PNG\r\n\x1a\n" + strings.Repeat(string(rune('a'+n)), 600) }
+	if code, text := e.do(e.ka, http.MethodPost, "/eecar/images", png(0), nil); code != http.StatusCreated {
+		t.Fatalf("first upload = %d %s", code, text)
+	}
+	e.wantError(e.ka, http.MethodPost, "/eecar/images", png(1), http.StatusForbidden, "quota")
+	if code, text := e.do(e.kb, http.MethodPost, "/eecar/images", png(1), nil); code != http.StatusCreated {
+		t.Fatalf("another company's upload = %d %s", code, text)
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,7 +151,7 @@ func TestImages(t *testing.T) {
 	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
 		t.Fatal(err)
 	}
-	key, err := e.m.PutImage(ctx, buf.Bytes())
+	key, err := e.m.PutImage(ctx, e.seller.ID, buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestImages(t *testing.T) {
 		t.Errorf("read back %s, %d bytes", ctype, len(data))
 	}
 	for _, bad := range [][]byte{nil, []byte("<html><script>alert(1)</script>"), bytes.Repeat([]byte{0x89}, market.MaxImageSize+1)} {
-		if _, err := e.m.PutImage(ctx, bad); !errors.Is(err, store.ErrInvalid) {
+		if _, err := e.m.PutImage(ctx, e.seller.ID, bad); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("stored %d bytes: %v", len(bad), err)
 		}
 	}
@@ -247,5 +249,111 @@ func TestPagesOfNeedsWatchesTriggers(t *testing.T) {
 	}
 	if ws, _, err := e.st.WatchesPage(ctx, e.seller.ID, 10, watchCursor); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("the buyer's watches cursor as the seller: %v %v", ws, err)
+	}
+}
+
+// fakePNG is size bytes that sniff as PNG, distinct for each n.
+func fakePNG(n, size int) []byte {
+	b := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{byte(n), byte(n >> 8)}, size)...)
+	return b[:size]
+}
+
+// TestImageQuota plays a company that uploads without end: its images
+// count against its quota, counted once per distinct upload; past it
+// nothing more is stored; deleting gives the room back; another company
+// can neither delete nor be charged for them; and racing uploads never
+// take a company past its quota.
+func TestImageQuota(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	const size = 1000
+	m := market.New(e.st, e.blobs, market.Options{Logger: slog.New(slog.DiscardHandler), ImageQuota: 3 * size})
+	usage := func(company string) market.ImageUsage {
+		t.Helper()
+		u, err := m.ImageUsage(ctx, company)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	a, err := m.PutImage(ctx, e.seller.ID, fakePNG(1, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := m.PutImage(ctx, e.seller.ID, fakePNG(1, size)); err != nil || again != a {
+		t.Fatalf("the same bytes again = %q, %v; want %q", again, err, a)
+	}
+	if u := usage(e.seller.ID); u.Bytes != size || u.Count != 1 || u.QuotaBytes != 3*size {
+		t.Fatalf("after one image uploaded twice: %+v", u)
+	}
+	// The buyer's copy of the same bytes is the buyer's.
+	b, err := m.PutImage(ctx, e.buyer.ID, fakePNG(1, size))
+	if err != nil || b == a {
+		t.Fatalf("buyer's upload = %q, %v (seller's %q)", b, err, a)
+	}
+	for i := 2; i <= 3; i++ {
+		if _, err := m.PutImage(ctx, e.seller.ID, fakePNG(i, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.PutImage(ctx, e.seller.ID, fakePNG(4, size)); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("an upload past the quota: %v", err)
+	}
+	if u := usage(e.seller.ID); u.Bytes != 3*size || u.Count != 3 {
+		t.Fatalf("after a refused upload: %+v", u)
+	}
+	// Another company cannot delete it; its owner can, and gets the room back.
+	if err := m.DeleteImage(ctx, e.buyer.ID, a); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("buyer deleting the seller's image: %v", err)
+	}
+	if rc, _, err := m.Image(ctx, a); err != nil {
+		t.Fatalf("the seller's image after the buyer's attempt: %v", err)
+	} else {
+		rc.Close()
+	}
+	if err := m.DeleteImage(ctx, e.seller.ID, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Image(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a deleted image is still served: %v", err)
+	}
+	if err := m.DeleteImage(ctx, e.seller.ID, a); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleting twice: %v", err)
+	}
+	if _, err := m.PutImage(ctx, e.seller.ID, fakePNG(4, size)); err != nil {
+		t.Fatalf("an upload after a delete: %v", err)
+	}
+	if u := usage(e.buyer.ID); u.Bytes != size || u.Count != 1 {
+		t.Fatalf("buyer's usage: %+v", u)
+	}
+
+	// Racing uploads by a third company: exactly the quota's worth lands.
+	third, _, err := e.st.CreateCompany(ctx, "Racer", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, refused int
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := m.PutImage(ctx, third.ID, fakePNG(100+i, size))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, store.ErrQuota):
+				refused++
+			default:
+				t.Errorf("racing upload: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if u := usage(third.ID); ok != 3 || refused != 9 || u.Bytes != 3*size || u.Count != 3 {
+		t.Fatalf("12 racing uploads with room for 3: %d stored, %d refused, usage %+v", ok, refused, u)
 	}
 }

@@ -29,10 +29,18 @@ var imageExt = map[string]string{"image/png": ".png", "image/jpeg": ".jpg", "ima
 
 var imageKeyRE = regexp.MustCompile(`^img_[0-9a-f]{64}\.(png|jpg|gif|webp)$`)
 
+// DefaultImageQuota is the default bound of the bytes of one company's
+// uploaded images (Options.ImageQuota).
+const DefaultImageQuota = 1 << 30
+
 // PutImage stores an image (PNG, JPEG, GIF or WebP, at most MaxImageSize
-// bytes) in the blob store under a key derived from its content, and
-// returns that key (img_{sha256}.{ext}); the same bytes give the same key.
-func (m *Market) PutImage(ctx context.Context, data []byte) (string, error) {
+// bytes) uploaded by a company in the blob store, and returns its key
+// (img_{sha256 of the company and the bytes}.{ext}): the same bytes from
+// the same company give the same key and are counted once. The image is
+// recorded under the company and counted against its quota
+// (Options.ImageQuota) before its bytes are stored: past the quota the
+// answer is store.ErrQuota and nothing is stored.
+func (m *Market) PutImage(ctx context.Context, companyID string, data []byte) (string, error) {
 	if len(data) == 0 {
 		return "", fmt.Errorf("%w: the image is empty", store.ErrInvalid)
 	}
@@ -43,12 +51,65 @@ func (m *Market) PutImage(ctx context.Context, data []byte) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: an image must be PNG, JPEG, GIF or WebP", store.ErrInvalid)
 	}
-	sum := sha256.Sum256(data)
-	key := "img_" + hex.EncodeToString(sum[:]) + ext
+	h := sha256.New()
+	h.Write([]byte(companyID))
+	h.Write([]byte{0})
+	h.Write(data)
+	key := "img_" + hex.EncodeToString(h.Sum(nil)) + ext
+	fresh, err := m.st.ReserveImage(ctx, companyID, key, int64(len(data)), m.imageQuota())
+	if err != nil {
+		return "", err
+	}
 	if err := m.blobs.Put(ctx, "images/"+key, bytes.NewReader(data)); err != nil {
+		if fresh {
+			// Give the reservation back, also when the caller has gone.
+			if rerr := m.st.ReleaseImage(context.WithoutCancel(ctx), companyID, key); rerr != nil {
+				m.log.WarnContext(ctx, "eecar: image reservation not released", "company", companyID, "key", key, "err", rerr)
+			}
+		}
 		return "", fmt.Errorf("eecar: store image: %w", err)
 	}
 	return key, nil
+}
+
+func (m *Market) imageQuota() int64 {
+	switch q := m.o.ImageQuota; {
+	case q < 0:
+		return 0
+	case q == 0:
+		return DefaultImageQuota
+	default:
+		return q
+	}
+}
+
+// DeleteImage deletes an image the company uploaded and gives its bytes
+// back to the company's quota; parts that still list it show it no more.
+// ErrNotFound when the company has no such image.
+func (m *Market) DeleteImage(ctx context.Context, companyID, key string) error {
+	if !imageKeyRE.MatchString(key) {
+		return fmt.Errorf("%w: image %q", store.ErrNotFound, key)
+	}
+	if err := m.st.ReleaseImage(ctx, companyID, key); err != nil {
+		return err
+	}
+	if err := m.blobs.Delete(ctx, "images/"+key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("eecar: delete image: %w", err)
+	}
+	return nil
+}
+
+// ImageUsage is what a company's uploaded images take, with its quota
+// (0: none).
+type ImageUsage struct {
+	store.ImageUsage
+	QuotaBytes int64 `json:"quotaBytes"`
+}
+
+// ImageUsage returns what the company's uploaded images take.
+func (m *Market) ImageUsage(ctx context.Context, companyID string) (ImageUsage, error) {
+	u, err := m.st.ImageUsageOf(ctx, companyID)
+	return ImageUsage{ImageUsage: u, QuotaBytes: m.imageQuota()}, err
 }
 
 // Image opens a stored image and names its content type; ErrNotFound for

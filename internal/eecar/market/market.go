@@ -37,6 +37,9 @@ type Options struct {
 	// Notify, when set, is told of each notification written for a
 	// company (webhook delivery).
 	Notify func(ctx context.Context, n store.Notification)
+	// ImageQuota bounds the bytes of the images one company uploads
+	// (PutImage); 0: DefaultImageQuota, negative: no bound.
+	ImageQuota int64
 }
 
 // Market is EECAR's service layer. Safe for concurrent use.

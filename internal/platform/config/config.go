@@ -183,6 +183,9 @@ type Config struct {
 	// EECAREmbeddingsDim and EECAREmbeddingsKey); empty: the local embedder.
 	EECAREmbeddingsURL, EECAREmbeddingsModel, EECAREmbeddingsKey string
 	EECAREmbeddingsDim                                           int
+	// EECARImageQuota bounds the bytes of the part images one company
+	// uploads (0: no bound).
+	EECARImageQuota int64
 	// DataShelfDB selects DataShelf's database: empty for SQLite under
 	// DataDir, or a postgres:// URL.
 	DataShelfDB string
@@ -232,6 +235,7 @@ func Defaults() Config {
 		WallcrawlerIdleGrace:         120 * time.Second,
 		WallcrawlerLease:             15 * time.Second,
 		WallcrawlerContextMaxBytes:   1 << 30,
+		EECARImageQuota:              1 << 30,
 		WallcrawlerContextMaxEntries: 100_000,
 
 		ChecksTablePrefix: "checks-",
@@ -305,6 +309,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "eecar-embeddings-model", usage: "embedding model name at eecar-embeddings-url", str: &c.EECAREmbeddingsModel},
 		{flag: "eecar-embeddings-key", usage: "API key for eecar-embeddings-url", str: &c.EECAREmbeddingsKey},
 		{flag: "eecar-embeddings-dim", usage: "dimension of the embeddings at eecar-embeddings-url", num: &c.EECAREmbeddingsDim},
+		{flag: "eecar-image-quota", usage: "most bytes of part images one company may upload (bytes, or a size like 512MiB, 1GiB; 0: no bound)", size: &c.EECARImageQuota},
 		{flag: "datashelf-db", usage: "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", str: &c.DataShelfDB},
 		{flag: "datashelf-keys", usage: "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", str: &c.DataShelfKeys},
 		{flag: "credentials", usage: "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", str: &c.Credentials},

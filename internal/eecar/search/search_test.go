@@ -49,16 +49,26 @@ func checkInvariants(t *testing.T, x *Index) {
 			t.Fatalf("slot of %q = %d, want %d", e.doc.ID, x.slots[e.doc.ID], s)
 		}
 		total += e.length
-		for term, r := range e.terms {
-			pl := x.postings[term]
+		for i, r := range e.terms {
+			if i > 0 && e.terms[i-1].id >= r.id {
+				t.Fatalf("terms of %q not sorted by id, or a term twice", e.doc.ID)
+			}
+			pl := x.lists[r.id].list
 			if int(r.pos) >= len(pl) || pl[r.pos].slot != int32(s) || pl[r.pos].tf != r.tf {
-				t.Fatalf("posting of %q in %q broken", term, e.doc.ID)
+				t.Fatalf("posting of %q in %q broken", x.lists[r.id].term, e.doc.ID)
 			}
 		}
 		nPost += len(e.terms)
 	}
-	for _, pl := range x.postings {
-		nPost -= len(pl)
+	for term, id := range x.termIDs {
+		pl := x.lists[id]
+		if pl.term != term || len(pl.list) == 0 {
+			t.Fatalf("postings of %q: term %q, %d postings", term, pl.term, len(pl.list))
+		}
+		nPost -= len(pl.list)
+	}
+	if len(x.termIDs)+len(x.freeIDs) != len(x.lists) {
+		t.Fatalf("%d terms and %d free ids for %d lists", len(x.termIDs), len(x.freeIDs), len(x.lists))
 	}
 	if nPost != 0 {
 		t.Fatalf("postings hold %d extra entries", -nPost)
@@ -271,10 +281,10 @@ func TestPutReplaces(t *testing.T) {
 	if x.Len() != 2 {
 		t.Fatalf("Len = %d, want 2", x.Len())
 	}
-	if _, ok := x.postings["pack"]; ok {
+	if _, ok := x.termIDs["pack"]; ok {
 		t.Error(`old token "pack" still in postings`)
 	}
-	if got := len(x.postings["battery"]); got != 1 {
+	if got := len(x.lists[x.termIDs["battery"]].list); got != 1 {
 		t.Errorf(`"battery" postings = %d, want 1`, got)
 	}
 	if got := ids(x.Search(Query{Text: "battery", Mode: BM25Only})); !slices.Equal(got, []string{"y"}) {
@@ -319,7 +329,7 @@ func TestDelete(t *testing.T) {
 	if _, ok := x.Get("1"); ok {
 		t.Error("deleted doc still returned by Get")
 	}
-	if _, ok := x.postings["beta"]; ok {
+	if _, ok := x.termIDs["beta"]; ok {
 		t.Error(`"beta" still in postings`)
 	}
 	// Doc "3" moved into slot 1: its vector and postings must follow.
@@ -338,8 +348,8 @@ func TestDelete(t *testing.T) {
 		x.Delete(id)
 	}
 	checkInvariants(t, x)
-	if x.Len() != 0 || x.Dimension() != 0 || len(x.postings) != 0 {
-		t.Errorf("empty index keeps state: len %d dim %d postings %d", x.Len(), x.Dimension(), len(x.postings))
+	if x.Len() != 0 || x.Dimension() != 0 || len(x.termIDs) != 0 {
+		t.Errorf("empty index keeps state: len %d dim %d postings %d", x.Len(), x.Dimension(), len(x.termIDs))
 	}
 	if hits := x.Search(Query{Text: "battery"}); hits == nil || len(hits) != 0 {
 		t.Errorf("empty search = %#v", hits)

@@ -11,18 +11,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode"
 
+	"github.com/quarrydb/quarry/bench/internal/eecarload"
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/eecar/embed"
 	"github.com/quarrydb/quarry/internal/eecar/fixture"
@@ -88,7 +86,7 @@ func build(local *embed.Local, parts []fixture.Part) (*search.Index, time.Durati
 		texts[i] = p.Text()
 	}
 	t0 := time.Now()
-	vecs := embedParallel(local, texts)
+	vecs := embedAll(local, texts)
 	embedDur := time.Since(t0)
 
 	idx := search.NewIndex(local.Tokens)
@@ -109,47 +107,6 @@ func doc(p fixture.Part, text string, vec []float32, created time.Time) search.D
 	}
 }
 
-func embedParallel(local *embed.Local, texts []string) [][]float32 {
-	out := make([][]float32, len(texts))
-	workers := runtime.GOMAXPROCS(0)
-	chunk := (len(texts) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*chunk, min((w+1)*chunk, len(texts))
-		if lo >= hi {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := local.Embed(context.Background(), texts[lo:hi])
-			if err != nil {
-				fail(err)
-			}
-			copy(out[lo:hi], v)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-func filters(m map[string]any) search.Filters {
-	var f search.Filters
-	if c, ok := m["category"].(string); ok {
-		f.Category = c
-	}
-	if x, ok := m["manufacturer"].(string); ok {
-		f.Manufacturer = x
-	}
-	if x, ok := m["maxPrice"].(float64); ok {
-		f.MaxPrice = &x
-	}
-	if x, ok := m["minQuantity"].(int); ok {
-		f.MinQuantity = &x
-	}
-	return f
-}
-
 // unitNumberRE finds a number with a unit (11kW, 72.6 kWh, 800V, 94Ah,
 // 80%).
 var unitNumberRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])\d+(\.\d+)?\s?(kwh|kw|v|ah|a|%)($|[^a-z0-9])`)
@@ -161,26 +118,6 @@ func hasHangul(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return unicode.Is(unicode.Hangul, r) }) >= 0
 }
 
-type qscore struct{ recall, rr float64 }
-
-func score(hits []search.Hit, rel []string) qscore {
-	var s qscore
-	found := 0
-	for i, h := range hits {
-		if i >= 5 {
-			break
-		}
-		if slices.Contains(rel, h.ID) {
-			found++
-			if s.rr == 0 {
-				s.rr = 1 / float64(i+1)
-			}
-		}
-	}
-	s.recall = float64(found) / float64(min(len(rel), 5))
-	return s
-}
-
 func runQuality(b *strings.Builder, dim int, verbose bool) {
 	local := embed.NewLocal(dim)
 	parts := fixture.Catalogue(fixture.QueryCatalogueSize)
@@ -190,11 +127,11 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 	for i, q := range qs {
 		texts[i] = q.Text
 	}
-	qvecs := embedParallel(local, texts)
+	qvecs := embedAll(local, texts)
 
 	type agg struct{ recall, rr, koRecall, enRecall, fRecall, uRecall, uRR float64 }
 	res := map[search.Mode]*agg{}
-	per := map[search.Mode][]qscore{}
+	per := map[search.Mode][]eecarload.Score{}
 	nKo, nEn, nF, nU := 0, 0, 0, 0
 	for _, q := range qs {
 		if hasUnitNumber(q.Text) {
@@ -213,29 +150,29 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 		a := &agg{}
 		res[mode] = a
 		for i, q := range qs {
-			hits := idx.Search(search.Query{Text: q.Text, Vector: qvecs[i], Filters: filters(q.Filters), TopK: 5, Mode: mode})
-			s := score(hits, q.Relevant)
+			hits := idx.Search(search.Query{Text: q.Text, Vector: qvecs[i], Filters: eecarload.Filters(q.Filters), TopK: 5, Mode: mode})
+			s := eecarload.ScoreTop5(hitIDs(hits), q.Relevant)
 			per[mode] = append(per[mode], s)
-			a.recall += s.recall
-			a.rr += s.rr
+			a.recall += s.Recall
+			a.rr += s.RR
 			if hasHangul(q.Text) {
-				a.koRecall += s.recall
+				a.koRecall += s.Recall
 			} else {
-				a.enRecall += s.recall
+				a.enRecall += s.Recall
 			}
 			if len(q.Filters) > 0 {
-				a.fRecall += s.recall
+				a.fRecall += s.Recall
 			}
 			if hasUnitNumber(q.Text) {
-				a.uRecall += s.recall
-				a.uRR += s.rr
+				a.uRecall += s.Recall
+				a.uRR += s.RR
 			}
 			if verbose {
 				ids := make([]string, len(hits))
 				for j, h := range hits {
 					ids[j] = strings.TrimPrefix(h.ID, "fx-")
 				}
-				fmt.Fprintf(os.Stderr, "dim %d %-6s R=%.2f RR=%.2f %q want %v got %v\n", dim, mode, s.recall, s.rr, q.Text, q.Relevant, ids)
+				fmt.Fprintf(os.Stderr, "dim %d %-6s R=%.2f RR=%.2f %q want %v got %v\n", dim, mode, s.Recall, s.RR, q.Text, q.Relevant, ids)
 			}
 		}
 	}
@@ -249,8 +186,8 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 	var losses []string
 	for i, q := range qs {
 		h, bm, v := per[search.Hybrid][i], per[search.BM25Only][i], per[search.VectorOnly][i]
-		if h.recall < bm.recall || (h.recall == bm.recall && h.rr < bm.rr) || h.recall < v.recall {
-			losses = append(losses, fmt.Sprintf("%q (hybrid R %.2f RR %.2f; bm25 R %.2f RR %.2f; vector R %.2f RR %.2f)", q.Text, h.recall, h.rr, bm.recall, bm.rr, v.recall, v.rr))
+		if h.Recall < bm.Recall || (h.Recall == bm.Recall && h.RR < bm.RR) || h.Recall < v.Recall {
+			losses = append(losses, fmt.Sprintf("%q (hybrid R %.2f RR %.2f; bm25 R %.2f RR %.2f; vector R %.2f RR %.2f)", q.Text, h.Recall, h.RR, bm.Recall, bm.RR, v.Recall, v.RR))
 		}
 	}
 	if len(losses) > 0 {
@@ -258,46 +195,6 @@ func runQuality(b *strings.Builder, dim int, verbose bool) {
 	} else {
 		fmt.Fprintf(b, "\nHybrid is at least as good as BM25 and vector alone on every query.\n")
 	}
-}
-
-// latencyQueries returns n queries: the labelled ones cycled, alternating
-// with random queries made from a catalogue part's name words, model,
-// maker or a spec value (a fifth of them with a category filter).
-func latencyQueries(parts []fixture.Part, n int) []search.Query {
-	r := rand.New(rand.NewPCG(2026, 11))
-	labelled := fixture.Queries()
-	out := make([]search.Query, 0, n)
-	for i := 0; len(out) < n; i++ {
-		if i%2 == 0 {
-			q := labelled[(i/2)%len(labelled)]
-			out = append(out, search.Query{Text: q.Text, Filters: filters(q.Filters)})
-			continue
-		}
-		p := parts[r.IntN(len(parts))]
-		words := strings.Fields(p.Name)
-		r.Shuffle(len(words), func(a, b int) { words[a], words[b] = words[b], words[a] })
-		words = words[:min(len(words), 2+r.IntN(3))]
-		switch r.IntN(3) {
-		case 0:
-			words = append(words, p.Manufacturer)
-		case 1:
-			words = append(words, p.Model)
-		default:
-			flat := p.FlatSpecs()
-			keys := make([]string, 0, len(flat))
-			for k := range flat {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			words = append(words, flat[keys[r.IntN(len(keys))]])
-		}
-		q := search.Query{Text: strings.Join(words, " ")}
-		if r.IntN(5) == 0 {
-			q.Filters.Category = p.Category
-		}
-		out = append(out, q)
-	}
-	return out
 }
 
 func runLatency(b *strings.Builder, dim int, sizes []int, n int) {
@@ -314,7 +211,7 @@ func runLatency(b *strings.Builder, dim int, sizes []int, n int) {
 		}
 		gen := time.Since(t0)
 		idx, embedDur, putDur := build(local, parts)
-		qs := latencyQueries(parts, n)
+		qs := eecarload.Queries(parts, n, func(f search.Filters) search.Filters { return f })
 		t1 := time.Now()
 		for i := range qs {
 			v, err := local.Embed(context.Background(), []string{qs[i].Text})
@@ -380,6 +277,24 @@ func runLatency(b *strings.Builder, dim int, sizes []int, n int) {
 	if len(targets) > 0 {
 		fmt.Fprintf(b, "\nTargets (hybrid p99 < 10 ms at 5,000 docs — the original published \"5,000 vectors searched within 50 ms\" — and < 50 ms at 100,000): %s.\n", strings.Join(targets, "; "))
 	}
+}
+
+// embedAll returns the vectors of texts, made in parallel.
+func embedAll(local *embed.Local, texts []string) [][]float32 {
+	v, err := eecarload.Embed(context.Background(), local, texts)
+	if err != nil {
+		fail(err)
+	}
+	return v
+}
+
+// hitIDs returns the ids of hits, best first.
+func hitIDs(hits []search.Hit) []string {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	return ids
 }
 
 // cpuTime returns the process's user + system CPU time.

@@ -18,7 +18,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -26,11 +25,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/philippgille/chromem-go"
+	"github.com/quarrydb/quarry/bench/internal/eecarload"
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/eecar/embed"
 	"github.com/quarrydb/quarry/internal/eecar/fixture"
@@ -113,31 +112,16 @@ func makeCorpus(local *embed.Local, n int) corpus {
 	for i, p := range parts {
 		texts[i] = p.Text()
 	}
-	return corpus{parts: parts, texts: texts, vecs: embedParallel(local, texts)}
+	return corpus{parts: parts, texts: texts, vecs: embedAll(local, texts)}
 }
 
-func embedParallel(local *embed.Local, texts []string) [][]float32 {
-	out := make([][]float32, len(texts))
-	workers := runtime.GOMAXPROCS(0)
-	chunk := (len(texts) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*chunk, min((w+1)*chunk, len(texts))
-		if lo >= hi {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := local.Embed(context.Background(), texts[lo:hi])
-			if err != nil {
-				fail(err)
-			}
-			copy(out[lo:hi], v)
-		}()
+// embedAll returns the vectors of texts, made in parallel.
+func embedAll(local *embed.Local, texts []string) [][]float32 {
+	v, err := eecarload.Embed(context.Background(), local, texts)
+	if err != nil {
+		fail(err)
 	}
-	wg.Wait()
-	return out
+	return v
 }
 
 // buildQuarry indexes the corpus as bench/eecarbench does.
@@ -192,43 +176,6 @@ func heap() uint64 {
 
 // ---- quality ----
 
-func qfilters(m map[string]any) search.Filters {
-	var f search.Filters
-	if c, ok := m["category"].(string); ok {
-		f.Category = c
-	}
-	if x, ok := m["manufacturer"].(string); ok {
-		f.Manufacturer = x
-	}
-	if x, ok := m["maxPrice"].(float64); ok {
-		f.MaxPrice = &x
-	}
-	if x, ok := m["minQuantity"].(int); ok {
-		f.MinQuantity = &x
-	}
-	return f
-}
-
-type qscore struct{ recall, rr float64 }
-
-func score(ids []string, rel []string) qscore {
-	var s qscore
-	found := 0
-	for i, id := range ids {
-		if i >= 5 {
-			break
-		}
-		if slices.Contains(rel, id) {
-			found++
-			if s.rr == 0 {
-				s.rr = 1 / float64(i+1)
-			}
-		}
-	}
-	s.recall = float64(found) / float64(min(len(rel), 5))
-	return s
-}
-
 // chromemTop5 queries chromem-go with the query's category and manufacturer
 // as its `where` filter; price and quantity filters, which chromem-go's
 // string-equality metadata filter cannot express, are applied by the
@@ -280,12 +227,12 @@ func runQuality(b *strings.Builder, local *embed.Local) {
 	for i, q := range qs {
 		texts[i] = q.Text
 	}
-	qvecs := embedParallel(local, texts)
+	qvecs := embedAll(local, texts)
 	systems := []string{"quarry hybrid", "quarry vector", "chromem-go (vector)"}
-	sum := make([]qscore, len(systems))
+	sum := make([]eecarload.Score, len(systems))
 	var agreeTop5, sameSet int
 	for i, q := range qs {
-		f := qfilters(q.Filters)
+		f := eecarload.Filters(q.Filters)
 		var got [3][]string
 		for m, mode := range []search.Mode{search.Hybrid, search.VectorOnly} {
 			for _, h := range idx.Search(search.Query{Text: q.Text, Vector: qvecs[i], Filters: f, TopK: 5, Mode: mode}) {
@@ -294,9 +241,9 @@ func runQuality(b *strings.Builder, local *embed.Local) {
 		}
 		got[2] = chromemTop5(col, byID, qvecs[i], f)
 		for s := range systems {
-			sc := score(got[s], q.Relevant)
-			sum[s].recall += sc.recall
-			sum[s].rr += sc.rr
+			sc := eecarload.ScoreTop5(got[s], q.Relevant)
+			sum[s].Recall += sc.Recall
+			sum[s].RR += sc.RR
 		}
 		if slices.Equal(got[1], got[2]) {
 			agreeTop5++
@@ -312,55 +259,13 @@ func runQuality(b *strings.Builder, local *embed.Local) {
 	fmt.Fprintf(b, "\n### Quality: %d labelled queries over Catalogue(%d), top 5\n\n", len(qs), len(c.parts))
 	fmt.Fprintf(b, "| system | recall@5 | MRR@5 |\n|---|--:|--:|\n")
 	for s, name := range systems {
-		fmt.Fprintf(b, "| %s | %.3f | %.3f |\n", name, sum[s].recall/n, sum[s].rr/n)
+		fmt.Fprintf(b, "| %s | %.3f | %.3f |\n", name, sum[s].Recall/n, sum[s].RR/n)
 	}
-	fmt.Fprintf(b, "| **quarry hybrid / chromem-go** | %.2f× | %.2f× |\n", sum[0].recall/sum[2].recall, sum[0].rr/sum[2].rr)
+	fmt.Fprintf(b, "| **quarry hybrid / chromem-go** | %.2f× | %.2f× |\n", sum[0].Recall/sum[2].Recall, sum[0].RR/sum[2].RR)
 	fmt.Fprintf(b, "\nquarry's vector-only and chromem-go return the same top 5 in the same order on %d of %d queries (the same set on %d): both rank by exact cosine over the same vectors; quarry's vector mode also applies the range words of the query (\"over 80 kWh\") as filters before ranking, which chromem-go cannot.\n", agreeTop5, len(qs), sameSet)
 }
 
 // ---- latency and memory ----
-
-// latencyQueries returns n query texts and category filters: the labelled
-// queries cycled, alternating with random part-derived queries, as in
-// bench/eecarbench (the price and quantity filters of labelled queries are
-// left out here, since chromem-go cannot apply them).
-func latencyQueries(parts []fixture.Part, n int) []search.Query {
-	r := rand.New(rand.NewPCG(2026, 11))
-	labelled := fixture.Queries()
-	out := make([]search.Query, 0, n)
-	for i := 0; len(out) < n; i++ {
-		if i%2 == 0 {
-			q := labelled[(i/2)%len(labelled)]
-			f := qfilters(q.Filters)
-			out = append(out, search.Query{Text: q.Text, Filters: search.Filters{Category: f.Category}})
-			continue
-		}
-		p := parts[r.IntN(len(parts))]
-		words := strings.Fields(p.Name)
-		r.Shuffle(len(words), func(a, b int) { words[a], words[b] = words[b], words[a] })
-		words = words[:min(len(words), 2+r.IntN(3))]
-		switch r.IntN(3) {
-		case 0:
-			words = append(words, p.Manufacturer)
-		case 1:
-			words = append(words, p.Model)
-		default:
-			flat := p.FlatSpecs()
-			keys := make([]string, 0, len(flat))
-			for k := range flat {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			words = append(words, flat[keys[r.IntN(len(keys))]])
-		}
-		q := search.Query{Text: strings.Join(words, " ")}
-		if r.IntN(5) == 0 {
-			q.Filters.Category = p.Category
-		}
-		out = append(out, q)
-	}
-	return out
-}
 
 type series struct {
 	name string
@@ -375,12 +280,14 @@ func runLatency(b *strings.Builder, local *embed.Local, sizes []int, n int, prof
 	var ratios []string
 	for _, size := range sizes {
 		c := makeCorpus(local, size)
-		qs := latencyQueries(c.parts, n)
+		// The labelled queries keep only their category: chromem-go cannot
+		// apply price and quantity filters.
+		qs := eecarload.Queries(c.parts, n, func(f search.Filters) search.Filters { return search.Filters{Category: f.Category} })
 		qtexts := make([]string, len(qs))
 		for i := range qs {
 			qtexts[i] = qs[i].Text
 		}
-		for i, v := range embedParallel(local, qtexts) {
+		for i, v := range embedAll(local, qtexts) {
 			qs[i].Vector = v
 			qs[i].TopK = 10
 		}

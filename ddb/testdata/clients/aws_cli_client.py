@@ -1,4 +1,4 @@
-"""The AWS CLI (v1) adapter of ddb/clients_test.go (TestClients/aws-cli).
+"""The AWS CLI adapter of ddb/clients_test.go (TestClients/aws-cli).
 
 Runs `aws` commands inside one Python process, through the CLI's own entry
 point (awscli.clidriver, what the aws script calls), so that a case does

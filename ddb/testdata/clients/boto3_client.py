@@ -5,7 +5,9 @@ Reads one request a line on stdin, {"op", "input", "credentials": {"id",
 calls the operation with boto3's low-level DynamoDB client at
 $QC_ENDPOINT, and writes one line: {"output": ...} or {"error": {"type",
 "message", "fields"}} (fields: the error's modeled members, e.g. Item or
-CancellationReasons), or {"fail": "..."} when the call could not be made.
+CancellationReasons), or {"unknownParameter": "..."} when this boto3's
+model lacks a parameter of the input, or {"fail": "..."} when the call
+could not be made.
 Binary values go back in base64, timestamps as ISO 8601 text.
 """
 
@@ -18,7 +20,7 @@ import sys
 import boto3
 import botocore
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 CLIENTS = {}
 
@@ -70,6 +72,10 @@ def call(req):
     method = getattr(c, botocore.xform_name(req["op"]))
     try:
         out = method(**to_sdk(req["input"]))
+    except ParamValidationError as e:
+        if "Unknown parameter" in str(e):
+            return {"unknownParameter": str(e)}
+        raise
     except ClientError as e:
         resp = dict(e.response)
         err = resp.pop("Error", {})

@@ -46,6 +46,7 @@ type clientStep struct {
 	Input       map[string]any    `json:"input"`
 	Expect      map[string]any    `json:"expect"`
 	Absent      []string          `json:"absent"`
+	Present     []string          `json:"present"`
 	Error       string            `json:"error"`
 	ErrorExpect map[string]any    `json:"errorExpect"`
 	Save        map[string]string `json:"save"`
@@ -309,6 +310,11 @@ func checkClientResult(cl ddbTestClient, st clientStep, res clientResult, vars m
 			return p + "\noutput: " + compactJSON(got)
 		}
 	}
+	for _, p := range st.Present {
+		if _, ok := lookupPath(got, substitute(p, vars).(string)); !ok {
+			return fmt.Sprintf("%s missing\noutput: %s", p, compactJSON(got))
+		}
+	}
 	for _, p := range st.Absent {
 		if _, ok := lookupPath(got, p); ok {
 			return fmt.Sprintf("%s should be absent\noutput: %s", p, compactJSON(got))
@@ -486,6 +492,8 @@ type processClient struct {
 	mu     sync.Mutex
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
+	kill   func()
+	dead   error // set once the adapter was killed
 }
 
 // startProcessClient starts an adapter and waits for its "ready" line,
@@ -513,7 +521,7 @@ func startProcessClient(t *testing.T, ep clientsEndpoint, env []string, name str
 			t.Logf("%s exited (%v); its stderr:\n%s", name, err, stderr.String())
 		}
 	})
-	pc := &processClient{stdin: stdin, stdout: bufio.NewReader(stdout)}
+	pc := &processClient{stdin: stdin, stdout: bufio.NewReader(stdout), kill: func() { cmd.Process.Kill() }}
 	line, err := pc.stdout.ReadBytes('\n')
 	var ready struct{ Ready string }
 	if err != nil || json.Unmarshal(line, &ready) != nil || ready.Ready == "" {
@@ -525,14 +533,19 @@ func startProcessClient(t *testing.T, ep clientsEndpoint, env []string, name str
 
 func (pc *processClient) call(ctx context.Context, op string, input map[string]any, creds clientCreds) (clientResult, error) {
 	var res clientResult
-	err := pc.roundTrip(map[string]any{"op": op, "input": input, "credentials": creds}, &res)
+	err := pc.roundTrip(ctx, map[string]any{"op": op, "input": input, "credentials": creds}, &res)
 	return res, err
 }
 
 // roundTrip sends req as one line and decodes the answer line into res.
-func (pc *processClient) roundTrip(req, res any) error {
+// When ctx ends first the adapter is killed: its answer would come out of
+// order.
+func (pc *processClient) roundTrip(ctx context.Context, req, res any) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	if pc.dead != nil {
+		return pc.dead
+	}
 	data, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -540,7 +553,24 @@ func (pc *processClient) roundTrip(req, res any) error {
 	if _, err := pc.stdin.Write(append(data, '\n')); err != nil {
 		return fmt.Errorf("adapter: %w", err)
 	}
-	line, err := pc.stdout.ReadBytes('\n')
+	type answer struct {
+		line []byte
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := pc.stdout.ReadBytes('\n')
+		ch <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-ctx.Done():
+		pc.kill()
+		pc.dead = fmt.Errorf("adapter killed: no answer before %w", ctx.Err())
+		return pc.dead
+	}
+	line, err := a.line, a.err
 	if err != nil {
 		return fmt.Errorf("adapter: %w", err)
 	}
@@ -643,7 +673,7 @@ func (c *cliClient) call(ctx context.Context, op string, input map[string]any, c
 		Stderr string `json:"stderr"`
 	}
 	if c.inProc != nil {
-		if err := c.inProc.roundTrip(map[string]any{"args": args, "env": env}, &ran); err != nil {
+		if err := c.inProc.roundTrip(ctx, map[string]any{"args": args, "env": env}, &ran); err != nil {
 			return clientResult{}, err
 		}
 	} else {

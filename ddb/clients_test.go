@@ -52,6 +52,7 @@ type clientStep struct {
 	Save        map[string]string `json:"save"`
 	Retry       int               `json:"retry"`
 	Segments    int               `json:"segments"`
+	Pages       bool              `json:"pages"`
 	Sort        []string          `json:"sort"`
 	Credentials string            `json:"credentials"`
 	Auth        bool              `json:"auth"`
@@ -135,20 +136,37 @@ func startClientsEndpoint(t *testing.T) clientsEndpoint {
 	return clientsEndpoint{url: srv.URL, region: "us-east-1", creds: creds, verifies: true}
 }
 
+// clientCases is testdata/clients/cases.json.
+type clientCases struct {
+	// Repeat defines string variables by repetition: name → [text, count].
+	Repeat map[string][2]any `json:"repeat"`
+	Cases  []clientCase      `json:"cases"`
+}
+
 // loadClientCases reads testdata/clients/cases.json.
-func loadClientCases(t *testing.T) []clientCase {
+func loadClientCases(t *testing.T) clientCases {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "clients", "cases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		Cases []clientCase `json:"cases"`
-	}
+	var f clientCases
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatalf("cases.json: %v", err)
 	}
-	return f.Cases
+	return f
+}
+
+// vars returns the variables a run starts with: the table name prefix and
+// the repeated strings.
+func (cc clientCases) vars(prefix string) map[string]any {
+	vars := map[string]any{"prefix": prefix}
+	for name, r := range cc.Repeat {
+		text, _ := r[0].(string)
+		n, _ := r[1].(float64)
+		vars[name] = strings.Repeat(text, int(n))
+	}
+	return vars
 }
 
 // TestClients runs the cases of testdata/clients/cases.json with each
@@ -177,10 +195,10 @@ func TestClients(t *testing.T) {
 
 // runClientCases runs every case with cl, one subtest each, in order (the
 // later cases use the tables and items of the earlier ones).
-func runClientCases(t *testing.T, name string, cl ddbTestClient, ep clientsEndpoint, cases []clientCase) {
-	vars := map[string]any{"prefix": fmt.Sprintf("qc-%s-%08x", name, rand.Uint32())}
+func runClientCases(t *testing.T, name string, cl ddbTestClient, ep clientsEndpoint, cases clientCases) {
+	vars := cases.vars(fmt.Sprintf("qc-%s-%08x", name, rand.Uint32()))
 	passed := 0
-	for _, c := range cases {
+	for _, c := range cases.Cases {
 		ok := t.Run(c.Name, func(t *testing.T) {
 			skipped := 0
 			for i, st := range c.Steps {
@@ -205,7 +223,7 @@ func runClientCases(t *testing.T, name string, cl ddbTestClient, ep clientsEndpo
 			passed++
 		}
 	}
-	t.Logf("%s: %d of %d cases passed", name, passed, len(cases))
+	t.Logf("%s: %d of %d cases passed", name, passed, len(cases.Cases))
 }
 
 // runClientStep runs one step, retrying it as it says, and returns what
@@ -247,21 +265,24 @@ func runClientStep(t *testing.T, cl ddbTestClient, ep clientsEndpoint, st client
 	}
 }
 
-// callSegments calls the step's operation once, or once per segment of a
-// segmented Scan, merging the segments' Items and Counts.
+// callSegments calls the step's operation once; or once per segment of a
+// segmented Scan; or, for pages, again from each LastEvaluatedKey until
+// there is none: then it merges the Items and Counts and counts the Pages.
 func callSegments(ctx context.Context, cl ddbTestClient, st clientStep, input map[string]any, creds clientCreds) (clientResult, error) {
-	if st.Segments == 0 {
+	if st.Segments == 0 && !st.Pages {
 		return cl.call(ctx, st.Op, input, creds)
 	}
-	merged := map[string]any{"Items": []any{}, "Count": 0.0, "ScannedCount": 0.0}
-	for seg := 0; seg < st.Segments; seg++ {
-		in := map[string]any{}
-		for k, v := range input {
-			in[k] = v
+	merged := map[string]any{"Items": []any{}, "Count": 0.0, "ScannedCount": 0.0, "Pages": 0.0}
+	in := map[string]any{}
+	for k, v := range input {
+		in[k] = v
+	}
+	for seg := 0; ; {
+		if st.Segments > 0 {
+			in["Segment"], in["TotalSegments"] = seg, st.Segments
 		}
-		in["Segment"], in["TotalSegments"] = seg, st.Segments
 		res, err := cl.call(ctx, st.Op, in, creds)
-		if err != nil || res.Fail != "" || res.Error != nil {
+		if err != nil || res.Fail != "" || res.Error != nil || res.UnknownParameter != "" {
 			return res, err
 		}
 		items, _ := res.Output["Items"].([]any)
@@ -270,8 +291,16 @@ func callSegments(ctx context.Context, cl ddbTestClient, st clientStep, input ma
 			n, _ := res.Output[k].(float64)
 			merged[k] = merged[k].(float64) + n
 		}
+		merged["Pages"] = merged["Pages"].(float64) + 1
+		if lek, ok := res.Output["LastEvaluatedKey"]; ok && st.Pages && merged["Pages"].(float64) < 100 {
+			in["ExclusiveStartKey"] = lek
+			continue
+		}
+		delete(in, "ExclusiveStartKey")
+		if seg++; seg >= st.Segments {
+			return clientResult{Output: merged}, nil
+		}
 	}
-	return clientResult{Output: merged}, nil
 }
 
 // checkClientResult compares a result with the step's expectations and
@@ -661,9 +690,22 @@ func (c *cliClient) call(ctx context.Context, op string, input map[string]any, c
 	if err != nil {
 		return clientResult{}, err
 	}
+	// The input goes in a file: an argument is limited to 128 KiB.
+	f, err := os.CreateTemp("", "quarry-cli-input-*.json")
+	if err != nil {
+		return clientResult{}, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(in); err != nil {
+		f.Close()
+		return clientResult{}, err
+	}
+	if err := f.Close(); err != nil {
+		return clientResult{}, err
+	}
 	args := []string{"dynamodb", cliCommand(op),
 		"--endpoint-url", c.ep.url, "--region", c.ep.region, "--output", "json", "--no-paginate",
-		"--cli-input-json", string(in)}
+		"--cli-input-json", "file://" + f.Name()}
 	env := map[string]string{"AWS_ACCESS_KEY_ID": creds.ID, "AWS_SECRET_ACCESS_KEY": creds.Secret,
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 		"AWS_MAX_ATTEMPTS": "1", "AWS_RETRY_MODE": "standard", "AWS_PAGER": "", "AWS_EC2_METADATA_DISABLED": "true"}

@@ -18,7 +18,12 @@
 #   scripts/pg-start.sh) and nodejs/npm for the peers below.
 # - npm peers, into $PEERS_DIR, never into the repository's tracked files:
 #   the Browserbase SDK and playwright-core (cmd/quarry's SDK compatibility
-#   test); with "peers", dynalite (the store's comparison peer).
+#   test), the AWS SDK for JavaScript v3's DynamoDB client (ddb's
+#   TestClients/sdk-js-v3); with "peers", dynalite (the store's comparison
+#   peer).
+# - boto3 and the AWS CLI for ddb's TestClients: the Debian packages
+#   python3-boto3 and awscli when `python3 -c 'import boto3'` or `aws` fails
+#   (a boto3 or aws already on PATH, from pip or pyenv, is used as it is).
 # - staticcheck (run by `make lint`), built from the Go module proxy at the
 #   version pinned below into $STATICCHECK (default .cache/bin/staticcheck),
 #   when that file is missing or reports another version.
@@ -79,6 +84,8 @@ if [ "$mode" != run ]; then
 	command -v node >/dev/null || need_pkgs+=(nodejs)
 	command -v npm >/dev/null || need_pkgs+=(npm)
 	ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || need_pkgs+=(postgresql)
+	python3 -c 'import boto3' >/dev/null 2>&1 || need_pkgs+=(python3-boto3)
+	command -v aws >/dev/null || need_pkgs+=(awscli)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -126,6 +133,9 @@ if command -v npm >/dev/null; then
 	fi
 	if [ ! -f "$PEERS_DIR/node_modules/@browserbasehq/sdk/package.json" ] || [ ! -f "$PEERS_DIR/node_modules/playwright-core/package.json" ]; then
 		npm_install "@browserbasehq/sdk and playwright-core" @browserbasehq/sdk@2.21.0 playwright-core@1.65.1
+	fi
+	if ! grep -qs '"version": "3.1169.0"' "$PEERS_DIR/node_modules/@aws-sdk/client-dynamodb/package.json"; then
+		npm_install @aws-sdk/client-dynamodb @aws-sdk/client-dynamodb@3.1169.0
 	fi
 fi
 exit 0

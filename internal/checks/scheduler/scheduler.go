@@ -108,7 +108,7 @@ type claim struct {
 // The derived lookahead's bounds (Options.Lookahead zero).
 const (
 	MinLookahead = 20 * time.Millisecond
-	MaxLookahead = 2 * time.Second
+	MaxLookahead = time.Second
 )
 
 // ChangeSkew is how far before its previous refresh a scheduler re-reads
@@ -175,13 +175,18 @@ func (s *Scheduler) Len() int {
 
 // Schedule (re)schedules a check at t; the API calls it after a create,
 // resume, update or run-now so that the change takes effect at once.
-func (s *Scheduler) Schedule(id string, t time.Time) {
+func (s *Scheduler) Schedule(id string, t time.Time) { s.scheduleAt(id, t, t) }
+
+// scheduleAt schedules check id, due at due, to be claimed once at is
+// within the lookahead (at is due, or later when another process's lease
+// must end first).
+func (s *Scheduler) scheduleAt(id string, due, at time.Time) {
 	s.mu.Lock()
 	if e, ok := s.index[id]; ok {
-		e.due = t
+		e.due, e.at = due, at
 		heap.Fix(&s.queue, e.i)
 	} else {
-		e := &entry{id: id, due: t}
+		e := &entry{id: id, due: due, at: at}
 		s.index[id] = e
 		heap.Push(&s.queue, e)
 	}
@@ -334,17 +339,17 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 	var out []claim
 	for len(s.queue) > 0 && len(out) < limit {
 		e := s.queue[0]
-		if e.due.After(horizon) {
-			return out, e.due
+		if e.at.After(horizon) {
+			return out, e.at
 		}
 		out = append(out, claim{c: store.Check{ID: e.id}, due: e.due})
-		e.due = now.Add(s.o.RunTimeout + MaxLookahead + time.Minute)
+		e.at = now.Add(s.o.RunTimeout + MaxLookahead + time.Minute)
 		heap.Fix(&s.queue, e.i)
 	}
 	if len(s.queue) == 0 {
 		return out, time.Time{}
 	}
-	return out, s.queue[0].due
+	return out, s.queue[0].at
 }
 
 // startDue claims, asynchronously and bounded by Concurrency, the checks
@@ -352,6 +357,9 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 // one comes within it.
 func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 	for {
+		if ctx.Err() != nil {
+			return time.Minute
+		}
 		ahead := s.Lookahead()
 		jobs, next := s.take(now.Add(ahead), now, 1)
 		if len(jobs) == 0 {
@@ -371,7 +379,13 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-s.sem }()
-			c, ok := s.claim(ctx, j.c.ID, j.due, s.o.Now(), ahead)
+			// The claim is not cut short by a stop: a write cancelled on
+			// the client may still be made by the store, and then nobody
+			// would give it back. Once made, a stop gives it back
+			// (ReleaseAhead, when Run returns).
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.RunTimeout)
+			c, ok := s.claim(cctx, j.c.ID, j.due, s.o.Now(), ahead)
+			cancel()
 			if !ok {
 				return
 			}
@@ -381,10 +395,9 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 				case <-t.C:
 				case <-ctx.Done():
 					t.Stop()
-					return // Run gives the claim back (ReleaseAhead)
 				}
 			}
-			if s.unpark(j.c.ID) {
+			if ctx.Err() == nil && s.unpark(j.c.ID) {
 				s.perform(ctx, c, j.due, s.o.Now())
 			}
 		}()
@@ -493,13 +506,14 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 			s.Remove(id)
 			return c, false
 		}
-		next := c.NextRunAt
-		if c.LeaseUntil.After(next) && c.LeaseOwner != s.o.Owner {
-			// Held by another process's run: try again once its lease has
-			// ended (not ahead of that, which the lease would refuse).
-			next = c.LeaseUntil.Add(ahead + time.Millisecond)
+		at := c.NextRunAt
+		if c.LeaseOwner != "" && c.LeaseOwner != s.o.Owner {
+			// Another process holds the check (a run in flight, claimed
+			// ahead, or a dead process's): the store refuses to claim it
+			// ahead, so try at its due time, once the lease has ended.
+			at = later(c.NextRunAt, c.LeaseUntil.Add(time.Millisecond)).Add(ahead)
 		}
-		s.Schedule(id, next)
+		s.scheduleAt(id, c.NextRunAt, at)
 		return c, false
 	case err != nil:
 		if ctx.Err() == nil {
@@ -759,18 +773,27 @@ func ResultMap(r probe.Result, at time.Time) map[string]any {
 	return m
 }
 
-// entry is one scheduled check.
+// entry is one scheduled check: due is its nextRunAt as last known (what
+// its claim names), at when to claim it (less the lookahead).
 type entry struct {
-	id  string
-	due time.Time
-	i   int
+	id      string
+	due, at time.Time
+	i       int
 }
 
-// dueHeap orders entries by due time.
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// dueHeap orders entries by the time to claim them.
 type dueHeap []*entry
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].i, h[j].i = i, j

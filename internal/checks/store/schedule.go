@@ -112,9 +112,13 @@ func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time,
 // ClaimAhead is Claim for a run due at most ahead after now: the claim is
 // made now, the run is to start at due. The lease runs from the run's
 // start, max(due, now), so a run claimed ahead holds its check for lease
-// after its due time; the missed-period rule uses that start too. The
-// caller that does not start the run must give the claim back
-// (Unclaim), or the period is skipped.
+// after its due time; the missed-period rule uses that start too. A check
+// that still carries another owner's lease (its run in flight or its
+// record late, or that owner dead) is not claimed ahead: only once due
+// and the lease has ended, as Claim does, so a slow run keeps the whole
+// period to record itself, as without lookahead. The caller that does
+// not start the run must give the claim back (Unclaim), or the period is
+// skipped.
 func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease time.Duration) (Check, error) {
 	start := now
 	if due.After(now) {
@@ -125,7 +129,7 @@ func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.
 		Key:              key(id, skCheck),
 		UpdateExpression: aws.String("SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"),
 		ConditionExpression: aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
-			"(attribute_not_exists(leaseUntil) OR leaseUntil < :now OR leaseOwner = :me)"),
+			"(attribute_not_exists(leaseUntil) OR leaseOwner = :me OR (leaseUntil < :now AND nextRunAt <= :now))"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]av{
 			":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(lease))), ":active": ddbitem.S(CheckActive),

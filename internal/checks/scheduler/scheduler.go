@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/checks/alert"
@@ -46,7 +47,14 @@ type Options struct {
 	// RunTimeout bounds one run; default 30s. A claimed run holds its
 	// check's lease for Lease(RunTimeout).
 	RunTimeout time.Duration
-	// Concurrency bounds runs in flight; default 512.
+	// Lookahead is how far ahead of their due time checks are claimed, so
+	// that the claim's durable write is done before the due time and the
+	// run starts at it from an in-memory timer. Zero derives it from the
+	// store: three times the slowest recent claim, between MinLookahead
+	// and MaxLookahead. Negative claims at the due time (no lookahead).
+	Lookahead time.Duration
+	// Concurrency bounds runs in flight (a check claimed ahead counts from
+	// its claim); default 512.
 	Concurrency int
 	// FailAfter consecutive unparseable runs make a check FAILED; default 3.
 	FailAfter int
@@ -84,7 +92,24 @@ type Scheduler struct {
 	// changesFrom is where the next Refresh reads the schedule change log
 	// from (zero: the first Refresh loads every check anyway).
 	changesFrom time.Time
+	// ahead holds the runs claimed ahead and not yet started.
+	ahead map[string]claim
+	// slowClaim is the slowest recent claim (decaying), for the derived
+	// lookahead.
+	slowClaim time.Duration
 }
+
+// claim is a run claimed and not yet started.
+type claim struct {
+	c   store.Check
+	due time.Time
+}
+
+// The derived lookahead's bounds (Options.Lookahead zero).
+const (
+	MinLookahead = 20 * time.Millisecond
+	MaxLookahead = time.Second
+)
 
 // ChangeSkew is how far before its previous refresh a scheduler re-reads
 // the schedule change log, so that changes written by a process whose
@@ -134,6 +159,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		st: st, run: r, al: a, o: o, log: o.Logger,
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{},
+		ahead: map[string]claim{},
 	}
 }
 
@@ -149,13 +175,18 @@ func (s *Scheduler) Len() int {
 
 // Schedule (re)schedules a check at t; the API calls it after a create,
 // resume, update or run-now so that the change takes effect at once.
-func (s *Scheduler) Schedule(id string, t time.Time) {
+func (s *Scheduler) Schedule(id string, t time.Time) { s.scheduleAt(id, t, t) }
+
+// scheduleAt schedules check id, due at due, to be claimed once at is
+// within the lookahead (at is due, or later when another process's lease
+// must end first).
+func (s *Scheduler) scheduleAt(id string, due, at time.Time) {
 	s.mu.Lock()
 	if e, ok := s.index[id]; ok {
-		e.due = t
+		e.due, e.at = due, at
 		heap.Fix(&s.queue, e.i)
 	} else {
-		e := &entry{id: id, due: t}
+		e := &entry{id: id, due: due, at: at}
 		s.index[id] = e
 		heap.Push(&s.queue, e)
 	}
@@ -241,9 +272,11 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 }
 
 // Run schedules until ctx ends: it refreshes the ACTIVE set every
-// Refresh, and starts each check's run when it is due (waiting on the
-// earliest due time, so start lateness is the claim's latency). It waits
-// for runs in flight before returning.
+// Refresh, claims each check a lookahead before it is due (see
+// Options.Lookahead) and starts its run at its due time from a timer, so
+// that start lateness does not include the claim's write. When ctx ends
+// it waits for the runs in flight and gives back the runs claimed ahead
+// and not started (ReleaseAhead), so that other processes run them.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.Refresh(ctx); err != nil {
 		s.log.Warn("checks: scheduler refresh", "err", err)
@@ -252,7 +285,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer refresh.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	defer s.wg.Wait()
+	defer func() {
+		s.wg.Wait()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		s.ReleaseAhead(rctx)
+	}()
 	for {
 		wait := s.startDue(ctx, s.o.Now())
 		if !timer.Stop() {
@@ -275,65 +313,113 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// startDue starts the runs due at now (asynchronously, bounded by
-// Concurrency) and returns how long until the next one is due.
+// Lookahead is how far ahead of its due time a check is claimed now.
+func (s *Scheduler) Lookahead() time.Duration {
+	if s.o.Lookahead != 0 {
+		return max(s.o.Lookahead, 0)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(max(3*s.slowClaim, MinLookahead), MaxLookahead)
+}
+
+// noteClaim feeds a claim's latency to the derived lookahead: the slowest
+// recent claim, decaying by 1/64 per claim.
+func (s *Scheduler) noteClaim(d time.Duration) {
+	s.mu.Lock()
+	s.slowClaim = max(d, s.slowClaim-s.slowClaim/64)
+	s.mu.Unlock()
+}
+
+// take pops the checks due by horizon, parking each until its run
+// reschedules it.
+func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []claim
+	for len(s.queue) > 0 && len(out) < limit {
+		e := s.queue[0]
+		if e.at.After(horizon) {
+			return out, e.at
+		}
+		out = append(out, claim{c: store.Check{ID: e.id}, due: e.due})
+		e.at = now.Add(s.o.RunTimeout + MaxLookahead + time.Minute)
+		heap.Fix(&s.queue, e.i)
+	}
+	if len(s.queue) == 0 {
+		return out, time.Time{}
+	}
+	return out, s.queue[0].at
+}
+
+// startDue claims, asynchronously and bounded by Concurrency, the checks
+// due within the lookahead of now, and returns how long until the next
+// one comes within it.
 func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 {
-			s.mu.Unlock()
+		if ctx.Err() != nil {
 			return time.Minute
 		}
-		e := s.queue[0]
-		if e.due.After(now) {
-			wait := e.due.Sub(now)
-			s.mu.Unlock()
-			return wait
+		ahead := s.Lookahead()
+		jobs, next := s.take(now.Add(ahead), now, 1)
+		if len(jobs) == 0 {
+			if next.IsZero() {
+				return time.Minute
+			}
+			return max(next.Sub(now)-ahead, 0)
 		}
-		// Park it until the run reschedules it.
-		due := e.due
-		e.due = now.Add(s.o.RunTimeout + time.Minute)
-		heap.Fix(&s.queue, e.i)
-		s.mu.Unlock()
+		j := jobs[0]
 		select {
 		case s.sem <- struct{}{}:
 		case <-ctx.Done():
+			s.Schedule(j.c.ID, j.due)
 			return time.Minute
 		}
 		s.wg.Add(1)
-		go func(id string) {
+		go func() {
 			defer s.wg.Done()
 			defer func() { <-s.sem }()
-			s.runOne(ctx, id, due, s.o.Now())
-		}(e.id)
+			// The claim is not cut short by a stop: a write cancelled on
+			// the client may still be made by the store, and then nobody
+			// would give it back. Once made, a stop gives it back
+			// (ReleaseAhead, when Run returns).
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.RunTimeout)
+			c, ok := s.claim(cctx, j.c.ID, j.due, s.o.Now(), ahead)
+			cancel()
+			if !ok {
+				return
+			}
+			if wait := j.due.Sub(s.o.Now()); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
+			if ctx.Err() == nil && s.unpark(j.c.ID) {
+				s.perform(ctx, c, j.due, s.o.Now())
+			}
+		}()
+		now = s.o.Now()
 	}
 }
 
 // Lease is how long a claimed run holds its check: twice the run's
-// timeout, so that the run and its record fit in it. When the process
-// running a check dies, no other process runs that check until the lease
-// ends (60 s with the default 30 s timeout); after that the next claim
-// takes it over.
+// timeout from the run's start (its due time when claimed ahead), so
+// that the run and its record fit in it. When the process running a
+// check dies, no other process runs that check until the lease ends (60 s
+// with the default 30 s timeout); after that the next claim takes it over.
 func Lease(runTimeout time.Duration) time.Duration { return 2 * runTimeout }
 
-// RunDue runs every check due at now synchronously and returns how many
-// runs it performed. Tests drive the scheduler with it and a fake clock.
+// RunDue claims the checks due within the lookahead of now and runs,
+// synchronously, those due at now, including those claimed ahead by
+// earlier calls; it returns how many runs it performed. Runs claimed
+// ahead and not yet due wait for a later call (or ReleaseAhead). Tests
+// drive the scheduler with it and a fake clock.
 func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
-	type job struct {
-		id  string
-		due time.Time
-	}
-	var jobs []job
-	s.mu.Lock()
-	for len(s.queue) > 0 && !s.queue[0].due.After(now) {
-		e := s.queue[0]
-		jobs = append(jobs, job{e.id, e.due})
-		e.due = now.Add(s.o.RunTimeout + time.Minute)
-		heap.Fix(&s.queue, e.i)
-	}
-	s.mu.Unlock()
-	n := 0
-	var mu sync.Mutex
+	ahead := s.Lookahead()
+	jobs, _ := s.take(now.Add(ahead), now, int(^uint(0)>>1))
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		wg.Add(1)
@@ -341,44 +427,120 @@ func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
 		go func() {
 			defer wg.Done()
 			defer func() { <-s.sem }()
-			if s.runOne(ctx, j.id, j.due, now) {
-				mu.Lock()
-				n++
-				mu.Unlock()
+			s.claim(ctx, j.c.ID, j.due, now, ahead)
+		}()
+	}
+	wg.Wait()
+	var due []claim
+	s.mu.Lock()
+	for id, a := range s.ahead {
+		if !a.due.After(now) {
+			due = append(due, a)
+			delete(s.ahead, id)
+		}
+	}
+	s.mu.Unlock()
+	var n atomic.Int64
+	for _, j := range due {
+		wg.Add(1)
+		s.sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-s.sem }()
+			if s.perform(ctx, j.c, j.due, now) {
+				n.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
+	return int(n.Load())
+}
+
+// ReleaseAhead gives back every run claimed ahead and not started
+// (store.Unclaim): each check's nextRunAt returns to its due time, so
+// that another process, at its next refresh, runs that period. It
+// returns how many it gave back. Run calls it when it stops.
+func (s *Scheduler) ReleaseAhead(ctx context.Context) int {
+	s.mu.Lock()
+	held := make([]claim, 0, len(s.ahead))
+	for id, a := range s.ahead {
+		held = append(held, a)
+		delete(s.ahead, id)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, a := range held {
+		if err := s.st.Unclaim(ctx, a.c.ID, s.o.Owner, a.due, a.c.NextRunAt); err != nil {
+			s.log.Warn("checks: claimed run not given back; it is skipped", "check", a.c.ID, "due", a.due, "err", err)
+			continue
+		}
+		s.Schedule(a.c.ID, a.due)
+		n++
+	}
 	return n
 }
 
-// runOne claims and performs the run of check id due at due; it reports
-// whether it ran.
-func (s *Scheduler) runOne(ctx context.Context, id string, due, now time.Time) bool {
-	c, err := s.st.Claim(ctx, id, s.o.Owner, due, now, Lease(s.o.RunTimeout))
+// unpark takes check id's claimed-ahead run for starting; false when
+// ReleaseAhead gave it back first.
+func (s *Scheduler) unpark(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ahead[id]
+	delete(s.ahead, id)
+	return ok
+}
+
+// claim claims the run of check id due at due (at most ahead after now)
+// and, when it succeeds, holds it in s.ahead until it starts. When it
+// fails the check is rescheduled (or removed).
+func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ahead time.Duration) (store.Check, bool) {
+	t0 := time.Now()
+	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, Lease(s.o.RunTimeout))
+	s.noteClaim(time.Since(t0))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.Remove(id)
-		return false
+		return c, false
 	case errors.Is(err, store.ErrLost):
 		if c.Status != store.CheckActive {
 			s.Remove(id)
-			return false
+			return c, false
 		}
-		next := c.NextRunAt
-		if c.LeaseUntil.After(next) && c.LeaseOwner != s.o.Owner {
-			next = c.LeaseUntil
+		at := c.NextRunAt
+		if c.LeaseOwner != "" && c.LeaseOwner != s.o.Owner {
+			// Another process holds the check (a run in flight, claimed
+			// ahead, or a dead process's): the store refuses to claim it
+			// ahead, so try at its due time, once the lease has ended.
+			at = later(c.NextRunAt, c.LeaseUntil.Add(time.Millisecond)).Add(ahead)
 		}
-		s.Schedule(id, next)
-		return false
+		s.scheduleAt(id, c.NextRunAt, at)
+		return c, false
 	case err != nil:
 		if ctx.Err() == nil {
 			s.log.Warn("checks: claim", "check", id, "err", err)
 		}
 		s.Schedule(id, now.Add(5*time.Second))
-		return false
+		return c, false
 	}
-	s.Schedule(id, c.NextRunAt)
+	s.mu.Lock()
+	s.ahead[id] = claim{c: c, due: due}
+	s.mu.Unlock()
+	return c, true
+}
+
+// perform runs claimed check c, due at due, records the result, alerts
+// on a change and reschedules the check at its next period; it reports
+// whether it ran.
+func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Time) bool {
+	id := c.ID
+	keep := true
+	defer func() {
+		if keep {
+			s.Schedule(id, c.NextRunAt)
+		} else {
+			s.Remove(id)
+		}
+	}()
 	u, err := s.user(ctx, c.UserID, now)
 	if err != nil || u.Status != store.UserActive {
 		// A suspended user's checks do not run; the period is skipped.
@@ -400,7 +562,7 @@ func (s *Scheduler) runOne(ctx context.Context, id string, due, now time.Time) b
 		return true
 	}
 	if out.Fail != "" {
-		s.Remove(id)
+		keep = false
 	}
 	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
 		// The alert targets are read afresh (not from the status cache):
@@ -611,18 +773,27 @@ func ResultMap(r probe.Result, at time.Time) map[string]any {
 	return m
 }
 
-// entry is one scheduled check.
+// entry is one scheduled check: due is its nextRunAt as last known (what
+// its claim names), at when to claim it (less the lookahead).
 type entry struct {
-	id  string
-	due time.Time
-	i   int
+	id      string
+	due, at time.Time
+	i       int
 }
 
-// dueHeap orders entries by due time.
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// dueHeap orders entries by the time to claim them.
 type dueHeap []*entry
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].i, h[j].i = i, j

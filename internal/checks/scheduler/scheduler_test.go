@@ -85,7 +85,17 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) sched(t *testing.T, owner string, a scheduler.Alerter, onRun func(id string, due, started time.Time)) *scheduler.Scheduler {
-	s := scheduler.New(e.st, e.prb, a, scheduler.Options{Owner: owner, Now: e.clock.now, Logger: e.log, OnRun: onRun, RunTimeout: 5 * time.Second})
+	return e.schedWith(t, a, scheduler.Options{Owner: owner, OnRun: onRun})
+}
+
+// schedWith is sched with more options: the clock is the test's unless
+// o.Now is set; the run timeout is 5 s.
+func (e *env) schedWith(t *testing.T, a scheduler.Alerter, o scheduler.Options) *scheduler.Scheduler {
+	if o.Now == nil {
+		o.Now = e.clock.now
+	}
+	o.Logger, o.RunTimeout = e.log, 5*time.Second
+	s := scheduler.New(e.st, e.prb, a, o)
 	if err := s.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +164,19 @@ func TestScheduleAccuracy(t *testing.T) {
 	}
 }
 
+// TestTwoSchedulersNeverRunTwice runs two schedulers on one store, each
+// claiming ahead (derived, fixed at 2 s, or none), and shows that every
+// check runs once per period, never twice.
 func TestTwoSchedulersNeverRunTwice(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		lookahead time.Duration
+	}{{"derived lookahead", 0}, {"2s lookahead", 2 * time.Second}, {"no lookahead", -1}} {
+		t.Run(tt.name, func(t *testing.T) { twoSchedulers(t, tt.lookahead) })
+	}
+}
+
+func twoSchedulers(t *testing.T, lookahead time.Duration) {
 	e := newEnv(t)
 	tg := newTarget(t)
 	t0 := e.clock.now()
@@ -162,7 +184,8 @@ func TestTwoSchedulersNeverRunTwice(t *testing.T) {
 		e.check(t, tg.URL, 10*time.Second, t0.Add(time.Duration(i)*time.Second), nil)
 	}
 	var log runLog
-	a, b := e.sched(t, "node-a", nil, log.record), e.sched(t, "node-b", nil, log.record)
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "node-a", OnRun: log.record, Lookahead: lookahead})
+	b := e.schedWith(t, nil, scheduler.Options{Owner: "node-b", OnRun: log.record, Lookahead: lookahead})
 	for now := t0; now.Before(t0.Add(2 * time.Minute)); now = now.Add(500 * time.Millisecond) {
 		e.clock.set(now)
 		var wg sync.WaitGroup
@@ -188,6 +211,153 @@ func TestTwoSchedulersNeverRunTwice(t *testing.T) {
 	}
 	if int(tg.hits.Load()) != total {
 		t.Fatalf("target hit %d times for %d runs", tg.hits.Load(), total)
+	}
+}
+
+// TestClaimAheadRunsAtDueTime claims a check 2 s ahead: the claim is
+// made (the check leased, nextRunAt moved on, another scheduler refused)
+// but the run waits for its due time, and starts at it, not before.
+func TestClaimAheadRunsAtDueTime(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	due := t0.Add(10 * time.Second)
+	c := e.check(t, tg.URL, 30*time.Second, due, nil)
+	var log runLog
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "node-a", OnRun: log.record, Lookahead: 2 * time.Second})
+	b := e.schedWith(t, nil, scheduler.Options{Owner: "node-b", OnRun: log.record, Lookahead: 2 * time.Second})
+
+	early := due.Add(-1500 * time.Millisecond)
+	e.clock.set(early)
+	if n := a.RunDue(ctx, early); n != 0 || tg.hits.Load() != 0 {
+		t.Fatalf("%v before its due time: ran %d, target hit %d times", due.Sub(early), n, tg.hits.Load())
+	}
+	got, _ := e.st.GetCheck(ctx, "", c.ID)
+	if got.LeaseOwner != "node-a" || !got.NextRunAt.Equal(due.Add(30*time.Second)) {
+		t.Fatalf("after the claim ahead: lease %q, nextRunAt %v; want node-a and %v", got.LeaseOwner, got.NextRunAt, due.Add(30*time.Second))
+	}
+	e.clock.set(due)
+	if n := b.RunDue(ctx, due); n != 0 {
+		t.Fatalf("another scheduler ran the check claimed ahead (%d runs)", n)
+	}
+	if n := a.RunDue(ctx, due.Add(-time.Millisecond)); n != 0 {
+		t.Fatalf("ran %d a millisecond before its due time", n)
+	}
+	if n := a.RunDue(ctx, due); n != 1 || tg.hits.Load() != 1 {
+		t.Fatalf("at its due time: ran %d, target hit %d times; want 1 and 1", n, tg.hits.Load())
+	}
+	if d := log.runs[c.ID]; len(d) != 1 || !d[0].Equal(due) || log.late[0] < 0 {
+		t.Fatalf("runs due %v, lateness %v; want one due %v, not early", d, log.late, due)
+	}
+}
+
+// TestClaimAheadRunsAtDueTimeLive is TestClaimAheadRunsAtDueTime on the
+// real clock, through Run and its timers: every run starts at or after
+// its due time.
+func TestClaimAheadRunsAtDueTimeLive(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	first := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	for i := range 5 {
+		e.check(t, tg.URL, time.Hour, first.Add(time.Duration(i)*100*time.Millisecond), nil)
+	}
+	started := make(chan [2]time.Time, 5)
+	s := e.schedWith(t, nil, scheduler.Options{Owner: "live", Now: time.Now, Lookahead: 2 * time.Second,
+		OnRun: func(_ string, due, at time.Time) { started <- [2]time.Time{due, at} }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for range 5 {
+		select {
+		case r := <-started:
+			if r[1].Before(r[0]) {
+				t.Errorf("run due %v started %v before it", r[0], r[0].Sub(r[1]))
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a check did not run within a minute of its due time")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStopGivesBackClaimsAhead stops a scheduler (its Run's context
+// ends) while it holds a run claimed ahead: the claim is given back
+// (nextRunAt back to the due time, no lease), and another scheduler, after
+// its next refresh, runs that very period.
+func TestStopGivesBackClaimsAhead(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	due := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	c := e.check(t, tg.URL, 30*time.Second, due, nil)
+	b := e.sched(t, "node-b", nil, nil)
+	var log runLog
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "node-a", Now: time.Now, Lookahead: 2 * time.Hour, OnRun: log.record})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, _ := e.st.GetCheck(ctx, "", c.ID)
+		if got.LeaseOwner == "node-a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("node-a did not claim the check ahead within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.st.GetCheck(ctx, "", c.ID)
+	if got.LeaseOwner != "" || !got.NextRunAt.Equal(due) {
+		t.Fatalf("after the stop: lease %q, nextRunAt %v; want none and %v", got.LeaseOwner, got.NextRunAt, due)
+	}
+	if tg.hits.Load() != 0 || len(log.runs) != 0 {
+		t.Fatalf("node-a ran the check before its due time")
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.set(due)
+	if n := b.RunDue(ctx, due); n != 1 || tg.hits.Load() != 1 {
+		t.Fatalf("node-b at the due time: ran %d, target hit %d times; want 1 and 1", n, tg.hits.Load())
+	}
+	got, _ = e.st.GetCheck(ctx, "", c.ID)
+	if !got.NextRunAt.Equal(due.Add(30 * time.Second)) {
+		t.Fatalf("nextRunAt %v after node-b's run, want %v", got.NextRunAt, due.Add(30*time.Second))
+	}
+}
+
+// TestCrashAfterClaimAhead drops a scheduler that holds a run claimed
+// ahead without giving it back (as a crash does): that period is skipped,
+// and another scheduler runs the next period, the first due after the
+// lease (2 × run timeout from the due time) ended.
+func TestCrashAfterClaimAhead(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	due := t0.Add(10 * time.Second)
+	c := e.check(t, tg.URL, 30*time.Second, due, nil)
+	var log runLog
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "node-a", Lookahead: 2 * time.Second})
+	b := e.schedWith(t, nil, scheduler.Options{Owner: "node-b", Lookahead: 2 * time.Second, OnRun: log.record})
+	e.clock.set(due.Add(-time.Second))
+	a.RunDue(ctx, due.Add(-time.Second)) // claims ahead, then node-a is gone
+	for now := due.Add(-time.Second); now.Before(due.Add(90 * time.Second)); now = now.Add(250 * time.Millisecond) {
+		e.clock.set(now)
+		b.RunDue(ctx, now)
+	}
+	want := []time.Time{due.Add(30 * time.Second), due.Add(60 * time.Second)}
+	if got := log.runs[c.ID]; len(got) != 2 || !got[0].Equal(want[0]) || !got[1].Equal(want[1]) {
+		t.Fatalf("node-b ran the periods due %v, want %v (the period node-a claimed is skipped)", got, want)
 	}
 }
 

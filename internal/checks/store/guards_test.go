@@ -123,6 +123,73 @@ func TestClaimLeaseGuard(t *testing.T) {
 	}
 }
 
+// TestClaimAheadGuards: a run may be claimed up to the lookahead before
+// its due time, not further; a check still carrying another owner's
+// lease (its record late) is not claimed ahead, even with the lease
+// expired, only once due; the lease runs from the due time; Unclaim puts
+// nextRunAt back to the due time, so that another owner claims that
+// period, and after a schedule change only drops the lease.
+func TestClaimAheadGuards(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, -1)
+	t0 := e.clock.now()
+	period, lease, ahead := 10*time.Second, 4*time.Second, time.Second
+	c := e.check(t, period, t0.Add(period))
+	due := t0.Add(period)
+
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(-ahead-time.Millisecond), ahead, lease); !errors.Is(err, store.ErrLost) {
+		t.Fatalf("claim further ahead than the lookahead: %v, want ErrLost", err)
+	}
+	got, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(-ahead), ahead, lease)
+	if err != nil {
+		t.Fatalf("claim within the lookahead: %v", err)
+	}
+	if !got.NextRunAt.Equal(due.Add(period)) || !got.LeaseUntil.Equal(due.Add(lease)) {
+		t.Fatalf("after the claim ahead: next %v lease until %v; want %v and %v", got.NextRunAt, got.LeaseUntil, due.Add(period), due.Add(lease))
+	}
+	// a's record is late: its lease has expired, but is still there.
+	next := got.NextRunAt
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "b", next, next.Add(-ahead/2), ahead, lease); !errors.Is(err, store.ErrLost) {
+		t.Fatalf("b's claim ahead over a's expired lease: %v, want ErrLost", err)
+	}
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "b", next, next, ahead, lease); err != nil {
+		t.Fatalf("b's claim at the due time after a's lease ended: %v", err)
+	}
+
+	// Unclaim: b gives the period back; a claims that very period.
+	if err := e.st.Unclaim(ctx, c.ID, "b", next, next.Add(period)); err != nil {
+		t.Fatal(err)
+	}
+	back, err := e.st.GetCheck(ctx, "", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.NextRunAt.Equal(next) || back.LeaseOwner != "" {
+		t.Fatalf("after Unclaim: next %v owner %q; want %v and none", back.NextRunAt, back.LeaseOwner, next)
+	}
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "a", next, next.Add(-ahead), ahead, lease); err != nil {
+		t.Fatalf("a's claim of the period given back: %v", err)
+	}
+	// Given back after its schedule changed: the lease goes, nextRunAt stays.
+	if _, err := e.st.RunNow(ctx, e.user.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := e.st.GetCheck(ctx, "", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Unclaim(ctx, c.ID, "a", next, next.Add(period)); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.st.GetCheck(ctx, "", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.NextRunAt.Equal(changed.NextRunAt) || after.LeaseOwner != "" {
+		t.Fatalf("Unclaim after a schedule change: next %v owner %q; want %v and none", after.NextRunAt, after.LeaseOwner, changed.NextRunAt)
+	}
+}
+
 // TestCompleteNeedsLease: a run whose lease was taken over by another
 // owner may not record its result (nor history, nor alert state); the new
 // owner's run does.

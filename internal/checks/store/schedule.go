@@ -104,18 +104,36 @@ func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
 // delayMs; when that is already past (after downtime), a second write
 // moves it to now + delayMs, so a check runs once, not once per missed
 // period. When the claim fails it returns the check as it stands (from the
-// failed write) and ErrLost.
+// failed write) and ErrLost. It is ClaimAhead with no lookahead.
 func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time, lease time.Duration) (Check, error) {
+	return s.ClaimAhead(ctx, id, owner, due, now, 0, lease)
+}
+
+// ClaimAhead is Claim for a run due at most ahead after now: the claim is
+// made now, the run is to start at due. The lease runs from the run's
+// start, max(due, now), so a run claimed ahead holds its check for lease
+// after its due time; the missed-period rule uses that start too. A check
+// that still carries another owner's lease (its run in flight or its
+// record late, or that owner dead) is not claimed ahead: only once due
+// and the lease has ended, as Claim does, so a slow run keeps the whole
+// period to record itself, as without lookahead. The caller that does
+// not start the run must give the claim back (Unclaim), or the period is
+// skipped.
+func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease time.Duration) (Check, error) {
+	start := now
+	if due.After(now) {
+		start = due
+	}
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.names.Checks),
 		Key:              key(id, skCheck),
 		UpdateExpression: aws.String("SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"),
-		ConditionExpression: aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :now AND " +
-			"(attribute_not_exists(leaseUntil) OR leaseUntil < :now OR leaseOwner = :me)"),
+		ConditionExpression: aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
+			"(attribute_not_exists(leaseUntil) OR leaseOwner = :me OR (leaseUntil < :now AND nextRunAt <= :now))"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]av{
-			":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(now.Add(lease))), ":active": ddbitem.S(CheckActive),
-			":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)),
+			":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(lease))), ":active": ddbitem.S(CheckActive),
+			":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)), ":horizon": ddbitem.N(ms(now.Add(max(ahead, 0)))),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -131,11 +149,11 @@ func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time,
 		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)
 	}
 	c := parseCheck(out.Attributes)
-	if c.NextRunAt.After(now) {
+	if c.NextRunAt.After(start) {
 		return c, nil
 	}
-	// Missed periods: the next run is a period from now.
-	next := now.Add(time.Duration(c.DelayMs) * time.Millisecond)
+	// Missed periods: the next run is a period from the run's start.
+	next := start.Add(time.Duration(c.DelayMs) * time.Millisecond)
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.names.Checks),
 		Key:                       key(id, skCheck),
@@ -148,6 +166,29 @@ func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time,
 	}
 	c.NextRunAt = next
 	return c, nil
+}
+
+// Unclaim gives back a run claimed (ClaimAhead) but not started: when the
+// check still stands as the claim left it (owner holds the lease,
+// nextRunAt is next, the value the claim returned), nextRunAt goes back
+// to due and the lease is removed, so that another process runs the
+// period; the change is noted in the schedule change log, which other
+// schedulers read at their next refresh. When the check changed since
+// (its schedule was edited), only the lease is removed, as Release does.
+func (s *Store) Unclaim(ctx context.Context, id, owner string, due, next time.Time) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+		UpdateExpression:          aws.String("SET nextRunAt = :due REMOVE leaseOwner, leaseUntil"),
+		ConditionExpression:       aws.String("leaseOwner = :me AND nextRunAt = :next"),
+		ExpressionAttributeValues: map[string]av{":me": ddbitem.S(owner), ":due": ddbitem.N(ms(due)), ":next": ddbitem.N(ms(next))},
+	})
+	if ddbitem.ConditionFailed(err) {
+		return s.Release(ctx, id, owner)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: unclaim %s: %w", id, err)
+	}
+	return s.noteScheduleChange(ctx, id)
 }
 
 // Outcome is what a run leaves on its check.

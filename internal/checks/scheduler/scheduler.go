@@ -342,8 +342,15 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 		if e.at.After(horizon) {
 			return out, e.at
 		}
-		out = append(out, claim{c: store.Check{ID: e.id}, due: e.due})
-		e.at = now.Add(s.o.RunTimeout + MaxLookahead + time.Minute)
+		// A check whose run is claimed ahead and waits for its due time
+		// is not claimed again (its next period would be, as its own
+		// lease allows): its run reschedules it.
+		if _, parked := s.ahead[e.id]; !parked {
+			out = append(out, claim{c: store.Check{ID: e.id}, due: e.due})
+		}
+		// Until its run reschedules it, the entry only guards against a
+		// lost reschedule; past the horizon, so that this loop ends.
+		e.at = later(now.Add(s.o.RunTimeout+MaxLookahead+time.Minute), horizon.Add(time.Millisecond))
 		heap.Fix(&s.queue, e.i)
 	}
 	if len(s.queue) == 0 {

@@ -116,7 +116,10 @@ func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time,
 // that still carries another owner's lease (its run in flight or its
 // record late, or that owner dead) is not claimed ahead: only once due
 // and the lease has ended, as Claim does, so a slow run keeps the whole
-// period to record itself, as without lookahead. The caller that does
+// period to record itself, as without lookahead. The owner's own lease
+// is no exception: it means a run of the check claimed and not yet
+// recorded (or a restart of the same owner), so the next period is only
+// claimed once due. The caller that does
 // not start the run must give the claim back (Unclaim), or the period is
 // skipped.
 func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease time.Duration) (Check, error) {
@@ -129,7 +132,7 @@ func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.
 		Key:              key(id, skCheck),
 		UpdateExpression: aws.String("SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"),
 		ConditionExpression: aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
-			"(attribute_not_exists(leaseUntil) OR leaseOwner = :me OR (leaseUntil < :now AND nextRunAt <= :now))"),
+			"(attribute_not_exists(leaseUntil) OR ((leaseOwner = :me OR leaseUntil < :now) AND nextRunAt <= :now))"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]av{
 			":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(lease))), ":active": ddbitem.S(CheckActive),

@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/quarrydb/quarry/bench/internal/report"
+	"github.com/quarrydb/quarry/internal/datashelf/dispatch"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
 	"github.com/riverqueue/river"
@@ -336,74 +337,41 @@ func (q *quarryQueue) enqueue(ctx context.Context, i int, _ time.Time) error {
 	return err
 }
 
-// start runs the crawler's dispatch loop (internal/datashelf/crawler,
-// run.go): one dispatcher claims as many jobs as workers are free, hands
-// them to the workers, and when a claim finds nothing waits for a worker
-// to finish or for the poll interval; each worker runs a no-op and Completes.
+// start runs the crawler's dispatcher (internal/datashelf/dispatch, which
+// internal/datashelf/crawler's Run is built on): one dispatcher claims as
+// many jobs as workers are free, woken by the store's LISTEN/NOTIFY
+// wake-ups (Store.Wake), a worker finishing, or the poll interval; each
+// worker runs a no-op, and finished jobs are completed in batches
+// (CompleteMany); expired leases are rescued on a timer, not in Claim.
 func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	jobs := make(chan store.Job)
-	finished := make(chan struct{}, q.workers)
-	var wg sync.WaitGroup
-	for range q.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				i, _ := strconv.Atoi(j.TargetURL[strings.LastIndexByte(j.TargetURL, '-')+1:])
-				l.start(i)
-				if err := q.s.Complete(ctx, j.ID, "bench"); err != nil && ctx.Err() == nil {
-					fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", err)
-				}
-				finished <- struct{}{}
+	d, err := dispatch.New(dispatch.Options{
+		Store:        q.s,
+		Worker:       "bench",
+		Workers:      q.workers,
+		PollInterval: q.poll,
+		Completed: func(j store.Job, err error) {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", j.ID, err)
 			}
-		}()
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		defer close(jobs)
-		inflight := 0
-		for ctx.Err() == nil {
-			for drained := false; !drained; {
-				select {
-				case <-finished:
-					inflight--
-				default:
-					drained = true
-				}
-			}
-			free := q.workers - inflight
-			var claimed []store.Job
-			if free > 0 {
-				var err error
-				claimed, err = q.s.Claim(ctx, "bench", free, store.DefaultLease)
-				if err != nil && ctx.Err() == nil {
-					fmt.Fprintln(os.Stderr, "riverbench: quarry claim:", err)
-				}
-			}
-			for _, j := range claimed {
-				inflight++
-				select {
-				case jobs <- j:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if len(claimed) > 0 {
-				continue
-			}
-			t := time.NewTimer(q.poll)
-			select {
-			case <-finished:
-				inflight--
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
+		defer close(done)
+		err := d.Run(ctx, func(_ context.Context, j store.Job) bool {
+			i, _ := strconv.Atoi(j.TargetURL[strings.LastIndexByte(j.TargetURL, '-')+1:])
+			l.start(i)
+			return true
+		})
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "riverbench: quarry dispatcher:", err)
 		}
 	}()
-	return func() { cancel(); wg.Wait() }, nil
+	return func() { cancel(); <-done }, nil
 }
 
 func (q *quarryQueue) completed(ctx context.Context) (int, error) {

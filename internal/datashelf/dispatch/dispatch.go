@@ -146,8 +146,12 @@ func New(o Options) (*Dispatcher, error) {
 func (d *Dispatcher) Run(ctx context.Context, h Handler) error {
 	o := d.o
 	wctx, stopWake := context.WithCancel(ctx)
-	defer stopWake()
 	wake := o.Store.Wake(wctx)
+	defer func() {
+		stopWake()
+		for range wake { // until the subscription ended (its connection closed)
+		}
+	}()
 	comp := newCompleter(o, d.log)
 	compDone := make(chan struct{})
 	go func() {

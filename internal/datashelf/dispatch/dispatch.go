@@ -2,10 +2,12 @@
 // pool of workers, the way the crawler runs its crawls:
 //
 //   - one dispatcher claims as many jobs as workers are free (one Claim),
-//     hands them to the workers and, when a claim finds nothing, sleeps
-//     until a worker finishes, the store wakes it (store.Store.Wake: a job
-//     was enqueued, retried or rescued), the poll interval passes (the
-//     fallback for a lost wake-up) or the next lease rescue is due;
+//     hands them to the workers, waits ClaimCooldown (1 ms) for more
+//     workers to free up before the next claim, and, when a claim finds
+//     nothing, sleeps until a worker finishes, the store wakes it
+//     (store.Store.Wake: a job was enqueued, retried or rescued), the
+//     poll interval passes (the fallback for a lost wake-up) or the next
+//     lease rescue is due;
 //   - each worker runs the Handler under heartbeats (every Lease/3);
 //   - jobs the Handler finished are completed in batches
 //     (store.Store.CompleteMany, one statement and one commit for up to
@@ -36,6 +38,7 @@ const (
 	DefaultPollInterval  = 100 * time.Millisecond
 	DefaultCompleteDelay = 2 * time.Millisecond
 	DefaultCompleteBatch = 100
+	DefaultClaimCooldown = time.Millisecond
 	// MaxRescueEvery caps the default RescueEvery (Lease/4).
 	MaxRescueEvery = time.Minute
 )
@@ -66,6 +69,13 @@ type Options struct {
 	// RescueEvery is how often expired leases are rescued (default
 	// Lease/4, at most MaxRescueEvery).
 	RescueEvery time.Duration
+	// ClaimCooldown is how long the dispatcher waits after a claim that
+	// returned jobs before it claims again, unless every worker is free
+	// first (default 1 ms; negative: no wait). While jobs keep coming,
+	// more workers are then free at each claim, so one claim (one commit)
+	// takes more jobs; an idle queue woken by a wake-up is claimed from at
+	// once.
+	ClaimCooldown time.Duration
 	// CompleteDelay is how long a finished job may wait for others to be
 	// completed with it (default 2 ms); CompleteBatch caps a batch
 	// (default 100).
@@ -120,6 +130,9 @@ func New(o Options) (*Dispatcher, error) {
 	}
 	if o.RescueEvery <= 0 {
 		o.RescueEvery = min(o.Lease/4, MaxRescueEvery)
+	}
+	if o.ClaimCooldown == 0 {
+		o.ClaimCooldown = DefaultClaimCooldown
 	}
 	if o.CompleteDelay <= 0 {
 		o.CompleteDelay = DefaultCompleteDelay
@@ -246,6 +259,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 			}
 		}
 		if len(claimed) > 0 {
+			if o.ClaimCooldown > 0 {
+				d.cooldown(ctx, finished, &inflight)
+			}
 			continue
 		}
 		if inflight == 0 && free > 0 && o.Idle != nil {
@@ -270,6 +286,25 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 		}
 		poll.Stop()
 		rescue.Stop()
+	}
+}
+
+// cooldown waits ClaimCooldown, or until no job is in flight, counting the
+// workers that finish.
+func (d *Dispatcher) cooldown(ctx context.Context, finished <-chan struct{}, inflight *int) {
+	t := time.NewTimer(d.o.ClaimCooldown)
+	defer t.Stop()
+	for *inflight > 0 {
+		select {
+		case <-finished:
+			*inflight--
+		case <-t.C:
+			return
+		case <-d.o.Stop:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -106,7 +106,7 @@ func run(ctx context.Context, name string, s store.Store, jobs, workers, batch i
 			defer wg.Done()
 			worker := fmt.Sprintf("bench-%d", w)
 			for done.Load() < int64(jobs) {
-				got, err := s.Claim(ctx, worker, batch, 10*time.Minute)
+				got, err := s.Claim(ctx, worker, batch)
 				if err != nil {
 					firstErr.Store(err)
 					return

@@ -16,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -33,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/quarrydb/quarry/bench/internal/report"
+	"github.com/quarrydb/quarry/internal/datashelf/dispatch"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
 	"github.com/riverqueue/river"
@@ -51,6 +53,7 @@ type config struct {
 	jobs, workers, maxConns int
 	rounds                  int
 	poll                    time.Duration // quarry's dispatcher poll
+	completeDelay           time.Duration // quarry's completion window (0: dispatch's default)
 	rate                    float64
 	latencyFor              time.Duration
 	timeout                 time.Duration
@@ -110,6 +113,7 @@ func main() {
 	rate := flag.Float64("rate", 50, "jobs/s enqueued for the latency measurement (0: skip it)")
 	latencyFor := flag.Duration("latency-duration", 10*time.Second, "how long jobs are enqueued at -rate")
 	poll := flag.Duration("quarry-poll", defaultPoll, "quarry's dispatcher: wait when a claim finds nothing (the crawler's PollInterval); also river-tuned's FetchPollInterval")
+	completeDelay := flag.Duration("quarry-complete-delay", 0, "quarry's dispatcher: how long finished jobs are collected into one CompleteMany (0: dispatch.DefaultCompleteDelay)")
 	maxConns := flag.Int("max-conns", 16, "connection pool size of each system")
 	timeout := flag.Duration("timeout", 10*time.Minute, "deadline of each measurement")
 	out := flag.String("out", "", "Markdown file to append the results to")
@@ -122,7 +126,7 @@ func main() {
 	if *rounds < 1 {
 		fail(errors.New("-rounds must be at least 1"))
 	}
-	cfg := config{rounds: *rounds, poll: *poll, jobs: *jobs, workers: *workers, maxConns: *maxConns, rate: *rate, latencyFor: *latencyFor, timeout: *timeout}
+	cfg := config{rounds: *rounds, poll: *poll, completeDelay: *completeDelay, jobs: *jobs, workers: *workers, maxConns: *maxConns, rate: *rate, latencyFor: *latencyFor, timeout: *timeout}
 	ctx := context.Background()
 	var results []result
 	round := 0
@@ -314,6 +318,7 @@ type quarryQueue struct {
 	pool    *pgxpool.Pool
 	workers int
 	poll    time.Duration
+	delay   time.Duration
 }
 
 func openQuarry(ctx context.Context, url string, cfg config) (queue, error) {
@@ -326,7 +331,7 @@ func openQuarry(ctx context.Context, url string, cfg config) (queue, error) {
 		s.Close()
 		return nil, err
 	}
-	return &quarryQueue{s: s, pool: pool, workers: cfg.workers, poll: cfg.poll}, nil
+	return &quarryQueue{s: s, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay}, nil
 }
 
 func quarryURL(i int) string { return "https://shop.example/products/p-" + strconv.Itoa(i) }
@@ -336,74 +341,42 @@ func (q *quarryQueue) enqueue(ctx context.Context, i int, _ time.Time) error {
 	return err
 }
 
-// start runs the crawler's dispatch loop (internal/datashelf/crawler,
-// run.go): one dispatcher claims as many jobs as workers are free, hands
-// them to the workers, and when a claim finds nothing waits for a worker
-// to finish or for the poll interval; each worker runs a no-op and Completes.
+// start runs the crawler's dispatcher (internal/datashelf/dispatch, which
+// internal/datashelf/crawler's Run is built on): one dispatcher claims as
+// many jobs as workers are free, woken by the store's LISTEN/NOTIFY
+// wake-ups (Store.Wake), a worker finishing, or the poll interval; each
+// worker runs a no-op, and finished jobs are completed in batches
+// (CompleteMany); expired leases are rescued on a timer, not in Claim.
 func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	jobs := make(chan store.Job)
-	finished := make(chan struct{}, q.workers)
-	var wg sync.WaitGroup
-	for range q.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				i, _ := strconv.Atoi(j.TargetURL[strings.LastIndexByte(j.TargetURL, '-')+1:])
-				l.start(i)
-				if err := q.s.Complete(ctx, j.ID, "bench"); err != nil && ctx.Err() == nil {
-					fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", err)
-				}
-				finished <- struct{}{}
+	d, err := dispatch.New(dispatch.Options{
+		Store:         q.s,
+		Worker:        "bench",
+		Workers:       q.workers,
+		PollInterval:  q.poll,
+		CompleteDelay: q.delay,
+		Completed: func(j store.Job, err error) {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", j.ID, err)
 			}
-		}()
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		defer close(jobs)
-		inflight := 0
-		for ctx.Err() == nil {
-			for drained := false; !drained; {
-				select {
-				case <-finished:
-					inflight--
-				default:
-					drained = true
-				}
-			}
-			free := q.workers - inflight
-			var claimed []store.Job
-			if free > 0 {
-				var err error
-				claimed, err = q.s.Claim(ctx, "bench", free, store.DefaultLease)
-				if err != nil && ctx.Err() == nil {
-					fmt.Fprintln(os.Stderr, "riverbench: quarry claim:", err)
-				}
-			}
-			for _, j := range claimed {
-				inflight++
-				select {
-				case jobs <- j:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if len(claimed) > 0 {
-				continue
-			}
-			t := time.NewTimer(q.poll)
-			select {
-			case <-finished:
-				inflight--
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
+		defer close(done)
+		err := d.Run(ctx, func(_ context.Context, j store.Job) bool {
+			i, _ := strconv.Atoi(j.TargetURL[strings.LastIndexByte(j.TargetURL, '-')+1:])
+			l.start(i)
+			return true
+		})
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "riverbench: quarry dispatcher:", err)
 		}
 	}()
-	return func() { cancel(); wg.Wait() }, nil
+	return func() { cancel(); <-done }, nil
 }
 
 func (q *quarryQueue) completed(ctx context.Context) (int, error) {
@@ -697,7 +670,7 @@ func render(rs []result, cfg config, command string) string {
 	fmt.Fprintf(&b, "\n## %s — job queue: DataShelf vs River (riverbench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average: %s\n", report.Machine(), report.LoadAvg())
 	fmt.Fprintf(&b, "- Command: `%s`\n", command)
-	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres driven like the crawler (one dispatcher claims as many as workers are free, %s poll when idle, -quarry-poll).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll)
+	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free, 1 ms cooldown between claims that returned jobs, woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; completions batched for up to %s or %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
 	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run a no-op and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, cfg.rate, cfg.latencyFor)
 	fmt.Fprintf(&b, "| cluster | system | enqueue jobs/s | claim+run+complete jobs/s | WAL syncs/job (work) | PostgreSQL CPU/job | bench CPU/job | ran twice | lost | latency p50 | p99 | max | not started | enqueue behind by |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	type fig struct{ p50, p99, mx time.Duration }

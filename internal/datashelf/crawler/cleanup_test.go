@@ -30,7 +30,7 @@ func TestRunCleansUpOldJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := st.Claim(ctx, "w", 1, time.Minute)
+		claimed, err := st.Claim(ctx, "w", 1)
 		if err != nil || len(claimed) != 1 || claimed[0].ID != j.ID {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}

@@ -94,7 +94,8 @@ type Options struct {
 	// Workers is the number of jobs processed concurrently (default 4).
 	Workers int
 	// Lease is the job lease extended by heartbeats; running jobs whose
-	// lease expired are rescued (default 10 min).
+	// lease expired are rescued when Run starts and every Lease/4 (at
+	// most every minute), so within Lease + Lease/4 (default 10 min).
 	Lease time.Duration
 	// MaxPages stops the crawl (without failing) once this many jobs (one
 	// page each; images are not counted) have been claimed; the rest stays
@@ -119,7 +120,7 @@ type Options struct {
 	// store.DefaultMaxAttempts).
 	MaxAttempts int
 	// PollInterval is how long an idle crawler waits before claiming again
-	// (default 100 ms).
+	// when no wake-up (store.Store.Wake) comes first (default 100 ms).
 	PollInterval time.Duration
 	// Progress, when set, is called about once a second while Run works,
 	// and once when it returns.

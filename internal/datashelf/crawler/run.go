@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/datashelf/dispatch"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
@@ -43,20 +43,6 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 	} else if n > 0 {
 		c.log.Info("crawler: cleaned up finished jobs", "count", n)
 	}
-	jobs := make(chan store.Job, c.o.Workers)
-	finished := make(chan struct{}, c.o.Workers*2)
-	var wg sync.WaitGroup
-	for i := 0; i < c.o.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				c.work(ctx, j)
-				finished <- struct{}{}
-			}
-		}()
-	}
-
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
@@ -77,15 +63,33 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 		}
 	}()
 
-	err := c.dispatch(ctx, jobs, finished, stop)
-	close(jobs)
-	// Drain finished signals while workers finish their last jobs.
-	go func() {
-		for range finished {
-		}
-	}()
-	wg.Wait()
-	close(finished)
+	d, err := dispatch.New(dispatch.Options{
+		Store:        c.o.Store,
+		Worker:       c.o.WorkerID,
+		Workers:      c.o.Workers,
+		Lease:        c.o.Lease,
+		PollInterval: c.o.PollInterval,
+		Now:          c.o.Now,
+		Logger:       c.log,
+		Budget:       c.budget,
+		Claimed: func(j store.Job) {
+			c.markSeen(j)
+			c.pageBudget.Add(1)
+		},
+		Completed: func(j store.Job, err error) {
+			if err == nil {
+				c.completed.Add(1)
+			}
+		},
+		Idle: c.drained,
+		Stop: stop,
+	})
+	if err == nil {
+		err = d.Run(ctx, c.work)
+	}
+	if err == nil {
+		err = c.stopped()
+	}
 	close(stopProgress)
 	<-progressDone
 	if ctx.Err() == nil {
@@ -98,112 +102,25 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// dispatch claims jobs and hands them to the workers until the queue is
-// drained, MaxPages is reached, ctx ends or the seed fails for good (stop
-// is closed; the seed's error is returned).
-func (c *Crawler) dispatch(ctx context.Context, jobs chan<- store.Job, finished <-chan struct{}, stop <-chan struct{}) error {
-	inflight := 0
-	rescueEvery := c.o.Lease / 4
-	if rescueEvery > time.Minute {
-		rescueEvery = time.Minute
+// budget caps a claim of free jobs by what is left of MaxPages.
+func (c *Crawler) budget(free int) int {
+	if c.o.MaxPages <= 0 {
+		return free
 	}
-	lastRescue := time.Now()
-	for {
-		// Collect finished jobs without blocking.
-	collect:
-		for {
-			select {
-			case <-finished:
-				inflight--
-			default:
-				break collect
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := c.stopped(); err != nil {
-			return err
-		}
-		if time.Since(lastRescue) >= rescueEvery {
-			lastRescue = time.Now()
-			if n, err := c.o.Store.RescueExpired(ctx, c.o.Now(), c.o.Lease); err != nil {
-				c.log.Warn("crawler: rescue expired jobs", "err", err)
-			} else if n > 0 {
-				c.log.Info("crawler: rescued expired jobs", "count", n)
-			}
-		}
-		limitReached := c.o.MaxPages > 0 && c.pageBudget.Load() >= int64(c.o.MaxPages)
-		if limitReached {
-			if inflight == 0 {
-				return nil
-			}
-			if err := c.waitFinished(ctx, finished, stop, &inflight); err != nil {
-				return err
-			}
-			continue
-		}
-		free := c.o.Workers - inflight
-		if c.o.MaxPages > 0 {
-			if left := int64(c.o.MaxPages) - c.pageBudget.Load(); left < int64(free) {
-				free = int(left)
-			}
-		}
-		var claimed []store.Job
-		if free > 0 {
-			var err error
-			claimed, err = c.o.Store.Claim(ctx, c.o.WorkerID, free, c.o.Lease)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				c.log.Warn("crawler: claim", "err", err)
-			}
-		}
-		for _, j := range claimed {
-			c.markSeen(j)
-			c.pageBudget.Add(1)
-			inflight++
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		if len(claimed) > 0 {
-			continue
-		}
-		if inflight == 0 && free > 0 {
-			queued, running, err := c.queueDepth(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				c.log.Warn("crawler: queue stats", "err", err)
-			} else if queued == 0 && running == 0 {
-				return nil
-			}
-		}
-		if err := c.waitFinished(ctx, finished, stop, &inflight); err != nil {
-			return err
-		}
-	}
+	return int(min(int64(free), max(int64(c.o.MaxPages)-c.pageBudget.Load(), 0)))
 }
 
-// waitFinished waits for a worker to finish a job, for PollInterval or for
-// stop.
-func (c *Crawler) waitFinished(ctx context.Context, finished <-chan struct{}, stop <-chan struct{}, inflight *int) error {
-	t := time.NewTimer(c.o.PollInterval)
-	defer t.Stop()
-	select {
-	case <-finished:
-		*inflight--
-	case <-stop:
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
+// drained reports whether the queue holds no queued or running job (the
+// crawl is over: nothing waits for a retry either).
+func (c *Crawler) drained(ctx context.Context) bool {
+	queued, running, err := c.queueDepth(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("crawler: queue stats", "err", err)
+		}
+		return false
 	}
-	return nil
+	return queued == 0 && running == 0
 }
 
 // queueDepth returns the number of queued and running jobs.
@@ -228,42 +145,19 @@ func (c *Crawler) refreshQueued(ctx context.Context) {
 	_, _, _ = c.queueDepth(ctx)
 }
 
-// work processes one job: heartbeats while it runs, then Complete or Fail.
-func (c *Crawler) work(ctx context.Context, j store.Job) {
-	jctx, cancel := context.WithCancel(ctx)
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(max(c.o.Lease/3, 10*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if err := c.o.Store.Heartbeat(jctx, j.ID, c.o.WorkerID); err != nil && jctx.Err() == nil {
-					c.log.Warn("crawler: heartbeat", "job", j.ID, "err", err)
-				}
-			}
-		}
-	}()
-	err := c.process(jctx, j)
-	cancel()
-	<-hbDone
+// work processes one job (under the dispatcher's heartbeats): true has it
+// completed, otherwise it is failed here, or left running when ctx ended.
+func (c *Crawler) work(ctx context.Context, j store.Job) bool {
+	err := c.process(ctx, j)
 	if ctx.Err() != nil {
 		// Interrupted: leave the job running; its lease will expire and
 		// RescueExpired will queue it again.
-		return
+		return false
+	}
+	if err == nil {
+		return true
 	}
 	sctx := context.WithoutCancel(ctx)
-	if err == nil {
-		if err := c.o.Store.Complete(sctx, j.ID, c.o.WorkerID); err != nil {
-			c.log.Warn("crawler: complete", "job", j.ID, "err", err)
-			return
-		}
-		c.completed.Add(1)
-		return
-	}
 	c.failures.Add(1)
 	msg := err.Error()
 	if msg == "" {
@@ -276,12 +170,13 @@ func (c *Crawler) work(ctx context.Context, j store.Job) {
 	nj, ferr := fail(sctx, j.ID, c.o.WorkerID, msg)
 	if ferr != nil {
 		c.log.Warn("crawler: fail", "job", j.ID, "err", ferr)
-		return
+		return false
 	}
 	c.log.Info("crawler: job failed", "type", j.Type, "url", j.TargetURL, "attempt", nj.Attempts, "status", nj.Status, "err", msg)
 	if nj.Status == store.StatusFailed && c.isSeed(j.ID) {
 		c.seedFailed(fmt.Errorf("%w: %s: %w", ErrSeedFailed, j.TargetURL, err))
 	}
+	return false
 }
 
 // isSeed reports whether id is the job Seed enqueued.

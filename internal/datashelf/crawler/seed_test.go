@@ -128,7 +128,7 @@ func TestSeedResetsBackoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Claim(ctx, "old-crawler", 1, 0); err != nil {
+			if _, err := st.Claim(ctx, "old-crawler", 1); err != nil {
 				t.Fatal(err)
 			}
 			if j, err = st.Fail(ctx, j.ID, "old-crawler", "connection refused"); err != nil || j.Status != store.StatusQueued || time.Until(j.RunAfter) < 50*time.Minute {

@@ -150,10 +150,22 @@ type Store interface {
 	GetJob(ctx context.Context, id string) (Job, error)
 	// Claim marks up to n queued jobs whose run_after has passed as running,
 	// held by worker, ordered by priority DESC, created_at ASC, and returns
-	// them; attempts is incremented. If lease > 0, running jobs whose lease
-	// expired are rescued first (see RescueExpired). No job is returned to
-	// two concurrent callers.
-	Claim(ctx context.Context, worker string, n int, lease time.Duration) ([]Job, error)
+	// them; attempts is incremented. No job is returned to two concurrent
+	// callers. Claim does not rescue expired leases: a job whose worker
+	// died stays running until RescueExpired (which the crawler runs on a
+	// timer) queues it again.
+	Claim(ctx context.Context, worker string, n int) ([]Job, error)
+	// Wake subscribes to wake-ups until ctx ends (the channel is then
+	// closed). The channel (buffered, so wake-ups coalesce) receives a
+	// value once the subscription is listening, so a caller that claims
+	// after that first value misses nothing, and then after every commit
+	// that makes a job claimable: Enqueue, RescueExpired and RetryFailed,
+	// and Fail's queueing for a retry (whose run_after may lie ahead). A
+	// wake-up is a hint, not a promise: one can be lost (PostgreSQL's
+	// listening connection may drop; it reconnects with backoff and then
+	// sends one value, since it cannot know what it missed), so callers
+	// keep polling, at a longer interval.
+	Wake(ctx context.Context) <-chan struct{}
 	// Heartbeat extends the lease of a running job held by worker (locked_at
 	// = now). It returns ErrNotRunning if the job is not running or is held
 	// by another worker.
@@ -169,6 +181,12 @@ type Store interface {
 	// job was rescued and claimed again), so a stale worker can never finish
 	// a job it no longer holds.
 	Complete(ctx context.Context, id, worker string) error
+	// CompleteMany is Complete for many jobs of one worker in one statement
+	// (one commit): the jobs of ids that are running under worker are
+	// completed, and their ids returned; the others (not running, held by
+	// another worker, missing) are left as they are, as Complete would
+	// have refused them.
+	CompleteMany(ctx context.Context, ids []string, worker string) ([]string, error)
 	// FailPermanently records a failure that retrying cannot cure (the
 	// network policy refuses the address, the page answers 404): the
 	// running job held by worker is failed at once, with last_error = msg

@@ -220,7 +220,10 @@ func TestDefectStaleRunningJobNeverClaimed(t *testing.T) {
 	if err := schemaConn(t, url, qs).QueryRow(ctx, staleJobSQL).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.Claim(ctx, "w", 1, store.DefaultLease)
+	if n, err := s.RescueExpired(ctx, time.Now(), store.DefaultLease); err != nil || n != 1 {
+		t.Fatalf("quarry rescue = %d, %v; want the stale job rescued", n, err)
+	}
+	jobs, err := s.Claim(ctx, "w", 1)
 	if err != nil || len(jobs) != 1 || jobs[0].ID != id || jobs[0].Attempts != 2 {
 		t.Fatalf("quarry claim = %+v, %v; want the stale job rescued and claimed", jobs, err)
 	}

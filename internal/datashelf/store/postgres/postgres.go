@@ -602,16 +602,11 @@ func (s *Store) GetJob(ctx context.Context, id string) (store.Job, error) {
 }
 
 // Claim implements store.Store with SELECT … FOR UPDATE SKIP LOCKED.
-func (s *Store) Claim(ctx context.Context, worker string, n int, lease time.Duration) ([]store.Job, error) {
+func (s *Store) Claim(ctx context.Context, worker string, n int) ([]store.Job, error) {
 	if n <= 0 {
 		return []store.Job{}, nil
 	}
 	now := s.opts.Clock()
-	if lease > 0 {
-		if _, err := s.RescueExpired(ctx, now, lease); err != nil {
-			return nil, err
-		}
-	}
 	rows, err := s.pool.Query(ctx, `
 		WITH next AS (
 			SELECT id FROM scrape_job
@@ -715,6 +710,32 @@ func (s *Store) Complete(ctx context.Context, id, worker string) error {
 		return s.notRunning(ctx, id)
 	}
 	return nil
+}
+
+// CompleteMany implements store.Store with one UPDATE … WHERE id = ANY($1)
+// under the same conditions as Complete.
+func (s *Store) CompleteMany(ctx context.Context, ids []string, worker string) ([]string, error) {
+	if err := store.ValidateIDs(ids); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return []string{}, nil
+	}
+	rows, err := s.pool.Query(ctx, `UPDATE scrape_job SET status = 'completed', completed_at = $2,
+		locked_at = NULL, locked_by = NULL, updated_at = $2
+		WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $3 RETURNING id::text`,
+		ids, s.opts.Clock(), worker)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if done == nil {
+		done = []string{}
+	}
+	return done, nil
 }
 
 // Fail implements store.Store.

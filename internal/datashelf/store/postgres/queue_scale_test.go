@@ -41,7 +41,7 @@ func TestQueueAtScale(t *testing.T) {
 			defer wg.Done()
 			name := fmt.Sprintf("worker-%d", w)
 			for {
-				got, err := s.Claim(ctx, name, batch, store.DefaultLease)
+				got, err := s.Claim(ctx, name, batch)
 				if err != nil {
 					errc <- err
 					return

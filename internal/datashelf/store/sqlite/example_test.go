@@ -26,7 +26,7 @@ func Example() {
 	b, _ := s.Enqueue(ctx, store.NewJob{Type: store.JobCategory, TargetURL: "https://example.com/c/fiction", Priority: 5})
 	fmt.Println("deduplicated:", a.ID == b.ID, "priority:", b.Priority)
 
-	jobs, _ := s.Claim(ctx, "worker-1", 10, store.DefaultLease)
+	jobs, _ := s.Claim(ctx, "worker-1", 10)
 	fmt.Println("claimed:", len(jobs), jobs[0].Status, "attempts:", jobs[0].Attempts)
 	_ = s.Complete(ctx, jobs[0].ID, "worker-1")
 

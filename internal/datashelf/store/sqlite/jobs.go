@@ -57,6 +57,9 @@ func (s *Store) RetryFailed(ctx context.Context, ids []string) (int, error) {
 		return 0, mapErr(err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.wakes.wake()
+	}
 	return int(n), nil
 }
 

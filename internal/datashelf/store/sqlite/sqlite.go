@@ -36,8 +36,9 @@ type Options struct {
 
 // Store is the SQLite implementation of store.Store.
 type Store struct {
-	db   *sql.DB
-	opts *store.Options
+	db    *sql.DB
+	opts  *store.Options
+	wakes wakers
 }
 
 var _ store.Store = (*Store)(nil)
@@ -538,7 +539,7 @@ func (s *Store) Enqueue(ctx context.Context, in store.NewJob) (store.Job, error)
 	if !in.RunAfter.IsZero() {
 		runAfter = micros(in.RunAfter)
 	}
-	return scanJob(s.db.QueryRowContext(ctx, `
+	j, err := scanJob(s.db.QueryRowContext(ctx, `
 		INSERT INTO scrape_job (id, type, target_url, priority, max_attempts, metadata, run_after, created_at, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
 		ON CONFLICT (type, target_url) WHERE status IN ('queued', 'running')
@@ -546,6 +547,10 @@ func (s *Store) Enqueue(ctx context.Context, in store.NewJob) (store.Job, error)
 			run_after = CASE WHEN ?9 AND status = 'queued' THEN excluded.run_after ELSE run_after END,
 			attempts = CASE WHEN ?9 AND status = 'queued' THEN 0 ELSE attempts END
 		RETURNING `+jobCols, newID(), string(in.Type), in.TargetURL, in.Priority, in.MaxAttempts, jsonText(in.Metadata), runAfter, now, in.Reset))
+	if err == nil && j.Status == store.StatusQueued {
+		s.wakes.wake()
+	}
+	return j, err
 }
 
 // GetJob implements store.Store.
@@ -557,16 +562,11 @@ func (s *Store) GetJob(ctx context.Context, id string) (store.Job, error) {
 }
 
 // Claim implements store.Store with one atomic UPDATE … RETURNING.
-func (s *Store) Claim(ctx context.Context, worker string, n int, lease time.Duration) ([]store.Job, error) {
+func (s *Store) Claim(ctx context.Context, worker string, n int) ([]store.Job, error) {
 	if n <= 0 {
 		return []store.Job{}, nil
 	}
 	now := s.opts.Clock()
-	if lease > 0 {
-		if _, err := s.RescueExpired(ctx, now, lease); err != nil {
-			return nil, err
-		}
-	}
 	rows, err := s.db.QueryContext(ctx, `
 		UPDATE scrape_job SET status = 'running', locked_at = ?1, locked_by = ?2, attempts = attempts + 1, updated_at = ?1
 		WHERE id IN (SELECT id FROM scrape_job WHERE status = 'queued' AND run_after <= ?1
@@ -640,6 +640,9 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time, lease time.Dur
 		return 0, mapErr(err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.wakes.wake()
+	}
 	return int(n), nil
 }
 
@@ -659,6 +662,39 @@ func (s *Store) Complete(ctx context.Context, id, worker string) error {
 		return s.notRunning(ctx, id)
 	}
 	return nil
+}
+
+// CompleteMany implements store.Store with one UPDATE … WHERE id IN
+// (json_each) under the same conditions as Complete.
+func (s *Store) CompleteMany(ctx context.Context, ids []string, worker string) ([]string, error) {
+	if err := store.ValidateIDs(ids); err != nil {
+		return nil, err
+	}
+	done := []string{}
+	if len(ids) == 0 {
+		return done, nil
+	}
+	lower := make([]string, len(ids))
+	for i, id := range ids {
+		lower[i] = strings.ToLower(id)
+	}
+	list, _ := json.Marshal(lower)
+	rows, err := s.db.QueryContext(ctx, `UPDATE scrape_job SET status = 'completed', completed_at = ?2,
+		locked_at = NULL, locked_by = NULL, updated_at = ?2
+		WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'running' AND locked_by = ?3 RETURNING id`,
+		string(list), micros(s.opts.Clock()), worker)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr(err)
+		}
+		done = append(done, id)
+	}
+	return done, mapErr(rows.Err())
 }
 
 // Fail implements store.Store.
@@ -703,6 +739,9 @@ func (s *Store) fail(ctx context.Context, id, worker, msg string, permanent bool
 		}
 		return err
 	})
+	if err == nil && out.Status == store.StatusQueued {
+		s.wakes.wake()
+	}
 	return out, err
 }
 

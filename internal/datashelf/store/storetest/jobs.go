@@ -13,7 +13,7 @@ import (
 func failJob(t *testing.T, b *bundle, prio int, url, msg string) store.Job {
 	t.Helper()
 	j := must(b.s.Enqueue(b.ctx, store.NewJob{Type: store.JobProduct, TargetURL: url, MaxAttempts: 1, Priority: prio}))
-	cl := must(b.s.Claim(b.ctx, "w", 1, 0))
+	cl := must(b.s.Claim(b.ctx, "w", 1))
 	if len(cl) != 1 || cl[0].ID != j.ID {
 		t.Fatalf("claimed %+v, want %s", cl, j.ID)
 	}
@@ -82,7 +82,7 @@ func testThroughput(t *testing.T, b *bundle) {
 		must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/t" + string(rune('a'+i))}))
 	}
 	b.clock.Advance(90 * time.Second)
-	for _, j := range must(s.Claim(ctx, "w", 2, 0)) {
+	for _, j := range must(s.Claim(ctx, "w", 2)) {
 		if err := s.Complete(ctx, j.ID, "w"); err != nil {
 			t.Fatal(err)
 		}

@@ -123,6 +123,11 @@ func RunWith(t *testing.T, open Opener, opts Options) {
 		{"LeaseRescue", testLeaseRescue},
 		{"Heartbeat", testHeartbeat},
 		{"StaleWorkerCannotFinish", testStaleWorker},
+		{"CompleteManyOwnership", testCompleteManyOwnership},
+		{"Wake", testWake},
+		{"DispatcherWakes", testDispatcherWakes},
+		{"DispatcherLostLease", testDispatcherLostLease},
+		{"DispatcherRescues", testDispatcherRescues},
 		{"BackoffSchedule", testBackoff},
 		{"FailPermanently", testFailPermanently},
 		{"EnqueueResetSkipsBackoff", testEnqueueReset},
@@ -481,7 +486,7 @@ func testEnqueueDedup(t *testing.T, b *bundle) {
 	if other := enqueue(t, b, store.JobProduct, "https://x/c/1", 0); other.ID == j1.ID {
 		t.Fatal("different type must be a different job")
 	}
-	claimed := must(s.Claim(ctx, "w", 1, 0))
+	claimed := must(s.Claim(ctx, "w", 1))
 	if len(claimed) != 1 || claimed[0].ID != j1.ID {
 		t.Fatalf("claimed %+v", claimed)
 	}
@@ -546,8 +551,8 @@ func testClaimOrder(t *testing.T, b *bundle) {
 	mid := enqueue(t, b, store.JobProduct, "https://x/mid", 5)
 	later := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/later", Priority: 100, RunAfter: b.clock.Now().Add(time.Minute)}))
 	want = []string{high1.ID, high2.ID, mid.ID, low1.ID, low2.ID}
-	first := must(s.Claim(ctx, "w1", 3, 0))
-	second := must(s.Claim(ctx, "w2", 10, 0))
+	first := must(s.Claim(ctx, "w1", 3))
+	second := must(s.Claim(ctx, "w2", 10))
 	var got []string
 	for _, j := range append(first, second...) {
 		got = append(got, j.ID)
@@ -561,14 +566,14 @@ func testClaimOrder(t *testing.T, b *bundle) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("claim order %v, want %v", got, want)
 	}
-	if none := must(s.Claim(ctx, "w3", 10, 0)); len(none) != 0 {
+	if none := must(s.Claim(ctx, "w3", 10)); len(none) != 0 {
 		t.Fatalf("job with future run_after claimed: %+v", none)
 	}
 	b.clock.Advance(time.Minute)
-	if l := must(s.Claim(ctx, "w3", 10, 0)); len(l) != 1 || l[0].ID != later.ID {
+	if l := must(s.Claim(ctx, "w3", 10)); len(l) != 1 || l[0].ID != later.ID {
 		t.Fatalf("claim after run_after = %+v", l)
 	}
-	if z := must(s.Claim(ctx, "w3", 0, 0)); len(z) != 0 {
+	if z := must(s.Claim(ctx, "w3", 0)); len(z) != 0 {
 		t.Fatal("n=0 must claim nothing")
 	}
 }
@@ -590,7 +595,7 @@ func testClaimConcurrent(t *testing.T, b *bundle) {
 			defer wg.Done()
 			name := fmt.Sprintf("w%d", w)
 			for {
-				batch, err := b.s.Claim(b.ctx, name, 10, store.DefaultLease) // exercises the inline rescue too
+				batch, err := b.s.Claim(b.ctx, name, 10)
 				if err != nil {
 					errc <- err
 					return
@@ -633,12 +638,12 @@ func testClaimConcurrent(t *testing.T, b *bundle) {
 func testLeaseRescue(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	j := enqueue(t, b, store.JobNavigation, "https://x/", 0)
-	must(s.Claim(ctx, "dead", 1, 0))
+	must(s.Claim(ctx, "dead", 1))
 	b.clock.Advance(9 * time.Minute)
 	if n := must(s.RescueExpired(ctx, b.clock.Now(), 0)); n != 0 {
 		t.Fatalf("rescued %d before the lease expired", n)
 	}
-	if got := must(s.Claim(ctx, "w2", 1, store.DefaultLease)); len(got) != 0 {
+	if got := must(s.Claim(ctx, "w2", 1)); len(got) != 0 {
 		t.Fatal("a live running job was claimed again")
 	}
 	b.clock.Advance(2 * time.Minute)
@@ -649,15 +654,21 @@ func testLeaseRescue(t *testing.T, b *bundle) {
 	if got.Status != store.StatusQueued || got.LockedAt != nil || got.LockedBy != nil || got.LastError == nil || got.Attempts != 1 {
 		t.Fatalf("rescued job = %+v", got)
 	}
-	again := must(s.Claim(ctx, "w2", 1, 0))
+	again := must(s.Claim(ctx, "w2", 1))
 	if len(again) != 1 || again[0].ID != j.ID || again[0].Attempts != 2 {
 		t.Fatalf("re-claim = %+v", again)
 	}
-	// Claim with a lease rescues inline.
+	// Claim never rescues: an expired lease waits for RescueExpired.
 	b.clock.Advance(11 * time.Minute)
-	third := must(s.Claim(ctx, "w3", 1, store.DefaultLease))
+	if got := must(s.Claim(ctx, "w3", 1)); len(got) != 0 {
+		t.Fatalf("Claim took a job whose lease expired without a rescue: %+v", got)
+	}
+	if n := must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease)); n != 1 {
+		t.Fatalf("rescued %d, want 1", n)
+	}
+	third := must(s.Claim(ctx, "w3", 1))
 	if len(third) != 1 || third[0].ID != j.ID || third[0].Attempts != 3 {
-		t.Fatalf("claim with lease = %+v", third)
+		t.Fatalf("claim after rescue = %+v", third)
 	}
 	// Out of attempts: rescue fails it, with completed_at.
 	b.clock.Advance(11 * time.Minute)
@@ -673,7 +684,7 @@ func testLeaseRescue(t *testing.T, b *bundle) {
 func testHeartbeat(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	j := enqueue(t, b, store.JobCategory, "https://x/c", 0)
-	must(s.Claim(ctx, "w1", 1, 0))
+	must(s.Claim(ctx, "w1", 1))
 	b.clock.Advance(9 * time.Minute)
 	if err := s.Heartbeat(ctx, j.ID, "w1"); err != nil {
 		t.Fatal(err)
@@ -698,11 +709,12 @@ func testHeartbeat(t *testing.T, b *bundle) {
 func testStaleWorker(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	j := enqueue(t, b, store.JobProduct, "https://x/stale", 0)
-	if got := must(s.Claim(ctx, "A", 1, store.DefaultLease)); len(got) != 1 || got[0].ID != j.ID {
+	if got := must(s.Claim(ctx, "A", 1)); len(got) != 1 || got[0].ID != j.ID {
 		t.Fatalf("A claimed %+v", got)
 	}
 	b.clock.Advance(store.DefaultLease + time.Second)
-	if got := must(s.Claim(ctx, "B", 1, store.DefaultLease)); len(got) != 1 || got[0].ID != j.ID || got[0].Attempts != 2 {
+	must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease))
+	if got := must(s.Claim(ctx, "B", 1)); len(got) != 1 || got[0].ID != j.ID || got[0].Attempts != 2 {
 		t.Fatalf("B claimed %+v", got)
 	}
 	wantErr(t, s.Complete(ctx, j.ID, "A"), store.ErrNotRunning)
@@ -724,9 +736,10 @@ func testStaleWorker(t *testing.T, b *bundle) {
 
 	// The same for Fail: a stale worker cannot fail the new holder's run.
 	k := enqueue(t, b, store.JobProduct, "https://x/stale2", 0)
-	must(s.Claim(ctx, "A", 1, 0))
+	must(s.Claim(ctx, "A", 1))
 	b.clock.Advance(store.DefaultLease + time.Second)
-	must(s.Claim(ctx, "B", 1, store.DefaultLease))
+	must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease))
+	must(s.Claim(ctx, "B", 1))
 	_, err = s.Fail(ctx, k.ID, "A", "late")
 	wantErr(t, err, store.ErrNotRunning)
 	f := must(s.Fail(ctx, k.ID, "B", "real cause"))
@@ -740,7 +753,7 @@ func testBackoff(t *testing.T, b *bundle) {
 	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/p", MaxAttempts: 4}))
 	delays := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute}
 	for i, d := range delays {
-		got := must(s.Claim(ctx, "w", 1, 0))
+		got := must(s.Claim(ctx, "w", 1))
 		if len(got) != 1 || got[0].Attempts != i+1 {
 			t.Fatalf("attempt %d: claim = %+v", i+1, got)
 		}
@@ -751,12 +764,12 @@ func testBackoff(t *testing.T, b *bundle) {
 			t.Fatalf("attempt %d: after fail = %+v, want run_after now+%v", i+1, f, d)
 		}
 		b.clock.Advance(d - time.Second)
-		if early := must(s.Claim(ctx, "w", 1, 0)); len(early) != 0 {
+		if early := must(s.Claim(ctx, "w", 1)); len(early) != 0 {
 			t.Fatalf("attempt %d: retried before its backoff", i+1)
 		}
 		b.clock.Advance(time.Second)
 	}
-	last := must(s.Claim(ctx, "w", 1, 0))
+	last := must(s.Claim(ctx, "w", 1))
 	if len(last) != 1 || last[0].Attempts != 4 {
 		t.Fatalf("last claim = %+v", last)
 	}
@@ -777,7 +790,7 @@ func testFailPermanently(t *testing.T, b *bundle) {
 	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/blocked", MaxAttempts: 5}))
 	_, err := s.FailPermanently(ctx, j.ID, "w", "not claimed")
 	wantErr(t, err, store.ErrNotRunning)
-	must(s.Claim(ctx, "w", 1, 0))
+	must(s.Claim(ctx, "w", 1))
 	_, err = s.FailPermanently(ctx, j.ID, "other", "not mine")
 	wantErr(t, err, store.ErrNotRunning)
 	f := must(s.FailPermanently(ctx, j.ID, "w", "address blocked"))
@@ -786,7 +799,7 @@ func testFailPermanently(t *testing.T, b *bundle) {
 		t.Fatalf("after a permanent failure: %+v", f)
 	}
 	b.clock.Advance(2 * time.Hour)
-	if again := must(s.Claim(ctx, "w", 1, 0)); len(again) != 0 {
+	if again := must(s.Claim(ctx, "w", 1)); len(again) != 0 {
 		t.Fatalf("a permanently failed job was claimed again: %+v", again)
 	}
 	// A new job for the URL can be enqueued and runs at once.
@@ -804,7 +817,7 @@ func testFailPermanently(t *testing.T, b *bundle) {
 func testEnqueueReset(t *testing.T, b *bundle) {
 	ctx, s := b.ctx, b.s
 	j := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/seed", Priority: 30}))
-	must(s.Claim(ctx, "w", 1, 0))
+	must(s.Claim(ctx, "w", 1))
 	f := must(s.Fail(ctx, j.ID, "w", "connection refused"))
 	if f.Status != store.StatusQueued || !f.RunAfter.After(b.clock.Now()) || f.Attempts != 1 {
 		t.Fatalf("after a failure: %+v", f)
@@ -814,7 +827,7 @@ func testEnqueueReset(t *testing.T, b *bundle) {
 	if same.ID != j.ID || !same.RunAfter.Equal(f.RunAfter) || same.Attempts != 1 {
 		t.Fatalf("enqueue without Reset: %+v", same)
 	}
-	if got := must(s.Claim(ctx, "w", 1, 0)); len(got) != 0 {
+	if got := must(s.Claim(ctx, "w", 1)); len(got) != 0 {
 		t.Fatalf("claimed during the backoff: %+v", got)
 	}
 	r := must(s.Enqueue(ctx, store.NewJob{Type: store.JobNavigation, TargetURL: "https://x/seed", Priority: 30, Reset: true}))
@@ -822,7 +835,7 @@ func testEnqueueReset(t *testing.T, b *bundle) {
 		r.LastError == nil || *r.LastError != "connection refused" {
 		t.Fatalf("enqueue with Reset: %+v", r)
 	}
-	got := must(s.Claim(ctx, "w", 1, 0))
+	got := must(s.Claim(ctx, "w", 1))
 	if len(got) != 1 || got[0].ID != j.ID || got[0].Attempts != 1 {
 		t.Fatalf("claim after Reset: %+v", got)
 	}
@@ -843,7 +856,7 @@ func testCleanup(t *testing.T, b *bundle) {
 	failed := must(s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/f", MaxAttempts: 1}))
 	done := enqueue(t, b, store.JobProduct, "https://x/d", 0)
 	queued := enqueue(t, b, store.JobProduct, "https://x/q", -1)
-	for _, j := range must(s.Claim(ctx, "w", 2, 0)) {
+	for _, j := range must(s.Claim(ctx, "w", 2)) {
 		if j.ID == failed.ID {
 			f := must(s.Fail(ctx, j.ID, "w", "gone"))
 			if f.Status != store.StatusFailed || f.CompletedAt == nil {
@@ -855,7 +868,7 @@ func testCleanup(t *testing.T, b *bundle) {
 	}
 	b.clock.Advance(6 * 24 * time.Hour)
 	recent := enqueue(t, b, store.JobProduct, "https://x/r", 5)
-	must(s.Claim(ctx, "w", 1, 0))
+	must(s.Claim(ctx, "w", 1))
 	if err := s.Complete(ctx, recent.ID, "w"); err != nil {
 		t.Fatal(err)
 	}
@@ -885,7 +898,7 @@ func testStats(t *testing.T, b *bundle) {
 	b.clock.Advance(time.Second)
 	enqueue(t, b, store.JobProduct, "https://x/3", 0)
 	enqueue(t, b, store.JobCategory, "https://x/c", 0)
-	claimed := must(s.Claim(ctx, "w", 2, 0)) // products 1 and 2
+	claimed := must(s.Claim(ctx, "w", 2)) // products 1 and 2
 	if err := s.Complete(ctx, claimed[0].ID, "w"); err != nil {
 		t.Fatal(err)
 	}

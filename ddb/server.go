@@ -104,6 +104,15 @@ func decodeRequest(body []byte, in any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	if fd, ok := in.(fastDecoder); ok && json.Valid(body) && fd.decodeFast(body) {
+		return nil
+	}
+	return decodeJSON(body, in)
+}
+
+// decodeJSON decodes a request body with encoding/json: the reference
+// behaviour, which decodeFast's fast paths reproduce.
+func decodeJSON(body []byte, in any) error {
 	if err := json.Unmarshal(body, in); err != nil {
 		var ae *attr.Error
 		if errors.As(err, &ae) {

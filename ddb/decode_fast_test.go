@@ -79,3 +79,31 @@ func checkDecodeFast(t *testing.T, name string, body []byte) {
 		}
 	}
 }
+
+// BenchmarkDecodeRequest decodes ddbbench's GetItem and PutItem requests
+// through decodeRequest (fast path) and through encoding/json alone.
+func BenchmarkDecodeRequest(b *testing.B) {
+	bodies := []struct {
+		name string
+		body []byte
+		in   func() any
+	}{
+		{"GetItem", []byte(`{"Key":{"pk":{"S":"p3"},"sk":{"N":"123"}},"TableName":"ddbbench"}`), func() any { return new(GetItemInput) }},
+		{"PutItem", []byte(`{"Item":{"pk":{"S":"k12345"},"sk":{"N":"0"},"payload":{"S":"` + strings.Repeat("x", 160) + `"},"n":{"N":"42"}},"TableName":"ddbbench"}`), func() any { return new(PutItemInput) }},
+	}
+	for _, c := range bodies {
+		for _, d := range []struct {
+			name   string
+			decode func([]byte, any) error
+		}{{"fast", decodeRequest}, {"encoding-json", decodeJSON}} {
+			b.Run(c.name+"/"+d.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := d.decode(c.body, c.in()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -23,6 +23,13 @@
 #     --ddb-sync=false (target "quarry-nosync"): like dynalite, which keeps
 #     everything in memory, it does not fsync; its writes still survive a
 #     crash of the process.
+#   FASTHTTP_TARGET (0): 1 adds the store served through valyala/fasthttp
+#     instead of net/http (target "quarry-fasthttp", bench/peers/fasthttp,
+#     a nested module; fsync on like quarry), the HTTP-layer trial of
+#     issue #19.
+#   BASE_REV (unset): a git revision; adds `quarry ddb serve` built from it
+#     (target "quarry-base", git archive into the run's temporary
+#     directory), to compare a change with its base in the same run.
 #   GOFLAGS is passed to go as usual.
 #
 # Everything listens on 127.0.0.1 only; all servers are stopped on exit.
@@ -41,6 +48,8 @@ fi
 NULL_TARGET=${NULL_TARGET:-1}
 NOSYNC_TARGET=${NOSYNC_TARGET:-1}
 NULL_RAW_TARGET=${NULL_RAW_TARGET:-0}
+FASTHTTP_TARGET=${FASTHTTP_TARGET:-0}
+BASE_REV=${BASE_REV:-}
 
 WORK=$(mktemp -d /tmp/ddbbench-run.XXXXXX)
 PIDS=()
@@ -141,9 +150,25 @@ if [[ $QUARRY_MODE == cli ]]; then
 		start_target quarry-nosync "$NOSYNC_PORT" "$WORK/quarry" ddb serve --listen "127.0.0.1:$NOSYNC_PORT" --data-dir "$WORK/quarry-nosync-data" --ddb-sync=false
 		QUARRY_DESC+="; quarry-nosync: the same with --ddb-sync=false (no fsync, like dynalite, which keeps everything in memory; acknowledged writes still survive kill -9)"
 	fi
+	if [[ -n $BASE_REV ]]; then
+		base_commit=$(git rev-parse --short "$BASE_REV^{commit}")
+		mkdir -p "$WORK/base"
+		git archive "$base_commit" | tar -x -C "$WORK/base"
+		(cd "$WORK/base" && go build -o "$WORK/quarry-base" ./cmd/quarry)
+		BASE_PORT=$(free_port "${BASE_PORT:-8030}")
+		start_target quarry-base "$BASE_PORT" "$WORK/quarry-base" ddb serve --listen "127.0.0.1:$BASE_PORT" --data-dir "$WORK/quarry-base-data"
+		QUARRY_DESC+="; quarry-base: the same built from commit $base_commit (BASE_REV=$BASE_REV)"
+	fi
 else
 	MODE_FLAGS=(-embedded)
 	QUARRY_DESC="quarry: cmd/quarry missing, so ddbbench -embedded serves a fresh store (default options, fsync on commit) inside the bench process"
+fi
+
+if [[ $FASTHTTP_TARGET == 1 ]]; then
+	(cd bench/peers/fasthttp && go build -o "$WORK/ddbfasthttp" .)
+	FASTHTTP_PORT=$(free_port "${FASTHTTP_PORT:-8020}")
+	start_target quarry-fasthttp "$FASTHTTP_PORT" "$WORK/ddbfasthttp" -listen "127.0.0.1:$FASTHTTP_PORT" -data-dir "$WORK/quarry-fasthttp-data"
+	QUARRY_DESC+="; quarry-fasthttp: the same store (default options, fsync on commit) served through valyala/fasthttp v1.78.0 instead of net/http (bench/peers/fasthttp, ddb.ServeTrustedWire)"
 fi
 
 # 3. The null server: ddbbench -null-listen, its answers shaped by the same
@@ -189,6 +214,8 @@ fi
 if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
 if [[ $NOSYNC_TARGET == 0 ]]; then ENV_REC+=(NOSYNC_TARGET=0); fi
 if [[ $NULL_RAW_TARGET == 1 ]]; then ENV_REC+=(NULL_RAW_TARGET=1); fi
+if [[ $FASTHTTP_TARGET == 1 ]]; then ENV_REC+=(FASTHTTP_TARGET=1); fi
+if [[ -n $BASE_REV ]]; then ENV_REC+=(BASE_REV="$BASE_REV"); fi
 "$WORK/ddbbench" "${ARGS[@]}" \
 	-command "$(quote env "${ENV_REC[@]}" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \
 	-note "$NOTE" "$@"

@@ -3,6 +3,7 @@ package ddb
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/quarrydb/quarry/ddb/attr"
@@ -102,6 +104,15 @@ func decodeRequest(body []byte, in any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	if fd, ok := in.(fastDecoder); ok && json.Valid(body) && fd.decodeFast(body) {
+		return nil
+	}
+	return decodeJSON(body, in)
+}
+
+// decodeJSON decodes a request body with encoding/json: the reference
+// behaviour, which decodeFast's fast paths reproduce.
+func decodeJSON(body []byte, in any) error {
 	if err := json.Unmarshal(body, in); err != nil {
 		var ae *attr.Error
 		if errors.As(err, &ae) {
@@ -134,38 +145,137 @@ func (s *Store) trustedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, nil) })
 }
 
-// requestID returns a random request id in DynamoDB's style: 32
-// upper-case hexadecimal digits.
+// requestIDs numbers the requests of this process: a request id is the
+// process's random prefix and the request's number, so that generating one
+// costs no call to the system's random source.
+var requestIDs struct {
+	prefix [16]byte // 16 hexadecimal digits, random per process
+	next   atomic.Uint64
+}
+
+func init() {
+	var b [8]byte
+	rand.Read(b[:])
+	hex.Encode(requestIDs.prefix[:], b[:])
+	copy(requestIDs.prefix[:], bytes.ToUpper(requestIDs.prefix[:]))
+}
+
+// requestID returns a request id in DynamoDB's style: 32 upper-case
+// hexadecimal digits, unique to the request (16 random per process, then a
+// counter).
 func requestID() string {
 	const digits = "0123456789ABCDEF"
-	var b [16]byte
-	rand.Read(b[:])
 	var out [32]byte
-	for i, c := range b {
-		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
+	copy(out[:16], requestIDs.prefix[:])
+	n := requestIDs.next.Add(1)
+	for i := 31; i >= 16; i-- {
+		out[i] = digits[n&15]
+		n >>= 4
 	}
 	return string(out[:])
 }
 
+// WireRequest is one request of the DynamoDB wire protocol, as an HTTP
+// server other than net/http received it (Handler serves net/http).
+type WireRequest struct {
+	Method string // HTTP method: POST for operations, GET for the health check
+	Path   string // URL path
+	Host   string // Host header, named by the health check and DescribeEndpoints
+	Target string // X-Amz-Target header: service and operation
+	Body   []byte // the whole body; ServeTrustedWire does not keep it
+}
+
+// WireAnswer is the answer to a request: the HTTP status, the values of
+// the Content-Type, X-Amzn-Requestid and X-Amz-Crc32 headers, and the body.
+type WireAnswer struct {
+	Status      int
+	ContentType string
+	RequestID   string
+	CRC32       string // "" when the answer carries no X-Amz-Crc32 header
+	Body        []byte // valid only until the answer function returns
+}
+
+// ServeTrustedWire answers req, a request received by an HTTP server other
+// than net/http, by calling answer once. Like TrustedHandler it checks no
+// signature, whatever Options.Credentials says: serve it only where
+// TrustedHandler could be served. The caller bounds the body it reads
+// (a body over 16 MB is answered with DynamoDB's ValidationException).
+func (s *Store) ServeTrustedWire(req *WireRequest, answer func(WireAnswer)) {
+	w := funcAnswer(answer)
+	id := requestID()
+	f, opName, ok := s.route(w, id, req.Method, req.Path, req.Host, req.Target)
+	if !ok {
+		return
+	}
+	start := time.Now()
+	var errType string
+	if len(req.Body) > maxRequestBytes {
+		errType = s.writeError(w, id, requestTooLarge())
+	} else {
+		errType = s.runOp(w, id, f, opName, req.Body)
+	}
+	s.stats.record(opName, time.Since(start), errType)
+}
+
+// answerWriter writes an answer as the HTTP server at hand does.
+type answerWriter interface{ writeAnswer(WireAnswer) }
+
+// funcAnswer writes an answer by calling a function.
+type funcAnswer func(WireAnswer)
+
+func (f funcAnswer) writeAnswer(a WireAnswer) { f(a) }
+
+// httpAnswer writes an answer to a net/http response.
+type httpAnswer struct{ w http.ResponseWriter }
+
+func (h httpAnswer) writeAnswer(a WireAnswer) {
+	hd := h.w.Header()
+	// Canonical header names, assigned directly (Set would canonicalize),
+	// their values sharing one allocation.
+	vals := make([]string, 4)
+	vals[0], vals[1], vals[2] = a.RequestID, strconv.Itoa(len(a.Body)), a.CRC32
+	hd["X-Amzn-Requestid"] = vals[0:1:1]
+	if a.ContentType == contentTypeJSON[0] {
+		hd["Content-Type"] = contentTypeJSON
+	} else {
+		vals[3] = a.ContentType
+		hd["Content-Type"] = vals[3:4:4]
+	}
+	hd["Content-Length"] = vals[1:2:2]
+	if a.CRC32 != "" {
+		hd["X-Amz-Crc32"] = vals[2:3:3]
+	}
+	h.w.WriteHeader(a.Status)
+	h.w.Write(a.Body)
+}
+
 func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier) {
-	w.Header()["X-Amzn-Requestid"] = []string{requestID()}
-	if r.Method == http.MethodGet && (r.URL.Path == "/" || r.URL.Path == "") {
+	id := requestID()
+	f, opName, ok := s.route(httpAnswer{w}, id, r.Method, r.URL.Path, requestHost(r), r.Header.Get("X-Amz-Target"))
+	if !ok {
+		return
+	}
+	start := time.Now()
+	errType := s.serveOp(w, r, id, auth, f, opName)
+	s.stats.record(opName, time.Since(start), errType)
+}
+
+// route finds the operation a request names. When the request names none
+// (the health check, an unknown operation), it answers and returns false.
+func (s *Store) route(w answerWriter, id, method, path, host, target string) (f opFunc, opName string, ok bool) {
+	if method == http.MethodGet && (path == "/" || path == "") {
 		// DynamoDB's health check names the host the client addressed.
-		host := requestHost(r)
 		if host == "" {
 			host = "dynamodb." + s.opts.Region + ".amazonaws.com"
 		}
-		w.Header().Set("Content-Type", "text/plain")
-		io.WriteString(w, "healthy: "+host+" ")
-		return
+		w.writeAnswer(WireAnswer{Status: http.StatusOK, ContentType: "text/plain", RequestID: id, Body: []byte("healthy: " + host + " ")})
+		return nil, "", false
 	}
-	if r.Method != http.MethodPost {
-		s.writeError(w, &Error{Type: "UnknownOperationException", Message: "Only POST requests are supported"})
-		return
+	if method != http.MethodPost {
+		s.writeError(w, id, &Error{Type: "UnknownOperationException", Message: "Only POST requests are supported"})
+		return nil, "", false
 	}
-	target := r.Header.Get("X-Amz-Target")
 	service, opName, _ := strings.Cut(target, ".")
-	var f opFunc
 	switch service {
 	case "DynamoDB_20120810":
 		f = dynamoOps[opName]
@@ -173,20 +283,18 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 		f = streamsOps[opName]
 	}
 	if f != nil && service == "DynamoDB_20120810" && opName == "DescribeEndpoints" {
-		f = describeEndpointsAt(requestHost(r)) // answers with the request's host
+		f = describeEndpointsAt(host) // answers with the request's host
 	}
 	if f == nil {
-		s.writeError(w, &Error{Type: "UnknownOperationException"})
-		return
+		s.writeError(w, id, &Error{Type: "UnknownOperationException"})
+		return nil, "", false
 	}
-	start := time.Now()
-	errType := s.serveOp(w, r, auth, f, opName)
-	s.stats.record(opName, time.Since(start), errType)
+	return f, opName, true
 }
 
-// serveOp reads, authenticates and runs one request of operation opName
-// and writes the answer; it returns the type of the error it answered, or
-// "" on success.
+// serveOp reads and authenticates one request of operation opName, then
+// runs it and writes the answer; it returns the type of the error it
+// answered, or "" on success.
 //
 // A hostile client must not make the server reserve memory or hold a
 // buffer for a body it does not send: the signature is checked from the
@@ -194,38 +302,46 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, auth *sigv4.Ve
 // X-Amz-Content-Sha256, all but the final signature comparison otherwise),
 // a Content-Length over the limit is refused unread, and the body is read
 // as it arrives, never pre-allocated from the length it announces.
-func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Verifier, f opFunc, opName string) string {
+func (s *Store) serveOp(rw http.ResponseWriter, r *http.Request, id string, auth *sigv4.Verifier, f opFunc, opName string) string {
+	w := httpAnswer{rw}
 	var check *sigv4.BodyCheck
 	if auth != nil {
 		c, err := auth.VerifyHeaders(r)
 		if err != nil {
-			return s.writeError(w, signatureError(err))
+			return s.writeError(w, id, signatureError(err))
 		}
 		check = c
 	}
 	if r.ContentLength > maxRequestBytes {
-		return s.writeError(w, requestTooLarge())
+		return s.writeError(w, id, requestTooLarge())
 	}
 	in := getBuffer()
 	defer putBuffer(in)
-	if _, err := in.ReadFrom(io.LimitReader(r.Body, maxRequestBytes+1)); err != nil {
-		return s.writeError(w, &Error{Type: "SerializationException", Message: "could not read request body"})
+	lr := io.LimitedReader{R: r.Body, N: maxRequestBytes + 1}
+	if _, err := in.ReadFrom(&lr); err != nil {
+		return s.writeError(w, id, &Error{Type: "SerializationException", Message: "could not read request body"})
 	}
 	if in.Len() > maxRequestBytes {
-		return s.writeError(w, requestTooLarge())
+		return s.writeError(w, id, requestTooLarge())
 	}
 	body := in.Bytes() // no operation keeps it: decoding copies
 	if check != nil {
 		if err := check.Verify(body); err != nil {
-			return s.writeError(w, signatureError(err))
+			return s.writeError(w, id, signatureError(err))
 		}
 	}
+	return s.runOp(w, id, f, opName, body)
+}
+
+// runOp runs operation opName on a request's body and writes the answer;
+// it returns the type of the error it answered, or "" on success.
+func (s *Store) runOp(w answerWriter, id string, f opFunc, opName string, body []byte) string {
 	out, err := s.call(f, body, opName)
 	if err != nil {
-		return s.writeError(w, asAPIError(err))
+		return s.writeError(w, id, asAPIError(err))
 	}
 	if _, ok := out.(emptyOutput); ok {
-		writeJSON(w, http.StatusOK, nil) // DynamoDB answers with no body
+		writeJSON(w, id, http.StatusOK, nil) // DynamoDB answers with no body
 		return ""
 	}
 	resp := getBuffer()
@@ -235,9 +351,9 @@ func (s *Store) serveOp(w http.ResponseWriter, r *http.Request, auth *sigv4.Veri
 		r.release()
 	}
 	if err != nil {
-		return s.writeError(w, internal(err))
+		return s.writeError(w, id, internal(err))
 	}
-	writeJSON(w, http.StatusOK, resp.Bytes())
+	writeJSON(w, id, http.StatusOK, resp.Bytes())
 	return ""
 }
 
@@ -270,18 +386,14 @@ func BusyAnswer() (http.Header, []byte) {
 	return h, body
 }
 
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	// Canonical header names, assigned directly: Set would canonicalize.
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	h["X-Amz-Crc32"] = []string{strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)}
-	w.WriteHeader(status)
-	w.Write(body)
+// writeJSON answers with a JSON body and its checksum.
+func writeJSON(w answerWriter, id string, status int, body []byte) {
+	w.writeAnswer(WireAnswer{Status: status, ContentType: contentTypeJSON[0], RequestID: id,
+		CRC32: strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10), Body: body})
 }
 
 // writeError answers with e in DynamoDB's error shape and returns e's type.
-func (s *Store) writeError(w http.ResponseWriter, e *Error) string {
+func (s *Store) writeError(w answerWriter, id string, e *Error) string {
 	if e == nil {
 		// A typed nil *Error reached here: report it rather than crash.
 		e = internal(errors.New("operation failed without an error"))
@@ -301,6 +413,6 @@ func (s *Store) writeError(w http.ResponseWriter, e *Error) string {
 		m["CancellationReasons"] = e.CancellationReasons
 	}
 	body, _ := json.Marshal(m)
-	writeJSON(w, e.status(), body)
+	writeJSON(w, id, e.status(), body)
 	return e.Type
 }

@@ -99,8 +99,17 @@ func ddbHandler(s *ddb.Store) http.Handler {
 	reg.Register(newStoreCollector(s))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", reg)
-	mux.Handle("/", s.Handler())
-	return mux
+	store := s.Handler()
+	mux.Handle("/", store)
+	// Every DynamoDB request is a POST to "/": the mux, which would route
+	// it to the store too, is left out of its path.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && r.Method == http.MethodPost {
+			store.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // egressCollector exports the egress proxy's counters.

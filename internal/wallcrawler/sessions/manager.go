@@ -281,7 +281,7 @@ func (m *Manager) ended(id string) {
 		defer m.wg.Done()
 		ctx, cancel := context.WithTimeout(m.base, 2*defaultCloseBudget)
 		defer cancel()
-		m.finishBrowser(ctx, l)
+		m.finishBrowser(ctx, l, nil)
 	}()
 }
 
@@ -329,6 +329,7 @@ type CreateInput struct {
 // counts against ReadyWait.
 func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, origin string) (Session, error) {
 	deadline := time.Now().Add(m.o.ReadyWait)
+	st := newSteps()
 	project := p.Project
 	if in.ProjectID != "" && in.ProjectID != p.ProjectID {
 		if !p.CanUse(in.ProjectID) {
@@ -378,9 +379,11 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		ctxRec = &c
 	}
 
+	st.mark("lookup")
 	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
 		return Session{}, err
 	}
+	st.mark("slot")
 	id, err := newID("sess_")
 	if err != nil {
 		m.releaseSlot(project.ID)
@@ -402,6 +405,7 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			m.releaseSlot(project.ID)
 			return Session{}, err
 		}
+		st.mark("restore")
 	}
 	// undo frees what Create took when it fails before provision runs.
 	undo := func() {
@@ -433,6 +437,7 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		undo()
 		return Session{}, err
 	}
+	st.mark("insert")
 	ready, cancel := m.d.Notifier.Watch(id)
 	defer cancel()
 	if _, err := m.d.Repo.Transition(ctx, id, []string{StateCreating}, StateProvisioning, "launch browser", nil); err != nil {
@@ -442,8 +447,10 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		m.fail(id, project.ID, []string{StateCreating}, err.Error())
 		return Session{}, err
 	}
+	st.mark("provisioning")
 	m.wg.Add(1)
 	go m.provision(x, ctxRec, profileDir, in)
+	defer st.log(m.log, "wallcrawler: create steps", id)
 
 	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
 	defer timer.Stop()
@@ -455,15 +462,15 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	var reason string
 wait:
 	for {
-		var st string
+		var state string
 		select {
-		case st = <-ready:
+		case state = <-ready:
 		case <-poll.C:
 			cur, err := m.d.Repo.Get(ctx, id)
 			if err != nil || cur.InternalStatus == StateCreating || cur.InternalStatus == StateProvisioning {
 				continue
 			}
-			st = cur.InternalStatus
+			state = cur.InternalStatus
 		case <-timer.C:
 			reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
 			break wait
@@ -471,14 +478,17 @@ wait:
 			reason = "client went away before the browser was ready"
 			break wait
 		}
-		if st == StateReady {
-			return m.d.Repo.Get(ctx, id)
+		if state == StateReady {
+			st.mark("ready")
+			x, err := m.d.Repo.Get(ctx, id)
+			st.mark("get")
+			return x, err
 		}
 		cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id)
 		if err == nil && cur.Error != "" {
 			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
 		}
-		return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, st)
+		return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, state)
 	}
 	// The stream may lag; trust the table before giving up.
 	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {
@@ -520,7 +530,10 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 	defer cancel()
 	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
 	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
+	st := newSteps()
+	defer st.log(m.log, "wallcrawler: launch steps", x.ID)
 	b, err := m.d.Browsers.Launch(ctx, opts)
+	st.mark("launch")
 	if err != nil {
 		if l.profileDir != "" {
 			_ = os.RemoveAll(l.profileDir)
@@ -531,6 +544,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 	l.b = b
 	l.idleSince = m.now()
 	m.sample(l) // the baseline of avgCpuUsage
+	st.mark("sample")
 	m.mu.Lock()
 	m.live[x.ID] = l
 	m.mu.Unlock()
@@ -540,6 +554,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
 		"retryCount": ddbitem.N(int64(b.LaunchRetries())),
 	})
+	st.mark("ready")
 	if err != nil {
 		// Released, timed out or failed meanwhile: nobody wants it.
 		m.log.Info("wallcrawler: browser launched for a session that moved on", "session", x.ID, "err", err)
@@ -555,6 +570,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		return
 	}
 	m.startRecording(l)
+	st.mark("record")
 	m.wg.Add(1)
 	go m.watchCrash(l)
 }
@@ -665,7 +681,9 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	// Claimed before the write, so that the stream record of this very
 	// write does not look like another process ending the session.
 	claimed := m.claim(id, true)
+	st := newSteps()
 	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason, nil)
+	st.mark("terminating")
 	if err != nil && claimed {
 		m.claim(id, false)
 		if errors.Is(err, ErrState) && (x.InternalStatus == StateTerminating || Terminal(x.InternalStatus)) {
@@ -685,17 +703,21 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	l := m.live[id]
 	delete(m.live, id)
 	m.mu.Unlock()
+	defer st.log(m.log, "wallcrawler: stop steps", id)
 	if l != nil {
-		m.finishBrowser(ctx, l)
+		m.finishBrowser(ctx, l, st)
 	}
 	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, map[string]av{
 		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())),
 	})
+	st.mark("final")
 	if err != nil {
 		return x, err
 	}
 	m.releaseSlot(x.ProjectID)
+	st.mark("slot")
 	m.countBrowserTime(x)
+	st.mark("usage")
 	return x, nil
 }
 
@@ -715,7 +737,11 @@ func (m *Manager) claim(id string, stopping bool) bool {
 }
 
 // finishBrowser closes a live browser and keeps what outlives it.
-func (m *Manager) finishBrowser(ctx context.Context, l *live) {
+// st, when not nil, times its steps.
+func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) {
+	if st == nil {
+		st = newSteps()
+	}
 	l.mu.Lock()
 	l.stopping = true
 	l.mu.Unlock()
@@ -725,16 +751,20 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live) {
 			m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
 		}
 	}
+	st.mark("cpu")
 	m.keepRecording(ctx, l) // the pages' last picture, while the browser still runs
+	st.mark("recording")
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
 	if err := l.b.Close(cctx); err != nil {
 		m.log.Warn("wallcrawler: close browser", "session", l.id, "err", err)
 	}
+	st.mark("close")
 	if l.persist && l.context != nil {
 		if err := m.d.Contexts.Persist(ctx, *l.context, l.b.UserDataDir()); err != nil {
 			m.log.Error("wallcrawler: persist context", "session", l.id, "context", l.context.ID, "err", err)
 		}
+		st.mark("persist")
 	}
 	if m.d.Blobs != nil {
 		var buf bytes.Buffer
@@ -749,8 +779,10 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live) {
 				m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
 			}
 		}
+		st.mark("artifacts")
 	}
 	m.dropLive(ctx, l)
+	st.mark("remove")
 }
 
 // dropLive closes (if needed) and deletes a browser's files.

@@ -675,7 +675,7 @@ func (b *chromiumBrowser) abort() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 		defer cancel()
-		if err := b.reap(ctx); err != nil {
+		if err := b.reap(ctx, false); err != nil {
 			b.logger.Error("browser cleanup after failed launch", "err", err)
 		} else {
 			b.releaseUID()
@@ -689,7 +689,13 @@ func (b *chromiumBrowser) abort() {
 }
 
 // Close implements Browser.
-func (b *chromiumBrowser) Close(ctx context.Context) error {
+func (b *chromiumBrowser) Close(ctx context.Context) error { return b.stop(ctx, true) }
+
+// Kill implements Browser.
+func (b *chromiumBrowser) Kill(ctx context.Context) error { return b.stop(ctx, false) }
+
+// stop is Close (graceful) or Kill.
+func (b *chromiumBrowser) stop(ctx context.Context, graceful bool) error {
 	// A free semaphore is taken even when ctx has ended: an ended ctx
 	// then means "kill it now", not "do nothing".
 	select {
@@ -709,7 +715,7 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 	start := time.Now()
 	how := "exited before close"
 
-	if !b.exited() && ctx.Err() == nil {
+	if graceful && !b.exited() && ctx.Err() == nil {
 		// Graceful: Browser.close makes Chromium flush cookies and other
 		// profile state to disk.
 		how = "Browser.close"
@@ -723,7 +729,7 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 		}
 		cancel()
 	}
-	if !b.exited() && ctx.Err() == nil {
+	if graceful && !b.exited() && ctx.Err() == nil {
 		how = "SIGTERM"
 		_ = syscall.Kill(-b.pid, syscall.SIGTERM)
 		select {
@@ -745,7 +751,7 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
-	if err := b.reap(rctx); err != nil {
+	if err := b.reap(rctx, graceful); err != nil {
 		return fmt.Errorf("browser %s: close: %w", b.id, err)
 	}
 	b.releaseUID()
@@ -757,8 +763,10 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 // reap kills what is left of the browser after its main process exited: the
 // members of its process group, processes that carry its work dir on the
 // command line (crashpad handlers) and, with a user id of its own, every
-// process running as that id. It returns once none is alive.
-func (b *chromiumBrowser) reap(ctx context.Context) error {
+// process running as that id. It returns once none is alive. patient
+// gives processes that are shutting down on their own (after
+// Browser.close) a moment before they are killed.
+func (b *chromiumBrowser) reap(ctx context.Context, patient bool) error {
 	needle := b.workDir + string(filepath.Separator)
 	for first := true; ; first = false {
 		procs, err := listProcs()
@@ -777,7 +785,7 @@ func (b *chromiumBrowser) reap(ctx context.Context) error {
 		if len(left) == 0 {
 			return nil
 		}
-		if first {
+		if first && patient {
 			// Give processes that are already shutting down (after
 			// Browser.close) a moment before killing them.
 			select {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -278,7 +279,13 @@ func (m *Manager) ended(id string) {
 		defer m.wg.Done()
 		ctx, cancel := context.WithTimeout(m.base, 2*defaultCloseBudget)
 		defer cancel()
-		m.finishBrowser(ctx, l, nil)
+		// The other process wrote the final state: the last usage
+		// figures are written on their own.
+		if cpu, rss, ok := m.finishBrowser(ctx, l, nil); ok {
+			if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, false); err != nil {
+				m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
+			}
+		}
 	}()
 }
 
@@ -703,12 +710,15 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	delete(m.live, id)
 	m.mu.Unlock()
 	defer st.log(m.log, "wallcrawler: stop steps", id)
+	set := map[string]av{}
 	if l != nil {
-		m.finishBrowser(ctx, l, st)
+		// The last usage figures go with the final write.
+		if cpu, rss, ok := m.finishBrowser(ctx, l, st); ok {
+			maps.Copy(set, usageAttrs(cpu, rss))
+		}
 	}
-	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, map[string]av{
-		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())),
-	})
+	set["endedAt"] = ddbitem.S(ddbitem.FormatTime(m.now()))
+	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, set)
 	st.mark("final")
 	if err != nil {
 		return x, err
@@ -735,9 +745,10 @@ func (m *Manager) claim(id string, stopping bool) bool {
 	return true
 }
 
-// finishBrowser closes a live browser and keeps what outlives it.
-// st, when not nil, times its steps.
-func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) {
+// finishBrowser closes a live browser and keeps what outlives it. It
+// returns the session's last usage figures (avgCpuUsage, memoryUsage) for
+// the caller to write (ok false: none). st, when not nil, times its steps.
+func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) (cpu float64, rss int64, ok bool) {
 	if st == nil {
 		st = newSteps()
 	}
@@ -746,17 +757,11 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) {
 	l.mu.Unlock()
 	// While the browser still runs, at the same time: the last usage
 	// figures (a read of /proc that takes up to a second on a loaded
-	// machine) and the recording with the pages' last picture.
-	var usage sync.WaitGroup
-	usage.Go(func() {
-		if cpu, rss, ok := m.sample(l); ok {
-			if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, false); err != nil {
-				m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
-			}
-		}
-	})
-	m.keepRecording(ctx, l)
-	usage.Wait()
+	// machine) and the end of the recording with the pages' last picture.
+	var sampled sync.WaitGroup
+	sampled.Go(func() { cpu, rss, ok = m.sample(l) })
+	writeRecording := m.endRecording(l)
+	sampled.Wait()
 	st.mark("usage+recording")
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
@@ -771,28 +776,41 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) {
 		m.log.Warn("wallcrawler: close browser", "session", l.id, "err", err)
 	}
 	st.mark("close")
+	// What is kept of the session, at the same time: the profile (when
+	// its context persists), the recording, the downloads and the log.
+	var kept sync.WaitGroup
 	if persist {
-		if err := m.d.Contexts.Persist(ctx, *l.context, l.b.UserDataDir()); err != nil {
-			m.log.Error("wallcrawler: persist context", "session", l.id, "context", l.context.ID, "err", err)
-		}
-		st.mark("persist")
+		kept.Go(func() {
+			if err := m.d.Contexts.Persist(ctx, *l.context, l.b.UserDataDir()); err != nil {
+				m.log.Error("wallcrawler: persist context", "session", l.id, "context", l.context.ID, "err", err)
+			}
+		})
+	}
+	if writeRecording != nil {
+		kept.Go(func() { writeRecording(ctx) })
 	}
 	if m.d.Blobs != nil {
-		var buf bytes.Buffer
-		if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
-			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
-				m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
+		kept.Go(func() {
+			var buf bytes.Buffer
+			if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
+				if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
+					m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
+				}
 			}
-		}
-		if entries := l.log.Entries(); len(entries) > 0 {
-			data, _ := json.Marshal(entries)
-			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
-				m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
+		})
+		kept.Go(func() {
+			if entries := l.log.Entries(); len(entries) > 0 {
+				data, _ := json.Marshal(entries)
+				if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
+					m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
+				}
 			}
-		}
-		st.mark("artifacts")
+		})
 	}
+	kept.Wait()
+	st.mark("kept")
 	m.dropLive(ctx, l)
+	return cpu, rss, ok
 }
 
 // dropLive kills the browser (when still running) and deletes its files

@@ -610,11 +610,19 @@ func (b *chromiumBrowser) wait() {
 	close(b.done)
 }
 
-// waitActivePort polls the DevToolsActivePort file until Chromium has
-// written it, and returns its port and browser target path.
+// waitActivePort waits until Chromium has written the DevToolsActivePort
+// file, and returns its port and browser target path. It reads the file
+// whenever an entry of the profile dir is written or renamed (inotify),
+// and every pollInterval where inotify is not available.
 func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, error) {
 	file := filepath.Join(b.userDataDir, "DevToolsActivePort")
-	ticker := time.NewTicker(pollInterval)
+	every := pollInterval
+	events, stop := dirEvents(b.userDataDir)
+	defer stop()
+	if events != nil {
+		every = 10 * pollInterval // only a safety net
+	}
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
 		if data, err := os.ReadFile(file); err == nil {
@@ -631,9 +639,40 @@ func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, erro
 			return 0, "", fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
 		case <-ctx.Done():
 			return 0, "", fmt.Errorf("waiting for DevToolsActivePort: %w", ctx.Err())
+		case <-events:
 		case <-ticker.C:
 		}
 	}
+}
+
+// dirEvents returns a channel that receives when an entry of dir is
+// created, written and closed, or renamed into it (inotify), and the
+// function that stops watching. The channel is nil when inotify is not
+// available.
+func dirEvents(dir string) (<-chan struct{}, func()) {
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	if err != nil {
+		return nil, func() {}
+	}
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_CREATE|syscall.IN_CLOSE_WRITE|syscall.IN_MOVED_TO); err != nil {
+		_ = syscall.Close(fd)
+		return nil, func() {}
+	}
+	f := os.NewFile(uintptr(fd), "inotify") // non-blocking: Close ends a pending Read
+	ch := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := f.Read(buf); err != nil {
+				return
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ch, func() { _ = f.Close() }
 }
 
 // waitVersion polls /json/version until it answers.

@@ -755,13 +755,13 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) (cpu fl
 	l.mu.Lock()
 	l.stopping = true
 	l.mu.Unlock()
-	// While the browser still runs, at the same time: the last usage
-	// figures (a read of /proc that takes up to a second on a loaded
-	// machine) and the end of the recording with the pages' last picture.
-	var sampled sync.WaitGroup
-	sampled.Go(func() { cpu, rss, ok = m.sample(l) })
+	// While the browser still runs: the last usage figures, then the end
+	// of the recording with the pages' last picture. Not at the same time:
+	// the screencast's frame of the last paint may still be on its way
+	// (on a loaded machine, for longer than the recording takes to end),
+	// and the inspector's replay should end on it.
+	cpu, rss, ok = m.sample(l)
 	writeRecording := m.endRecording(l)
-	sampled.Wait()
 	st.mark("usage+recording")
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()

@@ -284,10 +284,9 @@ func startWallcrawler(ctx context.Context, lc *lifecycle, c *config.Config, clie
 		log.Warn("--listen is a wildcard address: set --advertise-url so that the other processes can forward CDP connections here", "listen", c.Listen)
 	}
 	repo := sessions.NewRepo(client, names, nil)
+	// The stream tells this process of the sessions other processes end;
+	// creates do not wait on it.
 	poll := 250 * time.Millisecond
-	if embedded {
-		poll = 5 * time.Millisecond // while a create waits; in-process, polling is a function call
-	}
 	w.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: authStore, Contexts: ctxStore, Blobs: blobs, Browsers: provider,
 		Tokens:   sessions.NewTokens(secret, nil),

@@ -73,6 +73,12 @@ type Browser interface {
 	// no process of the browser is alive any more. It is idempotent and safe
 	// for concurrent use.
 	Close(ctx context.Context) error
+	// Kill stops the browser at once: SIGKILL of its process group, without
+	// the graceful close, so what the profile had not yet written to disk
+	// is lost (use it when the profile is thrown away). It returns nil once
+	// no process of the browser is alive any more. It is idempotent and
+	// safe for concurrent use, with Close too.
+	Kill(ctx context.Context) error
 	// Remove deletes the browser's work dir. Call it after Close, once the
 	// caller has archived the profile. It never deletes a caller-provided
 	// UserDataDir.

@@ -557,3 +557,41 @@ func TestLaunchRetriesAStartupCrash(t *testing.T) {
 	_ = b.Remove()
 	assertNoLeftovers(t, workDir)
 }
+
+// TestDirEvents: a file written into, or renamed into, a watched dir wakes
+// the watcher (what waitActivePort waits on instead of polling), and stop
+// ends the watch.
+func TestDirEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(dir string) error
+	}{
+		{"written", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "DevToolsActivePort"), []byte("1\n/devtools/browser/x"), 0o600)
+		}},
+		{"renamed", func(dir string) error {
+			tmp := filepath.Join(t.TempDir(), "tmp")
+			if err := os.WriteFile(tmp, []byte("x"), 0o600); err != nil {
+				return err
+			}
+			return os.Rename(tmp, filepath.Join(dir, "DevToolsActivePort"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			events, stop := dirEvents(dir)
+			if events == nil {
+				t.Skip("inotify not available")
+			}
+			defer stop()
+			if err := tc.write(dir); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-events:
+			case <-time.After(30 * time.Second):
+				t.Fatal("no event for a file written into the watched dir")
+			}
+		})
+	}
+}

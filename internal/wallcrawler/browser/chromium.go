@@ -610,11 +610,19 @@ func (b *chromiumBrowser) wait() {
 	close(b.done)
 }
 
-// waitActivePort polls the DevToolsActivePort file until Chromium has
-// written it, and returns its port and browser target path.
+// waitActivePort waits until Chromium has written the DevToolsActivePort
+// file, and returns its port and browser target path. It reads the file
+// whenever an entry of the profile dir is written or renamed (inotify),
+// and every pollInterval where inotify is not available.
 func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, error) {
 	file := filepath.Join(b.userDataDir, "DevToolsActivePort")
-	ticker := time.NewTicker(pollInterval)
+	every := pollInterval
+	events, stop := dirEvents(b.userDataDir)
+	defer stop()
+	if events != nil {
+		every = 10 * pollInterval // only a safety net
+	}
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
 		if data, err := os.ReadFile(file); err == nil {
@@ -631,9 +639,40 @@ func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, erro
 			return 0, "", fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
 		case <-ctx.Done():
 			return 0, "", fmt.Errorf("waiting for DevToolsActivePort: %w", ctx.Err())
+		case <-events:
 		case <-ticker.C:
 		}
 	}
+}
+
+// dirEvents returns a channel that receives when an entry of dir is
+// created, written and closed, or renamed into it (inotify), and the
+// function that stops watching. The channel is nil when inotify is not
+// available.
+func dirEvents(dir string) (<-chan struct{}, func()) {
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	if err != nil {
+		return nil, func() {}
+	}
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_CREATE|syscall.IN_CLOSE_WRITE|syscall.IN_MOVED_TO); err != nil {
+		_ = syscall.Close(fd)
+		return nil, func() {}
+	}
+	f := os.NewFile(uintptr(fd), "inotify") // non-blocking: Close ends a pending Read
+	ch := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := f.Read(buf); err != nil {
+				return
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ch, func() { _ = f.Close() }
 }
 
 // waitVersion polls /json/version until it answers.
@@ -675,7 +714,7 @@ func (b *chromiumBrowser) abort() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 		defer cancel()
-		if err := b.reap(ctx); err != nil {
+		if err := b.reap(ctx, false); err != nil {
 			b.logger.Error("browser cleanup after failed launch", "err", err)
 		} else {
 			b.releaseUID()
@@ -689,7 +728,13 @@ func (b *chromiumBrowser) abort() {
 }
 
 // Close implements Browser.
-func (b *chromiumBrowser) Close(ctx context.Context) error {
+func (b *chromiumBrowser) Close(ctx context.Context) error { return b.stop(ctx, true) }
+
+// Kill implements Browser.
+func (b *chromiumBrowser) Kill(ctx context.Context) error { return b.stop(ctx, false) }
+
+// stop is Close (graceful) or Kill.
+func (b *chromiumBrowser) stop(ctx context.Context, graceful bool) error {
 	// A free semaphore is taken even when ctx has ended: an ended ctx
 	// then means "kill it now", not "do nothing".
 	select {
@@ -709,7 +754,7 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 	start := time.Now()
 	how := "exited before close"
 
-	if !b.exited() && ctx.Err() == nil {
+	if graceful && !b.exited() && ctx.Err() == nil {
 		// Graceful: Browser.close makes Chromium flush cookies and other
 		// profile state to disk.
 		how = "Browser.close"
@@ -723,7 +768,7 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 		}
 		cancel()
 	}
-	if !b.exited() && ctx.Err() == nil {
+	if graceful && !b.exited() && ctx.Err() == nil {
 		how = "SIGTERM"
 		_ = syscall.Kill(-b.pid, syscall.SIGTERM)
 		select {
@@ -745,7 +790,7 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
-	if err := b.reap(rctx); err != nil {
+	if err := b.reap(rctx, graceful); err != nil {
 		return fmt.Errorf("browser %s: close: %w", b.id, err)
 	}
 	b.releaseUID()
@@ -757,8 +802,10 @@ func (b *chromiumBrowser) Close(ctx context.Context) error {
 // reap kills what is left of the browser after its main process exited: the
 // members of its process group, processes that carry its work dir on the
 // command line (crashpad handlers) and, with a user id of its own, every
-// process running as that id. It returns once none is alive.
-func (b *chromiumBrowser) reap(ctx context.Context) error {
+// process running as that id. It returns once none is alive. patient
+// gives processes that are shutting down on their own (after
+// Browser.close) a moment before they are killed.
+func (b *chromiumBrowser) reap(ctx context.Context, patient bool) error {
 	needle := b.workDir + string(filepath.Separator)
 	for first := true; ; first = false {
 		procs, err := listProcs()
@@ -777,7 +824,7 @@ func (b *chromiumBrowser) reap(ctx context.Context) error {
 		if len(left) == 0 {
 			return nil
 		}
-		if first {
+		if first && patient {
 			// Give processes that are already shutting down (after
 			// Browser.close) a moment before killing them.
 			select {

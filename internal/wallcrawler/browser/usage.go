@@ -47,7 +47,14 @@ func (u ProcUsage) Memory() int64 {
 // privilege; smaps_rollup (PSS) does for another user's process, which
 // root has. The cost is one small read per process on the machine, and a
 // walk of the memory map of each process of the groups.
-func SampleGroups(pgids ...int) (map[int]ProcUsage, error) {
+func SampleGroups(pgids ...int) (map[int]ProcUsage, error) { return sampleGroups(true, pgids) }
+
+// SampleGroupsCPU is SampleGroups without the memory figures (RSS and PSS
+// are 0): one small read per process on the machine, no walk of memory
+// maps (which also holds up the walked process).
+func SampleGroupsCPU(pgids ...int) (map[int]ProcUsage, error) { return sampleGroups(false, pgids) }
+
+func sampleGroups(memory bool, pgids []int) (map[int]ProcUsage, error) {
 	want := make(map[int]bool, len(pgids))
 	for _, g := range pgids {
 		if g > 0 {
@@ -82,8 +89,10 @@ func SampleGroups(pgids ...int) (map[int]ProcUsage, error) {
 		}
 		u := out[st.pgrp]
 		u.CPU += time.Duration(st.utime+st.stime+st.cutime+st.cstime) * clockTick
-		u.RSS += st.rssPages * page
-		u.PSS += readPSS(name)
+		if memory {
+			u.RSS += st.rssPages * page
+			u.PSS += readPSS(name)
+		}
 		u.Procs++
 		out[st.pgrp] = u
 	}

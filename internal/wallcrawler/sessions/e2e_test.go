@@ -76,17 +76,25 @@ type stackOptions struct {
 	Origin *origin.Resolver
 	// ChromiumPath is the browser binary; "": chromium on PATH.
 	ChromiumPath string
+	// Logger receives the Manager's logs; nil: discarded.
+	Logger *slog.Logger
+	// Pool, when positive, puts a warm pool of that many browsers in
+	// front of Chromium (as --wallcrawler-pool does).
+	Pool int
+	// Sync makes the store fsync each commit, as quarry serve does by
+	// default (the tests' store does not).
+	Sync bool
 }
 
 // newStackWith is newStack with further options. The upload handler bounds
 // archives as quarry serve does (the store's MaxArchiveBytes, at most 512
 // MiB) and voids the URLs of deleted contexts.
-func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stackOptions) *stack {
+func newStackWith(t testing.TB, concurrency int, opts sessions.Options, so stackOptions) *stack {
 	t.Helper()
 	testenv.Chromium(t)
 	ctx := context.Background()
 	clk := &clock{}
-	store, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true, Now: clk.now})
+	store, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: !so.Sync, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +122,24 @@ func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stack
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var provider browser.Provider = chromium
+	var pool *browser.Pool
+	if so.Pool > 0 {
+		pool = browser.NewPool(ctx, chromium, so.Pool, nil)
+		provider = pool
+	}
 	st.repo = sessions.NewRepo(client, names, clk.now)
 	st.tokens = sessions.NewTokens([]byte("0123456789abcdef0123456789abcdef"), clk.now)
 	ctxStore := contexts.New(client, names, blobs, so.Contexts)
 	opts.WorkDir, opts.Now, opts.Logger = st.workDir, clk.now, log
+	if so.Logger != nil {
+		opts.Logger = so.Logger
+	}
 	if opts.ReapEvery == 0 {
 		opts.ReapEvery = time.Hour // tests call Reap themselves
 	}
 	st.mgr = sessions.NewManager(sessions.Deps{
-		Repo: st.repo, Auth: st.auth, Contexts: ctxStore, Blobs: blobs, Browsers: chromium, Tokens: st.tokens,
+		Repo: st.repo, Auth: st.auth, Contexts: ctxStore, Blobs: blobs, Browsers: provider, Tokens: st.tokens,
 		Notifier: sessions.NewNotifier(client, ddb.NewStreamsClient(store), names.Sessions, 5*time.Millisecond, nil),
 	}, opts)
 	runCtx, stop := context.WithCancel(ctx)
@@ -142,6 +159,9 @@ func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stack
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		st.mgr.Close(cctx)
+		if pool != nil {
+			_ = pool.Close(cctx)
+		}
 		stop()
 		<-done
 		if pids, _ := browser.Leftovers(st.workDir); len(pids) > 0 {
@@ -154,7 +174,7 @@ func newStackWith(t *testing.T, concurrency int, opts sessions.Options, so stack
 
 // call performs a request with the stack's key (unless hdr overrides it)
 // and decodes a JSON answer into out (when non-nil).
-func (st *stack) call(t *testing.T, method, path string, body any, out any, hdr ...string) int {
+func (st *stack) call(t testing.TB, method, path string, body any, out any, hdr ...string) int {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -196,7 +216,7 @@ type sessionJSON struct {
 	UserMetadata                                             map[string]any
 }
 
-func (st *stack) create(t *testing.T, body map[string]any) sessionJSON {
+func (st *stack) create(t testing.TB, body map[string]any) sessionJSON {
 	t.Helper()
 	var s sessionJSON
 	if code := st.call(t, "POST", "/v1/sessions", body, &s); code != http.StatusCreated {

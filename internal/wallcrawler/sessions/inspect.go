@@ -45,29 +45,33 @@ func (m *Manager) stopRecording(l *live) {
 	}
 }
 
-// keepRecording ends the recording of a session that ends and writes it
-// to the blob store beside its logs.
-func (m *Manager) keepRecording(ctx context.Context, l *live) {
+// endRecording ends the recording of a session that ends (with the
+// pages' last picture: call it while the browser still runs) and returns
+// a function that writes it to the blob store beside its logs (nil when
+// there is nothing to write), which does not need the browser.
+func (m *Manager) endRecording(l *live) func(context.Context) {
 	r := m.takeRecorder(l)
-	if r == nil {
-		return
+	if r == nil || m.d.Blobs == nil {
+		if r != nil {
+			r.stop()
+		}
+		return nil
 	}
 	rec, replay := r.stop()
-	if m.d.Blobs == nil {
-		return
-	}
-	if len(replay) > 0 {
-		if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, replayBlob), bytes.NewReader(replay)); err != nil {
-			m.log.Warn("wallcrawler: keep replay", "session", l.id, "err", err)
-			rec.Frames = nil
+	return func(ctx context.Context) {
+		if len(replay) > 0 {
+			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, replayBlob), bytes.NewReader(replay)); err != nil {
+				m.log.Warn("wallcrawler: keep replay", "session", l.id, "err", err)
+				rec.Frames = nil
+			}
 		}
-	}
-	data, err := json.Marshal(rec)
-	if err == nil {
-		err = m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, recordingBlob), bytes.NewReader(data))
-	}
-	if err != nil {
-		m.log.Warn("wallcrawler: keep recording", "session", l.id, "err", err)
+		data, err := json.Marshal(rec)
+		if err == nil {
+			err = m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, recordingBlob), bytes.NewReader(data))
+		}
+		if err != nil {
+			m.log.Warn("wallcrawler: keep recording", "session", l.id, "err", err)
+		}
 	}
 }
 

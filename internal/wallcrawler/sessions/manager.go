@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -40,9 +41,6 @@ const (
 	DefaultReapEvery   = 2 * time.Second
 	DefaultSampleEvery = 5 * time.Second
 	defaultCloseBudget = 15 * time.Second
-	// readyPoll is how often Create reads the table while it waits for
-	// READY, besides the stream.
-	readyPoll = 500 * time.Millisecond
 	// stopBudget bounds one stop (writes, browser close, context persist)
 	// when the caller's context sets no deadline.
 	stopBudget = 2 * time.Minute
@@ -281,7 +279,13 @@ func (m *Manager) ended(id string) {
 		defer m.wg.Done()
 		ctx, cancel := context.WithTimeout(m.base, 2*defaultCloseBudget)
 		defer cancel()
-		m.finishBrowser(ctx, l)
+		// The other process wrote the final state: the last usage
+		// figures are written on their own.
+		if cpu, rss, ok := m.finishBrowser(ctx, l, nil); ok {
+			if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, false); err != nil {
+				m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
+			}
+		}
 	}()
 }
 
@@ -329,6 +333,7 @@ type CreateInput struct {
 // counts against ReadyWait.
 func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, origin string) (Session, error) {
 	deadline := time.Now().Add(m.o.ReadyWait)
+	st := newSteps()
 	project := p.Project
 	if in.ProjectID != "" && in.ProjectID != p.ProjectID {
 		if !p.CanUse(in.ProjectID) {
@@ -378,9 +383,11 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		ctxRec = &c
 	}
 
+	st.mark("lookup")
 	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
 		return Session{}, err
 	}
+	st.mark("slot")
 	id, err := newID("sess_")
 	if err != nil {
 		m.releaseSlot(project.ID)
@@ -402,90 +409,81 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 			m.releaseSlot(project.ID)
 			return Session{}, err
 		}
-	}
-	// undo frees what Create took when it fails before provision runs.
-	undo := func() {
-		if profileDir != "" {
-			_ = os.RemoveAll(profileDir)
-		}
-		m.releaseSlot(project.ID)
+		st.mark("restore")
 	}
 	now := m.now()
 	expires := now.Add(time.Duration(in.Timeout) * time.Second).Truncate(time.Second)
 	token, err := m.d.Tokens.Sign(id, project.ID, expires)
 	if err != nil {
-		undo()
+		if profileDir != "" {
+			_ = os.RemoveAll(profileDir)
+		}
+		m.releaseSlot(project.ID)
 		return Session{}, err
 	}
+	// The item is written PROVISIONING at once (its history records the
+	// CREATING step), and the browser launches while it is written.
 	x := Session{
-		ID: id, ProjectID: project.ID, InternalStatus: StateCreating,
+		ID: id, ProjectID: project.ID, InternalStatus: StateProvisioning,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, LastEventAt: now,
 		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(), NodeURL: m.o.AdvertiseURL,
 		SigningKey: token, ConnectURL: connectURL(origin, id, token),
 		Timeout: in.Timeout, Width: in.Width, Height: in.Height,
 		UserMetadata: in.UserMetadata,
-		Events:       []Event{newEvent(now, "", StateCreating, "create")},
+		Events:       []Event{newEvent(now, "", StateCreating, "create"), newEvent(now, StateCreating, StateProvisioning, "launch browser")},
 	}
 	if ctxRec != nil {
 		x.ContextID, x.ContextPersist, x.ContextKey = ctxRec.ID, in.ContextPersist, ctxRec.StorageKey
 	}
-	if err := m.d.Repo.Insert(ctx, x); err != nil {
-		undo()
-		return Session{}, err
-	}
-	ready, cancel := m.d.Notifier.Watch(id)
-	defer cancel()
-	if _, err := m.d.Repo.Transition(ctx, id, []string{StateCreating}, StateProvisioning, "launch browser", nil); err != nil {
-		if profileDir != "" {
-			_ = os.RemoveAll(profileDir)
-		}
-		m.fail(id, project.ID, []string{StateCreating}, err.Error())
-		return Session{}, err
-	}
+	inserted := make(chan error, 1)
+	done := make(chan launchResult, 1)
 	m.wg.Add(1)
-	go m.provision(x, ctxRec, profileDir, in)
+	go m.provision(x, ctxRec, profileDir, in, inserted, done)
+	defer st.log(m.log, "wallcrawler: create steps", id)
+	err = m.d.Repo.Insert(ctx, x)
+	inserted <- err // on error, provision drops the browser and the profile, then frees the slot
+	st.mark("insert")
+	if err != nil {
+		return Session{}, err
+	}
 
+	// provision reports the READY item (the answer of its conditional
+	// write) or why there is none: no stream or table read on the way.
 	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
 	defer timer.Stop()
-	// The stream wakes the wait at once on most engines; where its records
-	// lag (ScyllaDB Alternator shows them after a window of seconds), the
-	// table itself is read every readyPoll.
-	poll := time.NewTicker(readyPoll)
-	defer poll.Stop()
 	var reason string
-wait:
-	for {
-		var st string
-		select {
-		case st = <-ready:
-		case <-poll.C:
-			cur, err := m.d.Repo.Get(ctx, id)
-			if err != nil || cur.InternalStatus == StateCreating || cur.InternalStatus == StateProvisioning {
-				continue
-			}
-			st = cur.InternalStatus
-		case <-timer.C:
-			reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
-			break wait
-		case <-ctx.Done():
-			reason = "client went away before the browser was ready"
-			break wait
-		}
-		if st == StateReady {
-			return m.d.Repo.Get(ctx, id)
+	select {
+	case r := <-done:
+		st.mark("ready")
+		if r.err == nil {
+			return r.x, nil
 		}
 		cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id)
 		if err == nil && cur.Error != "" {
 			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
 		}
-		return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, st)
+		if err == nil {
+			return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, cur.InternalStatus)
+		}
+		return Session{}, fmt.Errorf("%w: %w", ErrUnavailable, r.err)
+	case <-timer.C:
+		reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
+	case <-ctx.Done():
+		reason = "client went away before the browser was ready"
 	}
-	// The stream may lag; trust the table before giving up.
+	// The READY write may just have landed.
 	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {
 		return cur, nil
 	}
 	m.fail(id, project.ID, []string{StateProvisioning}, reason)
 	return Session{}, fmt.Errorf("%w: %s", ErrUnavailable, reason)
+}
+
+// launchResult is what provision reports to the Create waiting for it:
+// the READY session, or why it did not become READY.
+type launchResult struct {
+	x   Session
+	err error
 }
 
 // restore unpacks c's archive into dir before deadline. On any error dir
@@ -511,35 +509,54 @@ func (m *Manager) restore(ctx context.Context, deadline time.Time, c contexts.Co
 }
 
 // provision launches the browser of a PROVISIONING session and marks it
-// READY (or FAILED). It runs detached from the create request. profileDir
-// is the context's restored profile ("" without a context), which it
-// removes when the launch fails.
-func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir string, in CreateInput) {
+// READY (or FAILED). It runs detached from the create request, launching
+// while Create writes the item: inserted receives the outcome of that
+// write (on error, provision drops the browser and profileDir), and done
+// the outcome of the launch. profileDir is the context's restored profile
+// ("" without a context), which it removes when the launch fails.
+func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir string, in CreateInput, inserted <-chan error, done chan<- launchResult) {
 	defer m.wg.Done()
 	ctx, cancel := context.WithTimeout(m.base, m.o.ReadyWait+5*time.Second)
 	defer cancel()
 	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
 	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
+	st := newSteps()
+	defer st.log(m.log, "wallcrawler: launch steps", x.ID)
 	b, err := m.d.Browsers.Launch(ctx, opts)
+	st.mark("launch")
+	if ierr := <-inserted; ierr != nil {
+		// No session: nobody wants the browser. Its slot is freed
+		// once it is gone.
+		if b != nil {
+			l.b = b
+			m.dropLive(ctx, l)
+		} else if l.profileDir != "" {
+			_ = os.RemoveAll(l.profileDir)
+		}
+		m.releaseSlot(x.ProjectID)
+		done <- launchResult{err: ierr}
+		return
+	}
 	if err != nil {
 		if l.profileDir != "" {
 			_ = os.RemoveAll(l.profileDir)
 		}
 		m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "launch browser: "+err.Error())
+		done <- launchResult{err: err}
 		return
 	}
 	l.b = b
 	l.idleSince = m.now()
-	m.sample(l) // the baseline of avgCpuUsage
 	m.mu.Lock()
 	m.live[x.ID] = l
 	m.mu.Unlock()
-	_, err = m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
+	ready, err := m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
 		"startedAt":  ddbitem.S(ddbitem.FormatTime(m.now())),
 		"publicIP":   ddbitem.S("127.0.0.1"),
 		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
 		"retryCount": ddbitem.N(int64(b.LaunchRetries())),
 	})
+	st.mark("ready")
 	if err != nil {
 		// Released, timed out or failed meanwhile: nobody wants it.
 		m.log.Info("wallcrawler: browser launched for a session that moved on", "session", x.ID, "err", err)
@@ -552,9 +569,14 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		if mine { // else the stopper took it and cleans up
 			m.dropLive(ctx, l)
 		}
+		done <- launchResult{err: err}
 		return
 	}
-	m.startRecording(l)
+	m.startRecording(l) // connects in the background
+	done <- launchResult{x: ready}
+	// After the answer: the baseline of avgCpuUsage (its CPU time only).
+	m.sampleWith(l, browser.SampleGroupsCPU)
+	st.mark("sample")
 	m.wg.Add(1)
 	go m.watchCrash(l)
 }
@@ -665,7 +687,9 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	// Claimed before the write, so that the stream record of this very
 	// write does not look like another process ending the session.
 	claimed := m.claim(id, true)
+	st := newSteps()
 	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason, nil)
+	st.mark("terminating")
 	if err != nil && claimed {
 		m.claim(id, false)
 		if errors.Is(err, ErrState) && (x.InternalStatus == StateTerminating || Terminal(x.InternalStatus)) {
@@ -685,17 +709,24 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	l := m.live[id]
 	delete(m.live, id)
 	m.mu.Unlock()
+	defer st.log(m.log, "wallcrawler: stop steps", id)
+	set := map[string]av{}
 	if l != nil {
-		m.finishBrowser(ctx, l)
+		// The last usage figures go with the final write.
+		if cpu, rss, ok := m.finishBrowser(ctx, l, st); ok {
+			maps.Copy(set, usageAttrs(cpu, rss))
+		}
 	}
-	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, map[string]av{
-		"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())),
-	})
+	set["endedAt"] = ddbitem.S(ddbitem.FormatTime(m.now()))
+	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, set)
+	st.mark("final")
 	if err != nil {
 		return x, err
 	}
 	m.releaseSlot(x.ProjectID)
+	st.mark("slot")
 	m.countBrowserTime(x)
+	st.mark("usage")
 	return x, nil
 }
 
@@ -714,46 +745,79 @@ func (m *Manager) claim(id string, stopping bool) bool {
 	return true
 }
 
-// finishBrowser closes a live browser and keeps what outlives it.
-func (m *Manager) finishBrowser(ctx context.Context, l *live) {
+// finishBrowser closes a live browser and keeps what outlives it. It
+// returns the session's last usage figures (avgCpuUsage, memoryUsage) for
+// the caller to write (ok false: none). st, when not nil, times its steps.
+func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) (cpu float64, rss int64, ok bool) {
+	if st == nil {
+		st = newSteps()
+	}
 	l.mu.Lock()
 	l.stopping = true
 	l.mu.Unlock()
-	// The last figures, while the browser still runs.
-	if cpu, rss, ok := m.sample(l); ok {
-		if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, false); err != nil {
-			m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
-		}
-	}
-	m.keepRecording(ctx, l) // the pages' last picture, while the browser still runs
+	// While the browser still runs: the last usage figures, then the end
+	// of the recording with the pages' last picture. Not at the same time:
+	// the screencast's frame of the last paint may still be on its way
+	// (on a loaded machine, for longer than the recording takes to end),
+	// and the inspector's replay should end on it.
+	cpu, rss, ok = m.sample(l)
+	writeRecording := m.endRecording(l)
+	st.mark("usage+recording")
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
-	if err := l.b.Close(cctx); err != nil {
+	persist := l.persist && l.context != nil
+	// Only a profile that is kept needs the graceful close (cookies
+	// flushed to disk); the others are killed at once.
+	closeBrowser := l.b.Kill
+	if persist {
+		closeBrowser = l.b.Close
+	}
+	if err := closeBrowser(cctx); err != nil {
 		m.log.Warn("wallcrawler: close browser", "session", l.id, "err", err)
 	}
-	if l.persist && l.context != nil {
-		if err := m.d.Contexts.Persist(ctx, *l.context, l.b.UserDataDir()); err != nil {
-			m.log.Error("wallcrawler: persist context", "session", l.id, "context", l.context.ID, "err", err)
-		}
+	st.mark("close")
+	// What is kept of the session, at the same time: the profile (when
+	// its context persists), the recording, the downloads and the log.
+	var kept sync.WaitGroup
+	if persist {
+		kept.Go(func() {
+			if err := m.d.Contexts.Persist(ctx, *l.context, l.b.UserDataDir()); err != nil {
+				m.log.Error("wallcrawler: persist context", "session", l.id, "context", l.context.ID, "err", err)
+			}
+		})
+	}
+	if writeRecording != nil {
+		kept.Go(func() { writeRecording(ctx) })
 	}
 	if m.d.Blobs != nil {
-		var buf bytes.Buffer
-		if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
-			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
-				m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
+		kept.Go(func() {
+			var buf bytes.Buffer
+			if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
+				if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
+					m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
+				}
 			}
-		}
-		if entries := l.log.Entries(); len(entries) > 0 {
-			data, _ := json.Marshal(entries)
-			if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
-				m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
+		})
+		kept.Go(func() {
+			if entries := l.log.Entries(); len(entries) > 0 {
+				data, _ := json.Marshal(entries)
+				if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
+					m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
+				}
 			}
-		}
+		})
 	}
+	kept.Wait()
+	st.mark("kept")
 	m.dropLive(ctx, l)
+	return cpu, rss, ok
 }
 
-// dropLive closes (if needed) and deletes a browser's files.
+// dropLive kills the browser (when still running) and deletes its files
+// in the background: the browser is gone when dropLive returns, and its
+// slot may be freed, while the removal of its work dir and profile (a
+// few hundred milliseconds on a loaded machine) is not waited for
+// (Close waits for it).
 func (m *Manager) dropLive(ctx context.Context, l *live) {
 	l.mu.Lock()
 	l.stopping = true
@@ -761,13 +825,18 @@ func (m *Manager) dropLive(ctx context.Context, l *live) {
 	m.stopRecording(l)
 	cctx, cancel := context.WithTimeout(ctx, defaultCloseBudget)
 	defer cancel()
-	_ = l.b.Close(cctx)
-	if err := l.b.Remove(); err != nil {
-		m.log.Warn("wallcrawler: remove browser files", "session", l.id, "err", err)
+	if err := l.b.Kill(cctx); err != nil {
+		m.log.Warn("wallcrawler: kill browser", "session", l.id, "err", err)
+		return // still running: its files stay (the next start removes them)
 	}
-	if l.profileDir != "" {
-		_ = os.RemoveAll(l.profileDir)
-	}
+	m.wg.Go(func() {
+		if err := l.b.Remove(); err != nil {
+			m.log.Warn("wallcrawler: remove browser files", "session", l.id, "err", err)
+		}
+		if l.profileDir != "" {
+			_ = os.RemoveAll(l.profileDir)
+		}
+	})
 }
 
 func artifactKey(projectID, sessionID, name string) string {
@@ -947,8 +1016,13 @@ func (m *Manager) Run(ctx context.Context) error {
 // it into l.usage; ok is false when there is nothing to store yet (the
 // baseline) or /proc could not be read.
 func (m *Manager) sample(l *live) (cpu float64, rss int64, ok bool) {
+	return m.sampleWith(l, browser.SampleGroups)
+}
+
+// sampleWith is sample with browser.SampleGroups or SampleGroupsCPU.
+func (m *Manager) sampleWith(l *live, read func(...int) (map[int]browser.ProcUsage, error)) (cpu float64, rss int64, ok bool) {
 	pgid := l.b.PID()
-	got, err := browser.SampleGroups(pgid)
+	got, err := read(pgid)
 	if err != nil {
 		m.log.Debug("wallcrawler: sample usage", "session", l.id, "err", err)
 		return 0, 0, false

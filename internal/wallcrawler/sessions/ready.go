@@ -15,8 +15,10 @@ import (
 )
 
 // Notifier follows the sessions table's stream (the document's
-// sessions-stream-processor → SNS wallcrawler-session-ready) and wakes the
-// callers waiting for a session to leave PROVISIONING.
+// sessions-stream-processor → SNS fan-out) and tells this process of the
+// sessions that end, whichever process ended them (OnEnd), and of the
+// items that are deleted (OnRemove). Create does not wait on it: the
+// process that launches a session's browser writes READY itself.
 type Notifier struct {
 	streams  *dynamodbstreams.Client
 	client   *dynamodb.Client
@@ -24,8 +26,6 @@ type Notifier struct {
 	interval time.Duration
 
 	mu       sync.Mutex
-	waiters  map[string][]chan string
-	wake     chan struct{}
 	onError  func(error)
 	onEnd    func(id string)
 	onRemove func(projectID, id string)
@@ -49,19 +49,17 @@ func (n *Notifier) OnRemove(f func(projectID, id string)) {
 	n.mu.Unlock()
 }
 
-// idleInterval is how often the stream is polled while nobody waits.
-const idleInterval = 250 * time.Millisecond
+// minInterval is the shortest pause between two polls of the stream.
+const minInterval = 250 * time.Millisecond
 
-// NewNotifier returns a Notifier of table's stream. While a caller waits
-// it polls every interval (the embedded store is cheap to poll: a few
-// milliseconds; AWS: 250ms); while nobody waits, every 250ms at most
-// often. onError may be nil.
+// NewNotifier returns a Notifier of table's stream, polled every interval
+// when the last poll found nothing (never more often than every 250ms).
+// onError may be nil.
 func NewNotifier(client *dynamodb.Client, streams *dynamodbstreams.Client, table string, interval time.Duration, onError func(error)) *Notifier {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	return &Notifier{streams: streams, client: client, table: table, interval: interval,
-		waiters: map[string][]chan string{}, wake: make(chan struct{}, 1), onError: onError}
+	return &Notifier{streams: streams, client: client, table: table, interval: max(interval, minInterval), onError: onError}
 }
 
 // Run consumes the stream from its latest position until ctx ends.
@@ -76,24 +74,12 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 	c := consumer.New(n.streams, arn, consumer.NewMemoryCheckpointer(), n.handle, consumer.Options{
 		StartPosition: streamtypes.ShardIteratorTypeLatest,
-		Interval:      n.pollInterval,
-		Wake:          n.wake,
+		PollInterval:  n.interval,
 		RetryBackoff:  100 * time.Millisecond,
 		MaxBackoff:    2 * time.Second,
 		OnError:       n.onError,
 	})
 	return c.Run(ctx)
-}
-
-// pollInterval is the consumer's pause: fast while someone waits.
-func (n *Notifier) pollInterval() time.Duration {
-	n.mu.Lock()
-	waiting := len(n.waiters) > 0
-	n.mu.Unlock()
-	if waiting {
-		return n.interval
-	}
-	return max(n.interval, idleInterval)
 }
 
 func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error {
@@ -108,19 +94,14 @@ func (n *Notifier) handle(_ context.Context, records []streamtypes.Record) error
 		img := r.Dynamodb.NewImage
 		id, _ := img["sessionId"].(*streamtypes.AttributeValueMemberS)
 		st, _ := img["internalStatus"].(*streamtypes.AttributeValueMemberS)
-		if id == nil || st == nil || st.Value == StateCreating || st.Value == StateProvisioning {
+		if id == nil || st == nil || !(st.Value == StateTerminating || Terminal(st.Value)) {
 			continue
 		}
 		n.mu.Lock()
-		ws := n.waiters[id.Value]
-		delete(n.waiters, id.Value)
 		onEnd := n.onEnd
 		n.mu.Unlock()
-		if onEnd != nil && (st.Value == StateTerminating || Terminal(st.Value)) {
+		if onEnd != nil {
 			onEnd(id.Value)
-		}
-		for _, w := range ws {
-			w <- st.Value
 		}
 	}
 	return nil
@@ -140,33 +121,5 @@ func (n *Notifier) removed(old map[string]streamtypes.AttributeValue) {
 	n.mu.Unlock()
 	if f != nil {
 		f(project.Value, id.Value)
-	}
-}
-
-// Watch registers interest in session id leaving PROVISIONING; the
-// returned channel receives the new internal status once. cancel
-// unregisters. Register before the write that may trigger the record.
-func (n *Notifier) Watch(id string) (ch <-chan string, cancel func()) {
-	c := make(chan string, 1)
-	n.mu.Lock()
-	n.waiters[id] = append(n.waiters[id], c)
-	n.mu.Unlock()
-	select { // end an idle pause: poll fast from now on
-	case n.wake <- struct{}{}:
-	default:
-	}
-	return c, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		ws := n.waiters[id]
-		for i, w := range ws {
-			if w == c {
-				n.waiters[id] = append(ws[:i], ws[i+1:]...)
-				break
-			}
-		}
-		if len(n.waiters[id]) == 0 {
-			delete(n.waiters, id)
-		}
 	}
 }

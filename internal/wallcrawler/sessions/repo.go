@@ -293,10 +293,8 @@ func (r *Repo) AddProxyBytes(ctx context.Context, id string, bytes int64) error 
 // cannot overwrite the final one taken as the session ends.
 func (r *Repo) SetUsage(ctx context.Context, id string, avgCPU float64, memory int64, whileReady bool) error {
 	cond := "attribute_exists(sessionId)"
-	values := map[string]av{
-		":c": &types.AttributeValueMemberN{Value: strconv.FormatFloat(avgCPU, 'f', 2, 64)},
-		":m": ddbitem.N(memory),
-	}
+	u := usageAttrs(avgCPU, memory)
+	values := map[string]av{":c": u["avgCpuUsage"], ":m": u["memoryUsage"]}
 	var names map[string]string
 	if whileReady {
 		cond += " AND #is = :ready"
@@ -318,6 +316,15 @@ func (r *Repo) SetUsage(ctx context.Context, id string, avgCPU float64, memory i
 		return fmt.Errorf("sessions: set usage of %s: %w", id, err)
 	}
 	return nil
+}
+
+// usageAttrs are the attributes of a session's resource figures (see
+// SetUsage), for a Transition's set.
+func usageAttrs(avgCPU float64, memory int64) map[string]av {
+	return map[string]av{
+		"avgCpuUsage": &types.AttributeValueMemberN{Value: strconv.FormatFloat(avgCPU, 'f', 2, 64)},
+		"memoryUsage": ddbitem.N(memory),
+	}
 }
 
 // ListByProject returns a project's sessions, newest first, through

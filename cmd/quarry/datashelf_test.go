@@ -17,6 +17,7 @@ import (
 // same data directory it crawls the site at once, without waiting for the
 // refused job's retry.
 func TestDataShelfCrawlRefusedStartURL(t *testing.T) {
+	t.Parallel()
 	site := fixture.New(fixture.Options{Products: 10, Seed: 11, CrawlDelay: -1})
 	srv := httptest.NewServer(site.Handler())
 	defer srv.Close()

@@ -113,6 +113,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	for k, v := range testAWSEnv {
+		os.Setenv(k, v)
+	}
 	os.Exit(m.Run())
 }
 

@@ -78,6 +78,7 @@ func TestServeSurvivesDynamoDBOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a store process and a node; skipped in -short mode")
 	}
+	t.Parallel()
 	d := startSharedDDB(t, "", "")
 	n := startNode(t, d, "node-a")
 	if h := waitHealth(t, n.api, http.StatusOK, 10*time.Second); h.Status != "ok" || !h.Backends["dynamodb"].OK {
@@ -112,6 +113,7 @@ func TestServeSurvivesPostgresOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a store process and a node; skipped in -short mode")
 	}
+	t.Parallel()
 	base := os.Getenv("QUARRY_TEST_POSTGRES_URL")
 	if base == "" {
 		t.Skip("QUARRY_TEST_POSTGRES_URL is not set (scripts/pg-start.sh starts a server)")
@@ -167,6 +169,7 @@ func TestServeSurvivesS3Outage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node; skipped in -short mode")
 	}
+	t.Parallel()
 	endpoint := s3Bucket(t, "quarry").Endpoint
 	u, err := url.Parse(endpoint)
 	if err != nil {

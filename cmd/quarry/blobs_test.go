@@ -17,12 +17,23 @@ import (
 )
 
 // s3Bucket starts versitygw (a real S3 gateway) on loopback with bucket
-// created, and points the AWS credential chain at its keys.
+// created, whose keys are those of the tests' AWS environment (testAWSEnv).
 func s3Bucket(t *testing.T, bucket string) *testenv.S3Server {
 	t.Helper()
-	srv := testenv.StartS3(t, bucket)
-	for k, v := range srv.Env() {
-		t.Setenv(k, v)
+	srv := newS3(t, bucket)
+	srv.Start(t)
+	srv.CreateBucket(t)
+	return srv
+}
+
+// newS3 is testenv.NewS3 (not started) with the keys of the tests' AWS
+// environment (testAWSEnv), which quarry reads S3 credentials from.
+func newS3(t *testing.T, bucket string) *testenv.S3Server {
+	t.Helper()
+	srv := testenv.NewS3(t, bucket)
+	srv.AccessKey, srv.SecretKey = clusterKeyID, clusterSecret
+	if srv.Region != testAWSEnv["AWS_REGION"] {
+		t.Fatalf("S3 gateway region %q, the tests' AWS environment's %q", srv.Region, testAWSEnv["AWS_REGION"])
 	}
 	return srv
 }
@@ -52,6 +63,7 @@ func readBlob(t *testing.T, s blob.Store, key string) string {
 }
 
 func TestOpenBlobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := config.Defaults()
 	c.DataDir = t.TempDir()
@@ -91,6 +103,7 @@ func TestOpenBlobs(t *testing.T) {
 // in the bucket, and a Wallcrawler context's uploadUrl is a presigned URL
 // of the bucket under wallcrawler/.
 func TestServeWithS3Blobs(t *testing.T) {
+	t.Parallel()
 	srv := s3Bucket(t, "quarry")
 	endpoint := srv.Endpoint
 	dir := t.TempDir()
@@ -165,6 +178,7 @@ func TestServeWithS3Blobs(t *testing.T) {
 }
 
 func TestServeMissingBucketFailsFast(t *testing.T) {
+	t.Parallel()
 	srv := s3Bucket(t, "quarry")
 	endpoint := srv.Endpoint
 	var out syncBuffer

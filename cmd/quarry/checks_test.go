@@ -265,6 +265,7 @@ func TestChecksMonitorEndToEnd(t *testing.T) {
 // refuses an alert email, and a webhook delivery failure is shown on the
 // user and the check (the dispatcher's outcomes are recorded in the store).
 func TestChecksAlertDeliveryWiring(t *testing.T) {
+	t.Parallel()
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "maintenance", http.StatusServiceUnavailable)
 	}))

@@ -17,16 +17,12 @@ import (
 )
 
 // clusterS3 starts versitygw with the cluster's AWS keys (the nodes read
-// both the DynamoDB and the S3 credentials from the one AWS environment)
-// and bucket created, and returns it with the serve flags that put every
-// system's blobs in it.
+// both the DynamoDB and the S3 credentials from the one AWS environment,
+// testAWSEnv) and bucket created, and returns it with the serve flags that
+// put every system's blobs in it.
 func clusterS3(t *testing.T, bucket string) (*testenv.S3Server, []string) {
 	t.Helper()
-	srv := testenv.NewS3(t, bucket)
-	srv.AccessKey, srv.SecretKey = clusterKeyID, clusterSecret
-	srv.Start(t)
-	srv.CreateBucket(t)
-	t.Setenv("AWS_REGION", srv.Region)
+	srv := s3Bucket(t, bucket)
 	return srv, []string{"--blob-s3-bucket", bucket, "--blob-s3-endpoint", srv.Endpoint, "--blob-s3-path-style"}
 }
 
@@ -38,6 +34,7 @@ func TestClusterContextThroughS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two quarry nodes, an S3 gateway and Chromium; skipped in -short mode")
 	}
+	t.Parallel()
 	testenv.Chromium(t)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/set" {

@@ -36,6 +36,22 @@ const (
 	clusterWCKey  = "shared-wallcrawler-secret-0123456789"
 )
 
+// testAWSEnv is the AWS environment of every test, set once by TestMain:
+// the nodes run in-process (and the quarry processes, which inherit it)
+// read the DynamoDB and S3 credentials through the AWS SDK's default
+// chain, which reads the process's environment. One environment for all
+// (the shared stores demand clusterKeyID's signature, the S3 gateways are
+// given the same keys) lets the tests run in parallel, which t.Setenv
+// forbids; and no key or profile of the machine's user reaches them.
+var testAWSEnv = map[string]string{
+	"AWS_ACCESS_KEY_ID":           clusterKeyID,
+	"AWS_SECRET_ACCESS_KEY":       clusterSecret,
+	"AWS_REGION":                  "us-east-1",
+	"AWS_EC2_METADATA_DISABLED":   "true",
+	"AWS_CONFIG_FILE":             os.DevNull,
+	"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+}
+
 // ddbProc is a `quarry ddb serve` run in-process.
 type ddbProc struct {
 	addr, dir, creds string
@@ -45,8 +61,8 @@ type ddbProc struct {
 }
 
 // startSharedDDB runs `quarry ddb serve --credentials` on addr over dir
-// (both fresh when empty) and points the AWS environment of the serve
-// processes at its key.
+// (both fresh when empty); it demands the signature of clusterKeyID, the
+// key of every test's AWS environment (testAWSEnv).
 func startSharedDDB(t *testing.T, addr, dir string, extra ...string) *ddbProc {
 	t.Helper()
 	if addr == "" {
@@ -59,11 +75,6 @@ func startSharedDDB(t *testing.T, addr, dir string, extra ...string) *ddbProc {
 	if err := os.WriteFile(creds, []byte(clusterKeyID+" "+clusterSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", clusterKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", clusterSecret)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &ddbProc{addr: addr, dir: dir, creds: creds, logs: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	args := append([]string{"ddb", "serve", "--listen", addr, "--data-dir", dir, "--credentials", creds, "--ddb-sync=false"}, extra...)
@@ -174,6 +185,7 @@ func TestClusterCDPThroughAnyNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two quarry nodes and Chromium; skipped in -short mode")
 	}
+	t.Parallel()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("no chromium (make test installs it)")
 	}
@@ -304,11 +316,13 @@ func TestShutdownBoundedWithoutStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts quarry and Chromium; skipped in -short mode")
 	}
+	t.Parallel()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("no chromium (make test installs it)")
 	}
 	for _, mode := range []string{"refused", "silent"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			d := startSharedDDB(t, "", "")
 			front := newSwitchProxy(t, d.addr)
 			const shutdownTimeout = 3 * time.Second
@@ -432,6 +446,7 @@ func (p *switchProxy) close() {
 // started, with a message naming the feature and the engine, in the log,
 // in /healthz and in their APIs' answers.
 func TestServeOnAlternatorEmulation(t *testing.T) {
+	t.Parallel()
 	d := startSharedDDB(t, "", "", "--emulate", "alternator", "--emulate-stream-delay", "1s")
 	// The emulation refuses what Alternator refuses, the way it does.
 	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + d.addr),

@@ -154,6 +154,7 @@ func TestClusterWallcrawler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three quarry processes and Chromium; skipped in -short mode")
 	}
+	t.Parallel()
 	testenv.Chromium(t)
 	nodeBin, peers := sdkPeers(t)
 	total := time.Now()
@@ -372,6 +373,7 @@ func TestClusterWallcrawlerPartitionedNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two quarry nodes and Chromium; skipped in -short mode")
 	}
+	t.Parallel()
 	testenv.Chromium(t)
 	d := startSharedDDB(t, "", "")
 	front := newSwitchProxy(t, d.addr)

@@ -46,15 +46,24 @@ func (d *driver) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// text returns the text of the element sel. A page with data-refresh
+// reloads itself (console.js): when the reload replaces the element
+// between its query and the read ("No node with given id found"), the
+// element is queried again.
 func (d *driver) text(sel string) string {
 	d.t.Helper()
-	tctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+	tctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		d.t.Fatalf("text of %s: %v", sel, err)
+	for {
+		s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(sel)))
+		if err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "No node with given id") || tctx.Err() != nil {
+			d.t.Fatalf("text of %s: %v", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 func (d *driver) eval(js string) string {

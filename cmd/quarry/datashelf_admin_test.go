@@ -99,6 +99,7 @@ func dataShelfAdminBackends(t *testing.T) map[string]func(t *testing.T) dataShel
 // export's two formats and file output, and check's findings once a
 // product is orphaned.
 func TestDataShelfAdminCommands(t *testing.T) {
+	t.Parallel()
 	for name, backend := range dataShelfAdminBackends(t) {
 		t.Run(name, func(t *testing.T) {
 			be := backend(t)

@@ -100,6 +100,7 @@ func TestServeStartsWithoutDynamoDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a store process and a node; skipped in -short mode")
 	}
+	t.Parallel()
 	d := startSharedDDB(t, "", "")
 	d.stop()
 	n := startNode(t, d, "node-a")
@@ -135,6 +136,7 @@ func TestServeStopsWhileWaiting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node; skipped in -short mode")
 	}
+	t.Parallel()
 	d := startSharedDDB(t, "", "")
 	d.stop()
 	n := startNode(t, d, "node-a", "--shutdown-timeout", "3s")
@@ -160,6 +162,7 @@ func TestServeStartsWithoutPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node; skipped in -short mode")
 	}
+	t.Parallel()
 	u := postgresSchemaURL(t, testenv.PostgresURL(t))
 	front := newSwitchProxy(t, u.Host)
 	pgAddr := u.Host
@@ -193,10 +196,8 @@ func TestServeStartsWithoutS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node and an S3 gateway; skipped in -short mode")
 	}
-	srv := testenv.NewS3(t, "quarry-late")
-	for k, v := range srv.Env() {
-		t.Setenv(k, v)
-	}
+	t.Parallel()
+	srv := newS3(t, "quarry-late")
 	n := startServeProc(t, nil, "--blob-s3-bucket", srv.Bucket, "--blob-s3-endpoint", srv.Endpoint, "--blob-s3-path-style")
 	h := waitHealth(t, n.api, http.StatusServiceUnavailable, 10*time.Second)
 	checkDegraded(t, h, "s3", "dynamodb")
@@ -220,6 +221,7 @@ func TestServeStopsDuringStartAttempt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node; skipped in -short mode")
 	}
+	t.Parallel()
 	silent, err := net.Listen("tcp", freeAddr(t))
 	if err != nil {
 		t.Fatal(err)
@@ -245,9 +247,6 @@ func TestServeStopsDuringStartAttempt(t *testing.T) {
 			}
 		}
 	}()
-	t.Setenv("AWS_ACCESS_KEY_ID", clusterKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", clusterSecret)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs syncBuffer

@@ -19,6 +19,7 @@ import (
 )
 
 func TestLifecycleStopsInReverse(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	tests := []struct {
 		name      string
@@ -88,6 +89,7 @@ func TestLifecycleStopsInReverse(t *testing.T) {
 }
 
 func TestLifecycleStopTimesOut(t *testing.T) {
+	t.Parallel()
 	lc := newLifecycle(context.Background(), slog.New(slog.DiscardHandler))
 	release := make(chan struct{})
 	defer close(release)
@@ -111,6 +113,7 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium; skipped in -short mode")
 	}
+	t.Parallel()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skipf("chromium not on PATH: %v", err)
 	}
@@ -184,6 +187,7 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			// Outside the 0700 temporary tree: the browser user (nobody
 			// when the test runs as root) must enter it.

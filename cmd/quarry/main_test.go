@@ -72,9 +72,12 @@ func freeAddrOn(t *testing.T, ip string) string {
 	return ""
 }
 
+// waitFor polls cond until it holds, failing the test after a minute: a
+// deadline for what should happen, wide enough for a quarry start among
+// the package's parallel tests on a loaded 2-core machine (10 s was not).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

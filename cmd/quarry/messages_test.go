@@ -15,6 +15,7 @@ import (
 // the flag package's usage dump does not bury it. None of these starts a
 // server.
 func TestMistakeMessages(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "a-file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // (each would take the other's Wallcrawler lease and sessions for its own);
 // a restart of the same process keeps its id.
 func TestDefaultNodeID(t *testing.T) {
+	t.Parallel()
 	host, _ := os.Hostname()
 	a1 := nodeID(&config.Config{DataDir: "/srv/quarry-a"})
 	a2 := nodeID(&config.Config{DataDir: "/srv/quarry-a/"})

@@ -129,6 +129,7 @@ func TestReadmeTour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds quarry and runs the README's tour; skipped in -short mode")
 	}
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not installed")
@@ -190,7 +191,15 @@ func TestReadmeTour(t *testing.T) {
 	if err := os.WriteFile(state, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(),
+	// The reader's shell has none of the tests' AWS environment
+	// (testAWSEnv): the tour sets its own keys.
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); testAWSEnv[k] == "" {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
 		"AWS_CONFIG_FILE="+filepath.Join(work, "no-aws-config"),
 		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(work, "no-aws-credentials"),
 		"AWS_EC2_METADATA_DISABLED=true",

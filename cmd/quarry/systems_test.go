@@ -116,6 +116,7 @@ func TestServeSystems(t *testing.T) {
 // TestServeSystemsRefused checks that unknown or empty --systems values
 // stop quarry serve at start with the valid names listed.
 func TestServeSystemsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, flag, env, want string
 	}{

@@ -113,6 +113,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	for k, v := range testAWSEnv {
+		os.Setenv(k, v)
+	}
 	os.Exit(m.Run())
 }
 
@@ -163,7 +166,7 @@ func startQuarry(t *testing.T, bin, dir, api, store, logName string, extra ...st
 	})
 	start := time.Now()
 	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := start.Add(30 * time.Second)
+	deadline := start.Add(2 * time.Minute) // a start can take long on a loaded machine
 	for {
 		if q.exited() {
 			t.Fatalf("quarry serve exited during start: %v\n%s", q.waitErr, q.logs())
@@ -176,7 +179,7 @@ func startQuarry(t *testing.T, bin, dir, api, store, logName string, extra ...st
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("quarry serve not healthy within 30s (last error %v)\n%s", err, q.logs())
+			t.Fatalf("quarry serve not healthy within 2 minutes (last error %v)\n%s", err, q.logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

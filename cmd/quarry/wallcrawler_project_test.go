@@ -15,6 +15,7 @@ import (
 // a session create is refused with 403 in Browserbase's error shape; made
 // ACTIVE again, the key works again.
 func TestWallcrawlerProjectUpdate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	api, store := freeAddr(t), freeAddr(t)
 	env := func(string) string { return "" }

@@ -255,18 +255,6 @@ func (s *S3Server) Credentials() aws.CredentialsProvider {
 	return credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")
 }
 
-// Env returns the AWS environment variables that point the default
-// credential chain at the gateway's keys (for `quarry serve`, which reads
-// S3 credentials from the environment).
-func (s *S3Server) Env() map[string]string {
-	return map[string]string{
-		"AWS_ACCESS_KEY_ID":         s.AccessKey,
-		"AWS_SECRET_ACCESS_KEY":     s.SecretKey,
-		"AWS_REGION":                s.Region,
-		"AWS_EC2_METADATA_DISABLED": "true",
-	}
-}
-
 // Client returns an S3 client of the gateway (path-style).
 func (s *S3Server) Client() *s3.Client {
 	return s3.New(s3.Options{

@@ -47,6 +47,11 @@ type Options struct {
 	// RunTimeout bounds one run; default 30s. A claimed run holds its
 	// check's lease for Lease(RunTimeout).
 	RunTimeout time.Duration
+	// StopGrace is how long the runs in flight when Run's context ends
+	// may go on to finish and record themselves; default 5s (within
+	// quarry serve's default --shutdown-timeout of 10s). A run cut off by
+	// it loses its period: its check's lease holds until it expires.
+	StopGrace time.Duration
 	// Lookahead is how far ahead of their due time checks are claimed, so
 	// that the claim's durable write is done before the due time and the
 	// run starts at it from an in-memory timer. Zero derives it from the
@@ -136,6 +141,9 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	}
 	if o.RunTimeout <= 0 {
 		o.RunTimeout = 30 * time.Second
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 5 * time.Second
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 512
@@ -285,6 +293,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer refresh.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// Runs started go on when ctx ends, for StopGrace, so that a stop
+	// does not throw away the periods they were claimed for.
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	stopRuns := context.AfterFunc(ctx, func() { time.AfterFunc(s.o.StopGrace, cancelRuns) })
+	defer stopRuns()
 	defer func() {
 		s.wg.Wait()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -292,7 +306,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.ReleaseAhead(rctx)
 	}()
 	for {
-		wait := s.startDue(ctx, s.o.Now())
+		wait := s.startDue(ctx, runCtx, s.o.Now())
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -361,8 +375,9 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 
 // startDue claims, asynchronously and bounded by Concurrency, the checks
 // due within the lookahead of now, and returns how long until the next
-// one comes within it.
-func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
+// one comes within it. Claiming and waiting for a due time end with ctx;
+// a run once started lives by runCtx.
+func (s *Scheduler) startDue(ctx, runCtx context.Context, now time.Time) time.Duration {
 	for {
 		if ctx.Err() != nil {
 			return time.Minute
@@ -405,7 +420,7 @@ func (s *Scheduler) startDue(ctx context.Context, now time.Time) time.Duration {
 				}
 			}
 			if ctx.Err() == nil && s.unpark(j.c.ID) {
-				s.perform(ctx, c, j.due, s.o.Now())
+				s.perform(runCtx, c, j.due, s.o.Now())
 			}
 		}()
 		now = s.o.Now()

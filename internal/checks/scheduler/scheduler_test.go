@@ -586,3 +586,44 @@ func TestUnparseableEbayPageFails(t *testing.T) {
 		t.Fatalf("resume %+v %v", r, err)
 	}
 }
+
+// TestStopLetsRunsInFlightFinish stops a scheduler while a run waits on a
+// slow target: the run finishes within StopGrace and is recorded (lease
+// cleared, the period done), rather than cut off and its period lost.
+func TestStopLetsRunsInFlightFinish(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	arrived := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		time.Sleep(500 * time.Millisecond)
+		fmt.Fprint(w, "<html><title>shop</title><body>In stock</body></html>")
+	}))
+	t.Cleanup(slow.Close)
+	due := time.Now().Truncate(time.Millisecond)
+	c := e.check(t, slow.URL, 30*time.Second, due, nil)
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "node-a", Now: time.Now, StopGrace: time.Minute})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("the run did not reach the target within a minute")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.st.GetCheck(ctx, "", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LeaseOwner != "" || got.LastResult == nil || !got.NextRunAt.Equal(due.Add(30*time.Second)) {
+		t.Fatalf("after a stop during the run: lease %q, last result %v, nextRunAt %v (want none, a result, %v)",
+			got.LeaseOwner, got.LastResult, got.NextRunAt, due.Add(30*time.Second))
+	}
+}

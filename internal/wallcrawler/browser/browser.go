@@ -81,7 +81,9 @@ type Browser interface {
 	Kill(ctx context.Context) error
 	// Remove deletes the browser's work dir. Call it after Close, once the
 	// caller has archived the profile. It never deletes a caller-provided
-	// UserDataDir.
+	// UserDataDir. With per-browser user ids, the browser's id returns to
+	// its range only here, once its files are gone (a caller's
+	// UserDataDir outside the work dir must be deleted before).
 	Remove() error
 }
 

@@ -716,15 +716,16 @@ func (b *chromiumBrowser) abort() {
 		defer cancel()
 		if err := b.reap(ctx, false); err != nil {
 			b.logger.Error("browser cleanup after failed launch", "err", err)
-		} else {
-			b.releaseUID()
+			// Something may still run as the id: it is not given back.
+			_ = os.RemoveAll(b.workDir)
+			return
 		}
-	} else {
-		b.releaseUID() // nothing was started as it
 	}
 	if err := os.RemoveAll(b.workDir); err != nil {
 		b.logger.Error("remove work dir after failed launch", "err", err)
+		return // files of the id remain: it is not given back
 	}
+	b.releaseUID()
 }
 
 // Close implements Browser.
@@ -793,7 +794,9 @@ func (b *chromiumBrowser) stop(ctx context.Context, graceful bool) error {
 	if err := b.reap(rctx, graceful); err != nil {
 		return fmt.Errorf("browser %s: close: %w", b.id, err)
 	}
-	b.releaseUID()
+	// The user id goes back to the range in Remove, once the files this
+	// browser wrote as it are gone: a next browser given the id could
+	// read them.
 	b.closed = true
 	b.logger.Info("browser closed", "pid", b.pid, "how", how, "elapsed", time.Since(start))
 	return nil
@@ -843,7 +846,7 @@ func (b *chromiumBrowser) reap(ctx context.Context, patient bool) error {
 }
 
 // releaseUID gives the browser's own user id back to its range, once reap
-// found no process running as it.
+// found no process running as it and its files are deleted.
 func (b *chromiumBrowser) releaseUID() {
 	if b.uids != nil {
 		b.uids.give(b.user.UID)
@@ -881,5 +884,6 @@ func (b *chromiumBrowser) Remove() error {
 	if err := os.RemoveAll(b.workDir); err != nil {
 		return fmt.Errorf("browser %s: remove: %w", b.id, err)
 	}
+	b.releaseUID()
 	return nil
 }

@@ -111,7 +111,9 @@ func TestPerBrowserUIDs(t *testing.T) {
 	}
 
 	// a's id returns to the range once a is closed, with nothing left
-	// running as it, and the next browser gets it.
+	// running as it, and its files removed; then the next browser gets
+	// it. Not before: a browser given the id while a's profile is on disk
+	// could read it.
 	closeBrowser(t, a)
 	procs, err := listProcs()
 	if err != nil {
@@ -121,6 +123,16 @@ func TestPerBrowserUIDs(t *testing.T) {
 	fmt.Sscan(ua, &uid)
 	if left := procsOfUID(procs, uid); len(left) > 0 {
 		t.Errorf("processes still run as a's id %s after close: %+v", ua, left)
+	}
+	if early, err := c.Launch(t.Context(), LaunchOptions{}); err == nil {
+		t.Errorf("a browser launched as %s while a's files (its id) were still on disk", uidOf(early))
+		closeBrowser(t, early)
+		_ = early.Remove()
+	} else if !errors.Is(err, errNoUID) {
+		t.Errorf("launch before a's files are removed: %v, want errNoUID", err)
+	}
+	if err := a.Remove(); err != nil {
+		t.Fatal(err)
 	}
 	next := launch(t, c, LaunchOptions{})
 	if got := uidOf(next); got != ua {

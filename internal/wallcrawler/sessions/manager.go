@@ -830,11 +830,13 @@ func (m *Manager) dropLive(ctx context.Context, l *live) {
 		return // still running: its files stay (the next start removes them)
 	}
 	m.wg.Go(func() {
-		if err := l.b.Remove(); err != nil {
-			m.log.Warn("wallcrawler: remove browser files", "session", l.id, "err", err)
-		}
+		// The restored profile first: Remove gives the browser's user id
+		// back, and nothing it wrote may outlive that.
 		if l.profileDir != "" {
 			_ = os.RemoveAll(l.profileDir)
+		}
+		if err := l.b.Remove(); err != nil {
+			m.log.Warn("wallcrawler: remove browser files", "session", l.id, "err", err)
 		}
 	})
 }

@@ -28,8 +28,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,9 +41,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
-
+	"github.com/quarrydb/quarry/bench/internal/bbclient"
 	"github.com/quarrydb/quarry/bench/internal/report"
 )
 
@@ -261,7 +257,7 @@ func oneSession(hc *http.Client, owner, other *proc, key, pageURL string, i, cal
 		ConnectURL string `json:"connectUrl"`
 	}
 	t0 := time.Now()
-	if err := call(ctx, hc, "http://"+owner.addr+"/wallcrawler/v1/sessions", key, map[string]any{"keepAlive": true}, http.StatusCreated, &sess); err != nil {
+	if err := bbclient.Call(ctx, hc, http.MethodPost, "http://"+owner.addr+"/wallcrawler/v1/sessions", key, map[string]any{"keepAlive": true}, http.StatusCreated, &sess); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	add("create/owner", time.Since(t0))
@@ -279,40 +275,38 @@ func oneSession(hc *http.Client, owner, other *proc, key, pageURL string, i, cal
 		}
 		u := strings.Replace(sess.ConnectURL, owner.addr, via.addr, 1)
 		t1 := time.Now()
-		ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+		c, err := bbclient.Dial(ctx, u)
 		if err != nil {
 			return fmt.Errorf("connect via %s: %w", via.name, err)
 		}
-		ws.SetReadLimit(64 << 20)
-		c := &cdp{ws: ws}
-		if _, err := c.call(ctx, "", "Browser.getVersion", nil); err != nil {
-			ws.CloseNow()
+		if _, err := c.Call(ctx, "", "Browser.getVersion", nil); err != nil {
+			c.Close()
 			return fmt.Errorf("connect via %s: %w", via.name, err)
 		}
 		add("connect/"+side, time.Since(t1))
 		for range calls {
 			t := time.Now()
-			if _, err := c.call(ctx, "", "Browser.getVersion", nil); err != nil {
-				ws.CloseNow()
+			if _, err := c.Call(ctx, "", "Browser.getVersion", nil); err != nil {
+				c.Close()
 				return err
 			}
 			add("rtt/"+side, time.Since(t))
 		}
 		t2 := time.Now()
-		title, err := c.load(ctx, fmt.Sprintf("%s/s%d-%d", pageURL, i, j))
+		title, err := c.Load(ctx, fmt.Sprintf("%s/s%d-%d", pageURL, i, j))
 		if err != nil || title != pageTitle {
-			ws.CloseNow()
+			c.Close()
 			return fmt.Errorf("page via %s: title %q, %v", via.name, title, err)
 		}
 		add("page/"+side, time.Since(t2))
-		ws.Close(websocket.StatusNormalClosure, "")
+		c.Close()
 	}
 	rel, side := owner, "owner"
 	if i%2 == 1 {
 		rel, side = other, "other"
 	}
 	t3 := time.Now()
-	if err := call(ctx, hc, "http://"+rel.addr+"/wallcrawler/v1/sessions/"+sess.ID, key, map[string]any{"status": "REQUEST_RELEASE"}, http.StatusOK, nil); err != nil {
+	if err := bbclient.Call(ctx, hc, http.MethodPost, "http://"+rel.addr+"/wallcrawler/v1/sessions/"+sess.ID, key, map[string]any{"status": "REQUEST_RELEASE"}, http.StatusOK, nil); err != nil {
 		return fmt.Errorf("release via %s: %w", rel.name, err)
 	}
 	add("release/"+side, time.Since(t3))
@@ -346,156 +340,6 @@ func liveSessions(hc *http.Client, addr string) int {
 		}
 	}
 	return -1
-}
-
-// call sends a JSON request (GET when body is nil) with the API key and
-// decodes the answer.
-func call(ctx context.Context, hc *http.Client, url, key string, body any, want int, out any) error {
-	method, rd := http.MethodGet, io.Reader(nil)
-	if body != nil {
-		b, _ := json.Marshal(body)
-		method, rd = http.MethodPost, bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-BB-API-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
-}
-
-// cdp is a minimal sequential CDP client.
-type cdp struct {
-	ws     *websocket.Conn
-	next   int
-	events []msg
-}
-
-type msg struct {
-	ID        int             `json:"id"`
-	Method    string          `json:"method"`
-	SessionID string          `json:"sessionId"`
-	Result    json.RawMessage `json:"result"`
-	Error     *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func (c *cdp) call(ctx context.Context, sessionID, method string, params any) (json.RawMessage, error) {
-	c.next++
-	m := map[string]any{"id": c.next, "method": method}
-	if params != nil {
-		m["params"] = params
-	}
-	if sessionID != "" {
-		m["sessionId"] = sessionID
-	}
-	if err := wsjson.Write(ctx, c.ws, m); err != nil {
-		return nil, err
-	}
-	for {
-		var r msg
-		if err := wsjson.Read(ctx, c.ws, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-		if r.ID == c.next {
-			if r.Error != nil {
-				return nil, fmt.Errorf("%s: %s", method, r.Error.Message)
-			}
-			return r.Result, nil
-		}
-		if r.Method != "" {
-			c.events = append(c.events, r)
-		}
-	}
-}
-
-func (c *cdp) waitEvent(ctx context.Context, sessionID, method string) error {
-	for {
-		for i, e := range c.events {
-			if e.Method == method && e.SessionID == sessionID {
-				c.events = append(c.events[:i], c.events[i+1:]...)
-				return nil
-			}
-		}
-		var r msg
-		if err := wsjson.Read(ctx, c.ws, &r); err != nil {
-			return fmt.Errorf("waiting for %s: %w", method, err)
-		}
-		if r.Method != "" {
-			c.events = append(c.events, r)
-		}
-	}
-}
-
-// load attaches to the first page, navigates it to url, waits for its
-// load event and returns its title.
-func (c *cdp) load(ctx context.Context, url string) (string, error) {
-	raw, err := c.call(ctx, "", "Target.getTargets", nil)
-	if err != nil {
-		return "", err
-	}
-	var targets struct {
-		TargetInfos []struct{ TargetID, Type string } `json:"targetInfos"`
-	}
-	if err := json.Unmarshal(raw, &targets); err != nil {
-		return "", err
-	}
-	target := ""
-	for _, t := range targets.TargetInfos {
-		if t.Type == "page" {
-			target = t.TargetID
-			break
-		}
-	}
-	if target == "" {
-		return "", errors.New("no page target")
-	}
-	raw, err = c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true})
-	if err != nil {
-		return "", err
-	}
-	var att struct{ SessionID string }
-	if err := json.Unmarshal(raw, &att); err != nil {
-		return "", err
-	}
-	if _, err := c.call(ctx, att.SessionID, "Page.enable", nil); err != nil {
-		return "", err
-	}
-	c.events = c.events[:0]
-	if _, err := c.call(ctx, att.SessionID, "Page.navigate", map[string]any{"url": url}); err != nil {
-		return "", err
-	}
-	if err := c.waitEvent(ctx, att.SessionID, "Page.loadEventFired"); err != nil {
-		return "", err
-	}
-	raw, err = c.call(ctx, att.SessionID, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
-	if err != nil {
-		return "", err
-	}
-	var ev struct {
-		Result struct{ Value string } `json:"result"`
-	}
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return "", err
-	}
-	return ev.Result.Value, nil
 }
 
 func fmtDur(d time.Duration) string {

@@ -24,11 +24,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,9 +39,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
-
+	"github.com/quarrydb/quarry/bench/internal/bbclient"
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
@@ -437,7 +433,7 @@ func oneSession(hc *http.Client, base, key, pageURL string) (map[string]time.Dur
 		Status     string `json:"status"`
 		ConnectURL string `json:"connectUrl"`
 	}
-	if err := call(ctx, hc, http.MethodPost, base+"/v1/sessions", key, map[string]any{"projectId": projectID}, http.StatusCreated, &sess); err != nil {
+	if err := bbclient.Call(ctx, hc, http.MethodPost, base+"/v1/sessions", key, map[string]any{"projectId": projectID}, http.StatusCreated, &sess); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
 	d["create"] = time.Since(t0)
@@ -445,32 +441,32 @@ func oneSession(hc *http.Client, base, key, pageURL string) (map[string]time.Dur
 		return nil, fmt.Errorf("create: status %q, connectUrl %q", sess.Status, sess.ConnectURL)
 	}
 	release := func() error {
-		return call(context.Background(), hc, http.MethodPost, base+"/v1/sessions/"+sess.ID, key,
+		return bbclient.Call(context.Background(), hc, http.MethodPost, base+"/v1/sessions/"+sess.ID, key,
 			map[string]any{"status": "REQUEST_RELEASE", "projectId": projectID}, http.StatusOK, nil)
 	}
 
 	t1 := time.Now()
-	conn, err := dialCDP(ctx, sess.ConnectURL)
+	conn, err := bbclient.Dial(ctx, sess.ConnectURL)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if _, err := conn.call(ctx, "", "Browser.getVersion", nil); err != nil {
-		conn.close()
+	if _, err := conn.Call(ctx, "", "Browser.getVersion", nil); err != nil {
+		conn.Close()
 		release()
 		return nil, fmt.Errorf("connect: Browser.getVersion: %w", err)
 	}
 	d["connect"] = time.Since(t1)
 
 	t2 := time.Now()
-	title, err := conn.load(ctx, pageURL)
+	title, err := conn.Load(ctx, pageURL)
 	if err != nil {
-		conn.close()
+		conn.Close()
 		release()
 		return nil, fmt.Errorf("page: %w", err)
 	}
 	if title != pageTitle {
-		conn.close()
+		conn.Close()
 		release()
 		return nil, fmt.Errorf("page: title %q, want %q", title, pageTitle)
 	}
@@ -478,235 +474,13 @@ func oneSession(hc *http.Client, base, key, pageURL string) (map[string]time.Dur
 	d["usable"] = time.Since(t0) // create + connect + page: the time to a usable page
 
 	t3 := time.Now()
-	conn.close()
+	conn.Close()
 	if err := release(); err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 	d["release"] = time.Since(t3)
 	d["total"] = time.Since(t0)
 	return d, nil
-}
-
-// call sends a JSON request with the API key and decodes the answer.
-func call(ctx context.Context, hc *http.Client, method, url, key string, body any, want int, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-BB-API-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
-}
-
-// cdpConn is a minimal sequential CDP client: one call at a time, events
-// kept until asked for.
-type cdpConn struct {
-	ws     *websocket.Conn
-	next   int
-	events []cdpMsg
-}
-
-type cdpMsg struct {
-	ID        int             `json:"id"`
-	Method    string          `json:"method"`
-	SessionID string          `json:"sessionId"`
-	Params    json.RawMessage `json:"params"`
-	Result    json.RawMessage `json:"result"`
-	Error     *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-	at time.Time // when it was read
-}
-
-func dialCDP(ctx context.Context, url string) (*cdpConn, error) {
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
-	if err != nil {
-		return nil, err
-	}
-	ws.SetReadLimit(64 << 20)
-	return &cdpConn{ws: ws}, nil
-}
-
-func (c *cdpConn) close() { _ = c.ws.Close(websocket.StatusNormalClosure, "") }
-
-func (c *cdpConn) call(ctx context.Context, sessionID, method string, params any) (json.RawMessage, error) {
-	c.next++
-	id := c.next
-	msg := map[string]any{"id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	if sessionID != "" {
-		msg["sessionId"] = sessionID
-	}
-	if err := wsjson.Write(ctx, c.ws, msg); err != nil {
-		return nil, err
-	}
-	for {
-		var m cdpMsg
-		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-		m.at = time.Now()
-		if m.ID == id {
-			if m.Error != nil {
-				return nil, fmt.Errorf("%s: CDP error %d: %s", method, m.Error.Code, m.Error.Message)
-			}
-			return m.Result, nil
-		}
-		if m.Method != "" {
-			c.events = append(c.events, m)
-		}
-	}
-}
-
-// waitEvent returns once method has arrived for sessionID.
-func (c *cdpConn) waitEvent(ctx context.Context, sessionID, method string) error {
-	for {
-		for i, e := range c.events {
-			if e.Method == method && e.SessionID == sessionID {
-				c.events = append(c.events[:i], c.events[i+1:]...)
-				return nil
-			}
-		}
-		var m cdpMsg
-		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
-			return fmt.Errorf("waiting for %s: %w", method, err)
-		}
-		m.at = time.Now()
-		if m.Method != "" {
-			c.events = append(c.events, m)
-		}
-	}
-}
-
-// nextEvent returns the oldest event not yet taken, reading one when none
-// is kept.
-func (c *cdpConn) nextEvent(ctx context.Context) (cdpMsg, error) {
-	for len(c.events) == 0 {
-		var m cdpMsg
-		if err := wsjson.Read(ctx, c.ws, &m); err != nil {
-			return cdpMsg{}, err
-		}
-		m.at = time.Now()
-		if m.Method != "" {
-			c.events = append(c.events, m)
-		}
-	}
-	m := c.events[0]
-	c.events = c.events[1:]
-	return m, nil
-}
-
-// load attaches to the browser's first page (creating one when there is
-// none), navigates it to url, waits for its load event and returns its
-// title.
-func (c *cdpConn) load(ctx context.Context, url string) (string, error) {
-	sessionID, err := c.attachPage(ctx)
-	if err != nil {
-		return "", err
-	}
-	if _, err := c.call(ctx, sessionID, "Page.enable", nil); err != nil {
-		return "", err
-	}
-	c.events = c.events[:0]
-	raw, err := c.call(ctx, sessionID, "Page.navigate", map[string]any{"url": url})
-	if err != nil {
-		return "", err
-	}
-	var nav struct {
-		ErrorText string `json:"errorText"`
-	}
-	if err := json.Unmarshal(raw, &nav); err == nil && nav.ErrorText != "" {
-		//lint:ignore ST1005 the message starts with the name of the DevTools protocol method that failed
-		return "", fmt.Errorf("Page.navigate: %s", nav.ErrorText)
-	}
-	if err := c.waitEvent(ctx, sessionID, "Page.loadEventFired"); err != nil {
-		return "", err
-	}
-	raw, err = c.call(ctx, sessionID, "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
-	if err != nil {
-		return "", err
-	}
-	var ev struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return "", err
-	}
-	return ev.Result.Value, nil
-}
-
-// attachPage attaches (flat) to the browser's first page target, creating
-// one when there is none, and returns the CDP session id.
-func (c *cdpConn) attachPage(ctx context.Context) (string, error) {
-	raw, err := c.call(ctx, "", "Target.getTargets", nil)
-	if err != nil {
-		return "", err
-	}
-	var targets struct {
-		TargetInfos []struct {
-			TargetID string `json:"targetId"`
-			Type     string `json:"type"`
-		} `json:"targetInfos"`
-	}
-	if err := json.Unmarshal(raw, &targets); err != nil {
-		return "", err
-	}
-	targetID := ""
-	for _, t := range targets.TargetInfos {
-		if t.Type == "page" {
-			targetID = t.TargetID
-			break
-		}
-	}
-	if targetID == "" {
-		raw, err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"})
-		if err != nil {
-			return "", err
-		}
-		var created struct {
-			TargetID string `json:"targetId"`
-		}
-		if err := json.Unmarshal(raw, &created); err != nil {
-			return "", err
-		}
-		targetID = created.TargetID
-	}
-	raw, err = c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": targetID, "flatten": true})
-	if err != nil {
-		return "", err
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := json.Unmarshal(raw, &att); err != nil {
-		return "", err
-	}
-	return att.SessionID, nil
 }
 
 func fmtDur(d time.Duration) string {

@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quarrydb/quarry/bench/internal/bbclient"
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
@@ -398,7 +399,7 @@ type pageResult struct {
 // tab is one browser's page target, driven over CDP.
 type tab struct {
 	b    browser.Browser
-	conn *cdpConn
+	conn *bbclient.CDP
 	sess string
 }
 
@@ -408,11 +409,11 @@ func openTab(ctx context.Context, p *browser.Chromium) (*tab, error) {
 		return nil, err
 	}
 	t := &tab{b: b}
-	if t.conn, err = dialCDP(ctx, b.WebSocketURL()); err != nil {
+	if t.conn, err = bbclient.Dial(ctx, b.WebSocketURL()); err != nil {
 		t.close()
 		return nil, err
 	}
-	if t.sess, err = t.conn.attachPage(ctx); err != nil {
+	if t.sess, err = t.conn.AttachPage(ctx); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -421,7 +422,7 @@ func openTab(ctx context.Context, p *browser.Chromium) (*tab, error) {
 		if m == "Page.setLifecycleEventsEnabled" {
 			params = map[string]any{"enabled": true}
 		}
-		if _, err := t.conn.call(ctx, t.sess, m, params); err != nil {
+		if _, err := t.conn.Call(ctx, t.sess, m, params); err != nil {
 			t.close()
 			return nil, err
 		}
@@ -431,7 +432,7 @@ func openTab(ctx context.Context, p *browser.Chromium) (*tab, error) {
 
 func (t *tab) close() {
 	if t.conn != nil {
-		t.conn.close()
+		t.conn.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -447,9 +448,9 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle, last time.D
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c := t.conn
-	c.events = c.events[:0]
+	c.ClearEvents()
 	t0 := time.Now()
-	raw, err := c.call(ctx, t.sess, "Page.navigate", map[string]any{"url": url})
+	raw, err := c.Call(ctx, t.sess, "Page.navigate", map[string]any{"url": url})
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -466,7 +467,7 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle, last time.D
 	}
 	var tLoad, tIdle time.Time
 	for tLoad.IsZero() || tIdle.IsZero() {
-		m, err := c.nextEvent(ctx)
+		m, err := c.NextEvent(ctx)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("waiting for load and networkIdle: %w", err)
 		}
@@ -482,15 +483,15 @@ func (t *tab) pageLoad(ctx context.Context, url string) (load, idle, last time.D
 		}
 		switch ev.Name {
 		case "load":
-			tLoad = m.at
+			tLoad = m.At
 		case "networkIdle":
-			tIdle = m.at
+			tIdle = m.At
 		}
 	}
 	if tIdle.Before(tLoad) {
 		return 0, 0, 0, errors.New("networkIdle before load")
 	}
-	raw, err = c.call(ctx, t.sess, "Runtime.evaluate", map[string]any{"returnByValue": true, "expression": `JSON.stringify((function(){
+	raw, err = c.Call(ctx, t.sess, "Runtime.evaluate", map[string]any{"returnByValue": true, "expression": `JSON.stringify((function(){
 		var r = performance.getEntriesByType('resource');
 		return {title: document.title, n: r.length,
 			cached: r.filter(function(e){return e.transferSize === 0}).length,

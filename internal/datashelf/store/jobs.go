@@ -38,18 +38,35 @@ func ThroughputBuckets(since, now time.Time, bucket time.Duration) ([]Throughput
 	return out, nil
 }
 
-// AddThroughput adds count jobs of status to bucket i of out (ignoring an
-// index out of range: a job finished after now).
-func AddThroughput(out []ThroughputBucket, i int, status JobStatus, count int) {
-	if i < 0 || i >= len(out) {
-		return
+// ThroughputRows is a backend's result of (bucket index, status, count)
+// rows, as both backends' Throughput queries return them.
+type ThroughputRows interface {
+	Rows
+	Scan(dest ...any) error
+}
+
+// FillThroughput adds each row of rows to its bucket of out (ignoring an
+// index out of range: a job finished after now) and returns out; errors
+// go through mapErr, the backend's error mapping. The caller closes rows.
+func FillThroughput(out []ThroughputBucket, rows ThroughputRows, mapErr func(error) error) ([]ThroughputBucket, error) {
+	for rows.Next() {
+		var i int64
+		var status string
+		var count int
+		if err := rows.Scan(&i, &status, &count); err != nil {
+			return nil, mapErr(err)
+		}
+		if i < 0 || i >= int64(len(out)) {
+			continue
+		}
+		switch JobStatus(status) {
+		case StatusCompleted:
+			out[i].Completed += count
+		case StatusFailed:
+			out[i].Failed += count
+		}
 	}
-	switch status {
-	case StatusCompleted:
-		out[i].Completed += count
-	case StatusFailed:
-		out[i].Failed += count
-	}
+	return out, mapErr(rows.Err())
 }
 
 // ValidateIDs checks every id of ids (see ValidateID).

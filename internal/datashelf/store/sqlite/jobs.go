@@ -79,14 +79,5 @@ func (s *Store) Throughput(ctx context.Context, since time.Time, bucket time.Dur
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var b int64
-		var status string
-		var n int
-		if err := rows.Scan(&b, &status, &n); err != nil {
-			return nil, mapErr(err)
-		}
-		store.AddThroughput(out, int(b), store.JobStatus(status), n)
-	}
-	return out, mapErr(rows.Err())
+	return store.FillThroughput(out, rows, mapErr)
 }

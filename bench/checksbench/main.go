@@ -245,14 +245,6 @@ func (l *logCounter) Handle(_ context.Context, r slog.Record) error {
 func (l *logCounter) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logCounter) WithGroup(string) slog.Handler      { return l }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func maxRSS() int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -364,7 +356,7 @@ func run(c *config) error {
 		}
 	}
 	schedStart := time.Now()
-	cpu0 := cpuTime()
+	cpu0 := report.SelfCPU()
 	hits0 := hits.Load()
 	var refreshDone atomic.Int64
 	go func() {
@@ -381,7 +373,7 @@ func run(c *config) error {
 		return err
 	}
 	stopped := time.Now()
-	cpu := cpuTime() - cpu0
+	cpu := report.SelfCPU() - cpu0
 	if c.cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}

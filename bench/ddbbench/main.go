@@ -42,7 +42,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -157,37 +156,6 @@ func (r result) clientCPUPerOp() time.Duration {
 		return 0
 	}
 	return r.clientCPU / time.Duration(r.ops)
-}
-
-// selfCPU returns the user+system CPU time of this process, all threads
-// (getrusage, microsecond resolution); 0 when unavailable.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// processCPU returns the user+system CPU time of process pid from
-// /proc/PID/stat (clock ticks of 10 ms).
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func (r result) opsPerSec() float64 {
@@ -773,15 +741,15 @@ func measure(cfg *config, t target, op string) result {
 	ready.Wait()
 	var cpu0 time.Duration
 	if t.pid > 0 {
-		cpu0 = processCPU(t.pid)
+		cpu0 = report.ProcCPU(t.pid, false)
 	}
-	self0 := selfCPU()
+	self0 := report.SelfCPU()
 	measureStart = time.Now()
 	deadline = measureStart.Add(cfg.duration)
 	close(startc)
 	done.Wait()
 	elapsed := time.Since(measureStart)
-	self1 := selfCPU()
+	self1 := report.SelfCPU()
 
 	var all []time.Duration
 	r := result{op: op, target: t.name, elapsed: elapsed}
@@ -789,7 +757,7 @@ func measure(cfg *config, t target, op string) result {
 		r.clientCPU = self1 - self0
 	}
 	if t.pid > 0 {
-		r.serverCPU = processCPU(t.pid) - cpu0
+		r.serverCPU = report.ProcCPU(t.pid, false) - cpu0
 	}
 	for _, w := range res {
 		all = append(all, w.lat...)

@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 
@@ -241,11 +240,11 @@ func runLatency(b *strings.Builder, dim int, sizes []int, n int) {
 			for j := range lmodes {
 				m := (i + j) % len(lmodes)
 				q.Mode = lmodes[m]
-				c0 := cpuTime()
+				c0 := report.SelfCPU()
 				s := time.Now()
 				hits := idx.Search(q)
 				d := time.Since(s)
-				cpus[m] += cpuTime() - c0
+				cpus[m] += report.SelfCPU() - c0
 				lats[m] = append(lats[m], d)
 				sums[m] += d
 				if len(hits) == 0 && q.Mode != search.BM25Only {
@@ -295,15 +294,6 @@ func hitIDs(hits []search.Hit) []string {
 		ids[i] = h.ID
 	}
 	return ids
-}
-
-// cpuTime returns the process's user + system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func target(size int) (time.Duration, bool) {

@@ -344,23 +344,7 @@ func startEgressChild(allow, profile string) (*egressProc, error) {
 }
 
 // cpu returns the child's CPU time (user + system) so far.
-func (e *egressProc) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	_, rest, ok := bytes.Cut(b, []byte(") "))
-	if !ok {
-		return 0
-	}
-	f := strings.Fields(string(rest))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * (time.Second / 100) // USER_HZ is 100 on Linux
-}
+func (e *egressProc) cpu() time.Duration { return report.ProcCPU(e.cmd.Process.Pid, false) }
 
 // stop ends the child and returns its proxy's Stats.
 func (e *egressProc) stop() (egress.Stats, error) {

@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/philippgille/chromem-go"
@@ -334,11 +333,11 @@ func runLatency(b *strings.Builder, local *embed.Local, sizes []int, n int, prof
 		for i, q := range qs {
 			for j := range ss {
 				s := (i + j) % len(ss)
-				c0 := cpuTime()
+				c0 := report.SelfCPU()
 				st := time.Now()
 				call(s, q)
 				d := time.Since(st)
-				ss[s].cpu += cpuTime() - c0
+				ss[s].cpu += report.SelfCPU() - c0
 				ss[s].lat = append(ss[s].lat, d)
 			}
 		}
@@ -366,14 +365,6 @@ func runLatency(b *strings.Builder, local *embed.Local, sizes []int, n int, prof
 		fmt.Fprintf(os.Stderr, "chromembench: %d docs done\n", size)
 	}
 	fmt.Fprintf(b, "\nRatios below 1 favour quarry (latency, CPU, memory). quarry/chromem-go: %s. The index memory of quarry includes its BM25 postings and parsed quantities, which chromem-go does not have; the build column is Index.Put one by one for quarry, AddDocuments over GOMAXPROCS goroutines for chromem-go.\n", strings.Join(ratios, "; "))
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

@@ -209,7 +209,7 @@ func measure(c *config, fx *fixture, sys string, paths []string, pid int, starte
 	r.warm = time.Since(started)
 	r.warmSeen = fx.seen(paths)
 	from := time.Now()
-	cpu0 := procCPU(pid)
+	cpu0 := report.ProcCPU(pid, true)
 	fmt.Fprintf(os.Stderr, "gatusbench: %s: every endpoint requested after %s; measuring %s\n", sys, r.warm.Round(time.Second), c.duration)
 	select {
 	case err := <-exited:
@@ -217,7 +217,7 @@ func measure(c *config, fx *fixture, sys string, paths []string, pid int, starte
 	case <-time.After(c.duration):
 	}
 	to := time.Now()
-	r.cpu = procCPU(pid) - cpu0
+	r.cpu = report.ProcCPU(pid, true) - cpu0
 	r.rssMiB = procRSSMiB(pid)
 	r.windowFrom = from
 	for _, hs := range fx.snapshot(paths) {
@@ -480,31 +480,6 @@ func tail(b []byte) string {
 }
 
 // ---- /proc ----
-
-func statFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+1:]
-	}
-	return strings.Fields(s)
-}
-
-// procCPU is the user+system CPU of pid and its reaped children.
-func procCPU(pid int) time.Duration {
-	f := statFields(pid)
-	var t int64
-	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-		if i < len(f) {
-			v, _ := strconv.ParseInt(f[i], 10, 64)
-			t += v
-		}
-	}
-	return time.Duration(t) * time.Second / 100 // USER_HZ
-}
 
 func procRSSMiB(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -28,7 +28,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -200,7 +199,7 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 
 	// Throughput: enqueue every job, then start the workers and wait until
 	// the database holds every job as completed.
-	cpu0, pg0 := selfCPU(), postgresCPU(pgPID)
+	cpu0, pg0 := report.SelfCPU(), postgresCPU(pgPID)
 	t0 := time.Now()
 	for i := range cfg.jobs {
 		if err := q.enqueue(ctx, i, time.Now()); err != nil {
@@ -219,7 +218,7 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 	}
 	err = waitCompleted(wctx, q, cfg.jobs)
 	r.workDur = time.Since(t1)
-	cpu1, pg1 := selfCPU(), postgresCPU(pgPID)
+	cpu1, pg1 := report.SelfCPU(), postgresCPU(pgPID)
 	if wal1 := walSyncs(ctx, dbURL); wal0 >= 0 && wal1 >= 0 {
 		r.walSyncs = wal1 - wal0
 	} else {
@@ -591,21 +590,8 @@ func dropDB(ctx context.Context, url, name string) {
 	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 }
 
-// statFields returns the fields of /proc/PID/stat after the command name.
-func statFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+1:]
-	}
-	return strings.Fields(s)
-}
-
 func ppid(pid int) int {
-	f := statFields(pid)
+	f := report.ProcStat(pid)
 	if len(f) < 2 {
 		return 0
 	}
@@ -613,31 +599,18 @@ func ppid(pid int) int {
 	return p
 }
 
-// clkTck is USER_HZ, 100 on Linux.
-const clkTck = 100
-
 // postgresCPU is the CPU time of the postmaster, its live children and its
 // reaped children, or -1 when /proc cannot tell.
 func postgresCPU(postmaster int) time.Duration {
 	if postmaster <= 0 {
 		return -1
 	}
-	ticks := func(f []string, idx ...int) int64 {
-		var t int64
-		for _, i := range idx {
-			if i < len(f) {
-				v, _ := strconv.ParseInt(f[i], 10, 64)
-				t += v
-			}
-		}
-		return t
-	}
 	// Fields after the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
-	pm := statFields(postmaster)
+	pm := report.ProcStat(postmaster)
 	if pm == nil {
 		return -1
 	}
-	total := ticks(pm, 11, 12, 13, 14)
+	total := report.StatCPU(pm, 11, 12, 13, 14)
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return -1
@@ -647,20 +620,12 @@ func postgresCPU(postmaster int) time.Duration {
 		if err != nil {
 			continue
 		}
-		f := statFields(pid)
+		f := report.ProcStat(pid)
 		if len(f) > 14 && f[1] == strconv.Itoa(postmaster) {
-			total += ticks(f, 11, 12)
+			total += report.StatCPU(f, 11, 12)
 		}
 	}
-	return time.Duration(total) * time.Second / clkTck
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return total
 }
 
 // ---- report ----

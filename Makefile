@@ -26,7 +26,7 @@ RACE_GCFLAGS := -gcflags='modernc.org/sqlite/lib=-race=false' -gcflags='modernc.
 # tree and its dependencies a second time without -race, 234 s).
 RACE_GOFLAGS := $(shell $(GO) env GOFLAGS) -race -gcflags=modernc.org/sqlite/lib=-race=false -gcflags=modernc.org/libc/...=-race=false -gcflags=modernc.org/memory=-race=false
 
-.PHONY: run build test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-gatus bench-browser fuzz lint clean
+.PHONY: run build flags test test-deps peer-deps test-peer bench bench-datashelf bench-wallcrawler bench-checks bench-eecar bench-river bench-chromem bench-gatus bench-browser fuzz lint clean
 
 ## run: build bin/quarry and run quarry serve on embedded defaults (data under
 ## ./data); ARGS="--flag value ..." adds flags. The recipe execs quarry, so
@@ -39,6 +39,11 @@ run: build
 ## build: build bin/quarry (its version from git describe)
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/quarry ./cmd/quarry
+
+## flags: write docs/flags.md, the flag reference, from the settings table
+## (a test fails when it is stale)
+flags:
+	$(GO) generate ./internal/platform/config
 
 ## test: install missing test dependencies, lint, start PostgreSQL, run every
 ## test with the race detector, and stop PostgreSQL again (even on failure or Ctrl-C).

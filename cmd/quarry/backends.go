@@ -33,7 +33,7 @@ func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.
 		}
 		return nil
 	})
-	if c.DataShelfDB != "" && pgPing != nil {
+	if c.DataShelf.DB != "" && pgPing != nil {
 		hc.Add("postgres", pgPing)
 	}
 	if c.BlobS3Bucket != "" && s3Ping != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
 // bannerLine is one fact of the start banner: Label is what the text
@@ -28,7 +29,7 @@ type bannerFacts struct {
 	dataDir    string // absolute
 	api, ddb   string // bound addresses; ddb "" when not served
 	embedded   bool   // the embedded store (else c.DynamoDBEndpoint)
-	wc         *wallcrawler
+	wc         *wallcrawler.System
 	policy     *fetch.Policy
 	adminSock  string
 	dataShelfB string // DataShelf's blobs
@@ -92,8 +93,8 @@ func startBanner(f bannerFacts) []bannerLine {
 	switch {
 	case !f.on("datashelf"):
 		add(true, "DataShelf", "datashelf", "%s", notHere)
-	case c.DataShelfDB != "":
-		add(true, "DataShelf", "datashelf", "PostgreSQL %s; blobs %s", redactURL(c.DataShelfDB), f.dataShelfB)
+	case c.DataShelf.DB != "":
+		add(true, "DataShelf", "datashelf", "PostgreSQL %s; blobs %s", redactURL(c.DataShelf.DB), f.dataShelfB)
 	default:
 		add(true, "DataShelf", "datashelf", "SQLite %s; blobs %s", filepath.Join(f.dataDir, "datashelf.db"), f.dataShelfB)
 	}
@@ -106,14 +107,14 @@ func startBanner(f bannerFacts) []bannerLine {
 	default:
 		add(true, "Wallcrawler", "wallcrawler", "%s; blobs %s", tables, blobPlace(c, "wallcrawler", filepath.Join(f.dataDir, "wallcrawler", "blobs")))
 		add(true, "  browsers", "browsers", "%s", browserFacts(f.wc, c))
-		if f.wc.browserErr != nil {
+		if _, _, err := f.wc.Browser(); err != nil {
 			hint("make run installs chromium when root; else apt-get install chromium, or --chromium PATH")
 		}
 	}
 	if f.on("eecar") {
 		embeddings := "built-in local embedder"
-		if c.EECAREmbeddingsURL != "" {
-			embeddings = "embeddings from " + redactURL(c.EECAREmbeddingsURL)
+		if c.EECAR.EmbeddingsURL != "" {
+			embeddings = "embeddings from " + redactURL(c.EECAR.EmbeddingsURL)
 		}
 		add(true, "EECAR", "eecar", "%s; blobs %s; %s", tables, blobPlace(c, "eecar", filepath.Join(f.dataDir, "eecar", "blobs")), embeddings)
 	} else {
@@ -121,8 +122,8 @@ func startBanner(f bannerFacts) []bannerLine {
 	}
 	if f.on("checks") {
 		email := "email alerts off (no --checks-smtp)"
-		if c.ChecksSMTP != "" {
-			email = "email alerts through " + c.ChecksSMTP
+		if c.Checks.SMTP != "" {
+			email = "email alerts through " + c.Checks.SMTP
 		}
 		add(true, "Checks", "checks", "%s; %s", tables, email)
 	} else {
@@ -142,24 +143,24 @@ func startBanner(f bannerFacts) []bannerLine {
 
 // browserFacts says which Chromium Wallcrawler runs and how it is
 // confined, or why sessions cannot start.
-func browserFacts(w *wallcrawler, c *config.Config) string {
-	if w.browserErr != nil {
-		return fmt.Sprintf("DEGRADED, sessions cannot start: %v", w.browserErr)
+func browserFacts(w *wallcrawler.System, c *config.Config) string {
+	path, cf, err := w.Browser()
+	if err != nil {
+		return fmt.Sprintf("DEGRADED, sessions cannot start: %v", err)
 	}
-	cf := w.browserCf
 	var b strings.Builder
 	if cf.Switched {
-		fmt.Fprintf(&b, "%s as %s (uid %d)", w.browserPath, cf.User, cf.UID)
+		fmt.Fprintf(&b, "%s as %s (uid %d)", path, cf.User, cf.UID)
 	} else {
-		fmt.Fprintf(&b, "%s as quarry's own user %s (uid %d)", w.browserPath, cf.User, cf.UID)
+		fmt.Fprintf(&b, "%s as quarry's own user %s (uid %d)", path, cf.User, cf.UID)
 	}
 	if cf.Sandbox {
 		b.WriteString(", Chromium sandbox on")
 	} else {
 		b.WriteString(", Chromium sandbox OFF")
 	}
-	if c.WallcrawlerPool > 0 {
-		fmt.Fprintf(&b, ", %d kept warm", c.WallcrawlerPool)
+	if c.Wallcrawler.Pool > 0 {
+		fmt.Fprintf(&b, ", %d kept warm", c.Wallcrawler.Pool)
 	}
 	if len(cf.Warnings) > 0 {
 		fmt.Fprintf(&b, "; warning: %s", strings.Join(cf.Warnings, "; "))

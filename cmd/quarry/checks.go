@@ -2,26 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/quarrydb/quarry/internal/checks/alert"
-	checksapi "github.com/quarrydb/quarry/internal/checks/api"
-	"github.com/quarrydb/quarry/internal/checks/probe"
-	"github.com/quarrydb/quarry/internal/checks/scheduler"
+	"github.com/quarrydb/quarry/internal/checks"
 	"github.com/quarrydb/quarry/internal/checks/store"
-	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/platform/config"
-	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 const checksUsage = `usage:
@@ -31,15 +19,6 @@ const checksUsage = `usage:
   quarry checks user tier --email E --tier FREE|PRO
   quarry checks user token --email E                        (issues another API token)
 `
-
-// checksStore opens Checks' store (creating its tables when missing).
-func checksStore(ctx context.Context, c *config.Config, client *dynamodb.Client) (*store.Store, error) {
-	names, err := tables.EnsureTables(ctx, client, c.ChecksTablePrefix)
-	if err != nil {
-		return nil, err
-	}
-	return store.New(client, names, &store.Options{Limits: map[string]int{store.TierFree: c.ChecksFreeLimit, store.TierPro: c.ChecksProLimit}}), nil
-}
 
 // cmdChecks runs Checks' administration commands.
 func cmdChecks(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -73,7 +52,7 @@ func cmdChecks(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeFn()
-	st, err := checksStore(ctx, c, client)
+	st, err := checks.OpenStore(ctx, c.Checks, client)
 	if err != nil {
 		return err
 	}
@@ -113,63 +92,4 @@ func cmdChecks(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	fmt.Fprintf(stdout, "user %s (%s): %s, %s, checkLimit %d\n", u.ID, u.Email, u.Status, u.Tier, u.CheckLimit)
 	return nil
-}
-
-// checks is the running Checks system.
-type checks struct {
-	handler http.Handler // mounted at /checks/
-	api     *checksapi.Handler
-	sched   *scheduler.Scheduler
-	alerts  *alert.Dispatcher
-}
-
-// startChecks creates Checks' tables when missing and assembles the API,
-// the scheduler and the alert dispatcher; lc closes the prober's
-// connections at shutdown.
-func startChecks(ctx context.Context, lc *lifecycle, c *config.Config, client *dynamodb.Client, policy *fetch.Policy, log *slog.Logger) (*checks, error) {
-	log = log.With("system", "checks")
-	st, err := checksStore(ctx, c, client)
-	if err != nil {
-		return nil, err
-	}
-	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: policy}
-	prober := probe.New(probe.Options{Fetch: fo})
-	lc.onStop("checks prober", func(context.Context) error { prober.Close(); return nil })
-	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log), CurrentTarget: scheduler.CurrentTarget(st)}
-	if c.ChecksSMTP != "" {
-		aopts.SMTP = &alert.SMTPConfig{Addr: c.ChecksSMTP, From: c.ChecksSMTPFrom, Username: c.ChecksSMTPUser, Password: c.ChecksSMTPPassword}
-	}
-	dispatcher := alert.New(aopts)
-	// The owner names this process in the checks' leases: the node id
-	// (distinct per process sharing a store) or the host and pid, with a
-	// random suffix so that two schedulers never share a name.
-	owner := c.NodeID
-	if owner == "" {
-		owner, _ = os.Hostname()
-	}
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:])
-	owner += "-" + fmt.Sprint(os.Getpid()) + "-" + hex.EncodeToString(suffix[:])
-	retention := c.ChecksRetention
-	if retention == 0 {
-		retention = -1 // no history
-	}
-	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: owner, RunTimeout: c.ChecksRunTimeout, Retention: retention, Logger: log})
-	h := checksapi.New(st, prober, sched, checksapi.Options{MinDelay: c.ChecksMinInterval, EmailEnabled: aopts.SMTP != nil, Logger: log})
-	return &checks{handler: http.StripPrefix("/checks", h), api: h, sched: sched, alerts: dispatcher}, nil
-}
-
-// run runs the scheduler and the alert dispatcher until ctx ends.
-func (k *checks) run(ctx context.Context, log *slog.Logger) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := k.alerts.Run(ctx); err != nil {
-			log.Error("checks: alert dispatcher stopped", "err", err)
-		}
-	}()
-	if err := k.sched.Run(ctx); err != nil {
-		log.Error("checks: scheduler stopped", "err", err)
-	}
-	<-done
 }

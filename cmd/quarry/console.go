@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/console"
 	"github.com/quarrydb/quarry/internal/console/checksconsole"
@@ -24,10 +22,12 @@ import (
 	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
+	"github.com/quarrydb/quarry/internal/eecar"
 	eecarstore "github.com/quarrydb/quarry/internal/eecar/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	wctables "github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
@@ -75,7 +75,11 @@ func consoleUnavailable(err error) http.Handler {
 	})
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) (*console.Console, error) {
+// newConsole assembles the web console from what s has started; the
+// crawls started from its crawl page run under sub.
+func newConsole(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) (*console.Console, error) {
+	c, client, systems, log := s.c, s.client, s.health(), s.log
+	ck, ee := s.ck.Load(), s.ee.Load()
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -91,40 +95,38 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 	opts := console.Options{Key: key, Explorer: client, Logger: log,
 		Realms: []console.Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: operatorAuth{ops}}}}
 	if running("checks") && ck != nil {
-		st, err := checksStore(ctx, c, client)
+		opts.Realms = append(opts.Realms, console.Realm{Kind: "checks", Label: "Checks API token", Auth: checksAuth{ck.Store()}})
+		opts.Checks = checksconsole.New(ck.Store(), ck.API())
+	}
+	if ds := s.ds.Load(); ds != nil {
+		crawls, err := consoleCrawls(sub.Context(), c, ds.Store(), ds.Blobs(), log)
 		if err != nil {
 			return nil, err
 		}
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "checks", Label: "Checks API token", Auth: checksAuth{st}})
-		opts.Checks = checksconsole.New(st, ck.api)
-	}
-	if ds != nil {
-		shelf := shelfconsole.New(ds, crawls)
+		sub.OnStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
+		shelf := shelfconsole.New(ds.Store(), crawls)
 		opts.DataShelf, opts.ShelfCrawl = shelf, shelf
 	}
 	if running("eecar") {
-		table, err := eecarstore.EnsureTable(ctx, client, c.EECARTablePrefix)
+		st, err := eecar.OpenStore(ctx, c.EECAR, client)
 		if err != nil {
 			return nil, err
 		}
-		st := eecarstore.New(client, table, nil)
 		opts.Realms = append(opts.Realms, console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: eecarRealm{st}})
 		if ee != nil {
-			opts.EECAR = newEECARConsole(ee.market)
+			opts.EECAR = newEECARConsole(ee.Market())
 		}
 	}
 	if running("wallcrawler") {
-		names, err := wctables.EnsureTables(ctx, client, c.WallcrawlerTablePrefix)
+		names, err := wctables.EnsureTables(ctx, client, c.Wallcrawler.TablePrefix)
 		if err != nil {
 			return nil, err
 		}
 		st := wcauth.New(client, names, nil)
 		opts.Realms = append(opts.Realms, console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: wcRealm{st}})
 	}
-	for _, x := range extras {
-		if err := x(ctx, &opts); err != nil {
-			return nil, err
-		}
+	if err := wallcrawlerConsole(s.wc.Load())(ctx, &opts); err != nil {
+		return nil, err
 	}
 	return console.New(opts)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/console"
+	"github.com/quarrydb/quarry/internal/wallcrawler"
 	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
@@ -20,12 +21,12 @@ type consoleExtra func(ctx context.Context, opts *console.Options) error
 // wallcrawlerConsole opens the session inspector over wc's sessions,
 // contexts and blobs to those signed in with a Wallcrawler API key
 // (wcRealm).
-func wallcrawlerConsole(wc *wallcrawler) consoleExtra {
+func wallcrawlerConsole(wc *wallcrawler.System) consoleExtra {
 	return func(ctx context.Context, opts *console.Options) error {
-		if wc == nil || wc.auth == nil {
+		if wc == nil {
 			return nil
 		}
-		opts.Wallcrawler = wcInspector{auth: wc.auth, sessions: wc.manager, contexts: wc.contexts}
+		opts.Wallcrawler = wcInspector{auth: wc.Auth(), sessions: wc.Sessions(), contexts: wc.Contexts()}
 		return nil
 	}
 }

@@ -6,76 +6,38 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/quarrydb/quarry/ddb/sigv4"
-	"github.com/quarrydb/quarry/internal/datashelf/api"
+	"github.com/quarrydb/quarry/internal/datashelf"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	"github.com/quarrydb/quarry/internal/datashelf/extract"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
-	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
-	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
-// openDataShelf opens DataShelf's store (SQLite under the data directory,
-// or PostgreSQL) and its blob store (locally <data-dir>/blobs, where
-// DataShelf has always kept them, rather than <data-dir>/datashelf/blobs).
+// openDataShelf opens DataShelf's store and its blob store (locally
+// <data-dir>/blobs, where DataShelf has always kept them, rather than
+// <data-dir>/datashelf/blobs), for the datashelf commands.
 func openDataShelf(ctx context.Context, c *config.Config) (store.Store, blob.Store, error) {
-	blobs, _, err := openBlobs(ctx, c, "datashelf", filepath.Join(c.DataDir, "blobs"))
+	blobs, _, err := openBlobs(ctx, c, "datashelf", dataShelfBlobDir(c))
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := openDataShelfStore(ctx, c)
+	s, err := datashelf.OpenStore(ctx, c.DataShelf, c.DataDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, blobs, nil
 }
 
-// openDataShelfStore opens DataShelf's store alone: PostgreSQL when
-// --datashelf-db is set, SQLite at <data-dir>/datashelf.db otherwise.
-func openDataShelfStore(ctx context.Context, c *config.Config) (store.Store, error) {
-	if c.DataShelfDB != "" {
-		s, err := postgres.Open(ctx, c.DataShelfDB, nil)
-		if err != nil {
-			return nil, fmt.Errorf("datashelf: %w", err)
-		}
-		return s, nil
-	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return nil, err
-	}
-	s, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "datashelf.db"), nil)
-	if err != nil {
-		return nil, fmt.Errorf("datashelf: %w", err)
-	}
-	return s, nil
-}
-
-// dataShelfHandler returns the DataShelf API, to be mounted at /datashelf.
-func dataShelfHandler(c *config.Config, st store.Store, blobs blob.Store, log *slog.Logger) (http.Handler, error) {
-	keys := map[string][]byte{}
-	if c.DataShelfKeys != "" {
-		m, err := sigv4.LoadCredentials(c.DataShelfKeys) // the same "ID SECRET" file format
-		if err != nil {
-			return nil, fmt.Errorf("datashelf keys: %w", err)
-		}
-		for id, secret := range m {
-			keys[id] = []byte(secret)
-		}
-	}
-	h := api.New(api.Options{Store: st, Blobs: blobs, Keys: keys, Logger: log.With("system", "datashelf")})
-	return http.StripPrefix("/datashelf", h), nil
-}
+// dataShelfBlobDir is where DataShelf keeps its blobs without S3.
+func dataShelfBlobDir(c *config.Config) string { return filepath.Join(c.DataDir, "blobs") }
 
 // dataShelfUsage lists the datashelf subcommands.
 const dataShelfUsage = `usage: quarry datashelf crawl [flags] URL

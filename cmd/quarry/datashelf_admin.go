@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/datashelf"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/platform/config"
 )
@@ -62,7 +63,7 @@ func cmdDataShelfAdmin(ctx context.Context, sub string, args []string, getenv fu
 			return fmt.Errorf("--format %q: want csv or jsonl", *format)
 		}
 	}
-	st, err := openDataShelfStore(ctx, c)
+	st, err := datashelf.OpenStore(ctx, c.DataShelf, c.DataDir)
 	if err != nil {
 		return err
 	}

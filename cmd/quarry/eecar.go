@@ -6,23 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-
-	"github.com/quarrydb/quarry/ddb/consumer"
-	eecarapi "github.com/quarrydb/quarry/internal/eecar/api"
-	"github.com/quarrydb/quarry/internal/eecar/embed"
-	"github.com/quarrydb/quarry/internal/eecar/market"
-	"github.com/quarrydb/quarry/internal/eecar/notify"
-	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/eecar"
 	"github.com/quarrydb/quarry/internal/platform/config"
-	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 const eecarUsage = `usage:
@@ -64,11 +51,10 @@ func cmdEECAR(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer closeFn()
-	table, err := store.EnsureTable(ctx, client, c.EECARTablePrefix)
+	st, err := eecar.OpenStore(ctx, c.EECAR, client)
 	if err != nil {
 		return err
 	}
-	st := store.New(client, table, nil)
 	switch args[0] + " " + args[1] {
 	case "company create":
 		co, key, err := st.CreateCompany(ctx, *name, *industry)
@@ -93,63 +79,4 @@ func cmdEECAR(ctx context.Context, args []string, getenv func(string) string, st
 		return errUsage
 	}
 	return nil
-}
-
-// eecar is the running EECAR system.
-type eecar struct {
-	handler http.Handler // mounted at /eecar/
-	market  *market.Market
-	hooks   *notify.Webhooks
-	client  *dynamodb.Client
-	streams *dynamodbstreams.Client
-	poll    time.Duration
-}
-
-// startEECAR creates eecar-parts-table when missing, loads the search
-// index and the active watches, and returns the API; lc closes the
-// webhooks' connections at shutdown.
-func startEECAR(ctx context.Context, lc *lifecycle, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client, embedded bool, policy *fetch.Policy, log *slog.Logger) (*eecar, error) {
-	log = log.With("system", "eecar")
-	table, err := store.EnsureTable(ctx, client, c.EECARTablePrefix)
-	if err != nil {
-		return nil, err
-	}
-	blobs, _, err := openBlobs(ctx, c, "eecar", filepath.Join(c.DataDir, "eecar", "blobs"))
-	if err != nil {
-		return nil, err
-	}
-	st := store.New(client, table, nil)
-	fetcher := fetch.New(fetch.Options{Policy: policy})
-	lc.onStop("eecar webhooks", func(context.Context) error { fetcher.Close(); return nil })
-	hooks := notify.New(st, fetcher.Client(), log)
-	opts := market.Options{Logger: log, Notify: hooks.Notify, ImageQuota: c.EECARImageQuota}
-	if c.EECARImageQuota == 0 {
-		opts.ImageQuota = -1 // no bound
-	}
-	if c.EECAREmbeddingsURL != "" {
-		opts.Embedder = embed.NewOpenAI(c.EECAREmbeddingsURL, c.EECAREmbeddingsKey, c.EECAREmbeddingsModel, c.EECAREmbeddingsDim, nil)
-	}
-	m := market.New(st, blobs, opts)
-	if err := m.Load(ctx); err != nil {
-		return nil, fmt.Errorf("eecar: load: %w", err)
-	}
-	poll := 250 * time.Millisecond
-	if embedded {
-		poll = 100 * time.Millisecond // in-process, but idle polling is not free
-	}
-	e := &eecar{market: m, hooks: hooks, client: client, streams: streams, poll: poll}
-	e.handler = http.StripPrefix("/eecar", eecarapi.New(m, log, eecarapi.WithWebhookCheck(fetcher.Validate)))
-	return e, nil
-}
-
-// run follows the table's stream (index, watch triggers) until ctx ends.
-func (e *eecar) run(ctx context.Context, log *slog.Logger) {
-	err := e.market.Follow(ctx, e.client, e.streams, consumer.Options{
-		PollInterval: e.poll, RetryBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
-		OnError: func(err error) { log.Warn("eecar: stream", "err", err) },
-	})
-	if err != nil && ctx.Err() == nil {
-		log.Error("eecar: stream follower stopped", "err", err)
-	}
-	e.hooks.Wait()
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 
 	"github.com/quarrydb/quarry/internal/platform/config"
-	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
@@ -38,9 +37,9 @@ func networkPolicy(ctx context.Context, c *config.Config, log *slog.Logger) (*fe
 	}
 	for _, b := range []struct{ what, rawURL string }{
 		{"the DynamoDB backend", c.DynamoDBEndpoint},
-		{"DataShelf's PostgreSQL", c.DataShelfDB},
+		{"DataShelf's PostgreSQL", c.DataShelf.DB},
 		{"the S3 endpoint", c.BlobS3Endpoint},
-		{"EECAR's embeddings service", c.EECAREmbeddingsURL},
+		{"EECAR's embeddings service", c.EECAR.EmbeddingsURL},
 	} {
 		if addr := urlHostPort(b.rawURL); addr != "" {
 			// A backend whose name does not resolve here is refused by
@@ -50,8 +49,8 @@ func networkPolicy(ctx context.Context, c *config.Config, log *slog.Logger) (*fe
 			}
 		}
 	}
-	if c.ChecksSMTP != "" {
-		if err := p.Reserve(ctx, "the SMTP server", c.ChecksSMTP); err != nil {
+	if c.Checks.SMTP != "" {
+		if err := p.Reserve(ctx, "the SMTP server", c.Checks.SMTP); err != nil {
 			log.Warn("network policy: cannot reserve the SMTP server's address", "err", err)
 		}
 	}
@@ -80,40 +79,4 @@ func urlHostPort(rawURL string) string {
 		}
 	}
 	return net.JoinHostPort(u.Hostname(), port)
-}
-
-// startEgress starts the egress proxy of Wallcrawler's browsers on a
-// loopback port of its own, reserved in the policy so that no browser can
-// reach it as a destination. lc stops it (closes the proxy and its port,
-// and waits for it) at shutdown.
-func startEgress(ctx context.Context, lc *lifecycle, policy *fetch.Policy, log *slog.Logger) (*egress.Proxy, string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", fmt.Errorf("egress: listen: %w", err)
-	}
-	if err := policy.Reserve(ctx, "quarry's egress proxy", ln.Addr().String()); err != nil {
-		ln.Close()
-		return nil, "", err
-	}
-	p, err := egress.New(egress.Options{Dialer: &fetch.Dialer{Policy: policy}, Logger: log.With("component", "egress")})
-	if err != nil {
-		ln.Close()
-		return nil, "", err
-	}
-	lc.goRun("egress proxy", func(context.Context) error {
-		if err := p.Serve(ln); err != nil {
-			// Browsers lose the network; the rest of the process serves on.
-			log.Error("egress proxy stopped", "err", err)
-		}
-		return nil
-	}, func(context.Context) error {
-		err := p.Close()
-		// Serve closes the listener when it returns, or, when Close came
-		// first, as soon as it starts; closing it here as well makes the
-		// port's release not wait for that.
-		_ = ln.Close()
-		return err
-	})
-	log.Debug("egress proxy", "addr", ln.Addr().String())
-	return p, "http://" + ln.Addr().String(), nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/quarrydb/quarry/internal/datashelf/fixture"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/testenv"
+	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
 // sdkResult is the JSON line testdata/browserbase_sdk.mjs prints.
@@ -119,7 +120,7 @@ func TestBrowserbaseSDK(t *testing.T) {
 	pageURL := site.URL + "/fixture"
 
 	dir := t.TempDir()
-	browserRoot, err := defaultBrowserRoot(dir)
+	browserRoot, err := wallcrawler.DefaultBrowserRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,18 +10,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/ddb/emulate"
 	"github.com/quarrydb/quarry/ddb/sigv4"
-	"github.com/quarrydb/quarry/internal/console/shelfconsole"
-	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/ddbtable"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
+	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
+	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
 func newLogger(c *config.Config, w io.Writer) *slog.Logger {
@@ -104,11 +104,11 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	lc := newLifecycle(ctx, log)
+	lc := lifecycle.New(ctx, log)
 	if err := startServe(lc, c, policy, log, stderr); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 		defer cancel()
-		if serr := lc.shutdown(sctx); serr != nil {
+		if serr := lc.Shutdown(sctx); serr != nil {
 			log.Warn("stopping what had started", "err", serr)
 		}
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -124,14 +124,14 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 
 // waitAndShutdown waits until ctx ends or a running part of lc fails, then
 // stops lc within --shutdown-timeout.
-func waitAndShutdown(ctx context.Context, lc *lifecycle, c *config.Config, log *slog.Logger) error {
+func waitAndShutdown(ctx context.Context, lc *lifecycle.Lifecycle, c *config.Config, log *slog.Logger) error {
 	<-lc.Context().Done()
 	if ctx.Err() != nil {
 		log.Info("shutting down")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
-	if err := lc.shutdown(sctx); err != nil {
+	if err := lc.Shutdown(sctx); err != nil {
 		return err
 	}
 	log.Info("stopped")
@@ -140,13 +140,13 @@ func waitAndShutdown(ctx context.Context, lc *lifecycle, c *config.Config, log *
 
 // startServe starts the parts of `quarry serve`, in the order cmdServe
 // lists, handing each to lc as it starts.
-func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog.Logger, stderr io.Writer) error {
+func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy, log *slog.Logger, stderr io.Writer) error {
 	ctx := lc.Context()
 	client, store, closeStore, err := dynamoClient(ctx, c, log, false)
 	if err != nil {
 		return err
 	}
-	lc.onStop("store", func(context.Context) error { closeStore(); return nil })
+	lc.OnStop("store", func(context.Context) error { closeStore(); return nil })
 	if store != nil {
 		// Administration commands given this data directory reach this
 		// process here, never through a guessed address.
@@ -154,225 +154,73 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		if err != nil {
 			return err
 		}
-		lc.onStop("admin channel", stopAdmin)
+		lc.OnStop("admin channel", stopAdmin)
 	}
 	streams, err := streamsClient(ctx, c, store)
 	if err != nil {
 		return err
 	}
-	// Each system starts now when its backends answer, else waits for them
-	// in the background and starts when they do (deferred.go); each DynamoDB
-	// system only when the endpoint offers what it needs. /healthz says
-	// which is waiting or off, and why.
-	caps := &capsProbe{c: c, client: client, streams: streams}
-	reg := metrics.New()
-	var (
-		wcP atomic.Pointer[wallcrawler]
-		ckP atomic.Pointer[checks]
-		eeP atomic.Pointer[eecar]
-		dsP atomic.Pointer[datashelfstore.Store]
-	)
-	var crawlsP atomic.Pointer[shelfconsole.Crawls] // crawls started from the console
-	wcSlot, ckSlot, eeSlot, dsSlot, consoleSlot := newSlot("wallcrawler"), newSlot("checks"), newSlot("eecar"), newSlot("datashelf"), newSlot("console")
-	slots := []*slot{wcSlot, ckSlot, eeSlot, dsSlot}
-	running := map[string]any{"status": "running"}
-	// --systems: the systems not named are not started on this node; their
-	// slots answer 503 naming the flag.
 	enabled, err := c.SystemSet()
 	if err != nil {
 		return err
 	}
-	start := func(sl *slot, fn systemStart) error {
-		if !enabled[sl.name] {
-			sl.disable(notOnThisNode(c, sl.name))
-			return nil
+	s := &serving{c: c, client: client, streams: streams, embedded: store != nil, policy: policy, log: log,
+		caps: &ddbtable.CapsProbe{Endpoint: c.DynamoDBEndpoint, Client: client, Streams: streams}, reg: metrics.New()}
+	// Each system starts now when its backends answer, else waits for them
+	// in the background and starts when they do; each DynamoDB system only
+	// when the endpoint offers what it needs. /healthz says which is
+	// waiting or off, and why. The console starts once the systems it
+	// shows have.
+	for _, sys := range s.systems() {
+		sl := lifecycle.NewSlot(sys.name)
+		s.slots = append(s.slots, sl)
+		if !enabled[sys.name] {
+			sl.Disable(notOnThisNode(c, sys.name))
+			continue
 		}
-		return startSystem(lc, sl, log, fn)
-	}
-	if err := start(wcSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
-		k, err := caps.get(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if why := k.missing("Wallcrawler", "streams", "ttl"); why != "" {
-			return nil, nil, disabledError{why}
-		}
-		wc, err := startWallcrawler(ctx, sub, c, client, streams, store != nil, policy, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		st := map[string]any{"status": "running"}
-		if !k.PITR {
-			warning := fmt.Sprintf("point-in-time recovery is not available on %s: Wallcrawler's tables are not protected by it; back them up by the engine's own means", k.Engine)
-			log.Warn(warning, "system", "wallcrawler")
-			st["warnings"] = []string{warning}
-		}
-		sub.goRun("wallcrawler background work", func(ctx context.Context) error { wc.run(ctx, log); return nil }, nil)
-		reg.Register(newEgressCollector(wc.egress))
-		wcP.Store(wc)
-		return map[string]http.Handler{
-			"/wallcrawler/": boundedIDs(wc.handler, browserbaseError),
-			uploadPrefix:    boundedIDs(wc.uploads, plainError),
-		}, st, nil
-	}); err != nil {
-		return err
-	}
-	if err := start(ckSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
-		k, err := caps.get(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if why := k.missing("Checks", "transactions"); why != "" {
-			return nil, nil, disabledError{why}
-		}
-		ck, err := startChecks(ctx, sub, c, client, policy, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		sub.goRun("checks background work", func(ctx context.Context) error { ck.run(ctx, log); return nil }, nil)
-		ckP.Store(ck)
-		return map[string]http.Handler{"/checks/": boundedIDs(ck.handler, plainError)}, running, nil
-	}); err != nil {
-		return err
-	}
-	if err := start(eeSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
-		k, err := caps.get(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if why := k.missing("EECAR", "transactions", "streams"); why != "" {
-			return nil, nil, disabledError{why}
-		}
-		ee, err := startEECAR(ctx, sub, c, client, streams, store != nil, policy, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		sub.goRun("eecar background work", func(ctx context.Context) error { ee.run(ctx, log); return nil }, nil)
-		eeP.Store(ee)
-		return map[string]http.Handler{"/eecar/": boundedIDs(ee.handler, plainError)}, running, nil
-	}); err != nil {
-		return err
-	}
-	if err := start(dsSlot, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
-		ds, blobs, err := openDataShelf(ctx, c)
-		if err != nil {
-			return nil, nil, err
-		}
-		sub.onStop("datashelf store", func(context.Context) error { return ds.Close() })
-		h, err := dataShelfHandler(c, ds, blobs, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		crawls, err := consoleCrawls(ctx, c, ds, blobs, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		sub.onStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
-		crawlsP.Store(crawls)
-		dsP.Store(&ds)
-		return map[string]http.Handler{"/datashelf/": boundedIDs(h, dataShelfError)}, running, nil
-	}); err != nil {
-		return err
-	}
-	// The console, once the systems it shows have started (it needs the
-	// DynamoDB endpoint itself).
-	if err := startSystem(lc, consoleSlot, log, func(ctx context.Context, sub *lifecycle) (map[string]http.Handler, map[string]any, error) {
-		for _, sl := range slots {
-			if sl.isWaiting() {
-				return nil, nil, errNotYet
-			}
-		}
-		systems := map[string]any{}
-		for _, sl := range slots {
-			systems[sl.name] = sl.health()
-		}
-		var ds datashelfstore.Store
-		if p := dsP.Load(); p != nil {
-			ds = *p
-		}
-		h, err := newConsole(ctx, c, client, systems, ckP.Load(), ds, crawlsP.Load(), eeP.Load(), log, wallcrawlerConsole(wcP.Load()))
-		if err != nil && unreachable(err) {
-			return nil, nil, err
-		}
-		if err != nil {
-			log.Error("console disabled", "err", err)
-			return map[string]http.Handler{"/": consoleUnavailable(err)}, running, nil
-		}
-		return map[string]http.Handler{"/": h}, running, nil
-	}); err != nil {
-		return err
-	}
-
-	// /healthz's "backends": probed from the start, also while the systems
-	// that need them wait.
-	pgPing := func(ctx context.Context) error {
-		if p := dsP.Load(); p != nil {
-			return (*p).Ping(ctx)
-		}
-		return pingPostgres(ctx, c.DataShelfDB)
-	}
-	var s3Ping func(context.Context) error
-	if c.BlobS3Bucket != "" {
-		s3, err := newS3Blobs(ctx, c, "datashelf")
-		if err != nil {
+		if err := lifecycle.StartSystem(lc, sl, log, s.starter(sys)); err != nil {
 			return err
 		}
-		s3Ping = s3.Ping
 	}
-	backends := startBackendHealth(ctx, c, client, pgPing, s3Ping, log)
-	lc.onStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
-
-	reg.Gauge("wallcrawler_live_sessions", "Browser sessions running in this process.", func() float64 {
-		wc := wcP.Load()
-		if wc == nil {
-			return 0
-		}
-		return float64(wc.manager.Live())
-	})
-	registerLeaseMetrics(reg, wcP.Load)
-	reg.Gauge("checks_scheduled", "ACTIVE checks in this process's schedule.", func() float64 {
-		ck := ckP.Load()
-		if ck == nil {
-			return 0
-		}
-		return float64(ck.sched.Len())
-	})
-	reg.Gauge("eecar_indexed_parts", "Parts in this process's search index.", func() float64 {
-		ee := eeP.Load()
-		if ee == nil {
-			return 0
-		}
-		return float64(ee.market.Index().Len())
-	})
-	if store != nil {
-		reg.Register(newStoreCollector(store))
+	consoleSlot := lifecycle.NewSlot("console")
+	if err := lifecycle.StartSystem(lc, consoleSlot, log, s.startConsole); err != nil {
+		return err
 	}
+	backends, err := s.startBackendHealth(ctx)
+	if err != nil {
+		return err
+	}
+	lc.OnStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
+	s.registerMetrics(store)
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpserver.HealthDetails(func(ctx context.Context) error {
 		if err := backends.Check(ctx); err != nil {
 			return err
 		}
-		return waitingOf(slots)
+		return lifecycle.Waiting(s.slots)
 	}, func() map[string]any {
-		systems := map[string]any{}
-		for _, sl := range slots {
-			systems[sl.name] = sl.health()
-		}
-		d := map[string]any{"systems": systems, "dynamodb": caps.health(), "backends": backends.Report()}
-		if wc := wcP.Load(); wc != nil {
-			d["wallcrawler"] = wc.health()
+		d := map[string]any{"systems": s.health(), "dynamodb": s.caps.Health(), "backends": backends.Report()}
+		if wc := s.wc.Load(); wc != nil {
+			d["wallcrawler"] = wc.Health()
 		}
 		return d
 	}))
-	mux.Handle("GET /metrics", reg)
-	mux.Handle("/datashelf/", reg.Count("datashelf", dsSlot.route("/datashelf/")))
-	mux.Handle("/wallcrawler/", reg.Count("wallcrawler", wcSlot.route("/wallcrawler/")))
-	mux.Handle(uploadPrefix, reg.Count("wallcrawler", wcSlot.route(uploadPrefix)))
-	mux.Handle("/checks/", reg.Count("checks", ckSlot.route("/checks/")))
-	mux.Handle("/eecar/", reg.Count("eecar", eeSlot.route("/eecar/")))
-	mux.Handle("/", reg.Count("console", consoleSlot.route("/"))) // the web console; other paths a JSON 404
-	// Both listeners are bound before either serves, so that the banner
-	// (which names their addresses) comes before their "listening on" logs.
+	mux.Handle("GET /metrics", s.reg)
+	for _, sl := range s.slots {
+		for _, pattern := range routePatterns[sl.Name()] {
+			mux.Handle(pattern, s.reg.Count(sl.Name(), sl.Route(pattern)))
+		}
+	}
+	mux.Handle("/", s.reg.Count("console", consoleSlot.Route("/"))) // the web console; other paths a JSON 404
+	return listenAndBanner(lc, c, mux, store, s.wc.Load(), policy, enabled, log, stderr)
+}
+
+// listenAndBanner binds the API listener (and the DynamoDB endpoint's,
+// when the embedded store serves one), prints the start banner, and
+// serves both in lc. Both listeners are bound before either serves, so
+// that the banner (which names their addresses) comes before their
+// "listening on" logs.
+func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler, store *ddb.Store, wc *wallcrawler.System, policy *fetch.Policy, enabled map[string]bool, log *slog.Logger, stderr io.Writer) error {
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
 		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
@@ -388,12 +236,11 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		}
 		return err
 	}
-	// Once bound, one banner says what runs where.
 	dataDir, err := filepath.Abs(c.DataDir)
 	if err != nil {
 		dataDir = c.DataDir
 	}
-	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wcP.Load(), policy: policy, enabled: enabled,
+	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy, enabled: enabled,
 		api: api.BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
 	if ddbSrv != nil {
 		f.ddb = ddbSrv.BoundAddr()
@@ -414,14 +261,6 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 func notOnThisNode(c *config.Config, name string) string {
 	return fmt.Sprintf("%s is not started on this node: --systems %s (%s) does not name it; send its requests to a node that runs it",
 		name, c.Systems, config.EnvName("systems"))
-}
-
-// later returns the later of two times.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // secureDataDir creates the data directory with mode 0700, or takes the
@@ -472,7 +311,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	handler, err := emulation(c.Emulate, c.EmulateStreamDelay, ddbHandler(store))
+	handler, err := emulate.Handler(c.Emulate, c.EmulateStreamDelay, metrics.StoreHandler(store))
 	if err != nil {
 		store.Close()
 		return err
@@ -480,13 +319,13 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	if c.Emulate != "" {
 		log.Warn("emulating another engine's gaps", "emulate", c.Emulate, "stream_delay", c.EmulateStreamDelay)
 	}
-	lc := newLifecycle(ctx, log)
-	lc.onStop("store", func(context.Context) error { return store.Close() })
+	lc := lifecycle.New(ctx, log)
+	lc.OnStop("store", func(context.Context) error { return store.Close() })
 	if err := listen(lc, &httpserver.Server{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
 		Limits: limits(c, c.DDBMaxConns), Busy: ddbBusy()}); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 		defer cancel()
-		_ = lc.shutdown(sctx)
+		_ = lc.Shutdown(sctx)
 		return err
 	}
 	return waitAndShutdown(ctx, lc, c, log)
@@ -507,7 +346,7 @@ func limits(c *config.Config, maxConns int) httpserver.Limits {
 }
 
 // listen binds s and serves it in lc (see serveIn).
-func listen(lc *lifecycle, s *httpserver.Server) error {
+func listen(lc *lifecycle.Lifecycle, s *httpserver.Server) error {
 	if err := s.Listen(); err != nil {
 		return err
 	}
@@ -517,6 +356,6 @@ func listen(lc *lifecycle, s *httpserver.Server) error {
 
 // serveIn serves s, already bound, in lc: a listener that fails stops the
 // process; at shutdown it stops accepting and drains its requests.
-func serveIn(lc *lifecycle, s *httpserver.Server) {
-	lc.goRun(s.Name+" listener", func(context.Context) error { return s.Serve() }, s.Shutdown)
+func serveIn(lc *lifecycle.Lifecycle, s *httpserver.Server) {
+	lc.Go(s.Name+" listener", func(context.Context) error { return s.Serve() }, s.Shutdown)
 }

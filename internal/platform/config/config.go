@@ -109,58 +109,6 @@ type Config struct {
 	// DynamoDB endpoint (AWS, ScyllaDB Alternator) instead of the embedded
 	// store; credentials and region come from the AWS environment.
 	DynamoDBEndpoint string
-	// WallcrawlerTablePrefix prefixes Wallcrawler's table names.
-	WallcrawlerTablePrefix string
-	// WallcrawlerSecret signs Wallcrawler's signingKey JWTs and context
-	// upload URLs; empty: a random secret kept in DataDir. Processes
-	// sharing one store must share it.
-	WallcrawlerSecret string
-	// WallcrawlerPool is the number of pre-launched browsers (0: off).
-	WallcrawlerPool int
-	// WallcrawlerIdleGrace ends a session without keepAlive after this long
-	// without a CDP client.
-	WallcrawlerIdleGrace time.Duration
-	// WallcrawlerLease is how long a process may go without renewing its
-	// lease before the other processes sharing the store end its
-	// sessions (ERROR) and free their slots.
-	WallcrawlerLease time.Duration
-	// WallcrawlerLeaseRenew is how often the lease is renewed (0: a third
-	// of WallcrawlerLease).
-	WallcrawlerLeaseRenew time.Duration
-	// WallcrawlerContextMaxBytes caps the bytes one context archive may
-	// unpack to on disk (default 1 GiB).
-	WallcrawlerContextMaxBytes int64
-	// WallcrawlerContextMaxEntries caps the entries of one context archive
-	// (default 100,000).
-	WallcrawlerContextMaxEntries int
-	// Chromium is the browser binary; empty: chromium on PATH.
-	Chromium string
-	// WallcrawlerUser is the account browsers run as when quarry runs as
-	// root: a user name or uid[:gid]; empty: quarry-browser when it
-	// exists, else nobody. Ignored when quarry is not root.
-	WallcrawlerUser string
-	// WallcrawlerUIDs is a range of user ids ("200000-200999"), one per
-	// browser, when quarry runs as root: browsers of different sessions
-	// then cannot read each other's files even past Chromium's sandbox.
-	// Exclusive with WallcrawlerUser; empty: one user for every browser.
-	WallcrawlerUIDs string
-	// WallcrawlerBrowserDir holds the browsers' work dirs and restored
-	// profiles; it must be outside DataDir (which the browser user may
-	// not enter). Empty: <os.TempDir()>/quarry-browsers-<hash of the
-	// absolute DataDir>.
-	WallcrawlerBrowserDir string
-	// WallcrawlerLiveFrameAncestors is the CSP frame-ancestors source list
-	// of the live view page (who may embed it in an iframe): empty or "*"
-	// any site, "'none'" no one, or origins such as "https://app.example".
-	WallcrawlerLiveFrameAncestors string
-	// ChecksTablePrefix prefixes Checks' USER and CHECK tables.
-	ChecksTablePrefix string
-	// ChecksMinInterval is the shortest period a check may have.
-	ChecksMinInterval time.Duration
-	// ChecksRunTimeout bounds one run of a check; the run holds its
-	// check's lease for twice as long, so a process that dies mid-run
-	// delays that check by at most 2 × ChecksRunTimeout.
-	ChecksRunTimeout time.Duration
 	// ChecksAllowNetworks is the deprecated name of AllowNetworks (Checks
 	// only had the setting before it governed every system).
 	ChecksAllowNetworks string
@@ -169,29 +117,6 @@ type Config struct {
 	// Wallcrawler's browsers): "" public addresses only, "all", or
 	// comma-separated CIDRs and address:port pairs (fetch.ParsePolicy).
 	AllowNetworks string
-	// ChecksRetention keeps each run in a check's history this long.
-	ChecksRetention time.Duration
-	// ChecksFreeLimit and ChecksProLimit are the tiers' checkLimit.
-	ChecksFreeLimit, ChecksProLimit int
-	// ChecksSMTP (host:port) enables email alerts, sent from ChecksSMTPFrom,
-	// authenticated with ChecksSMTPUser/ChecksSMTPPassword when set.
-	ChecksSMTP, ChecksSMTPFrom, ChecksSMTPUser, ChecksSMTPPassword string
-	// EECARTablePrefix prefixes eecar-parts-table.
-	EECARTablePrefix string
-	// EECAREmbeddingsURL, when set, is an OpenAI-compatible base URL whose
-	// /v1/embeddings makes EECAR's vectors (with EECAREmbeddingsModel,
-	// EECAREmbeddingsDim and EECAREmbeddingsKey); empty: the local embedder.
-	EECAREmbeddingsURL, EECAREmbeddingsModel, EECAREmbeddingsKey string
-	EECAREmbeddingsDim                                           int
-	// EECARImageQuota bounds the bytes of the part images one company
-	// uploads (0: no bound).
-	EECARImageQuota int64
-	// DataShelfDB selects DataShelf's database: empty for SQLite under
-	// DataDir, or a postgres:// URL.
-	DataShelfDB string
-	// DataShelfKeys is a file of "KEY_ID SECRET" lines for DataShelf's
-	// HMAC-signed scraper endpoints.
-	DataShelfKeys string
 	// BlobS3Bucket, when set, keeps the systems' blobs (Wallcrawler's
 	// archives, EECAR's and DataShelf's images) in this bucket of AWS S3 or
 	// an S3-compatible service, under "<system>/", instead of under
@@ -205,6 +130,13 @@ type Config struct {
 	// BlobS3PathStyle addresses the bucket in the URL path instead of the
 	// host name (most S3-compatible services need it).
 	BlobS3PathStyle bool
+
+	// DataShelf, Wallcrawler, Checks and EECAR are each system's own
+	// settings.
+	DataShelf   DataShelf
+	Wallcrawler Wallcrawler
+	Checks      Checks
+	EECAR       EECAR
 }
 
 // Defaults returns the embedded-defaults configuration.
@@ -232,24 +164,16 @@ func Defaults() Config {
 
 		EmulateStreamDelay: 10 * time.Second,
 
-		WallcrawlerIdleGrace:         120 * time.Second,
-		WallcrawlerLease:             15 * time.Second,
-		WallcrawlerContextMaxBytes:   1 << 30,
-		EECARImageQuota:              1 << 30,
-		WallcrawlerContextMaxEntries: 100_000,
-
-		ChecksTablePrefix: "checks-",
-		ChecksMinInterval: 10 * time.Second,
-		ChecksRunTimeout:  30 * time.Second,
-		ChecksRetention:   7 * 24 * time.Hour,
-		ChecksFreeLimit:   5,
-		ChecksProLimit:    100,
+		Wallcrawler: wallcrawlerDefaults(),
+		Checks:      checksDefaults(),
+		EECAR:       eecarDefaults(),
 	}
 }
 
 // field binds one setting to its flag and, through the flag's name, its
 // environment variable (EnvName).
 type field struct {
+	group       string // one of Groups
 	flag, usage string
 	str         *string
 	dur         *time.Duration
@@ -258,72 +182,77 @@ type field struct {
 	size        *int64 // bytes, or a size such as 512MiB (ParseSize)
 }
 
+// The groups of settings, in the order usage and docs/flags.md list them.
+const (
+	GroupServer      = "Server"
+	GroupNetwork     = "Network policy"
+	GroupStore       = "DynamoDB store"
+	GroupBlobs       = "Blobs"
+	GroupDataShelf   = "DataShelf"
+	GroupWallcrawler = "Wallcrawler"
+	GroupChecks      = "Checks"
+	GroupEECAR       = "EECAR"
+)
+
+// Groups lists the groups of settings in order.
+var Groups = []string{GroupServer, GroupNetwork, GroupStore, GroupBlobs, GroupDataShelf, GroupWallcrawler, GroupChecks, GroupEECAR}
+
+// group sets the group of each of fs.
+func group(name string, fs []field) []field {
+	for i := range fs {
+		fs[i].group = name
+	}
+	return fs
+}
+
+// fields returns the settings of c named in which (nil: all of them), in
+// the order of Groups; each field points into c.
 func (c *Config) fields(which []string) []field {
-	all := []field{
+	var all []field
+	all = append(all, group(GroupServer, []field{
 		{flag: "listen", usage: "address of the HTTP API", str: &c.Listen},
 		{flag: "public-url", usage: "base URL clients reach the HTTP API at, e.g. https://browsers.example.com (default: each request's Host)", str: &c.PublicURL},
 		{flag: "advertise-url", usage: "base URL the other quarry processes reach this one's HTTP API at, for forwarding Wallcrawler's CDP connections, e.g. http://10.0.3.7:8080 (default: http://<listen>)", str: &c.AdvertiseURL},
 		{flag: "systems", usage: "systems this process runs: all, or a comma-separated list of " + strings.Join(SystemNames, ", ") + " (the others answer 503)", str: &c.Systems},
-		{flag: "emulate", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
-		{flag: "emulate-stream-delay", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
 		{flag: "node-id", usage: "name of this process among those sharing a DynamoDB endpoint, kept on the sessions its browsers serve (default: the host name and a hash of data-dir)", str: &c.NodeID},
 		{flag: "trusted-proxies", usage: "comma-separated CIDRs of reverse proxies whose X-Forwarded-Proto/X-Forwarded-Host are believed (default none)", str: &c.TrustedProxies},
-		{flag: "ddb-listen", usage: `address of the DynamoDB-compatible endpoint ("off" to disable)`, str: &c.DDBListen},
 		{flag: "data-dir", usage: "directory for local state", str: &c.DataDir},
 		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
 		{flag: "log-format", usage: "text or json", str: &c.LogFormat},
-		{flag: "region", usage: "region named in ARNs", str: &c.Region},
 		{flag: "shutdown-timeout", usage: "graceful shutdown bound", dur: &c.ShutdownTimeout},
-		{flag: "ttl-interval", usage: "how often the store deletes expired items", dur: &c.TTLInterval},
-		{flag: "ddb-sync", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
-		{flag: "ddb-sync-interval", usage: "shortest time between two fsyncs of the store's log; commits arriving meanwhile share the next fsync (0: sync at once)", dur: &c.DDBSyncInterval},
-		{flag: "ddb-cache-mb", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
-		{flag: "dynamodb-endpoint", usage: "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", str: &c.DynamoDBEndpoint},
-		{flag: "wallcrawler-table-prefix", usage: "prefix of Wallcrawler's table names", str: &c.WallcrawlerTablePrefix},
-		{flag: "wallcrawler-secret", usage: "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", str: &c.WallcrawlerSecret},
-		{flag: "wallcrawler-pool", usage: "pre-launched browsers kept warm (0: off)", num: &c.WallcrawlerPool},
-		{flag: "wallcrawler-idle-grace", usage: "a session without keepAlive ends after this long without a CDP client", dur: &c.WallcrawlerIdleGrace},
-		{flag: "wallcrawler-lease", usage: "a process that has not renewed its lease for this long is taken for dead by the others sharing the store: its sessions become ERROR and their slots are freed", dur: &c.WallcrawlerLease},
-		{flag: "wallcrawler-lease-renew", usage: "how often a process renews its lease (0: a third of wallcrawler-lease)", dur: &c.WallcrawlerLeaseRenew},
-		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &c.WallcrawlerContextMaxBytes},
-		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &c.WallcrawlerContextMaxEntries},
-		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &c.Chromium},
-		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &c.WallcrawlerUser},
-		{flag: "wallcrawler-uids", usage: "range of user ids, one per browser, when quarry runs as root (e.g. 200000-200999): sessions' browsers cannot read each other's files (default: one user for all, see wallcrawler-user)", str: &c.WallcrawlerUIDs},
-		{flag: "wallcrawler-browser-dir", usage: "directory of the browsers' work dirs and restored profiles, outside data-dir (default: <tmp>/quarry-browsers-<hash of data-dir>)", str: &c.WallcrawlerBrowserDir},
-		{flag: "wallcrawler-live-frame-ancestors", usage: `sites that may embed the live view in an iframe (CSP frame-ancestors): "*" any (default), "'none'", or space-separated origins like "'self' https://app.example.com"`, str: &c.WallcrawlerLiveFrameAncestors},
-		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &c.ChecksTablePrefix},
-		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &c.ChecksMinInterval},
-		{flag: "checks-run-timeout", usage: "bound of one run of a check; a run holds its check's lease for twice this, the longest a check waits when the process running it dies", dur: &c.ChecksRunTimeout},
-		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
-		{flag: "checks-allow-networks", usage: "deprecated: use --allow-networks", str: &c.ChecksAllowNetworks},
-		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &c.ChecksRetention},
-		{flag: "checks-free-limit", usage: "checkLimit of the FREE tier", num: &c.ChecksFreeLimit},
-		{flag: "checks-pro-limit", usage: "checkLimit of the PRO tier", num: &c.ChecksProLimit},
-		{flag: "checks-smtp", usage: "SMTP server (host:port) for email alerts; empty: no email", str: &c.ChecksSMTP},
-		{flag: "checks-smtp-from", usage: "sender of email alerts", str: &c.ChecksSMTPFrom},
-		{flag: "checks-smtp-user", usage: "SMTP user (PLAIN auth, over TLS or to localhost)", str: &c.ChecksSMTPUser},
-		{flag: "checks-smtp-password", usage: "SMTP password", str: &c.ChecksSMTPPassword},
-		{flag: "eecar-table-prefix", usage: "prefix of eecar-parts-table", str: &c.EECARTablePrefix},
-		{flag: "eecar-embeddings-url", usage: "OpenAI-compatible base URL for EECAR's embeddings (default: the local embedder)", str: &c.EECAREmbeddingsURL},
-		{flag: "eecar-embeddings-model", usage: "embedding model name at eecar-embeddings-url", str: &c.EECAREmbeddingsModel},
-		{flag: "eecar-embeddings-key", usage: "API key for eecar-embeddings-url", str: &c.EECAREmbeddingsKey},
-		{flag: "eecar-embeddings-dim", usage: "dimension of the embeddings at eecar-embeddings-url", num: &c.EECAREmbeddingsDim},
-		{flag: "eecar-image-quota", usage: "most bytes of part images one company may upload (bytes, or a size like 512MiB, 1GiB; 0: no bound)", size: &c.EECARImageQuota},
-		{flag: "datashelf-db", usage: "DataShelf database: empty for SQLite under data-dir, or a postgres:// URL", str: &c.DataShelfDB},
-		{flag: "datashelf-keys", usage: "file of \"KEY_ID SECRET\" lines for DataShelf's signed scraper endpoints", str: &c.DataShelfKeys},
-		{flag: "credentials", usage: "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", str: &c.Credentials},
 		{flag: "read-header-timeout", usage: "longest time to read a request's headers, on both listeners", dur: &c.ReadHeaderTimeout},
 		{flag: "read-timeout", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
 		{flag: "idle-timeout", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
 		{flag: "write-timeout", usage: "longest time to send a response, on both listeners, plus 1s per 64 KiB sent (a client reading slower is cut off; WebSockets are not affected)", dur: &c.WriteTimeout},
 		{flag: "max-conns", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
+	})...)
+	all = append(all, group(GroupNetwork, []field{
+		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
+		{flag: "checks-allow-networks", usage: "deprecated: use --allow-networks", str: &c.ChecksAllowNetworks},
+	})...)
+	all = append(all, group(GroupStore, []field{
+		{flag: "emulate", usage: "ddb serve: answer like another engine where it lacks features quarry uses: alternator (no TransactWriteItems/TransactGetItems, no point-in-time recovery, delayed stream records)", str: &c.Emulate},
+		{flag: "emulate-stream-delay", usage: "ddb serve --emulate: how long a write takes to appear in its table's stream", dur: &c.EmulateStreamDelay},
+		{flag: "ddb-listen", usage: `address of the DynamoDB-compatible endpoint ("off" to disable)`, str: &c.DDBListen},
+		{flag: "region", usage: "region named in ARNs", str: &c.Region},
+		{flag: "ttl-interval", usage: "how often the store deletes expired items", dur: &c.TTLInterval},
+		{flag: "ddb-sync", usage: "fsync each store commit before acknowledging it; false: acknowledged writes survive a crash of quarry but not of the machine", boolean: &c.DDBSync},
+		{flag: "ddb-sync-interval", usage: "shortest time between two fsyncs of the store's log; commits arriving meanwhile share the next fsync (0: sync at once)", dur: &c.DDBSyncInterval},
+		{flag: "ddb-cache-mb", usage: "store block cache size in MiB", num: &c.DDBCacheMB},
+		{flag: "dynamodb-endpoint", usage: "DynamoDB endpoint for the systems (e.g. https://dynamodb.eu-west-1.amazonaws.com); empty: the embedded store", str: &c.DynamoDBEndpoint},
+		{flag: "credentials", usage: "file of \"ACCESS_KEY_ID SECRET\" lines; when set the DynamoDB endpoint requires SigV4-signed requests", str: &c.Credentials},
 		{flag: "ddb-max-conns", usage: "most connections open at once on the DynamoDB endpoint; more are answered 503", num: &c.DDBMaxConns},
+	})...)
+	all = append(all, group(GroupBlobs, []field{
 		{flag: "blob-s3-bucket", usage: "S3 bucket for the systems' blobs, under <system>/ (default: none, blobs under data-dir)", str: &c.BlobS3Bucket},
 		{flag: "blob-s3-endpoint", usage: "base URL of an S3-compatible service for blob-s3-bucket, e.g. http://127.0.0.1:9000 (default: AWS S3)", str: &c.BlobS3Endpoint},
 		{flag: "blob-s3-region", usage: "region of blob-s3-bucket (default: region)", str: &c.BlobS3Region},
 		{flag: "blob-s3-path-style", usage: "address blob-s3-bucket in the URL path (MinIO, Ceph and most S3-compatible services)", boolean: &c.BlobS3PathStyle},
-	}
+	})...)
+	all = append(all, c.DataShelf.fields()...)
+	all = append(all, c.Wallcrawler.fields()...)
+	all = append(all, c.Checks.fields()...)
+	all = append(all, c.EECAR.fields()...)
 	if which == nil {
 		return all
 	}
@@ -444,16 +373,9 @@ func UnknownEnv(environ []string) []string {
 // Validate checks every setting and reports all problems at once.
 func (c *Config) Validate() error {
 	var errs []error
-	checkAddr := func(name, v string, allowOff bool) {
-		name = "--" + name
-		if allowOff && v == "off" {
-			return
-		}
-		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
-			errs = append(errs, fmt.Errorf("config: %s %q: want host:port (e.g. 127.0.0.1:8080)", name, v))
-		}
+	if err := checkAddr("listen", c.Listen, false); err != nil {
+		errs = append(errs, err)
 	}
-	checkAddr("listen", c.Listen, false)
 	if _, err := origin.ParsePublicURL(c.PublicURL); err != nil {
 		errs = append(errs, fmt.Errorf("config: --public-url %q: want an http:// or https:// URL with a host and no query, e.g. https://browsers.example.com (%w)", c.PublicURL, err))
 	}
@@ -477,7 +399,9 @@ func (c *Config) Validate() error {
 	if _, err := origin.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("config: --trusted-proxies %q: want comma-separated CIDRs like 10.0.0.0/8 (%w)", c.TrustedProxies, err))
 	}
-	checkAddr("ddb-listen", c.DDBListen, true)
+	if err := checkAddr("ddb-listen", c.DDBListen, true); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("config: --data-dir must not be empty"))
 	} else if err := creatableDir(c.DataDir); err != nil {
@@ -500,78 +424,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config: --credentials %q: not a readable file", c.Credentials))
 		}
 	}
-	if c.DataShelfDB != "" && !strings.HasPrefix(c.DataShelfDB, "postgres://") && !strings.HasPrefix(c.DataShelfDB, "postgresql://") {
-		errs = append(errs, fmt.Errorf("config: --datashelf-db %q: want empty (SQLite) or a postgres:// URL", c.DataShelfDB))
-	}
-	for _, f := range []struct{ name, path string }{{"datashelf-keys", c.DataShelfKeys}} {
-		if f.path == "" {
-			continue
-		}
-		if st, err := os.Stat(f.path); err != nil || st.IsDir() {
-			errs = append(errs, fmt.Errorf("config: --%s %q: not a readable file", f.name, f.path))
-		}
-	}
-	if c.WallcrawlerPool < 0 || c.WallcrawlerPool > 64 {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-pool %d: want 0 to 64", c.WallcrawlerPool))
-	}
-	if c.WallcrawlerIdleGrace <= 0 {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-idle-grace %v: must be positive", c.WallcrawlerIdleGrace))
-	}
-	if c.WallcrawlerLease < time.Second {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-lease %v: want at least 1s", c.WallcrawlerLease))
-	}
-	if c.WallcrawlerLeaseRenew < 0 || c.WallcrawlerLeaseRenew >= c.WallcrawlerLease {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-lease-renew %v: want 0 (a third of the lease) or less than --wallcrawler-lease %v", c.WallcrawlerLeaseRenew, c.WallcrawlerLease))
-	}
-	if c.WallcrawlerSecret != "" && len(c.WallcrawlerSecret) < 16 {
-		errs = append(errs, errors.New("config: --wallcrawler-secret: want at least 16 characters"))
-	}
-	if c.WallcrawlerUser != "" && c.WallcrawlerUIDs != "" {
-		errs = append(errs, errors.New("config: --wallcrawler-user and --wallcrawler-uids are exclusive: one user for every browser, or one id each"))
-	}
-	if c.WallcrawlerUser != "" && !validUserSpec(c.WallcrawlerUser) {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-user %q: want a user name or uid[:gid]", c.WallcrawlerUser))
-	}
-	if c.WallcrawlerBrowserDir != "" && c.DataDir != "" {
-		if inside, err := within(c.WallcrawlerBrowserDir, c.DataDir); err != nil {
-			errs = append(errs, fmt.Errorf("config: --wallcrawler-browser-dir: %w", err))
-		} else if inside {
-			errs = append(errs, fmt.Errorf("config: --wallcrawler-browser-dir %q is inside --data-dir %q, which the browser user must not enter", c.WallcrawlerBrowserDir, c.DataDir))
-		}
-	}
-	if err := checkFrameAncestors(c.WallcrawlerLiveFrameAncestors); err != nil {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-live-frame-ancestors %q: %w", c.WallcrawlerLiveFrameAncestors, err))
-	}
-	if c.WallcrawlerContextMaxBytes < 1<<20 {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-bytes %d: want at least 1MiB (1048576)", c.WallcrawlerContextMaxBytes))
-	}
-	if c.WallcrawlerContextMaxEntries < 1 {
-		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-entries %d: must be at least 1", c.WallcrawlerContextMaxEntries))
-	}
-	if c.ChecksMinInterval < time.Second {
-		errs = append(errs, fmt.Errorf("config: --checks-min-interval %v: at least 1s", c.ChecksMinInterval))
-	}
-	if c.ChecksRunTimeout < time.Second || c.ChecksRunTimeout > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("config: --checks-run-timeout %v: want 1s to 10m", c.ChecksRunTimeout))
-	}
-	if c.ChecksRetention < 0 {
-		errs = append(errs, fmt.Errorf("config: --checks-retention %v: must not be negative", c.ChecksRetention))
-	}
-	if c.ChecksFreeLimit < 0 || c.ChecksProLimit < 0 {
-		errs = append(errs, errors.New("config: --checks-free-limit and --checks-pro-limit must not be negative"))
-	}
 	if _, err := c.NetworkPolicy(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.ChecksSMTP != "" {
-		checkAddr("checks-smtp", c.ChecksSMTP, false)
-		if c.ChecksSMTPFrom == "" {
-			errs = append(errs, errors.New("config: --checks-smtp needs --checks-smtp-from"))
-		}
-	}
-	if c.EECAREmbeddingsURL != "" && (c.EECAREmbeddingsModel == "" || c.EECAREmbeddingsDim <= 0) {
-		errs = append(errs, errors.New("config: --eecar-embeddings-url needs --eecar-embeddings-model and a positive --eecar-embeddings-dim"))
-	}
+	errs = append(errs, c.DataShelf.validate()...)
+	errs = append(errs, c.Wallcrawler.validate(c.DataDir)...)
+	errs = append(errs, c.Checks.validate()...)
+	errs = append(errs, c.EECAR.validate()...)
 	if c.BlobS3Bucket == "" && (c.BlobS3Endpoint != "" || c.BlobS3Region != "" || c.BlobS3PathStyle) {
 		errs = append(errs, errors.New("config: --blob-s3-endpoint, --blob-s3-region and --blob-s3-path-style need --blob-s3-bucket"))
 	}
@@ -606,6 +465,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config: --ttl-interval %v: must be positive", c.TTLInterval))
 	}
 	return errors.Join(errs...)
+}
+
+// checkAddr returns an error when v, the value of --name, is not
+// host:port (or "off", when allowOff).
+func checkAddr(name, v string, allowOff bool) error {
+	if allowOff && v == "off" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return fmt.Errorf("config: --%s %q: want host:port (e.g. 127.0.0.1:8080)", name, v)
+	}
+	return nil
 }
 
 // SystemNames are the systems `quarry serve` can run, in the order the

@@ -48,25 +48,25 @@ func TestLoad(t *testing.T) {
 		{name: "sync interval", env: map[string]string{"QUARRY_DDB_SYNC_INTERVAL": "0s"}, check: func(c *Config) bool { return c.DDBSyncInterval == 0 }},
 		{name: "bad sync interval", args: []string{"--ddb-sync-interval", "1s"}, wantErr: "ddb-sync-interval 1s: must be in [0, 100ms]"},
 		{name: "bad store cache", env: map[string]string{"QUARRY_DDB_CACHE_MB": "0"}, wantErr: "ddb-cache-mb 0: must be at least 1"},
-		{name: "lease default", check: func(c *Config) bool { return c.WallcrawlerLease == 15*time.Second && c.WallcrawlerLeaseRenew == 0 }},
+		{name: "lease default", check: func(c *Config) bool { return c.Wallcrawler.Lease == 15*time.Second && c.Wallcrawler.LeaseRenew == 0 }},
 		{name: "lease from env", env: map[string]string{"QUARRY_WALLCRAWLER_LEASE": "4s", "QUARRY_WALLCRAWLER_LEASE_RENEW": "1s"},
 			check: func(c *Config) bool {
-				return c.WallcrawlerLease == 4*time.Second && c.WallcrawlerLeaseRenew == time.Second
+				return c.Wallcrawler.Lease == 4*time.Second && c.Wallcrawler.LeaseRenew == time.Second
 			}},
 		{name: "lease too short", args: []string{"--wallcrawler-lease", "500ms"}, wantErr: "--wallcrawler-lease 500ms: want at least 1s"},
 		{name: "lease renew not shorter than the lease", args: []string{"--wallcrawler-lease", "4s", "--wallcrawler-lease-renew", "4s"},
 			wantErr: "--wallcrawler-lease-renew 4s: want 0 (a third of the lease) or less than --wallcrawler-lease 4s"},
 		{name: "context caps default", check: func(c *Config) bool {
-			return c.WallcrawlerContextMaxBytes == 1<<30 && c.WallcrawlerContextMaxEntries == 100_000
+			return c.Wallcrawler.ContextMaxBytes == 1<<30 && c.Wallcrawler.ContextMaxEntries == 100_000
 		}},
 		{name: "context caps from env", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "512MiB", "QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES": "5000"},
 			check: func(c *Config) bool {
-				return c.WallcrawlerContextMaxBytes == 512<<20 && c.WallcrawlerContextMaxEntries == 5000
+				return c.Wallcrawler.ContextMaxBytes == 512<<20 && c.Wallcrawler.ContextMaxEntries == 5000
 			}},
 		{name: "context max bytes flag in bytes", args: []string{"--wallcrawler-context-max-bytes", "2097152"}, env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "1GiB"},
-			check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<20 }},
+			check: func(c *Config) bool { return c.Wallcrawler.ContextMaxBytes == 2<<20 }},
 		{name: "context max bytes flag with unit", args: []string{"--wallcrawler-context-max-bytes=2g"},
-			check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<30 }},
+			check: func(c *Config) bool { return c.Wallcrawler.ContextMaxBytes == 2<<30 }},
 		{name: "bad context max bytes", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "lots"}, wantErr: `QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES="lots": not a size`},
 		{name: "bad context max bytes flag", args: []string{"--wallcrawler-context-max-bytes", "-5"}, wantErr: `--wallcrawler-context-max-bytes "-5": want bytes or a size`},
 		{name: "context max bytes too small", args: []string{"--wallcrawler-context-max-bytes", "1000"}, wantErr: "wallcrawler-context-max-bytes 1000: want at least 1MiB"},
@@ -83,10 +83,10 @@ func TestLoad(t *testing.T) {
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 		{name: "browser user and dir from env", env: map[string]string{"QUARRY_WALLCRAWLER_USER": "65534:65534", "QUARRY_WALLCRAWLER_BROWSER_DIR": "/var/tmp/qb"},
 			check: func(c *Config) bool {
-				return c.WallcrawlerUser == "65534:65534" && c.WallcrawlerBrowserDir == "/var/tmp/qb"
+				return c.Wallcrawler.User == "65534:65534" && c.Wallcrawler.BrowserDir == "/var/tmp/qb"
 			}},
-		{name: "browser user by name", args: []string{"--wallcrawler-user", "quarry-browser"}, check: func(c *Config) bool { return c.WallcrawlerUser == "quarry-browser" }},
-		{name: "browser ids from env", env: map[string]string{"QUARRY_WALLCRAWLER_UIDS": "200000-200999"}, check: func(c *Config) bool { return c.WallcrawlerUIDs == "200000-200999" }},
+		{name: "browser user by name", args: []string{"--wallcrawler-user", "quarry-browser"}, check: func(c *Config) bool { return c.Wallcrawler.User == "quarry-browser" }},
+		{name: "browser ids from env", env: map[string]string{"QUARRY_WALLCRAWLER_UIDS": "200000-200999"}, check: func(c *Config) bool { return c.Wallcrawler.UIDs == "200000-200999" }},
 		{name: "browser user and ids", args: []string{"--wallcrawler-user", "nobody", "--wallcrawler-uids", "200000-200999"}, wantErr: "--wallcrawler-user and --wallcrawler-uids are exclusive"},
 		{name: "write timeout", args: []string{"--write-timeout", "1m"}, check: func(c *Config) bool { return c.WriteTimeout == time.Minute }},
 		{name: "bad write timeout", args: []string{"--write-timeout", "10ms"}, wantErr: "write-timeout 10ms: want 100ms to 24h"},
@@ -104,7 +104,7 @@ func TestLoad(t *testing.T) {
 		{name: "bad max conns", args: []string{"--ddb-max-conns", "0"}, wantErr: "ddb-max-conns 0: want 1 to 1000000"},
 		{name: "bad read timeout", env: map[string]string{"QUARRY_READ_TIMEOUT": "1ms"}, wantErr: "read-timeout 1ms: want 100ms to 24h"},
 		{name: "bad idle timeout", args: []string{"--idle-timeout", "0s"}, wantErr: "idle-timeout 0s: want 100ms to 24h"},
-		{name: "browser dir beside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q-browsers"}, check: func(c *Config) bool { return c.WallcrawlerBrowserDir == "/srv/q-browsers" }},
+		{name: "browser dir beside data dir", args: []string{"--data-dir", "/srv/q", "--wallcrawler-browser-dir", "/srv/q-browsers"}, check: func(c *Config) bool { return c.Wallcrawler.BrowserDir == "/srv/q-browsers" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,10 +233,10 @@ func TestEnvThroughFlags(t *testing.T) {
 		check   func(*Config) bool
 		wantErr string
 	}{
-		{name: "int in the flag's forms", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "0x2"}, check: func(c *Config) bool { return c.WallcrawlerPool == 2 }},
+		{name: "int in the flag's forms", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "0x2"}, check: func(c *Config) bool { return c.Wallcrawler.Pool == 2 }},
 		{name: "bool", env: map[string]string{"QUARRY_DDB_SYNC": "false"}, check: func(c *Config) bool { return !c.DDBSync }},
-		{name: "size", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "2MiB"}, check: func(c *Config) bool { return c.WallcrawlerContextMaxBytes == 2<<20 }},
-		{name: "flag wins", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "3"}, args: []string{"--wallcrawler-pool", "1"}, check: func(c *Config) bool { return c.WallcrawlerPool == 1 }},
+		{name: "size", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_BYTES": "2MiB"}, check: func(c *Config) bool { return c.Wallcrawler.ContextMaxBytes == 2<<20 }},
+		{name: "flag wins", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "3"}, args: []string{"--wallcrawler-pool", "1"}, check: func(c *Config) bool { return c.Wallcrawler.Pool == 1 }},
 		{name: "bad int", env: map[string]string{"QUARRY_WALLCRAWLER_POOL": "many"}, wantErr: `config: QUARRY_WALLCRAWLER_POOL="many": want a whole number (the environment variable of --wallcrawler-pool)`},
 		{name: "bad duration", env: map[string]string{"QUARRY_TTL_INTERVAL": "often"}, wantErr: `QUARRY_TTL_INTERVAL="often": want a duration such as 10s, 500ms or 2m`},
 		{name: "bad env, good flag: still an error", env: map[string]string{"QUARRY_DDB_SYNC": "maybe"}, args: []string{"--ddb-sync=true"}, wantErr: `QUARRY_DDB_SYNC="maybe": want true or false`},

@@ -1,4 +1,8 @@
-package main
+// Package emulate makes a DynamoDB endpoint answer like another engine
+// where that engine lacks what quarry's systems use, so that their
+// behaviour on it can be tested against the embedded store (quarry ddb
+// serve --emulate).
+package emulate
 
 import (
 	"bytes"
@@ -97,8 +101,8 @@ func emulateAlternator(next http.Handler, streamDelay time.Duration) http.Handle
 	})
 }
 
-// emulation returns the handler of `quarry ddb serve --emulate NAME`.
-func emulation(name string, streamDelay time.Duration, h http.Handler) (http.Handler, error) {
+// Handler returns the handler of `quarry ddb serve --emulate NAME`.
+func Handler(name string, streamDelay time.Duration, h http.Handler) (http.Handler, error) {
 	switch name {
 	case "":
 		return h, nil

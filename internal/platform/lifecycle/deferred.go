@@ -1,4 +1,4 @@
-package main
+package lifecycle
 
 import (
 	"context"
@@ -27,25 +27,25 @@ import (
 // by itself once its backend answers, while the others serve and /healthz
 // names what is missing. A backend that answers with a refusal (a missing
 // bucket, wrong credentials, a PostgreSQL error) is a configuration error
-// that waiting cannot heal: the start fails as before.
+// that waiting cannot heal: the start fails.
 
 // systemRetry paces a waiting system's start attempts.
 var systemRetry = backoff.Policy{Base: time.Second, Max: 15 * time.Second, Jitter: 0.2}
 
-// errNotYet is a start attempt's answer when something it needs (another
-// system) is itself still waiting: it is retried like an unreachable
+// ErrNotYet is a start attempt's answer when something it needs (another
+// system) is itself still waiting: it is retried like an Unreachable
 // backend.
-var errNotYet = errors.New("waiting for another system")
+var ErrNotYet = errors.New("waiting for another system")
 
-// unreachable reports whether err says a backend could not be reached, so
+// Unreachable reports whether err says a backend could not be reached, so
 // that a later attempt may succeed: no connection (refused, reset, timed
 // out) or a 5xx answer. An answer of another kind (a 4xx such as
 // NoSuchBucket or an unrecognised key, a PostgreSQL error) is not.
-func unreachable(err error) bool {
+func Unreachable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, errNotYet) {
+	if errors.Is(err, ErrNotYet) {
 		return true
 	}
 	var pg *pgconn.PgError
@@ -64,20 +64,20 @@ func unreachable(err error) bool {
 	return errors.As(err, &re) && re.HTTPStatusCode() >= 500
 }
 
-// disabledError is a start attempt's answer when the system cannot run on
+// Disabled is a start attempt's answer when the system cannot run on
 // this backend at all (a missing DynamoDB feature): it is not retried.
-type disabledError struct{ reason string }
+type Disabled struct{ Reason string }
 
-func (e disabledError) Error() string { return e.reason }
+func (e Disabled) Error() string { return e.Reason }
 
-// systemStart starts one system under sub (which owns what it starts) and
+// StartFunc starts one system under sub (which owns what it starts) and
 // returns its routes (mux pattern → handler) and its /healthz status.
-type systemStart func(ctx context.Context, sub *lifecycle) (routes map[string]http.Handler, status map[string]any, err error)
+type StartFunc func(ctx context.Context, sub *Lifecycle) (routes map[string]http.Handler, status map[string]any, err error)
 
-// slot is one system as the mux and /healthz see it: its routes once it
+// Slot is one system as the mux and /healthz see it: its routes once it
 // has started; until then (or when it cannot run) they answer 503 with
 // the reason.
-type slot struct {
+type Slot struct {
 	name string
 
 	mu      sync.Mutex
@@ -86,12 +86,13 @@ type slot struct {
 	waiting bool
 }
 
-func newSlot(name string) *slot {
-	return &slot{name: name, status: map[string]any{"status": "starting"}}
+// NewSlot returns the slot of the system called name, starting.
+func NewSlot(name string) *Slot {
+	return &Slot{name: name, status: map[string]any{"status": "starting"}}
 }
 
-// route returns the handler the mux mounts at pattern.
-func (s *slot) route(pattern string) http.Handler {
+// Route returns the handler the mux mounts at pattern.
+func (s *Slot) Route(pattern string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		h := s.routes[pattern]
@@ -118,19 +119,20 @@ func unavailable(w http.ResponseWriter, reason string, retryAfter int) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": reason})
 }
 
-func (s *slot) publish(routes map[string]http.Handler, status map[string]any) {
+func (s *Slot) publish(routes map[string]http.Handler, status map[string]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.routes, s.status, s.waiting = routes, status, false
 }
 
-func (s *slot) disable(reason string) {
+// Disable marks the system as not running here, for reason.
+func (s *Slot) Disable(reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.status, s.waiting = map[string]any{"status": "disabled", "reason": reason}, false
 }
 
-func (s *slot) wait(err error, since time.Time) {
+func (s *Slot) wait(err error, since time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.status = map[string]any{"status": "waiting", "reason": s.name + " is waiting for its backend: " + err.Error(),
@@ -138,15 +140,18 @@ func (s *slot) wait(err error, since time.Time) {
 	s.waiting = true
 }
 
-// health returns a copy of the slot's /healthz status.
-func (s *slot) health() map[string]any {
+// Name returns the system's name.
+func (s *Slot) Name() string { return s.name }
+
+// Health returns a copy of the Slot's /healthz status.
+func (s *Slot) Health() map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.status)
 }
 
-// isWaiting reports whether the system waits for its backend.
-func (s *slot) isWaiting() bool {
+// IsWaiting reports whether the system waits for its backend.
+func (s *Slot) IsWaiting() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waiting
@@ -163,11 +168,11 @@ func (w waitingSystems) Error() string {
 // Degraded marks the failure as partial (httpserver.HealthDetails).
 func (w waitingSystems) Degraded() bool { return true }
 
-// waitingOf returns the names of the slots that wait, or nil.
-func waitingOf(slots []*slot) error {
+// Waiting returns the names of the slots that wait, or nil.
+func Waiting(slots []*Slot) error {
 	var names []string
 	for _, s := range slots {
-		if s.isWaiting() {
+		if s.IsWaiting() {
 			names = append(names, s.name)
 		}
 	}
@@ -178,41 +183,41 @@ func waitingOf(slots []*slot) error {
 	return waitingSystems(names)
 }
 
-// startSystem starts the system of s now. When the attempt fails because
+// StartSystem starts the system of s now. When the attempt fails because
 // a backend does not answer, what it had started is stopped, the system
 // waits (its routes answer 503, /healthz says why) and further attempts
 // run in the background with backoff until one succeeds or lc stops. An
-// attempt refused with a disabledError disables the system; any other
+// attempt refused with a Disabled disables the system; any other
 // failure of the first attempt is returned (the node does not start).
 // What a successful attempt started is stopped at shutdown in this
 // system's place of lc's order.
-func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) error {
+func StartSystem(lc *Lifecycle, s *Slot, log *slog.Logger, start StartFunc) error {
 	sub := systemLifecycle(lc.Context(), log)
 	routes, status, err := start(sub.Context(), sub)
 	if err == nil {
-		lc.onStop(s.name, sub.shutdown)
+		lc.OnStop(s.name, sub.Shutdown)
 		lc.group.Go(sub.group.Wait) // a failing part of the system stops the process
 		s.publish(routes, status)
 		return nil
 	}
 	undo(sub)
-	var dis disabledError
+	var dis Disabled
 	if errors.As(err, &dis) {
-		log.Error(dis.reason, "system", s.name)
-		s.disable(dis.reason)
+		log.Error(dis.Reason, "system", s.name)
+		s.Disable(dis.Reason)
 		return nil
 	}
-	if !unreachable(err) {
+	if !Unreachable(err) {
 		return err
 	}
 	since := time.Now()
 	s.wait(err, since)
-	log.Warn("backend unreachable: the system starts when it answers", "system", s.name, "err", err)
+	log.Warn("backend Unreachable: the system starts when it answers", "system", s.name, "err", err)
 
 	ctx, cancel := context.WithCancel(lc.Context())
 	done := make(chan struct{})
 	var mu sync.Mutex
-	var started *lifecycle
+	var started *Lifecycle
 	lc.group.Go(func() error {
 		defer close(done)
 		b := systemRetry.Start()
@@ -235,22 +240,22 @@ func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) er
 			if ctx.Err() != nil {
 				return nil
 			}
-			if dis := (disabledError{}); errors.As(err, &dis) {
-				log.Error(dis.reason, "system", s.name)
-				s.disable(dis.reason)
+			if dis := (Disabled{}); errors.As(err, &dis) {
+				log.Error(dis.Reason, "system", s.name)
+				s.Disable(dis.Reason)
 				return nil
 			}
-			if !unreachable(err) {
+			if !Unreachable(err) {
 				// The backend answers but refuses: keep trying (an
 				// operator may fix it), and say so.
 				log.Error("system start failed; retrying", "system", s.name, "err", err)
 			} else {
-				log.Debug("backend still unreachable", "system", s.name, "err", err)
+				log.Debug("backend still Unreachable", "system", s.name, "err", err)
 			}
 			s.wait(err, since)
 		}
 	})
-	lc.onStop(s.name+" (started late)", func(sctx context.Context) error {
+	lc.OnStop(s.name+" (started late)", func(sctx context.Context) error {
 		cancel()
 		select {
 		case <-done:
@@ -262,19 +267,18 @@ func startSystem(lc *lifecycle, s *slot, log *slog.Logger, start systemStart) er
 		if started == nil {
 			return nil
 		}
-		return started.shutdown(sctx)
+		return started.Shutdown(sctx)
 	})
 	return nil
 }
 
-// undo stops what a failed start attempt had started.
-// systemLifecycle returns the lifecycle of one system: its context lives
+// systemLifecycle returns the Lifecycle of one system: its context lives
 // until the system is stopped (or a part of it fails), also when the
 // system runs no goroutine of its own (an errgroup's context ends as soon
 // as its Wait returns, which for an empty group is at once: DataShelf's
 // console crawls found theirs cancelled before they started).
-func systemLifecycle(ctx context.Context, log *slog.Logger) *lifecycle {
-	sub := newLifecycle(ctx, log)
+func systemLifecycle(ctx context.Context, log *slog.Logger) *Lifecycle {
+	sub := New(ctx, log)
 	stopped := make(chan struct{})
 	sub.group.Go(func() error {
 		select {
@@ -284,12 +288,13 @@ func systemLifecycle(ctx context.Context, log *slog.Logger) *lifecycle {
 		return nil
 	})
 	// The first part recorded, so the last stopped.
-	sub.onStop("system lifetime", func(context.Context) error { close(stopped); return nil })
+	sub.OnStop("system lifetime", func(context.Context) error { close(stopped); return nil })
 	return sub
 }
 
-func undo(sub *lifecycle) {
+// undo stops what a failed start attempt had started.
+func undo(sub *Lifecycle) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_ = sub.shutdown(ctx)
+	_ = sub.Shutdown(ctx)
 }

@@ -1,4 +1,4 @@
-package main
+package ddbtable
 
 import (
 	"context"
@@ -12,16 +12,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
-	"github.com/quarrydb/quarry/internal/platform/config"
-	"github.com/quarrydb/quarry/internal/platform/ddbtable"
+	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 )
 
-// capabilities are the DynamoDB features an endpoint offers, probed at
+// Capabilities are the DynamoDB features an endpoint offers, probed at
 // start with harmless calls on a table that does not exist: an engine
 // that implements an operation answers ResourceNotFoundException (or
 // succeeds), one that does not answers UnknownOperationException (see
-// ddbtable.IsUnsupported).
-type capabilities struct {
+// IsUnsupported).
+type Capabilities struct {
 	// Engine names the endpoint in messages: "the embedded store",
 	// "AWS DynamoDB (https://…)", "the DynamoDB endpoint http://… (…)".
 	Engine string
@@ -38,15 +37,15 @@ type capabilities struct {
 // probeTable is the table the probes name; it need not exist.
 const probeTable = "quarry-capability-probe-0"
 
-// probeCapabilities finds what the systems' DynamoDB endpoint offers. The
+// ProbeCapabilities finds what the systems' DynamoDB endpoint offers. The
 // embedded store offers everything and is not probed.
-func probeCapabilities(ctx context.Context, c *config.Config, client *dynamodb.Client, streams *dynamodbstreams.Client) capabilities {
-	if c.DynamoDBEndpoint == "" {
-		return capabilities{Engine: "the embedded store", Transactions: true, Streams: true, TTL: true, PITR: true}
+func ProbeCapabilities(ctx context.Context, endpoint string, client *dynamodb.Client, streams *dynamodbstreams.Client) Capabilities {
+	if endpoint == "" {
+		return Capabilities{Engine: "the embedded store", Transactions: true, Streams: true, TTL: true, PITR: true}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	supported := func(err error) bool { return !ddbtable.IsUnsupported(err) }
+	supported := func(err error) bool { return !IsUnsupported(err) }
 	key := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "probe"}}
 	_, terr := client.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
 		{Get: &types.Get{TableName: aws.String(probeTable), Key: key}},
@@ -54,22 +53,22 @@ func probeCapabilities(ctx context.Context, c *config.Config, client *dynamodb.C
 	_, perr := client.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(probeTable)})
 	_, ttlErr := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(probeTable)})
 	_, serr := streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{Limit: aws.Int32(1)})
-	caps := capabilities{Transactions: supported(terr), PITR: supported(perr), TTL: supported(ttlErr), Streams: supported(serr)}
+	caps := Capabilities{Transactions: supported(terr), PITR: supported(perr), TTL: supported(ttlErr), Streams: supported(serr)}
 	switch {
-	case strings.Contains(c.DynamoDBEndpoint, "amazonaws.com"):
-		caps.Engine = "AWS DynamoDB (" + c.DynamoDBEndpoint + ")"
+	case strings.Contains(endpoint, "amazonaws.com"):
+		caps.Engine = "AWS DynamoDB (" + endpoint + ")"
 	case !caps.Transactions && !caps.PITR:
 		// The gaps ScyllaDB's compatibility document lists.
-		caps.Engine = "the DynamoDB endpoint " + c.DynamoDBEndpoint + " (ScyllaDB Alternator or alike)"
+		caps.Engine = "the DynamoDB endpoint " + endpoint + " (ScyllaDB Alternator or alike)"
 	default:
-		caps.Engine = "the DynamoDB endpoint " + c.DynamoDBEndpoint
+		caps.Engine = "the DynamoDB endpoint " + endpoint
 	}
 	return caps
 }
 
-// missing returns the message refusing a system that needs features the
+// Missing returns the message refusing a system that needs features the
 // endpoint lacks ("" when it has them all).
-func (k capabilities) missing(system string, needs ...string) string {
+func (k Capabilities) Missing(system string, needs ...string) string {
 	var lack []string
 	for _, n := range needs {
 		switch {
@@ -87,21 +86,23 @@ func (k capabilities) missing(system string, needs ...string) string {
 	return fmt.Sprintf("%s is not started: %s does not support %s, which %s needs", system, k.Engine, strings.Join(lack, " and "), system)
 }
 
-// health is the capabilities as /healthz reports them.
-func (k capabilities) health() map[string]any {
+// Health is the Capabilities as /healthz reports them.
+func (k Capabilities) Health() map[string]any {
 	return map[string]any{"engine": k.Engine, "transactions": k.Transactions, "streams": k.Streams, "ttl": k.TTL, "pointInTimeRecovery": k.PITR}
 }
 
-// capsProbe probes the DynamoDB endpoint's capabilities once it answers,
+// CapsProbe probes the DynamoDB endpoint's Capabilities once it answers,
 // and remembers them.
-type capsProbe struct {
-	c       *config.Config
-	client  *dynamodb.Client
-	streams *dynamodbstreams.Client
+type CapsProbe struct {
+	// Endpoint is the DynamoDB endpoint's URL; empty: the embedded store,
+	// which offers everything and is not probed.
+	Endpoint string
+	Client   *dynamodb.Client
+	Streams  *dynamodbstreams.Client
 
 	probing sync.Mutex // one probe at a time
 	mu      sync.Mutex
-	k       *capabilities
+	k       *Capabilities
 	// The last failure to reach the endpoint, given again for a while to
 	// the systems that ask next, so that a silent endpoint costs one
 	// timeout at start, not one per system.
@@ -113,9 +114,9 @@ type capsProbe struct {
 // without a new probe.
 const capsRecheck = 500 * time.Millisecond
 
-// get returns the endpoint's capabilities, probing them on the first call
+// Get returns the endpoint's Capabilities, probing them on the first call
 // that finds the endpoint reachable; while it is not, the error says so.
-func (p *capsProbe) get(ctx context.Context) (capabilities, error) {
+func (p *CapsProbe) Get(ctx context.Context) (Capabilities, error) {
 	p.probing.Lock()
 	defer p.probing.Unlock()
 	p.mu.Lock()
@@ -124,30 +125,30 @@ func (p *capsProbe) get(ctx context.Context) (capabilities, error) {
 	if k != nil {
 		return *k, nil
 	}
-	if p.c.DynamoDBEndpoint != "" {
+	if p.Endpoint != "" {
 		if p.lastErr != nil && time.Since(p.lastAt) < capsRecheck {
-			return capabilities{}, p.lastErr
+			return Capabilities{}, p.lastErr
 		}
-		_, err := p.client.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-		if err != nil && unreachable(err) {
-			p.lastErr, p.lastAt = fmt.Errorf("dynamodb endpoint %s: %w", p.c.DynamoDBEndpoint, err), time.Now()
-			return capabilities{}, p.lastErr
+		_, err := p.Client.ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+		if err != nil && lifecycle.Unreachable(err) {
+			p.lastErr, p.lastAt = fmt.Errorf("dynamodb endpoint %s: %w", p.Endpoint, err), time.Now()
+			return Capabilities{}, p.lastErr
 		}
 	}
-	probed := probeCapabilities(ctx, p.c, p.client, p.streams)
+	probed := ProbeCapabilities(ctx, p.Endpoint, p.Client, p.Streams)
 	p.mu.Lock()
 	p.k = &probed
 	p.mu.Unlock()
 	return probed, nil
 }
 
-// health is the capabilities as /healthz reports them, or that they are
+// Health is the Capabilities as /healthz reports them, or that they are
 // not known yet.
-func (p *capsProbe) health() map[string]any {
+func (p *CapsProbe) Health() map[string]any {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.k == nil {
-		return map[string]any{"engine": "the DynamoDB endpoint " + p.c.DynamoDBEndpoint, "probed": false}
+		return map[string]any{"engine": "the DynamoDB endpoint " + p.Endpoint, "probed": false}
 	}
-	return p.k.health()
+	return p.k.Health()
 }

@@ -1,4 +1,7 @@
-package main
+// Package lifecycle owns what a process starts: parts recorded as they
+// start and stopped in reverse (Lifecycle), and systems that wait in the
+// background for a backend that does not answer yet (Slot, StartSystem).
+package lifecycle
 
 import (
 	"context"
@@ -11,52 +14,52 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// lifecycle is the one owner of what `quarry serve` starts: each part is
+// Lifecycle is the one owner of what `quarry serve` starts: each part is
 // recorded as it starts (with how to stop it, and the goroutine it runs
 // when it runs one, under one errgroup), and shutdown stops them all in
 // the reverse order, whether the process is stopping or a later part
-// failed to start. A running part that fails cancels the lifecycle's
+// failed to start. A running part that fails cancels the Lifecycle's
 // context, which stops the process.
-type lifecycle struct {
+type Lifecycle struct {
 	log   *slog.Logger
 	ctx   context.Context
 	group *errgroup.Group
 
 	mu    sync.Mutex
-	parts []lifecyclePart // in start order
+	parts []part // in start order
 }
 
-// lifecyclePart is one started part: its name (for the logs) and how to
+// part is one started part: its name (for the logs) and how to
 // stop it.
-type lifecyclePart struct {
+type part struct {
 	name string
 	stop func(context.Context) error
 }
 
-// newLifecycle returns a lifecycle whose context ends with ctx or the first
+// New returns a Lifecycle whose context ends with ctx or the first
 // failure of a running part.
-func newLifecycle(ctx context.Context, log *slog.Logger) *lifecycle {
+func New(ctx context.Context, log *slog.Logger) *Lifecycle {
 	g, gctx := errgroup.WithContext(ctx)
-	return &lifecycle{log: log, ctx: gctx, group: g}
+	return &Lifecycle{log: log, ctx: gctx, group: g}
 }
 
-// Context returns the lifecycle's context: done when the caller's context
+// Context returns the Lifecycle's context: done when the caller's context
 // is, or when a running part failed.
-func (l *lifecycle) Context() context.Context { return l.ctx }
+func (l *Lifecycle) Context() context.Context { return l.ctx }
 
-// onStop records a started part; stop runs at shutdown, before the stops
+// OnStop records a started part; stop runs at shutdown, before the stops
 // of the parts started earlier.
-func (l *lifecycle) onStop(name string, stop func(context.Context) error) {
+func (l *Lifecycle) OnStop(name string, stop func(context.Context) error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.parts = append(l.parts, lifecyclePart{name: name, stop: stop})
+	l.parts = append(l.parts, part{name: name, stop: stop})
 }
 
-// goRun runs fn in the lifecycle's errgroup as the part name. At
+// Go runs fn in the Lifecycle's errgroup as the part name. At
 // shutdown, fn's context is cancelled, stop (when not nil) is called, and
 // shutdown waits for fn to return before stopping earlier parts. An error
 // of fn stops the process.
-func (l *lifecycle) goRun(name string, fn func(context.Context) error, stop func(context.Context) error) {
+func (l *Lifecycle) Go(name string, fn func(context.Context) error, stop func(context.Context) error) {
 	ctx, cancel := context.WithCancel(l.ctx)
 	done := make(chan struct{})
 	l.group.Go(func() error {
@@ -66,7 +69,7 @@ func (l *lifecycle) goRun(name string, fn func(context.Context) error, stop func
 		}
 		return nil
 	})
-	l.onStop(name, func(sctx context.Context) error {
+	l.OnStop(name, func(sctx context.Context) error {
 		cancel()
 		var err error
 		if stop != nil {
@@ -81,10 +84,10 @@ func (l *lifecycle) goRun(name string, fn func(context.Context) error, stop func
 	})
 }
 
-// shutdown stops every part in the reverse of the order they started,
+// Shutdown stops every part in the reverse of the order they started,
 // each given ctx, and returns the first failure of a running part joined
 // with the stops' errors. It is safe to call once.
-func (l *lifecycle) shutdown(ctx context.Context) error {
+func (l *Lifecycle) Shutdown(ctx context.Context) error {
 	l.mu.Lock()
 	parts := slices.Clone(l.parts)
 	l.parts = nil

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"net/http"
@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/egress"
-	"github.com/quarrydb/quarry/internal/platform/metrics"
 )
 
 // scalar is one unlabelled metric read from a snapshot of type T.
@@ -30,7 +29,8 @@ type storeCollector struct {
 	scalars                            []scalar[ddb.Metrics]
 }
 
-func newStoreCollector(s *ddb.Store) *storeCollector {
+// NewStoreCollector returns the collector of s's metrics.
+func NewStoreCollector(s *ddb.Store) *storeCollector {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	return &storeCollector{
 		s:        s,
@@ -92,33 +92,14 @@ func constHistogram(desc *prometheus.Desc, h ddb.Histogram, labels ...string) pr
 	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets, labels...)
 }
 
-// ddbHandler serves the store's wire protocol, and GET /metrics with the
-// store's metrics and the process's, for `quarry ddb serve`.
-func ddbHandler(s *ddb.Store) http.Handler {
-	reg := metrics.New()
-	reg.Register(newStoreCollector(s))
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", reg)
-	store := s.Handler()
-	mux.Handle("/", store)
-	// Every DynamoDB request is a POST to "/": the mux, which would route
-	// it to the store too, is left out of its path.
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" && r.Method == http.MethodPost {
-			store.ServeHTTP(w, r)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
-}
-
 // egressCollector exports the egress proxy's counters.
 type egressCollector struct {
 	p       *egress.Proxy
 	scalars []scalar[egress.Stats]
 }
 
-func newEgressCollector(p *egress.Proxy) *egressCollector {
+// NewEgressCollector returns the collector of p's counters.
+func NewEgressCollector(p *egress.Proxy) *egressCollector {
 	counter := func(name, help string, v func(egress.Stats) int64) scalar[egress.Stats] {
 		return newScalar(name, help, prometheus.CounterValue, func(st egress.Stats) float64 { return float64(v(st)) })
 	}
@@ -144,4 +125,24 @@ func (c *egressCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.scalars {
 		ch <- prometheus.MustNewConstMetric(s.desc, s.typ, s.value(st))
 	}
+}
+
+// StoreHandler serves the store's wire protocol, and GET /metrics with the
+// store's metrics and the process's, for `quarry ddb serve`.
+func StoreHandler(s *ddb.Store) http.Handler {
+	reg := New()
+	reg.Register(NewStoreCollector(s))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", reg)
+	store := s.Handler()
+	mux.Handle("/", store)
+	// Every DynamoDB request is a POST to "/": the mux, which would route
+	// it to the store too, is left out of its path.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && r.Method == http.MethodPost {
+			store.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }

@@ -1,0 +1,139 @@
+// Package eecar is the EECAR system: a B2B marketplace for used EV parts
+// on one DynamoDB table. New assembles its parts (the table, the search
+// index, watches, webhooks, API) from the configuration; the caller mounts
+// Routes, runs Run (the table's stream follower) until it stops, then
+// calls Close.
+//
+// The parts live in subpackages: store (the single table), embed (the
+// vectors), search (vectors, BM25 and quantities), market (parts, needs,
+// watches, proposals), notify (webhooks) and api.
+package eecar
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/quarrydb/quarry/ddb/consumer"
+	"github.com/quarrydb/quarry/internal/eecar/api"
+	"github.com/quarrydb/quarry/internal/eecar/embed"
+	"github.com/quarrydb/quarry/internal/eecar/market"
+	"github.com/quarrydb/quarry/internal/eecar/notify"
+	"github.com/quarrydb/quarry/internal/eecar/store"
+	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/platform/jsonhttp"
+)
+
+// Deps are what EECAR takes from the process that runs it.
+type Deps struct {
+	// DynamoDB and Streams are the clients of the store holding
+	// eecar-parts-table and of its stream.
+	DynamoDB *dynamodb.Client
+	Streams  *dynamodbstreams.Client
+	// InProcess reports that the store runs in this process: the stream
+	// is polled more often, since a poll costs no round trip.
+	InProcess bool
+	// Blobs holds the part images.
+	Blobs blob.Store
+	// Policy is the one network policy: every webhook is connected to
+	// under it.
+	Policy *fetch.Policy
+	// Logger logs the system's work (default: discard).
+	Logger *slog.Logger
+}
+
+// System is a running EECAR.
+type System struct {
+	handler http.Handler
+	market  *market.Market
+	hooks   *notify.Webhooks
+	fetcher *fetch.Fetcher
+	client  *dynamodb.Client
+	streams *dynamodbstreams.Client
+	poll    time.Duration
+	log     *slog.Logger
+}
+
+// OpenStore opens EECAR's store, creating eecar-parts-table when missing:
+// the store of the administration commands and of the console.
+func OpenStore(ctx context.Context, cfg config.EECAR, client *dynamodb.Client) (*store.Store, error) {
+	table, err := store.EnsureTable(ctx, client, cfg.TablePrefix)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(client, table, nil), nil
+}
+
+// New creates eecar-parts-table when missing, loads the search index and
+// the active watches, and assembles the API. Nothing runs until Run.
+func New(ctx context.Context, cfg config.EECAR, deps Deps) (*System, error) {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("system", "eecar")
+	st, err := OpenStore(ctx, cfg, deps.DynamoDB)
+	if err != nil {
+		return nil, err
+	}
+	fetcher := fetch.New(fetch.Options{Policy: deps.Policy})
+	hooks := notify.New(st, fetcher.Client(), log)
+	opts := market.Options{Logger: log, Notify: hooks.Notify, ImageQuota: cfg.ImageQuota}
+	if cfg.ImageQuota == 0 {
+		opts.ImageQuota = -1 // no bound
+	}
+	if cfg.EmbeddingsURL != "" {
+		opts.Embedder = embed.NewOpenAI(cfg.EmbeddingsURL, cfg.EmbeddingsKey, cfg.EmbeddingsModel, cfg.EmbeddingsDim, nil)
+	}
+	m := market.New(st, deps.Blobs, opts)
+	if err := m.Load(ctx); err != nil {
+		fetcher.Close()
+		return nil, fmt.Errorf("eecar: load: %w", err)
+	}
+	poll := 250 * time.Millisecond
+	if deps.InProcess {
+		poll = 100 * time.Millisecond // in-process, but idle polling is not free
+	}
+	return &System{
+		handler: http.StripPrefix("/eecar", api.New(m, log, api.WithWebhookCheck(fetcher.Validate))),
+		market:  m, hooks: hooks, fetcher: fetcher, client: deps.DynamoDB, streams: deps.Streams, poll: poll, log: log,
+	}, nil
+}
+
+// Routes returns the system's handlers by mux pattern: the API at /eecar/.
+func (s *System) Routes() map[string]http.Handler {
+	return map[string]http.Handler{"/eecar/": jsonhttp.BoundedIDs(s.handler, jsonhttp.Error)}
+}
+
+// Run follows the table's stream (the search index, watch triggers) until
+// ctx ends, then waits for the webhooks in flight.
+func (s *System) Run(ctx context.Context) error {
+	err := s.market.Follow(ctx, s.client, s.streams, consumer.Options{
+		PollInterval: s.poll, RetryBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		OnError: func(err error) { s.log.Warn("eecar: stream", "err", err) },
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("eecar: stream follower stopped", "err", err)
+	}
+	s.hooks.Wait()
+	return nil
+}
+
+// Close closes the webhooks' connections; call it after Run has returned.
+func (s *System) Close(context.Context) error {
+	s.fetcher.Close()
+	return nil
+}
+
+// Market returns the marketplace, which the console's EECAR area drives.
+func (s *System) Market() *market.Market { return s.market }
+
+// Indexed returns the number of parts in this process's search index.
+func (s *System) Indexed() int { return s.market.Index().Len() }

@@ -34,13 +34,6 @@ type DescribeEndpointsOutput struct {
 // request's host is unknown.
 const defaultEndpoint = "localhost:8000"
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"DescribeLimits":    op((*Store).DescribeLimits),
-		"DescribeEndpoints": describeEndpointsAt(""),
-	})
-}
-
 // DescribeLimits returns the capacity quotas DynamoDB applies by default
 // (the store itself enforces none).
 func (s *Store) DescribeLimits(*DescribeLimitsInput) (*DescribeLimitsOutput, error) {

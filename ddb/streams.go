@@ -69,15 +69,6 @@ const (
 	maxListStreams = 100
 )
 
-func init() {
-	registerOps(streamsOps, map[string]opFunc{
-		"ListStreams":      op((*Store).ListStreams),
-		"DescribeStream":   op((*Store).DescribeStream),
-		"GetShardIterator": op((*Store).GetShardIterator),
-		"GetRecords":       op((*Store).GetRecords),
-	})
-}
-
 // NewStreamsClient returns an aws-sdk-go-v2 DynamoDB Streams client wired to
 // s in-process, like NewClient. optFns may adjust the client's options.
 func NewStreamsClient(s *Store, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {

@@ -98,13 +98,6 @@ type TransactGetItemsOutput struct {
 	ConsumedCapacity []*ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
 }
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"TransactWriteItems": op((*Store).TransactWriteItems),
-		"TransactGetItems":   op((*Store).TransactGetItems),
-	})
-}
-
 // Cancellation reason codes.
 const (
 	reasonNone        = "None"

@@ -106,7 +106,7 @@ type Store struct {
 
 	mu     sync.RWMutex // guards tables, retired and nextID
 	tables map[string]*table
-	// retired are deleted tables kept for their streams, by id (retired.go).
+	// retired are deleted tables kept for their streams, by id (deletedtables.go).
 	retired map[uint64]*table
 	nextID  uint64
 
@@ -122,13 +122,13 @@ type Store struct {
 	stripes  [1024]sync.Mutex
 
 	// txTokens tracks TransactWriteItems client request tokens in memory;
-	// completed ones are also durable (tokens.go).
+	// completed ones are also durable (clienttokens.go).
 	txTokens tokenTable
 
 	// backfills are the running online index backfills (backfill.go).
 	backfills backfills
 
-	// stats counts the requests of each operation (stats.go).
+	// stats counts the requests of each operation (metrics.go).
 	stats opStats
 }
 

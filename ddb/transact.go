@@ -315,7 +315,8 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 		plans[i] = pl
 	}
 
-	// Idempotency: a token seen with the same request answers as before.
+	// Idempotency: a token seen with the same request gets the first
+	// call's answer.
 	var tok string
 	var hash [32]byte
 	if in.ClientRequestToken != nil {

@@ -4,7 +4,9 @@
 // AWS CLI, boto3 and every AWS SDK work against it unchanged.
 //
 // Open a store with Open, serve it with Store.Handler, or talk to it
-// in-process through an aws-sdk-go-v2 client built by NewClient.
+// in-process through an aws-sdk-go-v2 client built by NewClient. Tables'
+// streams are served by the same endpoint (in-process: NewStreamsClient);
+// package ddb/consumer reads one with at-least-once delivery.
 package ddb
 
 import (

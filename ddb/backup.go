@@ -43,16 +43,6 @@ const (
 	restoreBatchBytes = 4 << 20
 )
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"CreateBackup":           op((*Store).CreateBackup),
-		"DescribeBackup":         op((*Store).DescribeBackup),
-		"ListBackups":            op((*Store).ListBackups),
-		"DeleteBackup":           op((*Store).DeleteBackup),
-		"RestoreTableFromBackup": op((*Store).RestoreTableFromBackup),
-	})
-}
-
 func backupCatalogKey(arn string) []byte { return append([]byte{nsBackup, bkCatalog}, arn...) }
 
 func backupDataPrefix(id uint64) []byte {

@@ -19,7 +19,7 @@ func TestSeqTrackerWatermark(t *testing.T) {
 		{nil, 0},          // 1, 2, 3 in flight
 		{[]uint64{c}, 0},  // the last commits first: 1 still holds it
 		{[]uint64{a}, 1},  // 2 still in flight
-		{[]uint64{b}, 3},  // abandoned or committed, 2 no longer holds it
+		{[]uint64{b}, 3},  // 2 done too (abandoned or committed): all three are
 		{[]uint64{}, 3},   // nothing in flight
 		{[]uint64{99}, 3}, // a number not in flight changes nothing
 	}

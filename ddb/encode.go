@@ -11,8 +11,8 @@ import (
 
 // The outputs of the busiest operations encode themselves: encoding/json
 // would re-scan every item's JSON (from attr.Item's MarshalJSON) to
-// validate and compact it, which was the largest part of a Query page's
-// cost. The output is byte for byte what encoding/json writes.
+// validate and compact it, which would be the largest part of a Query
+// page's cost. The output is byte for byte what encoding/json writes.
 
 // jsonAppender is an output that appends its own JSON encoding.
 type jsonAppender interface {

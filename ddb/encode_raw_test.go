@@ -29,12 +29,12 @@ func TestWireReadsMatchDecodedReads(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	call(dynamoOps["CreateTable"], `{"TableName":"raw","BillingMode":"PAY_PER_REQUEST",
+	call(operations[dynamoAPI]["CreateTable"], `{"TableName":"raw","BillingMode":"PAY_PER_REQUEST",
 		"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"},{"AttributeName":"g","AttributeType":"S"}],
 		"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}],
 		"GlobalSecondaryIndexes":[{"IndexName":"byG","KeySchema":[{"AttributeName":"g","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}],"Projection":{"ProjectionType":"ALL"}}]}`)
 	for i := 0; i < 60; i++ {
-		call(dynamoOps["PutItem"], fmt.Sprintf(`{"TableName":"raw","Item":{"pk":{"S":"p%d"},"sk":{"N":"%d"},"g":{"S":"g%d"},
+		call(operations[dynamoAPI]["PutItem"], fmt.Sprintf(`{"TableName":"raw","Item":{"pk":{"S":"p%d"},"sk":{"N":"%d"},"g":{"S":"g%d"},
 			"s":{"S":"héllo <%d> \"q\""},"n":{"N":"-%d.50"},"b":{"B":"AAEC"},"t":{"BOOL":true},"z":{"NULL":true},
 			"m":{"M":{"x":{"L":[{"S":"a"},{"M":{}},{"NS":["1","2.5"]}]},"y":{"SS":["a","b"]}}},"bs":{"BS":["AA==","AQ=="]}}}`, i%3, i, i%2, i, i))
 	}
@@ -56,14 +56,14 @@ func TestWireReadsMatchDecodedReads(t *testing.T) {
 		{"Scan", `{"TableName":"raw","IndexName":"byG"}`},
 	} {
 		want := call(decoded[tc.op], tc.body)
-		got := call(dynamoOps[tc.op], tc.body)
+		got := call(operations[dynamoAPI][tc.op], tc.body)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s %s:\n wire    %s\n decoded %s", tc.op, tc.body, got, want)
 		}
 	}
 	// The wire path is the one taken for plain reads.
-	q, _ := dynamoOps["Query"](s, []byte(`{"TableName":"raw","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"p0"}}}`))
-	g, _ := dynamoOps["GetItem"](s, []byte(`{"TableName":"raw","Key":{"pk":{"S":"p1"},"sk":{"N":"4"}}}`))
+	q, _ := operations[dynamoAPI]["Query"](s, []byte(`{"TableName":"raw","KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"p0"}}}`))
+	g, _ := operations[dynamoAPI]["GetItem"](s, []byte(`{"TableName":"raw","Key":{"pk":{"S":"p1"},"sk":{"N":"4"}}}`))
 	if q.(*QueryOutput).itemsJSON == nil || g.(*GetItemOutput).itemJSON == nil {
 		t.Error("wire Query or GetItem decoded the items")
 	}

@@ -19,14 +19,6 @@ import (
 	"github.com/quarrydb/quarry/ddb/partiql"
 )
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"ExecuteStatement":      op((*Store).ExecuteStatement),
-		"BatchExecuteStatement": op((*Store).BatchExecuteStatement),
-		"ExecuteTransaction":    op((*Store).ExecuteTransaction),
-	})
-}
-
 // ExecuteStatementInput is the request of ExecuteStatement.
 type ExecuteStatementInput struct {
 	Statement                           *string      `json:"Statement"`

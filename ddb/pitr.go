@@ -25,14 +25,6 @@ import (
 
 const defaultPITRDays = 35
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"UpdateContinuousBackups":   op((*Store).UpdateContinuousBackups),
-		"DescribeContinuousBackups": op((*Store).DescribeContinuousBackups),
-		"RestoreTableToPointInTime": op((*Store).RestoreTableToPointInTime),
-	})
-}
-
 // pitrRetention is the longest PITR window of any table.
 func (s *Store) pitrRetention() time.Duration { return s.opts.PITRRetention }
 

@@ -2,6 +2,7 @@ package ddb_test
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -671,6 +672,120 @@ func TestSDKUpdateTableGSIErrors(t *testing.T) {
 			}
 			if it := getItem(t, c, name, attrs{"pk": avS("a")}); sAttr(it, "g") != "x" {
 				t.Errorf("item after a rejected UpdateTable: %s", renderItem(it))
+			}
+		})
+	}
+}
+
+// TestSDKCreateTableNullsAndTags checks CreateTable's messages for a missing
+// AttributeName, a key schema naming one attribute twice, and bad Tags,
+// and that a rejected request creates nothing.
+func TestSDKCreateTableNullsAndTags(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	defs := func(names ...string) []types.AttributeDefinition {
+		var d []types.AttributeDefinition
+		for _, n := range names {
+			d = append(d, types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS})
+		}
+		return d
+	}
+	ks := func(hash, rng string) []types.KeySchemaElement {
+		k := []types.KeySchemaElement{{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash}}
+		if rng != "" {
+			k = append(k, types.KeySchemaElement{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange})
+		}
+		return k
+	}
+	manyTags := func(n int) []types.Tag {
+		var tags []types.Tag
+		for i := 0; i < n; i++ {
+			tags = append(tags, types.Tag{Key: aws.String(fmt.Sprintf("k%d", i)), Value: aws.String("v")})
+		}
+		return tags
+	}
+	const sameName = "Both the Hash Key and the Range Key element in the KeySchema have the same name"
+	cases := []struct {
+		name string
+		in   dynamodb.CreateTableInput
+		msg  string
+	}{
+		// For the table's own key schema, DynamoDB reports the missing
+		// definition first (recorded by the conformance suite).
+		{"table HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", "pk")}, "Invalid KeySchema: Some index key attribute have no definition"},
+		{"GSI HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk", "g"), KeySchema: ks("pk", ""),
+			GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("gsi"), KeySchema: ks("g", "g"), Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}, sameName},
+		{"LSI HASH and RANGE the same", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk", "sk"), KeySchema: ks("pk", "sk"),
+			LocalSecondaryIndexes: []types.LocalSecondaryIndex{{IndexName: aws.String("lsi"), KeySchema: ks("pk", "pk"), Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}, sameName},
+		{"51 tags", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", ""), Tags: manyTags(51)},
+			"One or more parameter values were invalid: The number of tags exceeds the limit of 50"},
+		{"tag key too long", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", ""), Tags: []types.Tag{{Key: aws.String(strings.Repeat("k", 129)), Value: aws.String("v")}}},
+			"at 'tags.1.member.key' failed to satisfy constraint: Member must have length less than or equal to 128"},
+		{"tag value too long", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", ""), Tags: []types.Tag{{Key: aws.String("k"), Value: aws.String(strings.Repeat("v", 257))}}},
+			"at 'tags.1.member.value' failed to satisfy constraint: Member must have length less than or equal to 256"},
+		{"tag with a forbidden character", dynamodb.CreateTableInput{AttributeDefinitions: defs("pk"), KeySchema: ks("pk", ""), Tags: []types.Tag{{Key: aws.String("k"), Value: aws.String("a*b")}}},
+			"Tag keys and values may only contain"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			name := fmt.Sprintf("%s-%d", uniqueName(t), i)
+			in.TableName = aws.String(name)
+			in.BillingMode = types.BillingModePayPerRequest
+			_, err := c.CreateTable(tctx(t), &in)
+			if !strings.HasPrefix(tc.msg, "at ") && !strings.HasPrefix(tc.msg, "Tag keys") {
+				requireAPIErrorExact(t, err, "ValidationException", tc.msg)
+			} else {
+				requireAPIError(t, err, "ValidationException", tc.msg)
+			}
+			_, err = c.DescribeTable(tctx(t), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+			requireAPIError(t, err, "ResourceNotFoundException", "")
+		})
+	}
+	// 50 valid tags are accepted.
+	name := uniqueName(t) + "-50"
+	_, err := c.CreateTable(tctx(t), &dynamodb.CreateTableInput{TableName: aws.String(name), AttributeDefinitions: defs("pk"), KeySchema: ks("pk", ""),
+		BillingMode: types.BillingModePayPerRequest, Tags: manyTags(50)})
+	requireNoError(t, err, "CreateTable with 50 tags")
+	t.Cleanup(func() { dropTable(c, name) })
+}
+
+// TestSDKDeleteTableDescription checks the members of DeleteTable's
+// TableDescription on the wire: those DynamoDB returns for a table being
+// deleted, and no others.
+func TestSDKDeleteTableDescription(t *testing.T) {
+	t.Parallel()
+	_, url := newWireServer(t)
+	cases := []struct {
+		name, body string
+		want       []string
+	}{
+		{"provisioned", `{"TableName":"%s","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"ProvisionedThroughput":{"ReadCapacityUnits":5,"WriteCapacityUnits":5}}`,
+			[]string{"ItemCount", "ProvisionedThroughput", "TableArn", "TableId", "TableName", "TableSizeBytes", "TableStatus"}},
+		{"on demand with a stream", `{"TableName":"%s","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST","StreamSpecification":{"StreamEnabled":true,"StreamViewType":"KEYS_ONLY"}}`,
+			[]string{"BillingModeSummary", "ItemCount", "LatestStreamArn", "LatestStreamLabel", "ProvisionedThroughput", "StreamSpecification", "TableArn", "TableId", "TableName", "TableSizeBytes", "TableStatus"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("deleting-%d", i)
+			if r := wirePost(t, url, "DynamoDB_20120810.CreateTable", fmt.Sprintf(tc.body, name)); r.status != http.StatusOK {
+				t.Fatalf("CreateTable: %d %s", r.status, r.raw)
+			}
+			wirePost(t, url, "DynamoDB_20120810.PutItem", fmt.Sprintf(`{"TableName":"%s","Item":{"pk":{"S":"a"}}}`, name))
+			r := wirePost(t, url, "DynamoDB_20120810.DeleteTable", fmt.Sprintf(`{"TableName":"%s"}`, name))
+			if r.status != http.StatusOK {
+				t.Fatalf("DeleteTable: %d %s", r.status, r.raw)
+			}
+			d, _ := r.body["TableDescription"].(map[string]any)
+			var got []string
+			for k := range d {
+				got = append(got, k)
+			}
+			if g, w := sortedQuoted(got), sortedQuoted(tc.want); g != w {
+				t.Fatalf("members %s, want %s", g, w)
+			}
+			if d["TableStatus"] != "DELETING" || d["TableName"] != name || d["ItemCount"] != float64(1) {
+				t.Fatalf("description %s", r.raw)
 			}
 		})
 	}

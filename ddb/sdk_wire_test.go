@@ -466,3 +466,73 @@ func TestSDKWireNullAttributeValue(t *testing.T) {
 		})
 	}
 }
+
+// TestSDKHealthCheck checks GET /: 200 and "healthy: " with the host the
+// client addressed.
+func TestSDKHealthCheck(t *testing.T) {
+	t.Parallel()
+	_, url := newWireServer(t)
+	for _, host := range []string{"", "dynamodb.us-east-1.amazonaws.com", "localhost:8000"} {
+		t.Run(host, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"/", nil)
+			requireNoError(t, err, "NewRequest")
+			want := strings.TrimPrefix(url, "http://")
+			if host != "" {
+				req.Host, want = host, host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			requireNoError(t, err, "GET /")
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || string(body) != "healthy: "+want+" " {
+				t.Fatalf("GET / = %d %q, want 200 %q", resp.StatusCode, body, "healthy: "+want+" ")
+			}
+		})
+	}
+}
+
+// TestWireMissingMembers checks the messages for members the SDK would not
+// let a request leave out: they are sent as raw JSON.
+func TestWireMissingMembers(t *testing.T) {
+	t.Parallel()
+	_, url := newWireServer(t)
+	r := wirePost(t, url, "DynamoDB_20120810.CreateTable", `{"TableName":"ttl","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`)
+	desc, _ := r.body["TableDescription"].(map[string]any)
+	arn, _ := desc["TableArn"].(string)
+	const create = `{"TableName":"tab%d","KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST",`
+	cases := []struct {
+		name, target, body, msg string
+	}{
+		{"CreateTable AttributeName", "CreateTable", create + `"AttributeDefinitions":[{"AttributeType":"S"}]}`,
+			"1 validation error detected: Value null at 'attributeDefinitions.1.member.attributeName' failed to satisfy constraint: Member must not be null"},
+		{"CreateTable second AttributeName", "CreateTable", create + `"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeType":"N"}]}`,
+			"1 validation error detected: Value null at 'attributeDefinitions.2.member.attributeName' failed to satisfy constraint: Member must not be null"},
+		{"CreateTable AttributeType", "CreateTable", create + `"AttributeDefinitions":[{"AttributeName":"pk"}]}`,
+			"1 validation error detected: Value null at 'attributeDefinitions.1.member.attributeType' failed to satisfy constraint: Member must not be null"},
+		{"CreateTable tag Value", "CreateTable", create + `"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"Tags":[{"Key":"k"}]}`,
+			"1 validation error detected: Value null at 'tags.1.member.value' failed to satisfy constraint: Member must not be null"},
+		{"TagResource Value", "TagResource", `{"ResourceArn":"` + arn + `","Tags":[{"Key":"a","Value":"1"},{"Key":"b"}]}`,
+			"1 validation error detected: Value null at 'tags.2.member.value' failed to satisfy constraint: Member must not be null"},
+		{"TagResource Key", "TagResource", `{"ResourceArn":"` + arn + `","Tags":[{"Value":"1"}]}`,
+			"1 validation error detected: Value null at 'tags.1.member.key' failed to satisfy constraint: Member must not be null"},
+		{"UpdateTimeToLive AttributeName", "UpdateTimeToLive", `{"TableName":"ttl","TimeToLiveSpecification":{"Enabled":true}}`,
+			"1 validation error detected: Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body
+			if strings.Contains(body, "%d") {
+				body = fmt.Sprintf(body, i)
+			}
+			r := wirePost(t, url, "DynamoDB_20120810."+tc.target, body)
+			requireWireError(t, r, "ValidationException", true)
+			if got, _ := r.body["message"].(string); got != tc.msg {
+				t.Fatalf("message %q, want %q", got, tc.msg)
+			}
+		})
+	}
+	r = wirePost(t, url, "DynamoDB_20120810.ListTables", `{}`)
+	if names, _ := r.body["TableNames"].([]any); len(names) != 1 {
+		t.Fatalf("rejected CreateTable calls left tables: %s", r.raw)
+	}
+}

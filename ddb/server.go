@@ -36,68 +36,6 @@ func signatureError(err error) *Error {
 	return &Error{Type: "IncompleteSignatureException", Message: err.Error()}
 }
 
-type opFunc func(s *Store, body []byte) (any, error)
-
-// op adapts a typed operation to the dispatcher: decode, run.
-func op[In any, Out any](f func(*Store, *In) (Out, error)) opFunc {
-	return func(s *Store, body []byte) (any, error) {
-		in := new(In)
-		if err := decodeRequest(body, in); err != nil {
-			return nil, err
-		}
-		return f(s, in)
-	}
-}
-
-var dynamoOps = map[string]opFunc{
-	"CreateTable":    op((*Store).CreateTable),
-	"DescribeTable":  op((*Store).DescribeTable),
-	"ListTables":     op((*Store).ListTables),
-	"DeleteTable":    op((*Store).deleteTableWire),
-	"UpdateTable":    op((*Store).UpdateTable),
-	"PutItem":        op((*Store).PutItem),
-	"GetItem":        op((*Store).getItemWire),
-	"UpdateItem":     op((*Store).UpdateItem),
-	"DeleteItem":     op((*Store).DeleteItem),
-	"Query":          op((*Store).queryWire),
-	"Scan":           op((*Store).scanWire),
-	"BatchGetItem":   op((*Store).BatchGetItem),
-	"BatchWriteItem": op((*Store).BatchWriteItem),
-}
-
-// streamsOps are the operations of the DynamoDB Streams API
-// (X-Amz-Target: DynamoDBStreams_20120810.<Op>), served on the same endpoint.
-var streamsOps = map[string]opFunc{}
-
-// registerOps adds operations to a dispatch table; each feature file
-// registers its operations from an init function.
-func registerOps(table map[string]opFunc, ops map[string]opFunc) {
-	for name, f := range ops {
-		if _, dup := table[name]; dup {
-			panic("ddb: operation registered twice: " + name)
-		}
-		table[name] = f
-	}
-}
-
-func init() {
-	// Wrap the table-level outputs in their response envelopes.
-	wrap := func(name, field string) {
-		f := dynamoOps[name]
-		dynamoOps[name] = func(s *Store, body []byte) (any, error) {
-			out, err := f(s, body)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{field: out}, nil
-		}
-	}
-	wrap("CreateTable", "TableDescription")
-	wrap("DeleteTable", "TableDescription")
-	wrap("UpdateTable", "TableDescription")
-	wrap("DescribeTable", "Table")
-}
-
 // decodeRequest decodes a JSON request body into in, mapping errors to
 // SerializationException (malformed) or ValidationException (bad values).
 func decodeRequest(body []byte, in any) error {
@@ -145,19 +83,20 @@ func (s *Store) trustedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, nil) })
 }
 
-// requestIDs numbers the requests of this process: a request id is the
-// process's random prefix and the request's number, so that generating one
-// costs no call to the system's random source.
-var requestIDs struct {
-	prefix [16]byte // 16 hexadecimal digits, random per process
-	next   atomic.Uint64
-}
+// A request id is the process's random prefix and the request's number,
+// so that generating one costs no call to the system's random source.
+var (
+	requestIDPrefix = randomRequestIDPrefix() // 16 hexadecimal digits, random per process
+	requestIDNext   atomic.Uint64             // the number of the last request
+)
 
-func init() {
+// randomRequestIDPrefix returns 16 random upper-case hexadecimal digits.
+func randomRequestIDPrefix() (prefix [16]byte) {
 	var b [8]byte
 	rand.Read(b[:])
-	hex.Encode(requestIDs.prefix[:], b[:])
-	copy(requestIDs.prefix[:], bytes.ToUpper(requestIDs.prefix[:]))
+	hex.Encode(prefix[:], b[:])
+	copy(prefix[:], bytes.ToUpper(prefix[:]))
+	return prefix
 }
 
 // requestID returns a request id in DynamoDB's style: 32 upper-case
@@ -166,8 +105,8 @@ func init() {
 func requestID() string {
 	const digits = "0123456789ABCDEF"
 	var out [32]byte
-	copy(out[:16], requestIDs.prefix[:])
-	n := requestIDs.next.Add(1)
+	copy(out[:16], requestIDPrefix[:])
+	n := requestIDNext.Add(1)
 	for i := 31; i >= 16; i-- {
 		out[i] = digits[n&15]
 		n >>= 4
@@ -276,13 +215,8 @@ func (s *Store) route(w answerWriter, id, method, path, host, target string) (f 
 		return nil, "", false
 	}
 	service, opName, _ := strings.Cut(target, ".")
-	switch service {
-	case "DynamoDB_20120810":
-		f = dynamoOps[opName]
-	case "DynamoDBStreams_20120810":
-		f = streamsOps[opName]
-	}
-	if f != nil && service == "DynamoDB_20120810" && opName == "DescribeEndpoints" {
+	f = operations[service][opName]
+	if f != nil && service == dynamoAPI && opName == "DescribeEndpoints" {
 		f = describeEndpointsAt(host) // answers with the request's host
 	}
 	if f == nil {

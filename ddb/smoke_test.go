@@ -2,6 +2,7 @@ package ddb_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,7 +49,7 @@ func TestSmokeInProcess(t *testing.T) {
 	}
 	_, err = c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("nope"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "a"}}})
 	var rnf *types.ResourceNotFoundException
-	if !errorsAs(err, &rnf) {
+	if !errors.As(err, &rnf) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -4,7 +4,9 @@
 // AWS CLI, boto3 and every AWS SDK work against it unchanged.
 //
 // Open a store with Open, serve it with Store.Handler, or talk to it
-// in-process through an aws-sdk-go-v2 client built by NewClient.
+// in-process through an aws-sdk-go-v2 client built by NewClient. Tables'
+// streams are served by the same endpoint (in-process: NewStreamsClient);
+// package ddb/consumer reads one with at-least-once delivery.
 package ddb
 
 import (
@@ -106,7 +108,7 @@ type Store struct {
 
 	mu     sync.RWMutex // guards tables, retired and nextID
 	tables map[string]*table
-	// retired are deleted tables kept for their streams, by id (retired.go).
+	// retired are deleted tables kept for their streams, by id (deletedtables.go).
 	retired map[uint64]*table
 	nextID  uint64
 
@@ -122,13 +124,13 @@ type Store struct {
 	stripes  [1024]sync.Mutex
 
 	// txTokens tracks TransactWriteItems client request tokens in memory;
-	// completed ones are also durable (tokens.go).
+	// completed ones are also durable (clienttokens.go).
 	txTokens tokenTable
 
 	// backfills are the running online index backfills (backfill.go).
 	backfills backfills
 
-	// stats counts the requests of each operation (stats.go).
+	// stats counts the requests of each operation (metrics.go).
 	stats opStats
 }
 

@@ -20,9 +20,9 @@ package ddb
 // HMAC under a random key made once per data directory and kept in it
 // (nsSecret): iterators are tamper-evident, not secret, and stay valid
 // across restarts of the store for their 15 minutes, as on DynamoDB. An
-// iterator signed with a key that is not the store's but issued by an
-// earlier opening of it (versions that kept the key in memory) reads as
-// expired, so clients re-acquire it as they do after any expiry.
+// iterator whose MAC does not verify but which names another opening of
+// the store (its instance id) reads as expired, not invalid, so clients
+// re-acquire it as they do after any expiry.
 //
 // Records are readable for 24 hours (streamRetention) and are physically
 // deleted by trimStreams once older than logRetention. A PutItem or
@@ -68,15 +68,6 @@ const (
 	// maxListStreams is the largest (and default) ListStreams page.
 	maxListStreams = 100
 )
-
-func init() {
-	registerOps(streamsOps, map[string]opFunc{
-		"ListStreams":      op((*Store).ListStreams),
-		"DescribeStream":   op((*Store).DescribeStream),
-		"GetShardIterator": op((*Store).GetShardIterator),
-		"GetRecords":       op((*Store).GetRecords),
-	})
-}
 
 // NewStreamsClient returns an aws-sdk-go-v2 DynamoDB Streams client wired to
 // s in-process, like NewClient. optFns may adjust the client's options.
@@ -663,7 +654,7 @@ func (s *Store) decodeIterator(v string, now time.Time) (*shardIter, *Error) {
 	created := time.UnixMilli(int64(binary.BigEndian.Uint64(p[17:25])))
 	if !hmac.Equal(p[iterPayloadLen:], s.iterMAC(arn, p[:iterPayloadLen])) {
 		if !bytes.Equal(p[1:9], s.streams.instance[:]) {
-			// Issued before the store was reopened: its key is gone.
+			// Issued by another opening of the store, under another key.
 			return nil, iteratorExpired(created, now)
 		}
 		return nil, invalidShardIterator()

@@ -940,3 +940,46 @@ func TestStreamOutlivesDeletedTable(t *testing.T) {
 	_, err = e.st.ListStreams(e.ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String("gone")})
 	stWantErr(t, err, "ResourceNotFoundException", "")
 }
+
+// TestStreamsShardStartSequenceNumber checks GetShardIterator with the
+// shard's advertised StartingSequenceNumber, on an empty shard and on one
+// with records, and a SequenceNumber with TRIM_HORIZON or LATEST.
+func TestStreamsShardStartSequenceNumber(t *testing.T) {
+	e := stNew(t)
+	arn := e.createTable("empty", "NEW_IMAGE")
+	e.createTable("busy", "")
+	start := aws.ToString(e.describe(arn).Shards[0].SequenceNumberRange.StartingSequenceNumber)
+	for _, typ := range []stypes.ShardIteratorType{stypes.ShardIteratorTypeAtSequenceNumber, stypes.ShardIteratorTypeAfterSequenceNumber} {
+		t.Run("empty shard "+string(typ), func(t *testing.T) {
+			if recs, _ := e.drain(e.mustIterator(arn, typ, start)); len(recs) != 0 {
+				t.Fatalf("%d records from an empty shard", len(recs))
+			}
+		})
+	}
+	// Writes elsewhere move the store's sequence numbers on: the start
+	// advertised before stays valid, and reads what the shard gets later.
+	e.put("busy", map[string]dtypes.AttributeValue{"pk": avS("x")})
+	e.put("busy", map[string]dtypes.AttributeValue{"pk": avS("y")})
+	if later := aws.ToString(e.describe(arn).Shards[0].SequenceNumberRange.StartingSequenceNumber); later == start {
+		t.Logf("the advertised start did not move (%s)", start)
+	}
+	it := e.mustIterator(arn, stypes.ShardIteratorTypeAtSequenceNumber, start)
+	e.put("empty", map[string]dtypes.AttributeValue{"pk": avS("a")})
+	if recs, _ := e.drain(it); len(recs) != 1 {
+		t.Fatalf("%d records after one write, want 1", len(recs))
+	}
+	// Now the shard starts at its first record.
+	first := aws.ToString(e.describe(arn).Shards[0].SequenceNumberRange.StartingSequenceNumber)
+	if recs, _ := e.drain(e.mustIterator(arn, stypes.ShardIteratorTypeAtSequenceNumber, first)); len(recs) != 1 {
+		t.Fatalf("AT the first record: %d records, want 1", len(recs))
+	}
+	if recs, _ := e.drain(e.mustIterator(arn, stypes.ShardIteratorTypeAfterSequenceNumber, first)); len(recs) != 0 {
+		t.Fatalf("AFTER the only record: %d records, want 0", len(recs))
+	}
+	for _, typ := range []stypes.ShardIteratorType{stypes.ShardIteratorTypeTrimHorizon, stypes.ShardIteratorTypeLatest} {
+		t.Run(string(typ)+" with a SequenceNumber", func(t *testing.T) {
+			_, err := e.iterator(arn, typ, first)
+			stWantErr(t, err, "ValidationException", "SequenceNumber cannot be specified with ShardIteratorType "+string(typ))
+		})
+	}
+}

@@ -721,7 +721,7 @@ func (s *Store) DeleteTable(in *TableNameInput) (*TableDescription, error) {
 	defer b.Close()
 	b.Delete(metaKey(t.meta.Name), nil)
 	b.DeleteRange(t.prefix, prefixSuccessor(t.prefix), nil)
-	// A visible stream outlives its table by 24 hours (retired.go).
+	// A visible stream outlives its table by 24 hours (deletedtables.go).
 	var retired *table
 	if now := s.opts.Now(); len(visibleStreams(t.meta, now)) > 0 {
 		var err error

@@ -126,7 +126,7 @@ func updateThroughput(m, old *tableMeta, pt *ProvisionedThroughput) *Error {
 
 // updateStream enables or disables m's stream as ss says (nil:
 // unchanged). Enabling starts a new stream (a new label); disabling keeps
-// the stream readable, marked with the time it was disabled (retired.go).
+// the stream readable, marked with the time it was disabled (deletedtables.go).
 func (s *Store) updateStream(m *tableMeta, ss *StreamSpecification, now time.Time) *Error {
 	if ss == nil {
 		return nil

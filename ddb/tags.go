@@ -58,14 +58,6 @@ type emptyOutput interface{ emptyBody() }
 
 func (*TagResourceOutput) emptyBody() {}
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"TagResource":        op((*Store).TagResource),
-		"UntagResource":      op((*Store).UntagResource),
-		"ListTagsOfResource": op((*Store).ListTagsOfResource),
-	})
-}
-
 // arnTableName returns the name of the table a ResourceArn names, checking
 // the ARN's form; ok is false when the ARN is of another region or account.
 func (s *Store) arnTableName(arn *string) (name string, ok bool, err *Error) {

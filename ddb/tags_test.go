@@ -2,6 +2,7 @@ package ddb_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -238,5 +239,46 @@ func TestConcurrentMetadataChanges(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestSDKTagResourceValidation checks TagResource's and UntagResource's
+// answers: messages for a missing Value and bad ARNs, and an empty body.
+func TestSDKTagResourceValidation(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	tbl := createTable(t, c, tableSpec{Hash: "pk:S"})
+	arn := aws.ToString(waitActive(t, c, tbl).TableArn)
+	cases := []struct {
+		name string
+		in   dynamodb.TagResourceInput
+		code string
+		msg  string
+	}{
+		{"not an ARN", dynamodb.TagResourceInput{ResourceArn: aws.String("not-a-valid-arn"), Tags: []types.Tag{{Key: aws.String("a"), Value: aws.String("1")}}}, "ValidationException",
+			"Invalid TableArn: Invalid ResourceArn provided as input not-a-valid-arn"},
+		{"ARN of a missing table", dynamodb.TagResourceInput{ResourceArn: aws.String(arn + "-gone"), Tags: []types.Tag{{Key: aws.String("a"), Value: aws.String("1")}}}, "ResourceNotFoundException",
+			"Requested resource not found: ResourcArn: " + arn + "-gone not found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.TagResource(tctx(t), &tc.in)
+			requireAPIErrorExact(t, err, tc.code, tc.msg)
+		})
+	}
+
+	// On the wire, both answer 200 with an empty body.
+	_, url := newWireServer(t)
+	r := wirePost(t, url, "DynamoDB_20120810.CreateTable", `{"TableName":"tagged","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`)
+	desc, _ := r.body["TableDescription"].(map[string]any)
+	warn, _ := desc["TableArn"].(string)
+	for _, op := range []struct{ target, body string }{
+		{"DynamoDB_20120810.TagResource", `{"ResourceArn":"` + warn + `","Tags":[{"Key":"a","Value":"1"}]}`},
+		{"DynamoDB_20120810.UntagResource", `{"ResourceArn":"` + warn + `","TagKeys":["a"]}`},
+	} {
+		r := wirePost(t, url, op.target, op.body)
+		if r.status != http.StatusOK || len(r.raw) != 0 || r.header.Get("Content-Length") != "0" {
+			t.Errorf("%s: status %d, body %q, Content-Length %q; want 200 and no body", op.target, r.status, r.raw, r.header.Get("Content-Length"))
+		}
 	}
 }

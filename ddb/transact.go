@@ -98,13 +98,6 @@ type TransactGetItemsOutput struct {
 	ConsumedCapacity []*ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
 }
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"TransactWriteItems": op((*Store).TransactWriteItems),
-		"TransactGetItems":   op((*Store).TransactGetItems),
-	})
-}
-
 // Cancellation reason codes.
 const (
 	reasonNone        = "None"
@@ -233,7 +226,7 @@ type writePlan struct {
 // writing, and with other parameters fails with
 // IdempotentParameterMismatchException. The token is recorded in the same
 // batch as the transaction's writes, so it survives a restart or a crash
-// exactly when the transaction does (tokens.go).
+// exactly when the transaction does (clienttokens.go).
 func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteItemsOutput, error) {
 	var c constraintErrors
 	switch n := len(in.TransactItems); {
@@ -322,7 +315,8 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 		plans[i] = pl
 	}
 
-	// Idempotency: a token seen with the same request answers as before.
+	// Idempotency: a token seen with the same request gets the first
+	// call's answer.
 	var tok string
 	var hash [32]byte
 	if in.ClientRequestToken != nil {
@@ -381,7 +375,7 @@ func (s *Store) TransactWriteItems(in *TransactWriteItemsInput) (*TransactWriteI
 //   - Reads and writes of one item see no other writer between them: the
 //     stripe locks are held from the first read to the commit.
 //   - Idempotency tokens. The caller claims tok before the locks
-//     (tokens.go: a concurrent call with tok is refused, a completed one
+//     (clienttokens.go: a concurrent call with tok is refused, a completed one
 //     replayed, another request with tok refused); the token's durable
 //     record is staged in this transaction's batch, so the token is spent
 //     if and only if the transaction committed, and a cancelled or failed

@@ -28,13 +28,6 @@ const nsExpiry = 'e'
 // ttlHorizon is how far in the past a TTL value may lie and still expire.
 const ttlHorizon = 5 * 365 * 24 * time.Hour
 
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"UpdateTimeToLive":   op((*Store).UpdateTimeToLive),
-		"DescribeTimeToLive": op((*Store).DescribeTimeToLive),
-	})
-}
-
 // TimeToLiveSpecification enables or disables TTL on an attribute.
 type TimeToLiveSpecification struct {
 	Enabled       *bool  `json:"Enabled"`

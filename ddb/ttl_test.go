@@ -3,6 +3,7 @@ package ddb_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,5 +217,28 @@ func TestTTLBackgroundSweeper(t *testing.T) {
 			t.Fatal("the background sweeper did not delete the expired item")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSDKUpdateTimeToLiveAttributeName checks the constraint messages for
+// a missing, an empty and a long AttributeName.
+func TestSDKUpdateTimeToLiveAttributeName(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	tbl := createTable(t, c, tableSpec{Hash: "pk:S"})
+	cases := []struct {
+		name string
+		attr *string
+		msg  string
+	}{
+		{"empty", aws.String(""), "1 validation error detected: Value '' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1"},
+		{"256 bytes", aws.String(strings.Repeat("a", 256)), "1 validation error detected: Value '" + strings.Repeat("a", 256) + "' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length less than or equal to 255"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.UpdateTimeToLive(tctx(t), &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(tbl),
+				TimeToLiveSpecification: &types.TimeToLiveSpecification{Enabled: aws.Bool(true), AttributeName: tc.attr}})
+			requireAPIErrorExact(t, err, "ValidationException", tc.msg)
+		})
 	}
 }

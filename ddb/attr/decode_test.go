@@ -11,8 +11,8 @@ import (
 )
 
 // The reflection-free decoder must behave as decoding through encoding/json
-// did. refValue is that reference: the former implementation, kept here as
-// the oracle of a differential test.
+// does. refValue is that reference, a decoder through encoding/json: the
+// oracle of a differential test.
 
 type refValue struct{ v Value }
 

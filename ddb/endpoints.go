@@ -2,19 +2,7 @@ package ddb
 
 import "net/http"
 
-// DescribeLimits and DescribeEndpoints.
-
-// DescribeLimitsInput is the (empty) request of DescribeLimits.
-type DescribeLimitsInput struct{}
-
-// DescribeLimitsOutput is the response of DescribeLimits: the default
-// per-account and per-table provisioned capacity quotas of DynamoDB.
-type DescribeLimitsOutput struct {
-	AccountMaxReadCapacityUnits  int64 `json:"AccountMaxReadCapacityUnits"`
-	AccountMaxWriteCapacityUnits int64 `json:"AccountMaxWriteCapacityUnits"`
-	TableMaxReadCapacityUnits    int64 `json:"TableMaxReadCapacityUnits"`
-	TableMaxWriteCapacityUnits   int64 `json:"TableMaxWriteCapacityUnits"`
-}
+// DescribeEndpoints, and the host a request was sent to.
 
 // DescribeEndpointsInput is the (empty) request of DescribeEndpoints.
 type DescribeEndpointsInput struct{}
@@ -33,24 +21,6 @@ type DescribeEndpointsOutput struct {
 // defaultEndpoint is the address DescribeEndpoints reports when the
 // request's host is unknown.
 const defaultEndpoint = "localhost:8000"
-
-func init() {
-	registerOps(dynamoOps, map[string]opFunc{
-		"DescribeLimits":    op((*Store).DescribeLimits),
-		"DescribeEndpoints": describeEndpointsAt(""),
-	})
-}
-
-// DescribeLimits returns the capacity quotas DynamoDB applies by default
-// (the store itself enforces none).
-func (s *Store) DescribeLimits(*DescribeLimitsInput) (*DescribeLimitsOutput, error) {
-	return &DescribeLimitsOutput{
-		AccountMaxReadCapacityUnits:  80000,
-		AccountMaxWriteCapacityUnits: 80000,
-		TableMaxReadCapacityUnits:    40000,
-		TableMaxWriteCapacityUnits:   40000,
-	}, nil
-}
 
 // DescribeEndpoints returns the one endpoint of the store, cacheable for a
 // day. Called in-process it answers localhost:8000; over HTTP the address

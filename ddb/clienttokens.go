@@ -21,10 +21,11 @@ import (
 //	q<expiry Unix ms, 8 bytes BE><token> → ""
 //
 // so after any crash either both the transaction and its token survive or
-// neither does, and a retry after a restart answers as before instead of
-// applying the transaction twice. Tokens are store-wide: deleting a table
-// leaves them alone. Expired records are deleted when looked up and by the
-// background loop (sweepTokens), which walks the expiry index.
+// neither does, and a retry after a restart gets the first call's answer
+// instead of applying the transaction twice. Tokens are store-wide:
+// deleting a table leaves them alone. Expired records are deleted when
+// looked up and by the background loop (sweepTokens), which walks the
+// expiry index.
 //
 // The state of a transaction still running (TransactionInProgressException
 // for a concurrent call with its token) is kept in memory only; recently

@@ -7,6 +7,11 @@ import (
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 
+// A table's persisted metadata (tableMeta, with its indexes' indexMeta and
+// its streams' streamMeta) and the in-memory table and index built from
+// it: the storage keys of items and index entries, and index projections.
+// The table operations themselves are in tables.go and tables_update.go.
+
 // keyDef is one key attribute of a table or index.
 type keyDef struct {
 	Name string
@@ -55,7 +60,7 @@ type tableMeta struct {
 	// Streams lists every stream the table has had, newest last.
 	Streams []streamMeta `json:"streams,omitempty"`
 	// DeletedMillis is when the table was deleted, in the record kept for
-	// its streams (retired.go); 0 for a live table.
+	// its streams (deletedtables.go); 0 for a live table.
 	DeletedMillis int64 `json:"deleted,omitempty"`
 }
 
@@ -95,7 +100,7 @@ const (
 	nsData  = 'd' // d<table id><hash32><pk>[<sk>] → item
 	nsIndex = 'x' // x<index id><hash32><ipk>[<isk>]<pk>[<sk>] → projected item
 	nsSeq   = 's' // s → last allocated id
-	// nsRetired ('g', retired.go) keeps deleted tables for their streams.
+	// nsRetired ('g', deletedtables.go) keeps deleted tables for their streams.
 )
 
 func attrKind(defs []AttributeDefinition, name string) attr.Kind {

@@ -20,8 +20,9 @@ import (
 //	g<table id, 8 bytes BE> → tableMeta JSON, with DeletedMillis set
 //
 // in the same batch that deletes the items; trimStreams deletes the record
-// and the log once none of the table's streams is visible any more. A
-// table without a visible stream is deleted whole, as before.
+// and the log once none of the table's streams is visible. A table without
+// a visible stream is deleted whole: its change log goes in the batch that
+// deletes its items.
 
 const nsRetired = 'g'
 

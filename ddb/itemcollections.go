@@ -5,6 +5,9 @@ import (
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 
+// Item collection metrics: what writes report when
+// ReturnItemCollectionMetrics is SIZE.
+
 // ItemCollectionMetrics estimates the size of an item collection (all items
 // with one partition key value) of a table with local secondary indexes.
 type ItemCollectionMetrics struct {

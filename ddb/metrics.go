@@ -31,8 +31,8 @@ type opCounter struct {
 	errors  map[string]int64 // by error type
 }
 
-// opStats holds a counter for every registered operation; the map is
-// filled once, so lookups need no lock.
+// opStats holds a counter for every operation of the operation table; the
+// map is filled once, so lookups need no lock.
 type opStats struct {
 	once sync.Once
 	byOp map[string]*opCounter
@@ -41,12 +41,12 @@ type opStats struct {
 	corruptItems atomic.Int64
 }
 
-// init makes the counters, once: the operations are all registered by then.
+// init makes the counters, once.
 func (st *opStats) init() {
 	st.once.Do(func() {
 		st.byOp = map[string]*opCounter{}
-		for _, table := range []map[string]opFunc{dynamoOps, streamsOps} {
-			for name := range table {
+		for _, ops := range operations {
+			for name := range ops {
 				st.byOp[name] = &opCounter{}
 			}
 		}

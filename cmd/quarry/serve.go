@@ -65,8 +65,8 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 // A system whose backend (the DynamoDB endpoint, PostgreSQL, the S3
 // bucket) does not answer at start waits for it in the background and
 // starts by itself when it answers, while the rest serves and /healthz
-// says what waits (deferred.go); a backend that answers with a refusal
-// (a missing bucket, bad credentials) stops the start as before.
+// says what waits (platform/lifecycle); a backend that answers with a refusal
+// (a missing bucket, bad credentials) stops the start.
 //
 // One lifecycle owns everything it starts. On a signal, when a running
 // part fails, or when a part fails to start, the lifecycle stops what has
@@ -76,17 +76,18 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 //  1. the API listener, then the DynamoDB endpoint's (stop accepting,
 //     drain the requests in flight);
 //  2. the backend health prober;
-//  3. each system, in the reverse of its start (a system that started
-//     late stops in its place all the same; one still waiting stops
-//     waiting): DataShelf's store; EECAR's stream follower (and its
+//  3. the console, and the DataShelf crawls started from it;
+//  4. each system (its Run, then its Close), in the reverse of its start
+//     (a system that started late stops in its place all the same; one
+//     still waiting stops waiting): DataShelf's store; EECAR's stream follower (and its
 //     webhooks in flight), then its webhook connections; Checks'
 //     scheduler and alert dispatcher, then its prober; Wallcrawler's
 //     session reaper and stream notifier, then its sessions (each ends
 //     with a final write, so before the store closes, and closes its
 //     browser), the warm pool's browsers, the egress proxy (its port
 //     closes), the browsers' files;
-//  4. the admin channel (its socket file is removed);
-//  5. the embedded store (its lock is released: another process may open
+//  5. the admin channel (its socket file is removed);
+//  6. the embedded store (its lock is released: another process may open
 //     the data directory).
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quarry serve", flag.ContinueOnError)

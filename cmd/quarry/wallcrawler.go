@@ -85,38 +85,14 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 		}
 		printProject(stdout, p)
 	case "project update":
-		// Only the flags given on the command line change the project.
-		var in auth.UpdateProjectInput
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "name":
-				in.Name = name
-			case "owner":
-				in.OwnerID = owner
-			case "tier":
-				in.BillingTier = tier
-			case "status":
-				up := strings.ToUpper(*status)
-				in.Status = &up
-			case "concurrency":
-				in.Concurrency = concurrency
-			case "timeout":
-				in.DefaultTimeout = timeout
-			}
-		})
+		in := projectUpdate(fs, name, owner, tier, status, concurrency, timeout)
 		p, err := st.UpdateProject(ctx, *id, in)
 		if err != nil {
 			return fmt.Errorf("wallcrawler project update: %w", err)
 		}
 		printProject(stdout, p)
 	case "key create":
-		var extra []string
-		for _, p := range strings.Split(*also, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				extra = append(extra, p)
-			}
-		}
-		raw, k, err := st.CreateKey(ctx, auth.CreateKeyInput{ProjectID: *project, ProjectIDs: extra, Name: *name})
+		raw, k, err := st.CreateKey(ctx, auth.CreateKeyInput{ProjectID: *project, ProjectIDs: splitList(*also), Name: *name})
 		if err != nil {
 			return err
 		}
@@ -141,6 +117,41 @@ func cmdWallcrawler(ctx context.Context, args []string, getenv func(string) stri
 		return errUsage
 	}
 	return nil
+}
+
+// projectUpdate returns the change of project update: only the flags
+// given on the command line change the project.
+func projectUpdate(fs *flag.FlagSet, name, owner, tier, status *string, concurrency, timeout *int) auth.UpdateProjectInput {
+	var in auth.UpdateProjectInput
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "name":
+			in.Name = name
+		case "owner":
+			in.OwnerID = owner
+		case "tier":
+			in.BillingTier = tier
+		case "status":
+			up := strings.ToUpper(*status)
+			in.Status = &up
+		case "concurrency":
+			in.Concurrency = concurrency
+		case "timeout":
+			in.DefaultTimeout = timeout
+		}
+	})
+	return in
+}
+
+// splitList returns the non-empty trimmed items of a comma-separated list.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // printProject writes the one-line summary project create and update print.

@@ -31,7 +31,7 @@ func BodyDeadline(h http.Handler, d time.Duration) http.Handler {
 		b := &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), start: time.Now(), grace: d}
 		if b.extend() != nil {
 			// The connection takes no deadlines (an HTTP/2 stream or a
-			// test recorder): serve unbounded, as before.
+			// test recorder): serve it without the bound.
 			h.ServeHTTP(w, r)
 			return
 		}

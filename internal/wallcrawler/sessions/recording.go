@@ -164,12 +164,6 @@ func (m *Manager) ReplayFrame(ctx context.Context, p auth.Principal, id string, 
 	return out, nil
 }
 
-// Recent returns at most limit sessions of the principal's selected
-// project, newest first.
-func (m *Manager) Recent(ctx context.Context, p auth.Principal, limit int) ([]Session, error) {
-	return m.d.Repo.ListByProject(ctx, p.ProjectID, limit)
-}
-
 // Replay returns a session's recording with its whole replay blob (the
 // frames' JPEGs, located by Recording.Frames).
 func (m *Manager) Replay(ctx context.Context, p auth.Principal, id string) (Recording, []byte, error) {

@@ -1,0 +1,299 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/platform/ddbitem"
+	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
+	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
+	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+)
+
+// CreateInput is a validated POST /v1/sessions.
+type CreateInput struct {
+	// ProjectID must be one of the principal's projects ("" = its own).
+	ProjectID      string
+	ContextID      string
+	ContextPersist bool
+	Width, Height  int
+	KeepAlive      bool
+	// Timeout in seconds; 0 means the project's defaultTimeout.
+	Timeout      int
+	Region       string
+	UserMetadata map[string]any
+}
+
+// Create starts a session and returns it once READY. origin is the
+// scheme and host clients reach quarry at ("http://127.0.0.1:8080"); the
+// connectUrl is built from it.
+//
+// With a context, its archive is restored synchronously, after the
+// concurrency slot is taken (so a project unpacks at most as many archives
+// at once as its concurrency) and before the session is recorded: an
+// archive that passes an unpack cap, holds an unsafe entry or is corrupt
+// fails Create with ErrContextArchive, leaves no session record and no
+// profile on disk, launches no browser and frees the slot. The restore
+// counts against ReadyWait.
+func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, origin string) (Session, error) {
+	deadline := time.Now().Add(m.o.ReadyWait)
+	st := newSteps()
+	project := p.Project
+	if in.ProjectID != "" && in.ProjectID != p.ProjectID {
+		if !p.CanUse(in.ProjectID) {
+			return Session{}, fmt.Errorf("%w: project %s", ErrNotFound, in.ProjectID)
+		}
+		var err error
+		if project, err = m.d.Auth.GetProject(ctx, in.ProjectID); err != nil {
+			return Session{}, err
+		}
+		if project.Status != auth.StatusActive {
+			return Session{}, fmt.Errorf("%w: project %s is not active", auth.ErrForbidden, project.ID)
+		}
+	}
+	if in.Timeout == 0 {
+		in.Timeout = project.DefaultTimeout
+		if in.Timeout <= 0 {
+			in.Timeout = auth.DefaultSessionTimeout
+		}
+	}
+	if in.Timeout < MinTimeout || in.Timeout > MaxTimeout {
+		return Session{}, fmt.Errorf("%w: timeout must be between %d and %d seconds", ErrInvalid, MinTimeout, MaxTimeout)
+	}
+	if in.Region == "" {
+		in.Region = DefaultRegion
+	}
+	if !slices.Contains(Regions, in.Region) {
+		return Session{}, fmt.Errorf("%w: region must be one of %s", ErrInvalid, strings.Join(Regions, ", "))
+	}
+	if in.Width < 0 || in.Height < 0 || in.Width > 7680 || in.Height > 4320 {
+		return Session{}, fmt.Errorf("%w: viewport must be at most 7680x4320", ErrInvalid)
+	}
+	var ctxRec *contexts.Context
+	if in.ContextID != "" {
+		if m.d.Contexts == nil {
+			return Session{}, fmt.Errorf("%w: contexts are not enabled", ErrInvalid)
+		}
+		c, err := m.d.Contexts.Get(ctx, project.ID, in.ContextID)
+		if err == nil && c.Deleting() {
+			err = contexts.ErrNotFound
+		}
+		if errors.Is(err, contexts.ErrNotFound) {
+			return Session{}, fmt.Errorf("%w: context %s not found", ErrInvalid, in.ContextID)
+		}
+		if err != nil {
+			return Session{}, err
+		}
+		ctxRec = &c
+	}
+
+	st.mark("lookup")
+	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
+		return Session{}, err
+	}
+	st.mark("slot")
+	id, err := newID("sess_")
+	if err != nil {
+		m.releaseSlot(project.ID)
+		return Session{}, err
+	}
+	var profileDir string
+	if ctxRec != nil {
+		profiles := filepath.Join(m.o.WorkDir, "profiles")
+		err := os.MkdirAll(profiles, 0o711)
+		if err == nil {
+			err = os.Chmod(profiles, 0o711) // enterable, not listable, by the browser user
+		}
+		if err != nil {
+			m.releaseSlot(project.ID)
+			return Session{}, fmt.Errorf("sessions: profiles dir: %w", err)
+		}
+		profileDir = filepath.Join(profiles, id)
+		if err := m.restore(ctx, deadline, *ctxRec, profileDir); err != nil {
+			m.releaseSlot(project.ID)
+			return Session{}, err
+		}
+		st.mark("restore")
+	}
+	now := m.now()
+	expires := now.Add(time.Duration(in.Timeout) * time.Second).Truncate(time.Second)
+	token, err := m.d.Tokens.Sign(id, project.ID, expires)
+	if err != nil {
+		if profileDir != "" {
+			_ = os.RemoveAll(profileDir)
+		}
+		m.releaseSlot(project.ID)
+		return Session{}, err
+	}
+	// The item is written PROVISIONING at once (its history records the
+	// CREATING step), and the browser launches while it is written.
+	x := Session{
+		ID: id, ProjectID: project.ID, InternalStatus: StateProvisioning,
+		CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, LastEventAt: now,
+		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(), NodeURL: m.o.AdvertiseURL,
+		SigningKey: token, ConnectURL: connectURL(origin, id, token),
+		Timeout: in.Timeout, Width: in.Width, Height: in.Height,
+		UserMetadata: in.UserMetadata,
+		Events:       []Event{newEvent(now, "", StateCreating, "create"), newEvent(now, StateCreating, StateProvisioning, "launch browser")},
+	}
+	if ctxRec != nil {
+		x.ContextID, x.ContextPersist, x.ContextKey = ctxRec.ID, in.ContextPersist, ctxRec.StorageKey
+	}
+	inserted := make(chan error, 1)
+	done := make(chan launchResult, 1)
+	m.wg.Add(1)
+	go m.provision(x, ctxRec, profileDir, in, inserted, done)
+	defer st.log(m.log, "wallcrawler: create steps", id)
+	err = m.d.Repo.Insert(ctx, x)
+	inserted <- err // on error, provision drops the browser and the profile, then frees the slot
+	st.mark("insert")
+	if err != nil {
+		return Session{}, err
+	}
+
+	// provision reports the READY item (the answer of its conditional
+	// write) or why there is none: no stream or table read on the way.
+	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
+	defer timer.Stop()
+	var reason string
+	select {
+	case r := <-done:
+		st.mark("ready")
+		if r.err == nil {
+			return r.x, nil
+		}
+		cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id)
+		if err == nil && cur.Error != "" {
+			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
+		}
+		if err == nil {
+			return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, cur.InternalStatus)
+		}
+		return Session{}, fmt.Errorf("%w: %w", ErrUnavailable, r.err)
+	case <-timer.C:
+		reason = fmt.Sprintf("browser not ready within %s", m.o.ReadyWait)
+	case <-ctx.Done():
+		reason = "client went away before the browser was ready"
+	}
+	// The READY write may just have landed.
+	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {
+		return cur, nil
+	}
+	m.fail(id, project.ID, []string{StateProvisioning}, reason)
+	return Session{}, fmt.Errorf("%w: %s", ErrUnavailable, reason)
+}
+
+// launchResult is what provision reports to the Create waiting for it:
+// the READY session, or why it did not become READY.
+type launchResult struct {
+	x   Session
+	err error
+}
+
+// restore unpacks c's archive into dir before deadline. On any error dir
+// is removed; an archive the contexts store refuses (caps, unsafe entries,
+// corruption) is ErrContextArchive.
+func (m *Manager) restore(ctx context.Context, deadline time.Time, c contexts.Context, dir string) error {
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	_, err := m.d.Contexts.Restore(rctx, c, dir)
+	if err == nil {
+		return nil
+	}
+	_ = os.RemoveAll(dir)
+	switch {
+	case errors.Is(err, contexts.ErrArchiveTooLarge), errors.Is(err, contexts.ErrUnsafeArchive), errors.Is(err, contexts.ErrCorruptArchive):
+		m.log.Warn("wallcrawler: context archive refused", "context", c.ID, "project", c.ProjectID, "took", time.Since(start), "err", err)
+		return fmt.Errorf("%w: context %s: %w", ErrContextArchive, c.ID, err)
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: context %s not restored within %s", ErrUnavailable, c.ID, m.o.ReadyWait)
+	}
+	return fmt.Errorf("sessions: restore context %s: %w", c.ID, err)
+}
+
+// provision launches the browser of a PROVISIONING session and marks it
+// READY (or FAILED). It runs detached from the create request, launching
+// while Create writes the item: inserted receives the outcome of that
+// write (on error, provision drops the browser and profileDir), and done
+// the outcome of the launch. profileDir is the context's restored profile
+// ("" without a context), which it removes when the launch fails.
+func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir string, in CreateInput, inserted <-chan error, done chan<- launchResult) {
+	defer m.wg.Done()
+	ctx, cancel := context.WithTimeout(m.base, m.o.ReadyWait+5*time.Second)
+	defer cancel()
+	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
+	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
+	st := newSteps()
+	defer st.log(m.log, "wallcrawler: launch steps", x.ID)
+	b, err := m.d.Browsers.Launch(ctx, opts)
+	st.mark("launch")
+	if ierr := <-inserted; ierr != nil {
+		// No session: nobody wants the browser. Its slot is freed
+		// once it is gone.
+		if b != nil {
+			l.b = b
+			m.dropLive(ctx, l)
+		} else if l.profileDir != "" {
+			_ = os.RemoveAll(l.profileDir)
+		}
+		m.releaseSlot(x.ProjectID)
+		done <- launchResult{err: ierr}
+		return
+	}
+	if err != nil {
+		if l.profileDir != "" {
+			_ = os.RemoveAll(l.profileDir)
+		}
+		m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "launch browser: "+err.Error())
+		done <- launchResult{err: err}
+		return
+	}
+	l.b = b
+	l.idleSince = m.now()
+	m.mu.Lock()
+	m.live[x.ID] = l
+	m.mu.Unlock()
+	ready, err := m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
+		"startedAt":  ddbitem.S(ddbitem.FormatTime(m.now())),
+		"publicIP":   ddbitem.S("127.0.0.1"),
+		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
+		"retryCount": ddbitem.N(int64(b.LaunchRetries())),
+	})
+	st.mark("ready")
+	if err != nil {
+		// Released, timed out or failed meanwhile: nobody wants it.
+		m.log.Info("wallcrawler: browser launched for a session that moved on", "session", x.ID, "err", err)
+		m.mu.Lock()
+		mine := m.live[x.ID] == l
+		if mine {
+			delete(m.live, x.ID)
+		}
+		m.mu.Unlock()
+		if mine { // else the stopper took it and cleans up
+			m.dropLive(ctx, l)
+		}
+		done <- launchResult{err: err}
+		return
+	}
+	m.startRecording(l) // connects in the background
+	done <- launchResult{x: ready}
+	// After the answer: the baseline of avgCpuUsage (its CPU time only).
+	m.sampleWith(l, browser.SampleGroupsCPU)
+	st.mark("sample")
+	m.wg.Add(1)
+	go m.watchCrash(l)
+}
+
+func connectURL(origin, id, token string) string {
+	ws := "ws" + strings.TrimPrefix(origin, "http")
+	return ws + "/wallcrawler/cdp/" + id + "?signingKey=" + url.QueryEscape(token)
+}

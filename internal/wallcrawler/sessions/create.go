@@ -36,6 +36,12 @@ type CreateInput struct {
 // scheme and host clients reach quarry at ("http://127.0.0.1:8080"); the
 // connectUrl is built from it.
 //
+// Every refusal that needs no resources (project, timeout, region,
+// viewport, context) comes before the concurrency slot is taken. From the
+// slot on, one deferred cleanup gives back what Create holds (the slot,
+// the restored profile) on every failure, until provision takes them
+// over with the launch.
+//
 // With a context, its archive is restored synchronously, after the
 // concurrency slot is taken (so a project unpacks at most as many archives
 // at once as its concurrency) and before the session is recorded: an
@@ -46,17 +52,74 @@ type CreateInput struct {
 func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, origin string) (Session, error) {
 	deadline := time.Now().Add(m.o.ReadyWait)
 	st := newSteps()
+	in, project, ctxRec, err := m.validateCreate(ctx, p, in)
+	if err != nil {
+		return Session{}, err
+	}
+	id, err := newID("sess_")
+	if err != nil {
+		return Session{}, err
+	}
+	st.mark("lookup")
+	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
+		return Session{}, err
+	}
+	st.mark("slot")
+	var profileDir string
+	handedOver := false
+	defer func() {
+		if handedOver {
+			return
+		}
+		if profileDir != "" {
+			_ = os.RemoveAll(profileDir)
+		}
+		m.releaseSlot(project.ID)
+	}()
+	if ctxRec != nil {
+		if profileDir, err = m.restoreProfile(ctx, deadline, *ctxRec, id); err != nil {
+			return Session{}, err
+		}
+		st.mark("restore")
+	}
+	x, err := m.provisioningItem(id, project.ID, in, ctxRec, origin)
+	if err != nil {
+		return Session{}, err
+	}
+	// The item is written PROVISIONING at once (its history records the
+	// CREATING step), and the browser launches while it is written. From
+	// here on provision owns the slot and the profile: when the write
+	// fails, it drops the browser and the profile, then frees the slot.
+	inserted := make(chan error, 1)
+	done := make(chan launchResult, 1)
+	m.wg.Add(1)
+	go m.provision(x, ctxRec, profileDir, in, inserted, done)
+	handedOver = true
+	defer st.log(m.log, "wallcrawler: create steps", id)
+	err = m.d.Repo.Insert(ctx, x)
+	inserted <- err
+	st.mark("insert")
+	if err != nil {
+		return Session{}, err
+	}
+	return m.awaitReady(ctx, x, deadline, done, st)
+}
+
+// validateCreate checks in against the principal and the project it
+// names, and returns it with its defaults filled in, the project, and the
+// context to restore (nil without one). It takes no resources.
+func (m *Manager) validateCreate(ctx context.Context, p auth.Principal, in CreateInput) (CreateInput, auth.Project, *contexts.Context, error) {
 	project := p.Project
 	if in.ProjectID != "" && in.ProjectID != p.ProjectID {
 		if !p.CanUse(in.ProjectID) {
-			return Session{}, fmt.Errorf("%w: project %s", ErrNotFound, in.ProjectID)
+			return in, project, nil, fmt.Errorf("%w: project %s", ErrNotFound, in.ProjectID)
 		}
 		var err error
 		if project, err = m.d.Auth.GetProject(ctx, in.ProjectID); err != nil {
-			return Session{}, err
+			return in, project, nil, err
 		}
 		if project.Status != auth.StatusActive {
-			return Session{}, fmt.Errorf("%w: project %s is not active", auth.ErrForbidden, project.ID)
+			return in, project, nil, fmt.Errorf("%w: project %s is not active", auth.ErrForbidden, project.ID)
 		}
 	}
 	if in.Timeout == 0 {
@@ -66,77 +129,66 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		}
 	}
 	if in.Timeout < MinTimeout || in.Timeout > MaxTimeout {
-		return Session{}, fmt.Errorf("%w: timeout must be between %d and %d seconds", ErrInvalid, MinTimeout, MaxTimeout)
+		return in, project, nil, fmt.Errorf("%w: timeout must be between %d and %d seconds", ErrInvalid, MinTimeout, MaxTimeout)
 	}
 	if in.Region == "" {
 		in.Region = DefaultRegion
 	}
 	if !slices.Contains(Regions, in.Region) {
-		return Session{}, fmt.Errorf("%w: region must be one of %s", ErrInvalid, strings.Join(Regions, ", "))
+		return in, project, nil, fmt.Errorf("%w: region must be one of %s", ErrInvalid, strings.Join(Regions, ", "))
 	}
 	if in.Width < 0 || in.Height < 0 || in.Width > 7680 || in.Height > 4320 {
-		return Session{}, fmt.Errorf("%w: viewport must be at most 7680x4320", ErrInvalid)
+		return in, project, nil, fmt.Errorf("%w: viewport must be at most 7680x4320", ErrInvalid)
 	}
-	var ctxRec *contexts.Context
-	if in.ContextID != "" {
-		if m.d.Contexts == nil {
-			return Session{}, fmt.Errorf("%w: contexts are not enabled", ErrInvalid)
-		}
-		c, err := m.d.Contexts.Get(ctx, project.ID, in.ContextID)
-		if err == nil && c.Deleting() {
-			err = contexts.ErrNotFound
-		}
-		if errors.Is(err, contexts.ErrNotFound) {
-			return Session{}, fmt.Errorf("%w: context %s not found", ErrInvalid, in.ContextID)
-		}
-		if err != nil {
-			return Session{}, err
-		}
-		ctxRec = &c
+	if in.ContextID == "" {
+		return in, project, nil, nil
 	}
-
-	st.mark("lookup")
-	if err := m.d.Auth.AcquireSlot(ctx, project.ID); err != nil {
-		return Session{}, err
+	if m.d.Contexts == nil {
+		return in, project, nil, fmt.Errorf("%w: contexts are not enabled", ErrInvalid)
 	}
-	st.mark("slot")
-	id, err := newID("sess_")
+	c, err := m.d.Contexts.Get(ctx, project.ID, in.ContextID)
+	if err == nil && c.Deleting() {
+		err = contexts.ErrNotFound
+	}
+	if errors.Is(err, contexts.ErrNotFound) {
+		return in, project, nil, fmt.Errorf("%w: context %s not found", ErrInvalid, in.ContextID)
+	}
 	if err != nil {
-		m.releaseSlot(project.ID)
-		return Session{}, err
+		return in, project, nil, err
 	}
-	var profileDir string
-	if ctxRec != nil {
-		profiles := filepath.Join(m.o.WorkDir, "profiles")
-		err := os.MkdirAll(profiles, 0o711)
-		if err == nil {
-			err = os.Chmod(profiles, 0o711) // enterable, not listable, by the browser user
-		}
-		if err != nil {
-			m.releaseSlot(project.ID)
-			return Session{}, fmt.Errorf("sessions: profiles dir: %w", err)
-		}
-		profileDir = filepath.Join(profiles, id)
-		if err := m.restore(ctx, deadline, *ctxRec, profileDir); err != nil {
-			m.releaseSlot(project.ID)
-			return Session{}, err
-		}
-		st.mark("restore")
+	return in, project, &c, nil
+}
+
+// restoreProfile restores c's archive into the profile directory of
+// session id, <WorkDir>/profiles/<id>, and returns that directory. On
+// error nothing of the profile is left and the directory is "".
+func (m *Manager) restoreProfile(ctx context.Context, deadline time.Time, c contexts.Context, id string) (string, error) {
+	profiles := filepath.Join(m.o.WorkDir, "profiles")
+	err := os.MkdirAll(profiles, 0o711)
+	if err == nil {
+		err = os.Chmod(profiles, 0o711) // enterable, not listable, by the browser user
 	}
+	if err != nil {
+		return "", fmt.Errorf("sessions: profiles dir: %w", err)
+	}
+	dir := filepath.Join(profiles, id)
+	if err := m.restore(ctx, deadline, c, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// provisioningItem returns the PROVISIONING item of a new session: its
+// expiry counted from now, its signingKey and connectUrl.
+func (m *Manager) provisioningItem(id, projectID string, in CreateInput, ctxRec *contexts.Context, origin string) (Session, error) {
 	now := m.now()
 	expires := now.Add(time.Duration(in.Timeout) * time.Second).Truncate(time.Second)
-	token, err := m.d.Tokens.Sign(id, project.ID, expires)
+	token, err := m.d.Tokens.Sign(id, projectID, expires)
 	if err != nil {
-		if profileDir != "" {
-			_ = os.RemoveAll(profileDir)
-		}
-		m.releaseSlot(project.ID)
 		return Session{}, err
 	}
-	// The item is written PROVISIONING at once (its history records the
-	// CREATING step), and the browser launches while it is written.
 	x := Session{
-		ID: id, ProjectID: project.ID, InternalStatus: StateProvisioning,
+		ID: id, ProjectID: projectID, InternalStatus: StateProvisioning,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, LastEventAt: now,
 		KeepAlive: in.KeepAlive, Region: in.Region, TaskARN: m.taskPrefix(), NodeURL: m.o.AdvertiseURL,
 		SigningKey: token, ConnectURL: connectURL(origin, id, token),
@@ -147,20 +199,15 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	if ctxRec != nil {
 		x.ContextID, x.ContextPersist, x.ContextKey = ctxRec.ID, in.ContextPersist, ctxRec.StorageKey
 	}
-	inserted := make(chan error, 1)
-	done := make(chan launchResult, 1)
-	m.wg.Add(1)
-	go m.provision(x, ctxRec, profileDir, in, inserted, done)
-	defer st.log(m.log, "wallcrawler: create steps", id)
-	err = m.d.Repo.Insert(ctx, x)
-	inserted <- err // on error, provision drops the browser and the profile, then frees the slot
-	st.mark("insert")
-	if err != nil {
-		return Session{}, err
-	}
+	return x, nil
+}
 
-	// provision reports the READY item (the answer of its conditional
-	// write) or why there is none: no stream or table read on the way.
+// awaitReady waits until deadline for provision's outcome (done) for the
+// recorded session x. provision reports the READY item (the answer of its
+// conditional write) or why there is none: no stream or table read on the
+// way. A session not READY by the deadline, or whose client went away,
+// is marked FAILED (its slot freed), unless its READY write just landed.
+func (m *Manager) awaitReady(ctx context.Context, x Session, deadline time.Time, done <-chan launchResult, st *steps) (Session, error) {
 	timer := time.NewTimer(max(time.Until(deadline), time.Millisecond))
 	defer timer.Stop()
 	var reason string
@@ -170,12 +217,12 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		if r.err == nil {
 			return r.x, nil
 		}
-		cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id)
+		cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), x.ID)
 		if err == nil && cur.Error != "" {
 			return cur, fmt.Errorf("%w: %s", ErrUnavailable, cur.Error)
 		}
 		if err == nil {
-			return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, id, cur.InternalStatus)
+			return cur, fmt.Errorf("%w: session %s is %s", ErrUnavailable, x.ID, cur.InternalStatus)
 		}
 		return Session{}, fmt.Errorf("%w: %w", ErrUnavailable, r.err)
 	case <-timer.C:
@@ -184,10 +231,10 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		reason = "client went away before the browser was ready"
 	}
 	// The READY write may just have landed.
-	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), id); err == nil && cur.InternalStatus == StateReady {
+	if cur, err := m.d.Repo.Get(context.WithoutCancel(ctx), x.ID); err == nil && cur.InternalStatus == StateReady {
 		return cur, nil
 	}
-	m.fail(id, project.ID, []string{StateProvisioning}, reason)
+	m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, reason)
 	return Session{}, fmt.Errorf("%w: %s", ErrUnavailable, reason)
 }
 

@@ -39,7 +39,7 @@ func blobSegment(s string) bool {
 var artifactNames = []string{"logs.json", "downloads.zip", recordingBlob, replayBlob}
 
 // removeArtifacts deletes what is kept of session id of projectID once its
-// item is gone (its TTL passed: the API can no longer reach them), so that
+// item is gone (its TTL passed, so the API cannot reach them), so that
 // they do not pile up for ever. Every node following the stream does it;
 // deleting a missing blob is not an error.
 func (m *Manager) removeArtifacts(projectID, id string) {

@@ -90,8 +90,8 @@ func (m *Manager) liveRecorder(id string) *recorder {
 
 // Recording returns what the inspector recorded of a session's pages:
 // so far while it runs on this node, as kept once it ended. A session
-// that ran before recordings existed, or whose browser another node runs,
-// has an empty one.
+// of which no recording is kept, or whose browser another node runs, has
+// an empty one.
 func (m *Manager) Recording(ctx context.Context, p auth.Principal, id string) (Recording, error) {
 	x, err := m.Get(ctx, p, id)
 	if err != nil {

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,29 @@ func (m *Manager) removeArtifacts(projectID, id string) {
 
 func artifactKey(projectID, sessionID, name string) string {
 	return projectID + "/" + sessionID + "/" + name
+}
+
+// keepDownloads writes the files the browser of l downloaded, as a zip,
+// beside its item (downloads.zip) when there is any. m.d.Blobs must be
+// set.
+func (m *Manager) keepDownloads(ctx context.Context, l *live) {
+	var buf bytes.Buffer
+	if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
+		if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
+			m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
+		}
+	}
+}
+
+// keepLog writes the CDP log of l beside its item (logs.json) when it
+// holds any entry. m.d.Blobs must be set.
+func (m *Manager) keepLog(ctx context.Context, l *live) {
+	if entries := l.log.Entries(); len(entries) > 0 {
+		data, _ := json.Marshal(entries)
+		if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
+			m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
+		}
+	}
 }
 
 // Logs returns the CDP command/response pairs of a session: live from the

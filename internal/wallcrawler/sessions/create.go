@@ -305,29 +305,9 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		return
 	}
 	l.b = b
-	l.idleSince = m.now()
-	m.mu.Lock()
-	m.live[x.ID] = l
-	m.mu.Unlock()
-	ready, err := m.d.Repo.Transition(ctx, x.ID, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
-		"startedAt":  ddbitem.S(ddbitem.FormatTime(m.now())),
-		"publicIP":   ddbitem.S("127.0.0.1"),
-		"ecsTaskArn": ddbitem.S(m.taskPrefix() + b.ID()),
-		"retryCount": ddbitem.N(int64(b.LaunchRetries())),
-	})
+	ready, err := m.markReady(ctx, l)
 	st.mark("ready")
 	if err != nil {
-		// Released, timed out or failed meanwhile: nobody wants it.
-		m.log.Info("wallcrawler: browser launched for a session that moved on", "session", x.ID, "err", err)
-		m.mu.Lock()
-		mine := m.live[x.ID] == l
-		if mine {
-			delete(m.live, x.ID)
-		}
-		m.mu.Unlock()
-		if mine { // else the stopper took it and cleans up
-			m.dropLive(ctx, l)
-		}
 		done <- launchResult{err: err}
 		return
 	}
@@ -340,6 +320,39 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 	go m.watchCrash(l)
 }
 
+// markReady registers the launched browser of l as running here and
+// writes its session READY. When the session moved on meanwhile
+// (released, timed out or failed), nobody wants the browser: it is
+// dropped, unless a stopper took it first (the stopper cleans up then).
+func (m *Manager) markReady(ctx context.Context, l *live) (Session, error) {
+	l.idleSince = m.now()
+	m.mu.Lock()
+	m.live[l.id] = l
+	m.mu.Unlock()
+	ready, err := m.d.Repo.Transition(ctx, l.id, []string{StateProvisioning}, StateReady, "browser answers CDP", map[string]av{
+		"startedAt":  ddbitem.S(ddbitem.FormatTime(m.now())),
+		"publicIP":   ddbitem.S("127.0.0.1"),
+		"ecsTaskArn": ddbitem.S(m.taskPrefix() + l.b.ID()),
+		"retryCount": ddbitem.N(int64(l.b.LaunchRetries())),
+	})
+	if err == nil {
+		return ready, nil
+	}
+	m.log.Info("wallcrawler: browser launched for a session that moved on", "session", l.id, "err", err)
+	m.mu.Lock()
+	mine := m.live[l.id] == l
+	if mine {
+		delete(m.live, l.id)
+	}
+	m.mu.Unlock()
+	if mine {
+		m.dropLive(ctx, l)
+	}
+	return Session{}, err
+}
+
+// connectURL returns the connectUrl of session id: origin's WebSocket
+// scheme and host, the CDP path and the signingKey.
 func connectURL(origin, id, token string) string {
 	ws := "ws" + strings.TrimPrefix(origin, "http")
 	return ws + "/wallcrawler/cdp/" + id + "?signingKey=" + url.QueryEscape(token)

@@ -1,9 +1,7 @@
 package sessions
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"os"
@@ -158,8 +156,17 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) (cpu fl
 		m.log.Warn("wallcrawler: close browser", "session", l.id, "err", err)
 	}
 	st.mark("close")
-	// What is kept of the session, at the same time: the profile (when
-	// its context persists), the recording, the downloads and the log.
+	m.keep(ctx, l, persist, writeRecording)
+	st.mark("kept")
+	m.dropLive(ctx, l)
+	return cpu, rss, ok
+}
+
+// keep writes what outlives the closed browser of l, all at once: the
+// profile (when persist, its context persists), the recording (when
+// writeRecording is not nil), the downloads and the CDP log. It returns
+// when every write ended; failures are logged.
+func (m *Manager) keep(ctx context.Context, l *live, persist bool, writeRecording func(context.Context)) {
 	var kept sync.WaitGroup
 	if persist {
 		kept.Go(func() {
@@ -172,27 +179,10 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) (cpu fl
 		kept.Go(func() { writeRecording(ctx) })
 	}
 	if m.d.Blobs != nil {
-		kept.Go(func() {
-			var buf bytes.Buffer
-			if n, err := zipDir(&buf, l.b.DownloadDir()); err == nil && n > 0 {
-				if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "downloads.zip"), &buf); err != nil {
-					m.log.Warn("wallcrawler: keep downloads", "session", l.id, "err", err)
-				}
-			}
-		})
-		kept.Go(func() {
-			if entries := l.log.Entries(); len(entries) > 0 {
-				data, _ := json.Marshal(entries)
-				if err := m.d.Blobs.Put(ctx, artifactKey(l.projectID, l.id, "logs.json"), bytes.NewReader(data)); err != nil {
-					m.log.Warn("wallcrawler: keep logs", "session", l.id, "err", err)
-				}
-			}
-		})
+		kept.Go(func() { m.keepDownloads(ctx, l) })
+		kept.Go(func() { m.keepLog(ctx, l) })
 	}
 	kept.Wait()
-	st.mark("kept")
-	m.dropLive(ctx, l)
-	return cpu, rss, ok
 }
 
 // dropLive kills the browser (when still running) and deletes its files

@@ -45,6 +45,16 @@ func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, err
 		}
 		return m.forward(ctx, req)
 	}
+	return m.local(l, pageID), nil
+}
+
+// local returns the target of page pageID ("" for the browser itself) of
+// l, a browser running here: the connections it opens count as l's
+// clients (its idle time starts when the last one closes), and the bytes
+// they carry count against the session's proxyBytes and its project's
+// usage.
+func (m *Manager) local(l *live, pageID string) cdp.Target {
+	sessionID := l.id
 	target := l.b.WebSocketURL()
 	if pageID != "" {
 		target = "ws://" + l.b.DebugAddr() + "/devtools/page/" + pageID
@@ -76,7 +86,7 @@ func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, err
 				m.log.Warn("wallcrawler: count project usage", "project", l.projectID, "err", err)
 			}
 		},
-	}, nil
+	}
 }
 
 // forward returns the target of a session whose browser runs in another

@@ -37,10 +37,8 @@ type CreateInput struct {
 // connectUrl is built from it.
 //
 // Every refusal that needs no resources (project, timeout, region,
-// viewport, context) comes before the concurrency slot is taken. From the
-// slot on, one deferred cleanup gives back what Create holds (the slot,
-// the restored profile) on every failure, until provision takes them
-// over with the launch.
+// viewport, context) is made before the concurrency slot is taken; a
+// later failure gives the slot back and leaves no restored profile.
 //
 // With a context, its archive is restored synchronously, after the
 // concurrency slot is taken (so a project unpacks at most as many archives
@@ -65,6 +63,8 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 		return Session{}, err
 	}
 	st.mark("slot")
+	// One cleanup gives back what Create holds (the slot, the restored
+	// profile) on every failure, until provision takes both over.
 	var profileDir string
 	handedOver := false
 	defer func() {

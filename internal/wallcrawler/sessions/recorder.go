@@ -251,197 +251,243 @@ func cut(s string, n int) string {
 	return s + "…"
 }
 
+// recorderEvents are the handlers of the CDP events the recorder reads,
+// by method; other events are ignored.
+var recorderEvents = map[string]func(*recorder, context.Context, event){
+	"Target.attachedToTarget":   (*recorder).attached,
+	"Target.detachedFromTarget": (*recorder).detached,
+	"Page.screencastFrame":      (*recorder).screencastFrame,
+	"Runtime.consoleAPICalled":  (*recorder).consoleAPICalled,
+	"Runtime.exceptionThrown":   (*recorder).exceptionThrown,
+	"Log.entryAdded":            (*recorder).logEntryAdded,
+	"Network.requestWillBeSent": (*recorder).requestWillBeSent,
+	"Network.responseReceived":  (*recorder).responseReceived,
+	"Network.loadingFinished":   (*recorder).loadingFinished,
+	"Network.loadingFailed":     (*recorder).loadingFailed,
+}
+
+// handle dispatches one message of the browser to its event's handler.
 func (r *recorder) handle(ctx context.Context, b []byte) {
 	var ev event
 	if json.Unmarshal(b, &ev) != nil || ev.Method == "" {
 		return
 	}
-	switch ev.Method {
-	case "Target.attachedToTarget":
-		var p struct {
-			SessionID  string `json:"sessionId"`
-			TargetInfo struct {
-				TargetID string `json:"targetId"`
-				Type     string `json:"type"`
-			} `json:"targetInfo"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil || p.TargetInfo.Type != "page" {
-			return
-		}
-		r.mu.Lock()
-		r.pages[p.SessionID] = p.TargetInfo.TargetID
-		r.mu.Unlock()
-		for _, c := range []struct {
-			method string
-			params any
-		}{
-			{"Runtime.enable", nil}, {"Log.enable", nil}, {"Network.enable", nil},
-		} {
-			_ = r.send(ctx, p.SessionID, c.method, c.params)
-		}
-		if r.lim.FrameEvery > 0 {
-			_ = r.send(ctx, p.SessionID, "Page.startScreencast", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality,
-				"maxWidth": r.lim.FrameWidth, "maxHeight": r.lim.FrameHeight, "everyNthFrame": 1})
-		}
-	case "Target.detachedFromTarget":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		_ = json.Unmarshal(ev.Params, &p)
-		r.mu.Lock()
-		delete(r.pages, p.SessionID)
-		r.mu.Unlock()
-	case "Page.screencastFrame":
-		var p struct {
-			Data      string `json:"data"`
-			SessionID int64  `json:"sessionId"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		_ = r.send(ctx, ev.SessionID, "Page.screencastFrameAck", map[string]any{"sessionId": p.SessionID})
-		r.mu.Lock()
-		r.pending = &frame{at: r.now(), pageID: r.pages[ev.SessionID]}
-		r.pendB64 = p.Data
-		if r.lastKept.IsZero() || r.now().Sub(r.lastKept) >= r.lim.FrameEvery {
-			r.keepPendingLocked()
-		}
-		r.mu.Unlock()
-	case "Runtime.consoleAPICalled":
-		var p struct {
-			Type string `json:"type"`
-			Args []struct {
-				Type        string          `json:"type"`
-				Value       json.RawMessage `json:"value"`
-				Description string          `json:"description"`
-			} `json:"args"`
-			Timestamp float64 `json:"timestamp"` // ms since the epoch
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		parts := make([]string, 0, len(p.Args))
-		for _, a := range p.Args {
-			var s string
-			switch {
-			case a.Type == "string" && json.Unmarshal(a.Value, &s) == nil:
-			case len(a.Value) > 0:
-				s = string(a.Value)
-			default:
-				s = a.Description
-			}
-			parts = append(parts, s)
-		}
-		r.console(ConsoleEntry{Time: msTime(p.Timestamp, r.now()), PageID: r.page(ev.SessionID), Level: p.Type, Source: "console", Text: strings.Join(parts, " ")})
-	case "Runtime.exceptionThrown":
-		var p struct {
-			Timestamp        float64 `json:"timestamp"`
-			ExceptionDetails struct {
-				Text      string `json:"text"`
-				URL       string `json:"url"`
-				Exception struct {
-					Description string `json:"description"`
-				} `json:"exception"`
-			} `json:"exceptionDetails"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		text := p.ExceptionDetails.Text
-		if d := p.ExceptionDetails.Exception.Description; d != "" {
-			text += " " + d
-		}
-		r.console(ConsoleEntry{Time: msTime(p.Timestamp, r.now()), PageID: r.page(ev.SessionID), Level: "error", Source: "exception", Text: text, URL: p.ExceptionDetails.URL})
-	case "Log.entryAdded":
-		var p struct {
-			Entry struct {
-				Source    string  `json:"source"`
-				Level     string  `json:"level"`
-				Text      string  `json:"text"`
-				URL       string  `json:"url"`
-				Timestamp float64 `json:"timestamp"`
-			} `json:"entry"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		e := p.Entry
-		r.console(ConsoleEntry{Time: msTime(e.Timestamp, r.now()), PageID: r.page(ev.SessionID), Level: e.Level, Source: e.Source, Text: e.Text, URL: e.URL})
-	case "Network.requestWillBeSent":
-		var p struct {
-			RequestID string  `json:"requestId"`
-			Timestamp float64 `json:"timestamp"`
-			WallTime  float64 `json:"wallTime"` // seconds since the epoch
-			Type      string  `json:"type"`
-			Request   struct {
-				URL    string `json:"url"`
-				Method string `json:"method"`
-			} `json:"request"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		at := r.now()
-		if p.WallTime > 0 {
-			at = time.UnixMicro(int64(p.WallTime * 1e6)).UTC()
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		k := ev.SessionID + "/" + p.RequestID
-		if i, ok := r.requests[k]; ok && !r.rec.Network[i].Done {
-			// A redirect: the earlier hop ends here.
-			r.rec.Network[i].Done = true
-			r.rec.Network[i].DurationMs = (p.Timestamp - r.rec.Network[i].started) * 1000
-		}
-		if len(r.rec.Network) >= r.lim.MaxNetwork {
-			r.rec.Dropped.Network++
-			delete(r.requests, k)
-			return
-		}
-		r.requests[k] = len(r.rec.Network)
-		r.rec.Network = append(r.rec.Network, NetworkEntry{Time: at, PageID: r.pages[ev.SessionID], RequestID: p.RequestID,
-			Method: p.Request.Method, URL: cut(p.Request.URL, maxURLText), Type: p.Type, started: p.Timestamp})
-	case "Network.responseReceived":
-		var p struct {
-			RequestID string `json:"requestId"`
-			Response  struct {
-				Status   int    `json:"status"`
-				MimeType string `json:"mimeType"`
-			} `json:"response"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		r.request(ev.SessionID, p.RequestID, func(e *NetworkEntry) { e.Status, e.MimeType = p.Response.Status, cut(p.Response.MimeType, 100) })
-	case "Network.loadingFinished":
-		var p struct {
-			RequestID         string  `json:"requestId"`
-			Timestamp         float64 `json:"timestamp"`
-			EncodedDataLength float64 `json:"encodedDataLength"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		r.request(ev.SessionID, p.RequestID, func(e *NetworkEntry) {
-			e.Done, e.Size, e.DurationMs = true, int64(p.EncodedDataLength), (p.Timestamp-e.started)*1000
-		})
-	case "Network.loadingFailed":
-		var p struct {
-			RequestID string  `json:"requestId"`
-			Timestamp float64 `json:"timestamp"`
-			ErrorText string  `json:"errorText"`
-			Canceled  bool    `json:"canceled"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		r.request(ev.SessionID, p.RequestID, func(e *NetworkEntry) {
-			e.Done, e.Error, e.DurationMs = true, cut(p.ErrorText, 200), (p.Timestamp-e.started)*1000
-			if p.Canceled && e.Error == "" {
-				e.Error = "canceled"
-			}
-		})
+	if h := recorderEvents[ev.Method]; h != nil {
+		h(r, ctx, ev)
 	}
+}
+
+// attached starts recording a page the browser attached to: its console,
+// log and network events, and its screencast when there is a replay.
+func (r *recorder) attached(ctx context.Context, ev event) {
+	var p struct {
+		SessionID  string `json:"sessionId"`
+		TargetInfo struct {
+			TargetID string `json:"targetId"`
+			Type     string `json:"type"`
+		} `json:"targetInfo"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil || p.TargetInfo.Type != "page" {
+		return
+	}
+	r.mu.Lock()
+	r.pages[p.SessionID] = p.TargetInfo.TargetID
+	r.mu.Unlock()
+	for _, method := range []string{"Runtime.enable", "Log.enable", "Network.enable"} {
+		_ = r.send(ctx, p.SessionID, method, nil)
+	}
+	if r.lim.FrameEvery > 0 {
+		_ = r.send(ctx, p.SessionID, "Page.startScreencast", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality,
+			"maxWidth": r.lim.FrameWidth, "maxHeight": r.lim.FrameHeight, "everyNthFrame": 1})
+	}
+}
+
+// detached forgets the page of a CDP session that ended.
+func (r *recorder) detached(_ context.Context, ev event) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(ev.Params, &p)
+	r.mu.Lock()
+	delete(r.pages, p.SessionID)
+	r.mu.Unlock()
+}
+
+// screencastFrame acknowledges a frame and makes it the newest picture,
+// kept at once when no frame was kept within FrameEvery.
+func (r *recorder) screencastFrame(ctx context.Context, ev event) {
+	var p struct {
+		Data      string `json:"data"`
+		SessionID int64  `json:"sessionId"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	_ = r.send(ctx, ev.SessionID, "Page.screencastFrameAck", map[string]any{"sessionId": p.SessionID})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = &frame{at: r.now(), pageID: r.pages[ev.SessionID]}
+	r.pendB64 = p.Data
+	if r.lastKept.IsZero() || r.now().Sub(r.lastKept) >= r.lim.FrameEvery {
+		r.keepPendingLocked()
+	}
+}
+
+// consoleAPICalled records a console.* call, its arguments joined by
+// spaces (strings as they are, other values as JSON or their description).
+func (r *recorder) consoleAPICalled(_ context.Context, ev event) {
+	var p struct {
+		Type string `json:"type"`
+		Args []struct {
+			Type        string          `json:"type"`
+			Value       json.RawMessage `json:"value"`
+			Description string          `json:"description"`
+		} `json:"args"`
+		Timestamp float64 `json:"timestamp"` // ms since the epoch
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	parts := make([]string, 0, len(p.Args))
+	for _, a := range p.Args {
+		var s string
+		switch {
+		case a.Type == "string" && json.Unmarshal(a.Value, &s) == nil:
+		case len(a.Value) > 0:
+			s = string(a.Value)
+		default:
+			s = a.Description
+		}
+		parts = append(parts, s)
+	}
+	r.console(ConsoleEntry{Time: msTime(p.Timestamp, r.now()), PageID: r.page(ev.SessionID), Level: p.Type, Source: "console", Text: strings.Join(parts, " ")})
+}
+
+// exceptionThrown records an uncaught exception as an error message.
+func (r *recorder) exceptionThrown(_ context.Context, ev event) {
+	var p struct {
+		Timestamp        float64 `json:"timestamp"`
+		ExceptionDetails struct {
+			Text      string `json:"text"`
+			URL       string `json:"url"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	text := p.ExceptionDetails.Text
+	if d := p.ExceptionDetails.Exception.Description; d != "" {
+		text += " " + d
+	}
+	r.console(ConsoleEntry{Time: msTime(p.Timestamp, r.now()), PageID: r.page(ev.SessionID), Level: "error", Source: "exception", Text: text, URL: p.ExceptionDetails.URL})
+}
+
+// logEntryAdded records one of the browser's own messages (Log domain).
+func (r *recorder) logEntryAdded(_ context.Context, ev event) {
+	var p struct {
+		Entry struct {
+			Source    string  `json:"source"`
+			Level     string  `json:"level"`
+			Text      string  `json:"text"`
+			URL       string  `json:"url"`
+			Timestamp float64 `json:"timestamp"`
+		} `json:"entry"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	e := p.Entry
+	r.console(ConsoleEntry{Time: msTime(e.Timestamp, r.now()), PageID: r.page(ev.SessionID), Level: e.Level, Source: e.Source, Text: e.Text, URL: e.URL})
+}
+
+// requestWillBeSent records a request (past MaxNetwork, counts it). A
+// request id seen before is a redirect: the earlier hop ends here.
+func (r *recorder) requestWillBeSent(_ context.Context, ev event) {
+	var p struct {
+		RequestID string  `json:"requestId"`
+		Timestamp float64 `json:"timestamp"`
+		WallTime  float64 `json:"wallTime"` // seconds since the epoch
+		Type      string  `json:"type"`
+		Request   struct {
+			URL    string `json:"url"`
+			Method string `json:"method"`
+		} `json:"request"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	at := r.now()
+	if p.WallTime > 0 {
+		at = time.UnixMicro(int64(p.WallTime * 1e6)).UTC()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := ev.SessionID + "/" + p.RequestID
+	if i, ok := r.requests[k]; ok && !r.rec.Network[i].Done {
+		r.rec.Network[i].Done = true
+		r.rec.Network[i].DurationMs = (p.Timestamp - r.rec.Network[i].started) * 1000
+	}
+	if len(r.rec.Network) >= r.lim.MaxNetwork {
+		r.rec.Dropped.Network++
+		delete(r.requests, k)
+		return
+	}
+	r.requests[k] = len(r.rec.Network)
+	r.rec.Network = append(r.rec.Network, NetworkEntry{Time: at, PageID: r.pages[ev.SessionID], RequestID: p.RequestID,
+		Method: p.Request.Method, URL: cut(p.Request.URL, maxURLText), Type: p.Type, started: p.Timestamp})
+}
+
+// responseReceived records a request's status and MIME type.
+func (r *recorder) responseReceived(_ context.Context, ev event) {
+	var p struct {
+		RequestID string `json:"requestId"`
+		Response  struct {
+			Status   int    `json:"status"`
+			MimeType string `json:"mimeType"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	r.request(ev.SessionID, p.RequestID, func(e *NetworkEntry) { e.Status, e.MimeType = p.Response.Status, cut(p.Response.MimeType, 100) })
+}
+
+// loadingFinished ends a request with its size and duration.
+func (r *recorder) loadingFinished(_ context.Context, ev event) {
+	var p struct {
+		RequestID         string  `json:"requestId"`
+		Timestamp         float64 `json:"timestamp"`
+		EncodedDataLength float64 `json:"encodedDataLength"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	r.request(ev.SessionID, p.RequestID, func(e *NetworkEntry) {
+		e.Done, e.Size, e.DurationMs = true, int64(p.EncodedDataLength), (p.Timestamp-e.started)*1000
+	})
+}
+
+// loadingFailed ends a request with its error ("canceled" when cancelled
+// without one).
+func (r *recorder) loadingFailed(_ context.Context, ev event) {
+	var p struct {
+		RequestID string  `json:"requestId"`
+		Timestamp float64 `json:"timestamp"`
+		ErrorText string  `json:"errorText"`
+		Canceled  bool    `json:"canceled"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil {
+		return
+	}
+	r.request(ev.SessionID, p.RequestID, func(e *NetworkEntry) {
+		e.Done, e.Error, e.DurationMs = true, cut(p.ErrorText, 200), (p.Timestamp-e.started)*1000
+		if p.Canceled && e.Error == "" {
+			e.Error = "canceled"
+		}
+	})
 }
 
 func msTime(ms float64, fallback time.Time) time.Time {

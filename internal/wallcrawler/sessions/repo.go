@@ -168,8 +168,8 @@ func parse(it map[string]av) Session {
 	return x
 }
 
-// Insert writes a new session (its InternalStatus normally CREATING); it
-// fails if the id is taken.
+// Insert writes a new session (Create writes it PROVISIONING, its
+// eventHistory holding the CREATING step); it fails if the id is taken.
 func (r *Repo) Insert(ctx context.Context, x Session) error {
 	it, err := item(x)
 	if err != nil {

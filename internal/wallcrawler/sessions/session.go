@@ -1,9 +1,11 @@
 // Package sessions runs Wallcrawler's browser sessions: the
 // wallcrawler-sessions table (one item per session, every lifecycle step a
 // conditional write on the previous state that appends to eventHistory),
-// the signingKey JWTs that open the CDP proxy, the wait for READY through
-// the table's stream, and the Manager that launches, releases, times out
-// and reconciles the browsers behind the sessions.
+// the signingKey JWTs that open the CDP proxy, the Notifier that follows
+// the table's stream to learn of the sessions other processes end, and
+// the Manager that launches, releases, times out and reconciles the
+// browsers behind the sessions, routes their CDP connections, samples
+// their usage and keeps their artifacts and recordings.
 package sessions
 
 import (

@@ -90,8 +90,8 @@ func (m *Manager) liveRecorder(id string) *recorder {
 
 // Recording returns what the inspector recorded of a session's pages:
 // so far while it runs on this node, as kept once it ended. A session
-// that ran before recordings existed, or whose browser another node runs,
-// has an empty one.
+// of which no recording is kept, or whose browser another node runs, has
+// an empty one.
 func (m *Manager) Recording(ctx context.Context, p auth.Principal, id string) (Recording, error) {
 	x, err := m.Get(ctx, p, id)
 	if err != nil {
@@ -162,12 +162,6 @@ func (m *Manager) ReplayFrame(ctx context.Context, p auth.Principal, id string, 
 		return nil, fmt.Errorf("sessions: read replay: %w", err)
 	}
 	return out, nil
-}
-
-// Recent returns at most limit sessions of the principal's selected
-// project, newest first.
-func (m *Manager) Recent(ctx context.Context, p auth.Principal, limit int) ([]Session, error) {
-	return m.d.Repo.ListByProject(ctx, p.ProjectID, limit)
 }
 
 // Replay returns a session's recording with its whole replay blob (the

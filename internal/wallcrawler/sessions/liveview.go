@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 )
@@ -94,4 +95,46 @@ func (m *Manager) firstPage(ctx context.Context, id string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: session %s has no page", cdp.ErrNotFound, id)
+}
+
+// Page is one page of a live session, as /debug lists it.
+type Page struct {
+	ID, URL, Title, FaviconURL string
+}
+
+// Pages lists the page targets of a live session's browser.
+func (m *Manager) Pages(ctx context.Context, p auth.Principal, id string) (Session, []Page, error) {
+	x, err := m.Get(ctx, p, id)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	m.mu.Lock()
+	l := m.live[id]
+	m.mu.Unlock()
+	if l == nil || x.InternalStatus != StateReady {
+		return x, nil, fmt.Errorf("%w: session %s is not running here", ErrState, id)
+	}
+	// Target.getTargets sees every page, also those of browser contexts
+	// that /json/list leaves out (Playwright's, chromedp's).
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	raw, err := browser.Call(cctx, l.b.WebSocketURL(), "Target.getTargets", nil)
+	if err != nil {
+		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
+	}
+	var reply struct {
+		TargetInfos []struct {
+			TargetID, Type, Title, URL string
+		} `json:"targetInfos"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
+	}
+	pages := []Page{}
+	for _, t := range reply.TargetInfos {
+		if t.Type == "page" {
+			pages = append(pages, Page{ID: t.TargetID, URL: t.URL, Title: t.Title})
+		}
+	}
+	return x, pages, nil
 }

@@ -68,7 +68,7 @@ func TestOpenBlobs(t *testing.T) {
 	c := config.Defaults()
 	c.DataDir = t.TempDir()
 	local := filepath.Join(c.DataDir, "eecar", "blobs")
-	st, up, err := openBlobs(ctx, &c, "eecar", local)
+	st, up, err := blob.Open(ctx, c.Blobs(), "eecar", local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestOpenBlobs(t *testing.T) {
 	srv := s3Bucket(t, "quarry")
 	endpoint := srv.Endpoint
 	c.BlobS3Bucket, c.BlobS3Endpoint, c.BlobS3PathStyle = "quarry", endpoint, true
-	st, up, err = openBlobs(ctx, &c, "eecar", local)
+	st, up, err = blob.Open(ctx, c.Blobs(), "eecar", local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestOpenBlobs(t *testing.T) {
 	}
 
 	c.BlobS3Bucket = "missing"
-	if _, _, err := openBlobs(ctx, &c, "eecar", local); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, _, err := blob.Open(ctx, c.Blobs(), "eecar", local); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("missing bucket: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ import (
 // <data-dir>/blobs, where DataShelf has always kept them, rather than
 // <data-dir>/datashelf/blobs), for the datashelf commands.
 func openDataShelf(ctx context.Context, c *config.Config) (store.Store, blob.Store, error) {
-	blobs, _, err := openBlobs(ctx, c, "datashelf", dataShelfBlobDir(c))
+	blobs, _, err := blob.Open(ctx, c.Blobs(), "datashelf", dataShelfBlobDir(c))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -101,7 +101,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := secureDataDir(c.DataDir, log); err != nil {
 		return err
 	}
-	policy, err := networkPolicy(ctx, c, log)
+	policy, err := c.ServePolicy(ctx, log)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/quarrydb/quarry/internal/checks"
 	"github.com/quarrydb/quarry/internal/datashelf"
 	"github.com/quarrydb/quarry/internal/eecar"
+	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/ddbtable"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
@@ -113,7 +114,7 @@ func running() map[string]any { return map[string]any{"status": "running"} }
 
 func (s *serving) startWallcrawler(ctx context.Context) (system, map[string]any, error) {
 	c := s.c
-	blobs, uploader, err := openBlobs(ctx, c, "wallcrawler", filepath.Join(c.DataDir, "wallcrawler", "blobs"))
+	blobs, uploader, err := blob.Open(ctx, c.Blobs(), "wallcrawler", filepath.Join(c.DataDir, "wallcrawler", "blobs"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,7 +152,7 @@ func (s *serving) startChecks(ctx context.Context) (system, map[string]any, erro
 }
 
 func (s *serving) startEECAR(ctx context.Context) (system, map[string]any, error) {
-	blobs, _, err := openBlobs(ctx, s.c, "eecar", filepath.Join(s.c.DataDir, "eecar", "blobs"))
+	blobs, _, err := blob.Open(ctx, s.c.Blobs(), "eecar", filepath.Join(s.c.DataDir, "eecar", "blobs"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,7 +165,7 @@ func (s *serving) startEECAR(ctx context.Context) (system, map[string]any, error
 }
 
 func (s *serving) startDataShelf(ctx context.Context) (system, map[string]any, error) {
-	blobs, _, err := openBlobs(ctx, s.c, "datashelf", dataShelfBlobDir(s.c))
+	blobs, _, err := blob.Open(ctx, s.c.Blobs(), "datashelf", dataShelfBlobDir(s.c))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +217,7 @@ func (s *serving) startBackendHealth(ctx context.Context) (*health.Checker, erro
 	}
 	var s3Ping func(context.Context) error
 	if s.c.BlobS3Bucket != "" {
-		s3, err := newS3Blobs(ctx, s.c, "datashelf")
+		s3, err := blob.OpenS3(ctx, s.c.Blobs(), "datashelf")
 		if err != nil {
 			return nil, err
 		}

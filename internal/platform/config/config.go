@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/origin"
 )
@@ -477,6 +478,16 @@ func checkAddr(name, v string, allowOff bool) error {
 		return fmt.Errorf("config: --%s %q: want host:port (e.g. 127.0.0.1:8080)", name, v)
 	}
 	return nil
+}
+
+// Blobs returns where the systems' blobs live (--blob-s3-*; the
+// bucket's region defaults to --region).
+func (c *Config) Blobs() blob.Settings {
+	region := c.BlobS3Region
+	if region == "" {
+		region = c.Region
+	}
+	return blob.Settings{Bucket: c.BlobS3Bucket, Endpoint: c.BlobS3Endpoint, Region: region, PathStyle: c.BlobS3PathStyle}
 }
 
 // SystemNames are the systems `quarry serve` can run, in the order the

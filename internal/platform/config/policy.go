@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -7,15 +7,14 @@ import (
 	"net"
 	"net/url"
 
-	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
-// networkPolicy builds the one network policy of quarry serve from
+// ServePolicy builds the one network policy of quarry serve from
 // --allow-networks, warns about the deprecated alias, and reserves quarry's
 // own listeners and configured backends, which tenants may never reach
 // whatever the policy allows.
-func networkPolicy(ctx context.Context, c *config.Config, log *slog.Logger) (*fetch.Policy, error) {
+func (c *Config) ServePolicy(ctx context.Context, log *slog.Logger) (*fetch.Policy, error) {
 	for _, w := range c.Deprecations() {
 		log.Warn(w)
 	}

@@ -137,7 +137,7 @@ func startBanner(f bannerFacts) []bannerLine {
 		hint("--allow-networks 127.0.0.1:3000 would let tenants reach a local site")
 	}
 	add(false, "health", "healthz", "http://%s/healthz", clientAddr(f.api))
-	add(false, "docs", "docs", "README.md, docs/operations.md, docs/<system>.md")
+	add(false, "docs", "docs", "README.md, docs/operations.md, docs/flags.md, docs/<system>.md")
 	return lines
 }
 

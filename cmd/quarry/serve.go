@@ -200,10 +200,8 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 		}
 		return lifecycle.Waiting(s.slots)
 	}, func() map[string]any {
-		d := map[string]any{"systems": s.health(), "dynamodb": s.caps.Health(), "backends": backends.Report()}
-		if wc := s.wc.Load(); wc != nil {
-			d["wallcrawler"] = wc.Health()
-		}
+		d := s.details() // wallcrawler: how its browsers are confined
+		d["systems"], d["dynamodb"], d["backends"] = s.health(), s.caps.Health(), backends.Report()
 		return d
 	}))
 	mux.Handle("GET /metrics", s.reg)

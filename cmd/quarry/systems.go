@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,12 +29,14 @@ import (
 )
 
 // system is what `quarry serve` needs of a started system: its handlers
-// by mux pattern, its background work (run until its context ends) and
-// how to stop it once that work has returned.
+// by mux pattern, its background work (run until its context ends), how
+// to stop it once that work has returned, and the details /healthz adds
+// under its name (nil: none).
 type system interface {
 	Routes() map[string]http.Handler
 	Run(ctx context.Context) error
 	Close(ctx context.Context) error
+	Health() map[string]any
 }
 
 // systemDef is one system as startServe starts it.
@@ -68,6 +71,7 @@ type serving struct {
 	caps     *ddbtable.CapsProbe
 	reg      *metrics.Registry
 	slots    []*lifecycle.Slot // the systems', in start order
+	started  sync.Map          // name → system, once started
 
 	wc atomic.Pointer[wallcrawler.System]
 	ck atomic.Pointer[checks.System]
@@ -105,6 +109,7 @@ func (s *serving) starter(sys systemDef) lifecycle.StartFunc {
 		}
 		sub.OnStop(sys.name, started.Close)
 		sub.Go(sys.name+" background work", started.Run, nil)
+		s.started.Store(sys.name, started)
 		return started.Routes(), status, nil
 	}
 }
@@ -175,6 +180,19 @@ func (s *serving) startDataShelf(ctx context.Context) (system, map[string]any, e
 	}
 	s.ds.Store(ds)
 	return ds, running(), nil
+}
+
+// details returns the /healthz details of the started systems that have
+// any, by name.
+func (s *serving) details() map[string]any {
+	d := map[string]any{}
+	s.started.Range(func(name, sys any) bool {
+		if h := sys.(system).Health(); h != nil {
+			d[name.(string)] = h
+		}
+		return true
+	})
+	return d
 }
 
 // health returns each system's /healthz status.

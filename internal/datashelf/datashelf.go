@@ -98,6 +98,9 @@ func (s *System) Routes() map[string]http.Handler {
 // Run returns at once: DataShelf's crawls run where they are started.
 func (s *System) Run(context.Context) error { return nil }
 
+// Health returns nil: /healthz says nothing more of DataShelf.
+func (s *System) Health() map[string]any { return nil }
+
 // Close closes the store.
 func (s *System) Close(context.Context) error { return s.store.Close() }
 

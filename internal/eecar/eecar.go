@@ -126,6 +126,9 @@ func (s *System) Run(ctx context.Context) error {
 	return nil
 }
 
+// Health returns nil: /healthz says nothing more of EECAR.
+func (s *System) Health() map[string]any { return nil }
+
 // Close closes the webhooks' connections; call it after Run has returned.
 func (s *System) Close(context.Context) error {
 	s.fetcher.Close()

@@ -20,6 +20,7 @@ import (
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/console"
 	"github.com/quarrydb/quarry/internal/console/checksconsole"
+	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
 	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
@@ -88,7 +89,7 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		st, _ := systems[name].(map[string]any)
 		return st["status"] == "running"
 	}
-	opts := console.Options{Key: key, Explorer: client, Logger: log,
+	opts := console.Options{Key: key, Areas: []console.Area{explorer.New(client)}, Logger: log,
 		Realms: []console.Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: operatorAuth{ops}}}}
 	if running("checks") && ck != nil {
 		st, err := checksStore(ctx, c, client)

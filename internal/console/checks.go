@@ -60,9 +60,6 @@ type CheckInput struct {
 	Keyword string // attributes.keyword; "" for none
 }
 
-// ErrNotFound is a check that does not exist or is another user's.
-var ErrNotFound = errors.New("console: not found")
-
 // ChecksStore is what the dashboard needs of Checks, for one user at a
 // time: the user id is the session's, so one user never reaches another's
 // checks. Errors of Create and Act are shown to the user as they are (the
@@ -361,7 +358,7 @@ func (c *Console) checkAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if action == "delete" && r.PostForm.Get("confirm") != "yes" {
-		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: "Delete this check?",
+		c.render(w, r, http.StatusOK, "confirm", Confirm{Title: "Delete this check?",
 			Message: "The check " + id + " and its history will be deleted.", Action: r.URL.Path,
 			Back: "/console/checks/" + url.PathEscape(id)})
 		return

@@ -151,7 +151,7 @@ func (c *Console) statusSettings(w http.ResponseWriter, r *http.Request) {
 		"off": "Your status page is off: its address answers 404.", "new": "New address made: the old one answers 404."}[r.URL.Query().Get("msg")]}
 	if tok != "" {
 		scheme := "http"
-		if secure(r) {
+		if Secure(r) {
 			scheme = "https"
 		}
 		d.URL = scheme + "://" + r.Host + "/console/status/" + tok

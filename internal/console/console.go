@@ -23,7 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 )
 
@@ -92,8 +91,9 @@ type Options struct {
 	Key []byte
 	// SessionTTL is how long a session lasts (default 8 h).
 	SessionTTL time.Duration
-	// Explorer is the DynamoDB client of the store explorer; nil hides it.
-	Explorer *dynamodb.Client
+	// Areas are the console's parts (each system's pages, the store
+	// explorer); their header links are in this order.
+	Areas []Area
 	// Checks is the Checks dashboard's store; nil hides it.
 	Checks ChecksStore
 	// DataShelf is the public catalogue's store; nil hides it.
@@ -114,13 +114,12 @@ type Options struct {
 
 // Console is the console's HTTP handler.
 type Console struct {
-	opts     Options
-	sess     *sessions
-	realms   map[string]Realm
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	log      *slog.Logger
-	explorer *dynamodb.Client
+	opts   Options
+	sess   *sessions
+	realms map[string]Realm
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+	log    *slog.Logger
 	// signedOut holds the nonces of sessions signed out in this process
 	// (until they expire): their cookies stop working at once.
 	signedOut sync.Map // nonce → expiry (Unix seconds)
@@ -146,8 +145,7 @@ func New(opts Options) (*Console, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{opts: opts, sess: &sessions{key: opts.Key, ttl: opts.SessionTTL, now: opts.Now},
-		realms: map[string]Realm{}, pages: map[string]*template.Template{}, log: opts.Logger.With("system", "console"),
-		explorer: opts.Explorer}
+		realms: map[string]Realm{}, pages: map[string]*template.Template{}, log: opts.Logger.With("system", "console")}
 	for _, r := range opts.Realms {
 		c.realms[r.Kind] = r
 	}
@@ -172,7 +170,9 @@ func New(opts Options) (*Console, error) {
 		}
 		c.pages[name] = t
 	}
-	c.routes()
+	if err := c.routes(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -183,8 +183,7 @@ func fileExists(fsys fs.FS, name string) bool {
 }
 
 var funcs = template.FuncMap{
-	"pretty": pretty,
-	"join":   strings.Join,
+	"join": strings.Join,
 	"query": func(kv ...string) template.URL {
 		v := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -201,7 +200,7 @@ var funcs = template.FuncMap{
 	"amount": func(p *float64) string { return strconv.FormatFloat(*p, 'f', 2, 64) },
 }
 
-func (c *Console) routes() {
+func (c *Console) routes() error {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/console/static/", http.FileServerFS(static))
@@ -214,7 +213,16 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/signin", c.signinForm)
 	m.HandleFunc("POST /console/signin", c.signin)
 	m.HandleFunc("POST /console/signout", c.signout)
-	c.explorerRoutes(m)
+	names := map[string]bool{}
+	for _, a := range c.opts.Areas {
+		if names[a.Name()] {
+			return fmt.Errorf("console: two areas named %s", a.Name())
+		}
+		names[a.Name()] = true
+		if err := a.Mount(m, &Kit{c: c, area: a.Name(), pages: map[string]*template.Template{}}); err != nil {
+			return err
+		}
+	}
 	c.checksRoutes(m)
 	c.checksExtraRoutes(m)
 	c.dataShelfRoutes(m)
@@ -222,6 +230,7 @@ func (c *Console) routes() {
 	c.wallcrawlerRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
+	return nil
 }
 
 // ServeHTTP serves the console's pages. Paths outside / and /console/
@@ -296,7 +305,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (session, bool
 		}
 	}
 	if err != nil {
-		setCookie(w, r, sessionCookie, "", -1)
+		SetCookie(w, r, sessionCookie, "", -1)
 		return session{}, false
 	}
 	*r = *r.WithContext(context.WithValue(r.Context(), ctxKey{}, ss))
@@ -305,6 +314,11 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (session, bool
 
 // operator reports whether the session may use the operator areas.
 func (c *Console) operator(ss session) bool { return c.realms[ss.Realm].Operator }
+
+// view is ss as areas see it.
+func (c *Console) view(ss session) Session {
+	return Session{Realm: ss.Realm, Subject: ss.Subject, Name: ss.Name, Operator: c.operator(ss)}
+}
 
 // require returns the session when it is in one of kinds ("operator" for
 // any operator realm); signed out, it redirects to the sign-in page;
@@ -329,8 +343,11 @@ type page struct {
 	Realm    string
 	Operator bool
 	CSRF     string
-	Explorer bool
-	Checks   bool
+	// PublicNav and Nav are the areas' header links (PublicNavigator,
+	// Navigator).
+	PublicNav []template.HTML
+	Nav       []template.HTML
+	Checks    bool
 	// DataShelf shows the catalogue (public).
 	DataShelf bool
 	// EECAR shows the marketplace to an EECAR company, with its unread
@@ -352,12 +369,26 @@ type errorPage struct {
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	t := c.pages[name]
+	c.renderPage(w, r, status, name, c.pages[name], data)
+}
+
+// renderPage renders t (the page name) for the request's session.
+func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, t *template.Template, data any) {
 	p := page{Data: data, Path: r.URL.Path, DataShelf: c.opts.DataShelf != nil}
+	for _, a := range c.opts.Areas {
+		if n, ok := a.(PublicNavigator); ok {
+			p.PublicNav = append(p.PublicNav, n.PublicNav())
+		}
+	}
 	if ss, ok := c.session(w, r); ok {
 		p.Signed, p.Name, p.Realm, p.CSRF = true, ss.Name, ss.Realm, c.sess.csrf(ss)
 		p.Operator = c.operator(ss)
-		p.Explorer = p.Operator && c.explorer != nil
+		v := c.view(ss)
+		for _, a := range c.opts.Areas {
+			if n, ok := a.(Navigator); ok {
+				p.Nav = append(p.Nav, n.Nav(r, v))
+			}
+		}
 		p.Checks = ss.Realm == "checks" && c.opts.Checks != nil
 		if p.EECAR = ss.Realm == "eecar" && c.opts.EECAR != nil; p.EECAR {
 			p.Unread, _ = c.opts.EECAR.Unread(r.Context(), ss.Subject)
@@ -382,11 +413,11 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 // failure shows an unexpected error.
 func (c *Console) failure(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.Error("console", "path", r.URL.Path, "err", err)
-	c.render(w, r, http.StatusBadGateway, "error", errorPage{Title: "Error", Message: storeMessage(err)})
+	c.render(w, r, http.StatusBadGateway, "error", errorPage{Title: "Error", Message: StoreMessage(err)})
 }
 
-// storeMessage is the store's own message for an API error, else err's.
-func storeMessage(err error) string {
+// StoreMessage is the store's own message for an API error, else err's.
+func StoreMessage(err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		return ae.ErrorCode() + ": " + ae.ErrorMessage()
@@ -395,15 +426,27 @@ func storeMessage(err error) string {
 }
 
 type homeData struct {
-	Realms []Realm
+	// Cards are the areas' cards (Carder); Carded is set when one is not
+	// empty.
+	Cards  []template.HTML
+	Carded bool
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.session(w, r); !ok {
+	ss, ok := c.session(w, r)
+	if !ok {
 		c.signinForm(w, r)
 		return
 	}
-	c.render(w, r, http.StatusOK, "home", homeData{Realms: c.opts.Realms})
+	var d homeData
+	for _, a := range c.opts.Areas {
+		if cr, ok := a.(Carder); ok {
+			card := cr.Card(c.view(ss))
+			d.Cards = append(d.Cards, card)
+			d.Carded = d.Carded || card != ""
+		}
+	}
+	c.render(w, r, http.StatusOK, "home", d)
 }
 
 type signinData struct {
@@ -420,20 +463,12 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, realm, msg string) {
 	nonce := randomToken()
-	setCookie(w, r, preCookie, nonce, 3600)
+	SetCookie(w, r, preCookie, nonce, 3600)
 	next := r.FormValue("next")
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
 		next = ""
 	}
-	c.render(w, r, status, "signin", signinData{Realms: c.opts.Realms, Realm: realm, Next: safeNext(next), Error: msg, Nonce: nonce})
-}
-
-// safeNext keeps a local path only (no open redirect).
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return ""
-	}
-	return next
+	c.render(w, r, status, "signin", signinData{Realms: c.opts.Realms, Realm: realm, Next: SafeNext(next), Error: msg, Nonce: nonce})
 }
 
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
@@ -456,9 +491,9 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss := session{Realm: kind, Subject: p.ID, Check: p.Check, Name: p.Name, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix(), Nonce: randomToken()}
-	setCookie(w, r, sessionCookie, c.sess.encode(ss), int(c.opts.SessionTTL/time.Second))
-	setCookie(w, r, preCookie, "", -1)
-	next := safeNext(r.PostForm.Get("next"))
+	SetCookie(w, r, sessionCookie, c.sess.encode(ss), int(c.opts.SessionTTL/time.Second))
+	SetCookie(w, r, preCookie, "", -1)
+	next := SafeNext(r.PostForm.Get("next"))
 	if next == "" {
 		next = "/"
 	}
@@ -476,6 +511,6 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 		})
 		c.signedOut.Store(ss.Nonce, ss.Expires)
 	}
-	setCookie(w, r, sessionCookie, "", -1)
+	SetCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, "/console/signin?out=1", http.StatusSeeOther)
 }

@@ -79,9 +79,6 @@ type QueueRow struct {
 	Newest      time.Time
 }
 
-// ErrInvalid is a filter the store refuses; its message is shown.
-var ErrInvalid = errors.New("console: invalid")
-
 // DataShelf is what the catalogue needs of DataShelf's store.
 type DataShelf interface {
 	// Tree is the navigation tree with each node's categories.

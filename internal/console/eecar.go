@@ -705,7 +705,7 @@ func (c *Console) eecarWithdraw(w http.ResponseWriter, r *http.Request) {
 	}
 	l := c.lang(r)
 	if r.PostForm.Get("confirm") != "yes" {
-		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: l.T("withdraw.title"), Message: fmt.Sprintf(l.T("withdraw.confirm"), p.Name),
+		c.render(w, r, http.StatusOK, "confirm", Confirm{Title: l.T("withdraw.title"), Message: fmt.Sprintf(l.T("withdraw.confirm"), p.Name),
 			Action: r.URL.Path, Fields: map[string]string{}, Back: "/console/eecar/parts/" + url.PathEscape(id)})
 		return
 	}
@@ -1135,11 +1135,3 @@ func (c *Console) eecarOpen(w http.ResponseWriter, r *http.Request) {
 	}
 	c.eecarRender(w, r, http.StatusOK, "eecar_note", noteData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, N: n})
 }
-
-// ErrForbidden is an action the company may not take (another's turn);
-// its message is shown.
-var ErrForbidden = errors.New("console: not allowed")
-
-// ErrConflict is an action refused because the thing changed state (a
-// proposal already answered); its message is shown.
-var ErrConflict = errors.New("console: conflict")

@@ -51,8 +51,8 @@ func (c *Console) eecarSetLang(w http.ResponseWriter, r *http.Request) {
 	if l != "ko" && l != "en" {
 		l = "en"
 	}
-	setCookie(w, r, langCookie, l, 365*24*3600)
-	back := safeNext(r.PostForm.Get("back"))
+	SetCookie(w, r, langCookie, l, 365*24*3600)
+	back := SafeNext(r.PostForm.Get("back"))
 	if !strings.HasPrefix(back, "/console/eecar/") {
 		back = "/console/eecar/"
 	}

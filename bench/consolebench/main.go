@@ -38,7 +38,7 @@ import (
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
-	"github.com/quarrydb/quarry/internal/console/checksconsole"
+	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
 	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	shelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
@@ -220,7 +220,7 @@ func run(nItems, nChecks, n int, out string) error {
 	shelf := shelfconsole.New(ds, nil)
 	setupTime := time.Since(setup)
 
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client)}, Checks: checksconsole.New(st, nil), DataShelf: shelf,
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, nil))}, DataShelf: shelf,
 		Realms: []console.Realm{
 			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
 				if cred != "op" {

@@ -17,9 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/console"
-	"github.com/quarrydb/quarry/internal/console/checksconsole"
+	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
 	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
 	"github.com/quarrydb/quarry/internal/console/shelfconsole"
@@ -96,8 +95,8 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		if err != nil {
 			return nil, err
 		}
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "checks", Label: "Checks API token", Auth: checksAuth{st}})
-		opts.Checks = checksconsole.New(st, ck.api)
+		opts.Realms = append(opts.Realms, checksconsole.Realm(st))
+		opts.Areas = append(opts.Areas, checksconsole.New(checksconsole.Adapt(st, ck.api)))
 	}
 	if ds != nil {
 		shelf := shelfconsole.New(ds, crawls)
@@ -177,22 +176,6 @@ func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Stor
 	}
 	fo.Policy = policy
 	return shelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
-}
-
-// checksAuth signs Checks users in with their API tokens.
-type checksAuth struct{ st *checksstore.Store }
-
-func (a checksAuth) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
-	u, err := a.st.Authenticate(ctx, cred)
-	if err != nil {
-		return console.Principal{}, err
-	}
-	return console.Principal{ID: u.ID, Name: u.Email}, nil
-}
-
-func (a checksAuth) Valid(ctx context.Context, id string) error {
-	_, err := a.st.GetUser(ctx, id)
-	return err
 }
 
 const adminUsage = `usage:

@@ -139,11 +139,7 @@ func (k *Kit) Failure(w http.ResponseWriter, r *http.Request, err error) { k.c.f
 
 // NotFoundOr answers 404 for an ErrNotFound error, else a Failure.
 func (k *Kit) NotFoundOr(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrNotFound) {
-		k.NotFound(w, r)
-		return
-	}
-	k.Failure(w, r, err)
+	k.c.notFoundOr404(w, r, err)
 }
 
 // Error shows an error page with title and message.

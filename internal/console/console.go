@@ -94,8 +94,6 @@ type Options struct {
 	// Areas are the console's parts (each system's pages, the store
 	// explorer); their header links are in this order.
 	Areas []Area
-	// Checks is the Checks dashboard's store; nil hides it.
-	Checks ChecksStore
 	// DataShelf is the public catalogue's store; nil hides it.
 	DataShelf DataShelf
 	// EECAR is the marketplace of EECAR companies; nil hides it.
@@ -123,8 +121,6 @@ type Console struct {
 	// signedOut holds the nonces of sessions signed out in this process
 	// (until they expire): their cookies stop working at once.
 	signedOut sync.Map // nonce → expiry (Unix seconds)
-	// statusPages caches rendered public status pages.
-	statusPages statusCache
 }
 
 // maxForm bounds a form's body.
@@ -223,8 +219,6 @@ func (c *Console) routes() error {
 			return err
 		}
 	}
-	c.checksRoutes(m)
-	c.checksExtraRoutes(m)
 	c.dataShelfRoutes(m)
 	c.eecarRoutes(m)
 	c.wallcrawlerRoutes(m)
@@ -347,7 +341,6 @@ type page struct {
 	// Navigator).
 	PublicNav []template.HTML
 	Nav       []template.HTML
-	Checks    bool
 	// DataShelf shows the catalogue (public).
 	DataShelf bool
 	// EECAR shows the marketplace to an EECAR company, with its unread
@@ -389,7 +382,6 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 				p.Nav = append(p.Nav, n.Nav(r, v))
 			}
 		}
-		p.Checks = ss.Realm == "checks" && c.opts.Checks != nil
 		if p.EECAR = ss.Realm == "eecar" && c.opts.EECAR != nil; p.EECAR {
 			p.Unread, _ = c.opts.EECAR.Unread(r.Context(), ss.Subject)
 		}
@@ -408,6 +400,15 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no such page, or it is not yours."})
+}
+
+// notFoundOr404 answers 404 for an ErrNotFound error, else a failure.
+func (c *Console) notFoundOr404(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrNotFound) {
+		c.notFound(w, r)
+		return
+	}
+	c.failure(w, r, err)
 }
 
 // failure shows an unexpected error.

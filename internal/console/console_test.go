@@ -135,13 +135,3 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
-
-func TestSparkline(t *testing.T) {
-	s := sparkline([]Run{{ResponseTimeMs: 10}, {ResponseTimeMs: 20}, {ResponseTimeMs: 5}})
-	if s.Points != "0.0,10.0 50.0,1.0 100.0,14.5" || s.Max != 20 || s.Last != 5 {
-		t.Errorf("sparkline = %+v", s)
-	}
-	if sparkline(nil).Points != "" {
-		t.Error("empty sparkline has points")
-	}
-}

@@ -22,7 +22,7 @@ import (
 	"github.com/quarrydb/quarry/internal/console"
 )
 
-//go:embed templates
+//go:embed templates/*.html
 var templates embed.FS
 
 // Area is the store explorer over one DynamoDB client.

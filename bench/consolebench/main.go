@@ -39,8 +39,8 @@ import (
 	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
 	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
+	datashelfconsole "github.com/quarrydb/quarry/internal/console/datashelf"
 	"github.com/quarrydb/quarry/internal/console/explorer"
-	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	shelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
@@ -217,10 +217,10 @@ func run(nItems, nChecks, n int, out string) error {
 			productID = p.ID
 		}
 	}
-	shelf := shelfconsole.New(ds, nil)
+	shelf := datashelfconsole.Adapt(ds, nil)
 	setupTime := time.Since(setup)
 
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, nil))}, DataShelf: shelf,
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, nil)), datashelfconsole.New(shelf, nil)},
 		Realms: []console.Realm{
 			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
 				if cred != "op" {

@@ -19,9 +19,9 @@ import (
 
 	"github.com/quarrydb/quarry/internal/console"
 	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
+	datashelfconsole "github.com/quarrydb/quarry/internal/console/datashelf"
 	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
-	"github.com/quarrydb/quarry/internal/console/shelfconsole"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	eecarstore "github.com/quarrydb/quarry/internal/eecar/store"
@@ -75,7 +75,7 @@ func consoleUnavailable(err error) http.Handler {
 	})
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *shelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) (*console.Console, error) {
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *datashelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -99,8 +99,8 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		opts.Areas = append(opts.Areas, checksconsole.New(checksconsole.Adapt(st, ck.api)))
 	}
 	if ds != nil {
-		shelf := shelfconsole.New(ds, crawls)
-		opts.DataShelf, opts.ShelfCrawl = shelf, shelf
+		shelf := datashelfconsole.Adapt(ds, crawls)
+		opts.Areas = append(opts.Areas, datashelfconsole.New(shelf, shelf))
 	}
 	if running("eecar") {
 		table, err := eecarstore.EnsureTable(ctx, client, c.EECARTablePrefix)
@@ -168,14 +168,14 @@ func (a operatorAuth) Valid(ctx context.Context, id string) error {
 // consoleCrawls runs the crawls started on the console's crawl page in
 // this process, as `quarry datashelf crawl` would (the network policy,
 // robots.txt, the World of Books profile), until ctx ends or Stop.
-func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*shelfconsole.Crawls, error) {
+func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*datashelfconsole.Crawls, error) {
 	fo := crawler.FetchOptions(version)
 	policy, err := c.NetworkPolicy()
 	if err != nil {
 		return nil, err
 	}
 	fo.Policy = policy
-	return shelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
+	return datashelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
 }
 
 const adminUsage = `usage:

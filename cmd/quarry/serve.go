@@ -16,7 +16,7 @@ import (
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/sigv4"
-	"github.com/quarrydb/quarry/internal/console/shelfconsole"
+	datashelfconsole "github.com/quarrydb/quarry/internal/console/datashelf"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
@@ -172,7 +172,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		eeP atomic.Pointer[eecar]
 		dsP atomic.Pointer[datashelfstore.Store]
 	)
-	var crawlsP atomic.Pointer[shelfconsole.Crawls] // crawls started from the console
+	var crawlsP atomic.Pointer[datashelfconsole.Crawls] // crawls started from the console
 	wcSlot, ckSlot, eeSlot, dsSlot, consoleSlot := newSlot("wallcrawler"), newSlot("checks"), newSlot("eecar"), newSlot("datashelf"), newSlot("console")
 	slots := []*slot{wcSlot, ckSlot, eeSlot, dsSlot}
 	running := map[string]any{"status": "running"}

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,13 +93,8 @@ type Options struct {
 	// Areas are the console's parts (each system's pages, the store
 	// explorer); their header links are in this order.
 	Areas []Area
-	// DataShelf is the public catalogue's store; nil hides it.
-	DataShelf DataShelf
 	// EECAR is the marketplace of EECAR companies; nil hides it.
 	EECAR EECAR
-	// ShelfCrawl is DataShelf's crawl control on the crawl page; nil
-	// shows the queue's statistics only.
-	ShelfCrawl ShelfCrawl
 	// Wallcrawler is the session inspector's view of Wallcrawler; nil
 	// hides it.
 	Wallcrawler Wallcrawler
@@ -192,8 +186,6 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"fields":  strings.Fields,
 	"list":    func(v ...any) []any { return v },
-	// amount formats a price (a *float64 in ShelfProduct).
-	"amount": func(p *float64) string { return strconv.FormatFloat(*p, 'f', 2, 64) },
 }
 
 func (c *Console) routes() error {
@@ -219,7 +211,6 @@ func (c *Console) routes() error {
 			return err
 		}
 	}
-	c.dataShelfRoutes(m)
 	c.eecarRoutes(m)
 	c.wallcrawlerRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
@@ -341,8 +332,6 @@ type page struct {
 	// Navigator).
 	PublicNav []template.HTML
 	Nav       []template.HTML
-	// DataShelf shows the catalogue (public).
-	DataShelf bool
 	// EECAR shows the marketplace to an EECAR company, with its unread
 	// notifications.
 	EECAR  bool
@@ -367,7 +356,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 
 // renderPage renders t (the page name) for the request's session.
 func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, t *template.Template, data any) {
-	p := page{Data: data, Path: r.URL.Path, DataShelf: c.opts.DataShelf != nil}
+	p := page{Data: data, Path: r.URL.Path}
 	for _, a := range c.opts.Areas {
 		if n, ok := a.(PublicNavigator); ok {
 			p.PublicNav = append(p.PublicNav, n.PublicNav())

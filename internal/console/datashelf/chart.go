@@ -1,11 +1,13 @@
-package console
+package datashelf
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
-// bars is a bar chart of finished jobs per bucket in a 600×140 view box:
+// bars is a server-rendered SVG bar chart (crawl.html draws it) of finished jobs per bucket in a 600×140 view box:
 // the plot area is x 60–590, y 10–110.
 type bars struct {
 	Bars  []bar
@@ -41,7 +43,7 @@ func throughputBars(points []ThroughputPoint, bucket time.Duration) bars {
 		b.Total += p.Completed
 		b.Fails += p.Failed
 	}
-	hi = int(NiceCeil(int64(hi)))
+	hi = int(console.NiceCeil(int64(hi)))
 	b.Max = hi
 	w := 530 / float64(len(points))
 	for i, p := range points {

@@ -20,6 +20,7 @@ import (
 	"github.com/quarrydb/quarry/internal/console"
 	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
 	datashelfconsole "github.com/quarrydb/quarry/internal/console/datashelf"
+	eecarconsole "github.com/quarrydb/quarry/internal/console/eecar"
 	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
@@ -108,9 +109,9 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 			return nil, err
 		}
 		st := eecarstore.New(client, table, nil)
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: eecarRealm{st}})
+		opts.Realms = append(opts.Realms, eecarconsole.Realm(st))
 		if ee != nil {
-			opts.EECAR = newEECARConsole(ee.market)
+			opts.Areas = append(opts.Areas, eecarconsole.New(eecarconsole.Adapt(ee.market)))
 		}
 	}
 	if running("wallcrawler") {
@@ -127,25 +128,6 @@ func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, 
 		}
 	}
 	return console.New(opts)
-}
-
-// eecarRealm signs EECAR companies in with their API keys; the session
-// keeps the key's hash and a revoked key ends its sessions at their next
-// request.
-type eecarRealm struct{ st *eecarstore.Store }
-
-func (a eecarRealm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
-	co, err := a.st.Authenticate(ctx, cred)
-	if err != nil {
-		return console.Principal{}, err
-	}
-	return console.Principal{ID: co.ID, Name: co.Name, Check: eecarstore.HashKey(cred)}, nil
-}
-
-// Valid fails once the key (by its hash) is revoked or its company gone.
-func (a eecarRealm) Valid(ctx context.Context, hash string) error {
-	_, err := a.st.AuthenticateHash(ctx, hash)
-	return err
 }
 
 // operatorAuth signs operators in with their tokens; a revoked token ends

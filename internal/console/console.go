@@ -93,8 +93,6 @@ type Options struct {
 	// Areas are the console's parts (each system's pages, the store
 	// explorer); their header links are in this order.
 	Areas []Area
-	// EECAR is the marketplace of EECAR companies; nil hides it.
-	EECAR EECAR
 	// Wallcrawler is the session inspector's view of Wallcrawler; nil
 	// hides it.
 	Wallcrawler Wallcrawler
@@ -119,6 +117,10 @@ type Console struct {
 
 // maxForm bounds a form's body.
 const maxForm = 1 << 20
+
+// maxUpload bounds a multipart form's body (forms with files: EECAR's part
+// images).
+const maxUpload = 16 << 20
 
 // New returns the console.
 func New(opts Options) (*Console, error) {
@@ -211,7 +213,6 @@ func (c *Console) routes() error {
 			return err
 		}
 	}
-	c.eecarRoutes(m)
 	c.wallcrawlerRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
@@ -332,12 +333,8 @@ type page struct {
 	// Navigator).
 	PublicNav []template.HTML
 	Nav       []template.HTML
-	// EECAR shows the marketplace to an EECAR company, with its unread
-	// notifications.
-	EECAR  bool
-	Unread int
-	Path   string
-	Data   any
+	Path      string
+	Data      any
 	// Public is a page rendered for anyone (a status page): no header
 	// navigation, no session.
 	Public bool
@@ -370,9 +367,6 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 			if n, ok := a.(Navigator); ok {
 				p.Nav = append(p.Nav, n.Nav(r, v))
 			}
-		}
-		if p.EECAR = ss.Realm == "eecar" && c.opts.EECAR != nil; p.EECAR {
-			p.Unread, _ = c.opts.EECAR.Unread(r.Context(), ss.Subject)
 		}
 		p.Wallcrawler = ss.Realm == "wallcrawler" && c.opts.Wallcrawler != nil
 	}

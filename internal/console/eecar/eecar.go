@@ -1,26 +1,31 @@
-package console
+// Package eecar is the console's EECAR marketplace for a signed-in
+// company: search with match reasons and filters, part pages with specs
+// and battery health, the company's parts (create, edit, withdraw,
+// images), needs and their matches, watches and their triggers, proposals
+// (inbox, outbox, history, responses) and notifications. Every page is in
+// Korean or English (i18n.go). Backend is EECAR as the pages see it; Adapt
+// makes one of EECAR's market.
+package eecar
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
-// EECAR's marketplace for a signed-in company: search with match reasons
-// and filters, part pages with specs and battery health, the company's
-// parts (create, edit, withdraw, images), needs and their matches, watches
-// and their triggers, proposals (inbox, outbox, history, responses) and
-// notifications. Every page is in Korean or English (eecar_i18n.go).
-
-// EECARPart is a part as the console shows it.
-type EECARPart struct {
+// Part is a part as the console shows it.
+type Part struct {
 	ID           string
 	Name         string
 	Category     string
@@ -42,13 +47,13 @@ type EECARPart struct {
 	RawSpecs map[string]any
 	UseCases []string
 	// Battery is the battery-health assessment (batteries only).
-	Battery   *EECARBattery
+	Battery   *Battery
 	CreatedAt string
 	UpdatedAt string
 }
 
-// EECARBattery is a battery's health assessment.
-type EECARBattery struct {
+// Battery is a battery's health assessment.
+type Battery struct {
 	SOH            float64
 	Estimated      bool // from the age rule, not stated
 	Cathode        string
@@ -56,17 +61,17 @@ type EECARBattery struct {
 	Applications   []string
 }
 
-// EECARHit is one search result with its reason.
-type EECARHit struct {
-	Part   EECARPart
+// Hit is one search result with its reason.
+type Hit struct {
+	Part   Part
 	Score  float64
 	Vector float64
 	BM25   float64
 	Reason string
 }
 
-// EECARQuery is a search with its filters (nil or "" for any).
-type EECARQuery struct {
+// Query is a search with its filters (nil or "" for any).
+type Query struct {
 	Q            string
 	Category     string
 	Manufacturer string
@@ -78,8 +83,8 @@ type EECARQuery struct {
 	TopK         int
 }
 
-// EECARPartInput is a part as the forms send it.
-type EECARPartInput struct {
+// PartInput is a part as the forms send it.
+type PartInput struct {
 	Name         string
 	Category     string
 	Manufacturer string
@@ -93,8 +98,8 @@ type EECARPartInput struct {
 	Specs        map[string]any
 }
 
-// EECARNeed is a company's need.
-type EECARNeed struct {
+// Need is a company's need.
+type Need struct {
 	ID                  string
 	Industry            string
 	Category            string
@@ -108,8 +113,8 @@ type EECARNeed struct {
 	CreatedAt           string
 }
 
-// EECARWatch is a buyer's watch.
-type EECARWatch struct {
+// Watch is a buyer's watch.
+type Watch struct {
 	ID          string
 	Category    string
 	MaxPrice    float64
@@ -120,16 +125,16 @@ type EECARWatch struct {
 	TriggeredAt string
 }
 
-// EECARTrigger is a part a watch found.
-type EECARTrigger struct {
+// Trigger is a part a watch found.
+type Trigger struct {
 	PartID     string
 	PartName   string // "" when the part is gone
 	MatchScore float64
 	NotifiedAt string
 }
 
-// EECARProposal is a proposal between two companies.
-type EECARProposal struct {
+// Proposal is a proposal between two companies.
+type Proposal struct {
 	ID         string
 	FromID     string
 	FromName   string
@@ -143,11 +148,11 @@ type EECARProposal struct {
 	Status     string // pending, negotiating, accepted, rejected
 	CreatedAt  string
 	SenderName string // who proposed first
-	History    []EECARStep
+	History    []Step
 }
 
-// EECARStep is one response in a proposal's history.
-type EECARStep struct {
+// Step is one response in a proposal's history.
+type Step struct {
 	By         string
 	ByName     string
 	Action     string
@@ -157,8 +162,8 @@ type EECARStep struct {
 	At         string
 }
 
-// EECARProposalInput is a new proposal.
-type EECARProposalInput struct {
+// ProposalInput is a new proposal.
+type ProposalInput struct {
 	ToCompanyID string
 	PartIDs     []string
 	Type        string
@@ -167,16 +172,16 @@ type EECARProposalInput struct {
 	Message     string
 }
 
-// EECARResponse answers a proposal: accept, reject or counter.
-type EECARResponse struct {
+// Response answers a proposal: accept, reject or counter.
+type Response struct {
 	Action     string
 	PriceOffer float64
 	Quantity   int
 	Message    string
 }
 
-// EECARNotification is a notification of a company.
-type EECARNotification struct {
+// Notification is a notification of a company.
+type Notification struct {
 	ID      string
 	Type    string
 	Title   string
@@ -187,18 +192,18 @@ type EECARNotification struct {
 	Link string
 }
 
-// EECAR is what the console needs of EECAR's market, acting as the
+// Backend is what the marketplace needs of EECAR's market, acting as the
 // signed-in company (company ids come from the session). Errors wrapping
-// ErrInvalid carry the API's message; ErrNotFound is also what another
+// console.ErrInvalid carry the API's message; console.ErrNotFound is also what another
 // company's need, watch, proposal or notification gives.
-type EECAR interface {
-	Search(ctx context.Context, company string, q EECARQuery) ([]EECARHit, error)
-	Part(ctx context.Context, id string) (EECARPart, error)
+type Backend interface {
+	Search(ctx context.Context, company string, q Query) ([]Hit, error)
+	Part(ctx context.Context, id string) (Part, error)
 	// MyParts lists the company's parts newest first, limit of them after
 	// the cursor after; next is "" on the last page.
-	MyParts(ctx context.Context, company, after string, limit int) (parts []EECARPart, next string, err error)
+	MyParts(ctx context.Context, company, after string, limit int) (parts []Part, next string, err error)
 	// SavePart creates a part (id "") or replaces one of the company's.
-	SavePart(ctx context.Context, company, id string, in EECARPartInput) (EECARPart, error)
+	SavePart(ctx context.Context, company, id string, in PartInput) (Part, error)
 	WithdrawPart(ctx context.Context, company, id string) error
 	// PutImage stores an uploaded image and returns its reference.
 	PutImage(ctx context.Context, company string, data []byte) (string, error)
@@ -207,27 +212,27 @@ type EECAR interface {
 	// Needs, Watches and Watch's triggers are listed a page at a time:
 	// limit of them after the cursor after, with the next page's cursor
 	// ("" on the last).
-	Needs(ctx context.Context, company, after string, limit int) ([]EECARNeed, string, error)
-	Need(ctx context.Context, company, id string) (EECARNeed, error)
-	NeedMatches(ctx context.Context, company, id string) ([]EECARHit, error)
-	CreateNeed(ctx context.Context, company string, n EECARNeed) (EECARNeed, error)
-	Watches(ctx context.Context, company, after string, limit int) ([]EECARWatch, string, error)
-	Watch(ctx context.Context, company, id, after string, limit int) (EECARWatch, []EECARTrigger, string, error)
-	CreateWatch(ctx context.Context, company string, w EECARWatch) (EECARWatch, error)
+	Needs(ctx context.Context, company, after string, limit int) ([]Need, string, error)
+	Need(ctx context.Context, company, id string) (Need, error)
+	NeedMatches(ctx context.Context, company, id string) ([]Hit, error)
+	CreateNeed(ctx context.Context, company string, n Need) (Need, error)
+	Watches(ctx context.Context, company, after string, limit int) ([]Watch, string, error)
+	Watch(ctx context.Context, company, id, after string, limit int) (Watch, []Trigger, string, error)
+	CreateWatch(ctx context.Context, company string, w Watch) (Watch, error)
 	CancelWatch(ctx context.Context, company, id string) error
 	// Inbox lists the open proposals awaiting the company's answer.
-	Inbox(ctx context.Context, company string) ([]EECARProposal, error)
+	Inbox(ctx context.Context, company string) ([]Proposal, error)
 	// Proposals lists every proposal the company is a party of, newest
 	// first, a page at a time.
-	Proposals(ctx context.Context, company, after string, limit int) ([]EECARProposal, string, error)
-	Proposal(ctx context.Context, company, id string) (EECARProposal, error)
-	Propose(ctx context.Context, company string, in EECARProposalInput) (EECARProposal, error)
-	Respond(ctx context.Context, company, id string, r EECARResponse) (EECARProposal, error)
+	Proposals(ctx context.Context, company, after string, limit int) ([]Proposal, string, error)
+	Proposal(ctx context.Context, company, id string) (Proposal, error)
+	Propose(ctx context.Context, company string, in ProposalInput) (Proposal, error)
+	Respond(ctx context.Context, company, id string, r Response) (Proposal, error)
 	// Notifications lists the notifications newest first, a page at a
 	// time.
-	Notifications(ctx context.Context, company, after string, limit int) ([]EECARNotification, string, error)
+	Notifications(ctx context.Context, company, after string, limit int) ([]Notification, string, error)
 	// Open returns a notification and marks it read.
-	Open(ctx context.Context, company, id string) (EECARNotification, error)
+	Open(ctx context.Context, company, id string) (Notification, error)
 	// Unread counts the unread among the latest 100 notifications.
 	Unread(ctx context.Context, company string) (int, error)
 }
@@ -235,36 +240,73 @@ type EECAR interface {
 // eecarPageSize is the page size of the part and proposal lists.
 const eecarPageSize = 20
 
-// maxUpload bounds a multipart form (part images).
-const maxUpload = 16 << 20
+//go:embed templates/*.html
+var templates embed.FS
 
-func (c *Console) eecarRoutes(m *http.ServeMux) {
-	if c.opts.EECAR == nil {
-		return
+// Area is the marketplace of EECAR companies (realm "eecar").
+type Area struct {
+	b Backend
+	k *console.Kit
+}
+
+// New returns the marketplace over b.
+func New(b Backend) *Area { return &Area{b: b} }
+
+// Name implements console.Area.
+func (*Area) Name() string { return "eecar" }
+
+// Nav links a company to the marketplace and its unread notifications.
+func (a *Area) Nav(r *http.Request, s console.Session) template.HTML {
+	if s.Realm != "eecar" {
+		return ""
 	}
-	m.HandleFunc("GET /console/eecar/{$}", c.eecarSearch)
-	m.HandleFunc("GET /console/eecar/parts/{id}", c.eecarPart)
-	m.HandleFunc("GET /console/eecar/my/{$}", c.eecarMyParts)
-	m.HandleFunc("GET /console/eecar/my/new", c.eecarPartForm)
-	m.HandleFunc("POST /console/eecar/my/new", c.eecarSavePart)
-	m.HandleFunc("GET /console/eecar/my/{id}/edit", c.eecarPartForm)
-	m.HandleFunc("POST /console/eecar/my/{id}/edit", c.eecarSavePart)
-	m.HandleFunc("POST /console/eecar/my/{id}/withdraw", c.eecarWithdraw)
-	m.HandleFunc("GET /console/eecar/images/{key}", c.eecarImage)
-	m.HandleFunc("GET /console/eecar/needs/{$}", c.eecarNeeds)
-	m.HandleFunc("POST /console/eecar/needs/{$}", c.eecarCreateNeed)
-	m.HandleFunc("GET /console/eecar/needs/{id}", c.eecarNeed)
-	m.HandleFunc("GET /console/eecar/watches/{$}", c.eecarWatches)
-	m.HandleFunc("POST /console/eecar/watches/{$}", c.eecarCreateWatch)
-	m.HandleFunc("GET /console/eecar/watches/{id}", c.eecarWatch)
-	m.HandleFunc("POST /console/eecar/watches/{id}/cancel", c.eecarCancelWatch)
-	m.HandleFunc("GET /console/eecar/proposals/{$}", c.eecarProposals)
-	m.HandleFunc("POST /console/eecar/proposals/{$}", c.eecarPropose)
-	m.HandleFunc("GET /console/eecar/proposals/{id}", c.eecarProposal)
-	m.HandleFunc("POST /console/eecar/proposals/{id}/respond", c.eecarRespond)
-	m.HandleFunc("GET /console/eecar/notifications/{$}", c.eecarNotifications)
-	m.HandleFunc("GET /console/eecar/notifications/{id}", c.eecarOpen)
-	m.HandleFunc("POST /console/eecar/lang", c.eecarSetLang)
+	return template.HTML(`<a href="/console/eecar/">EECAR</a> <a href="/console/eecar/notifications/" class="unread" title="unread notifications">✉ <span id="nav-unread" class="badge">` +
+		strconv.Itoa(a.unread(r, s.Subject)) + `</span></a>`)
+}
+
+type unreadKey struct{}
+
+// unread is the company's count of unread notifications (0 when it cannot
+// be read), read once per request: the header and the page show the same.
+func (a *Area) unread(r *http.Request, company string) int {
+	if n, ok := r.Context().Value(unreadKey{}).(int); ok {
+		return n
+	}
+	n, _ := a.b.Unread(r.Context(), company)
+	*r = *r.WithContext(context.WithValue(r.Context(), unreadKey{}, n))
+	return n
+}
+
+// Mount implements console.Area.
+func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
+	a.k = k
+	if err := k.Pages(templates, nil); err != nil {
+		return err
+	}
+	m.HandleFunc("GET /console/eecar/{$}", a.eecarSearch)
+	m.HandleFunc("GET /console/eecar/parts/{id}", a.eecarPart)
+	m.HandleFunc("GET /console/eecar/my/{$}", a.eecarMyParts)
+	m.HandleFunc("GET /console/eecar/my/new", a.eecarPartForm)
+	m.HandleFunc("POST /console/eecar/my/new", a.eecarSavePart)
+	m.HandleFunc("GET /console/eecar/my/{id}/edit", a.eecarPartForm)
+	m.HandleFunc("POST /console/eecar/my/{id}/edit", a.eecarSavePart)
+	m.HandleFunc("POST /console/eecar/my/{id}/withdraw", a.eecarWithdraw)
+	m.HandleFunc("GET /console/eecar/images/{key}", a.eecarImage)
+	m.HandleFunc("GET /console/eecar/needs/{$}", a.eecarNeeds)
+	m.HandleFunc("POST /console/eecar/needs/{$}", a.eecarCreateNeed)
+	m.HandleFunc("GET /console/eecar/needs/{id}", a.eecarNeed)
+	m.HandleFunc("GET /console/eecar/watches/{$}", a.eecarWatches)
+	m.HandleFunc("POST /console/eecar/watches/{$}", a.eecarCreateWatch)
+	m.HandleFunc("GET /console/eecar/watches/{id}", a.eecarWatch)
+	m.HandleFunc("POST /console/eecar/watches/{id}/cancel", a.eecarCancelWatch)
+	m.HandleFunc("GET /console/eecar/proposals/{$}", a.eecarProposals)
+	m.HandleFunc("POST /console/eecar/proposals/{$}", a.eecarPropose)
+	m.HandleFunc("GET /console/eecar/proposals/{id}", a.eecarProposal)
+	m.HandleFunc("POST /console/eecar/proposals/{id}/respond", a.eecarRespond)
+	m.HandleFunc("GET /console/eecar/notifications/{$}", a.eecarNotifications)
+	m.HandleFunc("GET /console/eecar/notifications/{id}", a.eecarOpen)
+	m.HandleFunc("POST /console/eecar/lang", a.eecarSetLang)
+	return nil
 }
 
 // eecarData is what every EECAR page gets besides its own data.
@@ -274,33 +316,39 @@ type eecarData struct {
 	Msg  string
 	Err  string
 	Form url.Values
+	// Unread is the company's count of unread notifications (set by
+	// render).
+	Unread int
 }
 
-// eecarRender renders an EECAR page; its data carries the language.
-func (c *Console) eecarRender(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	w.Header().Set("Content-Language", string(c.lang(r)))
+func (d *eecarData) common() *eecarData { return d }
+
+// page is an EECAR page's data: it embeds eecarData.
+type page interface{ common() *eecarData }
+
+// render renders an EECAR page; its data carries the language and the
+// unread count.
+func (a *Area) render(w http.ResponseWriter, r *http.Request, status int, name string, data page) {
+	d := data.common()
+	d.Unread = a.unread(r, d.Me)
+	w.Header().Set("Content-Language", string(lang(r)))
 	w.Header().Add("Vary", "Accept-Language")
-	c.render(w, r, status, name, data)
+	a.k.Render(w, r, status, name, data)
 }
 
-// eecarFail shows err: the API's message for ErrInvalid (400), 404 for
-// ErrNotFound, else a failure.
-func (c *Console) eecarFail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrNotFound) {
-		c.notFound(w, r)
+// eecarFail shows err: the API's message for console.ErrInvalid (400), 404 for
+// console.ErrNotFound, else a failure.
+func (a *Area) eecarFail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, console.ErrNotFound) {
+		a.k.NotFound(w, r)
 		return
 	}
-	c.failure(w, r, err)
+	a.k.Failure(w, r, err)
 }
 
 // invalidMessage is the API's message of a refused input, or "" when err
 // is not a refusal.
-func invalidMessage(err error) string {
-	if errors.Is(err, ErrInvalid) {
-		return strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
-	}
-	return ""
-}
+func invalidMessage(err error) string { return console.InvalidMessage(err) }
 
 // number parses an optional number field ("" is nil); comma grouping and
 // a leading ₩ are accepted.
@@ -332,7 +380,7 @@ func integer(l Lang, field, s string) (*int, error) {
 type searchData struct {
 	eecarData
 	Categories []string
-	Hits       []EECARHit
+	Hits       []Hit
 	Searched   bool
 	More       string // the query string of the next page
 	Prev       string
@@ -343,15 +391,15 @@ type searchData struct {
 // for page × searchPage results (at most 100) and shows the last page.
 const searchPage = 10
 
-func (c *Console) eecarSearch(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarSearch(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	q := r.URL.Query()
 	d := searchData{eecarData: eecarData{L: l, Me: ss.Subject, Form: q}, Categories: eecarCategories}
-	query := EECARQuery{Q: strings.TrimSpace(q.Get("q")), Category: q.Get("category"), Manufacturer: strings.TrimSpace(q.Get("manufacturer")),
+	query := Query{Q: strings.TrimSpace(q.Get("q")), Category: q.Get("category"), Manufacturer: strings.TrimSpace(q.Get("manufacturer")),
 		Condition: q.Get("condition"), Cathode: strings.TrimSpace(q.Get("cathode"))}
 	var errs []string
 	var err error
@@ -377,12 +425,12 @@ func (c *Console) eecarSearch(w http.ResponseWriter, r *http.Request) {
 		if query.TopK > 100 {
 			query.TopK = 100
 		}
-		hits, err := c.opts.EECAR.Search(r.Context(), ss.Subject, query)
+		hits, err := a.b.Search(r.Context(), ss.Subject, query)
 		if msg := invalidMessage(err); msg != "" {
 			d.Err, status = msg, http.StatusBadRequest
 			break
 		} else if err != nil {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		d.Searched = true
@@ -402,7 +450,7 @@ func (c *Console) eecarSearch(w http.ResponseWriter, r *http.Request) {
 		}
 		d.From = from + 1
 	}
-	c.eecarRender(w, r, status, "eecar_search", d)
+	a.render(w, r, status, "search", &d)
 }
 
 func cloneValues(v url.Values) url.Values {
@@ -418,44 +466,44 @@ var eecarCategories = []string{"battery", "motor", "inverter", "charger", "elect
 
 type partData struct {
 	eecarData
-	Part EECARPart
+	Part Part
 	Mine bool
 }
 
-func (c *Console) eecarPart(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarPart(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	p, err := c.opts.EECAR.Part(r.Context(), r.PathValue("id"))
+	p, err := a.b.Part(r.Context(), r.PathValue("id"))
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	d := partData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject, Msg: c.lang(r).msg(r.URL.Query().Get("m")), Form: url.Values{}}, Part: p, Mine: p.SellerID == ss.Subject}
-	c.eecarRender(w, r, http.StatusOK, "eecar_part", d)
+	d := partData{eecarData: eecarData{L: lang(r), Me: ss.Subject, Msg: lang(r).msg(r.URL.Query().Get("m")), Form: url.Values{}}, Part: p, Mine: p.SellerID == ss.Subject}
+	a.render(w, r, http.StatusOK, "part", &d)
 }
 
 type myPartsData struct {
 	eecarData
-	Parts []EECARPart
+	Parts []Part
 	Next  string
 	First bool
 }
 
-func (c *Console) eecarMyParts(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarMyParts(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	after := r.URL.Query().Get("after")
-	parts, next, err := c.opts.EECAR.MyParts(r.Context(), ss.Subject, after, eecarPageSize)
+	parts, next, err := a.b.MyParts(r.Context(), ss.Subject, after, eecarPageSize)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	l := c.lang(r)
-	c.eecarRender(w, r, http.StatusOK, "eecar_my", myPartsData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))},
+	l := lang(r)
+	a.render(w, r, http.StatusOK, "my", &myPartsData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))},
 		Parts: parts, Next: next, First: after == ""})
 }
 
@@ -471,20 +519,20 @@ type partFormData struct {
 var specFields = [][2]string{{"soh", "chemicalProps.soh"}, {"cathode", "chemicalProps.cathode"},
 	{"voltage", "electricalProps.voltage"}, {"capacity", "electricalProps.capacity"}, {"power", "electricalProps.power"}}
 
-func (c *Console) eecarPartForm(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarPartForm(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	d := partFormData{eecarData: eecarData{L: l, Me: ss.Subject, Form: url.Values{}}, ID: r.PathValue("id"), Categories: eecarCategories}
 	if d.ID != "" {
-		p, err := c.opts.EECAR.Part(r.Context(), d.ID)
+		p, err := a.b.Part(r.Context(), d.ID)
 		if err == nil && p.SellerID != ss.Subject {
-			err = ErrNotFound // another company's part is not editable, nor shown as such
+			err = console.ErrNotFound // another company's part is not editable, nor shown as such
 		}
 		if err != nil {
-			c.eecarFail(w, r, err)
+			a.eecarFail(w, r, err)
 			return
 		}
 		d.Form = partForm(p)
@@ -493,11 +541,11 @@ func (c *Console) eecarPartForm(w http.ResponseWriter, r *http.Request) {
 		d.Form.Set("condition", "used")
 		d.Form.Set("quantity", "1")
 	}
-	c.eecarRender(w, r, http.StatusOK, "eecar_partform", d)
+	a.render(w, r, http.StatusOK, "partform", &d)
 }
 
 // partForm fills the part form's fields from a part.
-func partForm(p EECARPart) url.Values {
+func partForm(p Part) url.Values {
 	f := url.Values{}
 	f.Set("name", p.Name)
 	f.Set("category", p.Category)
@@ -563,9 +611,9 @@ func setSpec(specs map[string]any, path string, v any) {
 }
 
 // partInput reads the part form (and its uploaded images).
-func (c *Console) partInput(r *http.Request, company string, l Lang) (EECARPartInput, []string, error) {
+func (a *Area) partInput(r *http.Request, company string, l Lang) (PartInput, []string, error) {
 	f := r.PostForm
-	in := EECARPartInput{Name: f.Get("name"), Category: f.Get("category"), Manufacturer: f.Get("manufacturer"),
+	in := PartInput{Name: f.Get("name"), Category: f.Get("category"), Manufacturer: f.Get("manufacturer"),
 		Model: strings.TrimSpace(f.Get("model")), Condition: f.Get("condition"), Description: f.Get("description")}
 	var errs []string
 	var err error
@@ -613,7 +661,7 @@ func (c *Console) partInput(r *http.Request, company string, l Lang) (EECARPartI
 	}
 	if r.MultipartForm != nil {
 		for _, fh := range r.MultipartForm.File["upload"] {
-			ref, err := c.upload(r.Context(), company, fh)
+			ref, err := a.upload(r.Context(), company, fh)
 			if err != nil {
 				return in, kept, err
 			}
@@ -623,7 +671,7 @@ func (c *Console) partInput(r *http.Request, company string, l Lang) (EECARPartI
 	return in, in.Images, nil
 }
 
-func (c *Console) upload(ctx context.Context, company string, fh *multipart.FileHeader) (string, error) {
+func (a *Area) upload(ctx context.Context, company string, fh *multipart.FileHeader) (string, error) {
 	if fh.Size == 0 {
 		return "", nil
 	}
@@ -636,7 +684,7 @@ func (c *Console) upload(ctx context.Context, company string, fh *multipart.File
 	if err != nil {
 		return "", err
 	}
-	return c.opts.EECAR.PutImage(ctx, company, data)
+	return a.b.PutImage(ctx, company, data)
 }
 
 func contains(list []string, s string) bool {
@@ -648,20 +696,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (c *Console) eecarSavePart(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarSavePart(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	id := r.PathValue("id")
-	in, images, err := c.partInput(r, ss.Subject, l)
-	var p EECARPart
+	in, images, err := a.partInput(r, ss.Subject, l)
+	var p Part
 	if err == nil {
-		p, err = c.opts.EECAR.SavePart(r.Context(), ss.Subject, id, in)
+		p, err = a.b.SavePart(r.Context(), ss.Subject, id, in)
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrForbidden) {
-		c.notFound(w, r)
+	if errors.Is(err, console.ErrNotFound) || errors.Is(err, console.ErrForbidden) {
+		a.k.NotFound(w, r)
 		return
 	}
 	if err != nil {
@@ -670,12 +718,12 @@ func (c *Console) eecarSavePart(w http.ResponseWriter, r *http.Request) {
 			msg = fe.Error()
 		}
 		if msg == "" {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		form := cloneValues(r.PostForm)
 		form.Del("csrf")
-		c.eecarRender(w, r, http.StatusBadRequest, "eecar_partform", partFormData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form},
+		a.render(w, r, http.StatusBadRequest, "partform", &partFormData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form},
 			ID: id, Categories: eecarCategories, Images: images})
 		return
 	}
@@ -689,40 +737,40 @@ func (c *Console) eecarSavePart(w http.ResponseWriter, r *http.Request) {
 // formError is a form field the console itself could not read.
 type formError struct{ error }
 
-func (c *Console) eecarWithdraw(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarWithdraw(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	p, err := c.opts.EECAR.Part(r.Context(), id)
+	p, err := a.b.Part(r.Context(), id)
 	if err == nil && p.SellerID != ss.Subject {
-		err = ErrNotFound
+		err = console.ErrNotFound
 	}
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	if r.PostForm.Get("confirm") != "yes" {
-		c.render(w, r, http.StatusOK, "confirm", Confirm{Title: l.T("withdraw.title"), Message: fmt.Sprintf(l.T("withdraw.confirm"), p.Name),
+		a.k.Confirm(w, r, console.Confirm{Title: l.T("withdraw.title"), Message: fmt.Sprintf(l.T("withdraw.confirm"), p.Name),
 			Action: r.URL.Path, Fields: map[string]string{}, Back: "/console/eecar/parts/" + url.PathEscape(id)})
 		return
 	}
-	if err := c.opts.EECAR.WithdrawPart(r.Context(), ss.Subject, id); err != nil {
-		c.eecarFail(w, r, err)
+	if err := a.b.WithdrawPart(r.Context(), ss.Subject, id); err != nil {
+		a.eecarFail(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/my/?m=withdrawn", http.StatusSeeOther)
 }
 
-func (c *Console) eecarImage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "eecar"); !ok {
+func (a *Area) eecarImage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "eecar"); !ok {
 		return
 	}
-	rc, ctype, err := c.opts.EECAR.Image(r.Context(), r.PathValue("key"))
+	rc, ctype, err := a.b.Image(r.Context(), r.PathValue("key"))
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
 	defer rc.Close()
@@ -733,37 +781,37 @@ func (c *Console) eecarImage(w http.ResponseWriter, r *http.Request) {
 
 type needsData struct {
 	eecarData
-	Needs      []EECARNeed
+	Needs      []Need
 	Next       string
 	Categories []string
 }
 
-func (c *Console) eecarNeeds(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarNeeds(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	c.needsPage(w, r, ss, http.StatusOK, "", url.Values{"priority": {"medium"}})
+	a.needsPage(w, r, ss, http.StatusOK, "", url.Values{"priority": {"medium"}})
 }
 
-func (c *Console) needsPage(w http.ResponseWriter, r *http.Request, ss session, status int, msg string, form url.Values) {
-	needs, next, err := c.opts.EECAR.Needs(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
+func (a *Area) needsPage(w http.ResponseWriter, r *http.Request, ss console.Session, status int, msg string, form url.Values) {
+	needs, next, err := a.b.Needs(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	l := c.lang(r)
-	c.eecarRender(w, r, status, "eecar_needs", needsData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Needs: needs, Next: next, Categories: eecarCategories})
+	l := lang(r)
+	a.render(w, r, status, "needs", &needsData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Needs: needs, Next: next, Categories: eecarCategories})
 }
 
-func (c *Console) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	f := r.PostForm
-	n := EECARNeed{Industry: strings.TrimSpace(f.Get("industry")), Category: f.Get("category"), TargetApplication: strings.TrimSpace(f.Get("targetApplication")),
+	n := Need{Industry: strings.TrimSpace(f.Get("industry")), Category: f.Get("category"), TargetApplication: strings.TrimSpace(f.Get("targetApplication")),
 		ProductionProcess: strings.TrimSpace(f.Get("productionProcess")), Priority: f.Get("priority")}
 	for _, m := range strings.Split(f.Get("materials"), ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -783,18 +831,18 @@ func (c *Console) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if len(errs) == 0 {
-		n, err = c.opts.EECAR.CreateNeed(r.Context(), ss.Subject, n)
+		n, err = a.b.CreateNeed(r.Context(), ss.Subject, n)
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
 		msg = invalidMessage(err)
 	}
 	if msg != "" {
-		c.needsPage(w, r, ss, http.StatusBadRequest, msg, r.PostForm)
+		a.needsPage(w, r, ss, http.StatusBadRequest, msg, r.PostForm)
 		return
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/needs/"+url.PathEscape(n.ID), http.StatusSeeOther)
@@ -802,62 +850,62 @@ func (c *Console) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
 
 type needData struct {
 	eecarData
-	Need EECARNeed
-	Hits []EECARHit
+	Need Need
+	Hits []Hit
 	From int
 }
 
-func (c *Console) eecarNeed(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarNeed(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	n, err := c.opts.EECAR.Need(r.Context(), ss.Subject, id)
+	n, err := a.b.Need(r.Context(), ss.Subject, id)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	hits, err := c.opts.EECAR.NeedMatches(r.Context(), ss.Subject, id)
+	hits, err := a.b.NeedMatches(r.Context(), ss.Subject, id)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, http.StatusOK, "eecar_need", needData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, Need: n, Hits: hits, From: 1})
+	a.render(w, r, http.StatusOK, "need", &needData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, Need: n, Hits: hits, From: 1})
 }
 
 type watchesData struct {
 	eecarData
-	Watches    []EECARWatch
+	Watches    []Watch
 	Next       string
 	Categories []string
 }
 
-func (c *Console) eecarWatches(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarWatches(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	c.watchesPage(w, r, ss, http.StatusOK, c.lang(r).msg(r.URL.Query().Get("m")), "", url.Values{})
+	a.watchesPage(w, r, ss, http.StatusOK, lang(r).msg(r.URL.Query().Get("m")), "", url.Values{})
 }
 
-func (c *Console) watchesPage(w http.ResponseWriter, r *http.Request, ss session, status int, msg, errMsg string, form url.Values) {
-	ws, next, err := c.opts.EECAR.Watches(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
+func (a *Area) watchesPage(w http.ResponseWriter, r *http.Request, ss console.Session, status int, msg, errMsg string, form url.Values) {
+	ws, next, err := a.b.Watches(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, status, "eecar_watches", watchesData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, Watches: ws, Next: next, Categories: eecarCategories})
+	a.render(w, r, status, "watches", &watchesData{eecarData: eecarData{L: lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, Watches: ws, Next: next, Categories: eecarCategories})
 }
 
-func (c *Console) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	f := r.PostForm
-	wt := EECARWatch{Category: f.Get("category")}
+	wt := Watch{Category: f.Get("category")}
 	for _, k := range strings.Split(f.Get("keywords"), ",") {
 		if k = strings.TrimSpace(k); k != "" {
 			wt.Keywords = append(wt.Keywords, k)
@@ -876,18 +924,18 @@ func (c *Console) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if len(errs) == 0 {
-		wt, err = c.opts.EECAR.CreateWatch(r.Context(), ss.Subject, wt)
+		wt, err = a.b.CreateWatch(r.Context(), ss.Subject, wt)
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
 		msg = invalidMessage(err)
 	}
 	if msg != "" {
-		c.watchesPage(w, r, ss, http.StatusBadRequest, "", msg, r.PostForm)
+		a.watchesPage(w, r, ss, http.StatusBadRequest, "", msg, r.PostForm)
 		return
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/watches/"+url.PathEscape(wt.ID), http.StatusSeeOther)
@@ -895,33 +943,33 @@ func (c *Console) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
 
 type watchData struct {
 	eecarData
-	Watch    EECARWatch
-	Triggers []EECARTrigger
+	Watch    Watch
+	Triggers []Trigger
 	Next     string
 }
 
-func (c *Console) eecarWatch(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarWatch(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	wt, ts, next, err := c.opts.EECAR.Watch(r.Context(), ss.Subject, r.PathValue("id"), r.URL.Query().Get("after"), eecarPageSize)
+	wt, ts, next, err := a.b.Watch(r.Context(), ss.Subject, r.PathValue("id"), r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	l := c.lang(r)
-	c.eecarRender(w, r, http.StatusOK, "eecar_watch", watchData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))}, Watch: wt, Triggers: ts, Next: next})
+	l := lang(r)
+	a.render(w, r, http.StatusOK, "watch", &watchData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))}, Watch: wt, Triggers: ts, Next: next})
 }
 
-func (c *Console) eecarCancelWatch(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarCancelWatch(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	if err := c.opts.EECAR.CancelWatch(r.Context(), ss.Subject, id); err != nil {
-		c.eecarFail(w, r, err)
+	if err := a.b.CancelWatch(r.Context(), ss.Subject, id); err != nil {
+		a.eecarFail(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/watches/"+url.PathEscape(id)+"?m=cancelled", http.StatusSeeOther)
@@ -930,24 +978,24 @@ func (c *Console) eecarCancelWatch(w http.ResponseWriter, r *http.Request) {
 type proposalsData struct {
 	eecarData
 	Box       string // in, out, all
-	Proposals []EECARProposal
+	Proposals []Proposal
 	Next      string
 }
 
-func (c *Console) eecarProposals(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarProposals(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	d := proposalsData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, Box: q.Get("box")}
+	d := proposalsData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, Box: q.Get("box")}
 	var err error
 	switch d.Box {
 	case "out", "all":
 		// The outbox is the open proposals awaiting the other party,
 		// among one page of all the company's proposals.
-		var ps []EECARProposal
-		ps, d.Next, err = c.opts.EECAR.Proposals(r.Context(), ss.Subject, q.Get("after"), eecarPageSize)
+		var ps []Proposal
+		ps, d.Next, err = a.b.Proposals(r.Context(), ss.Subject, q.Get("after"), eecarPageSize)
 		for _, p := range ps {
 			if d.Box == "all" || p.ToID != ss.Subject && (p.Status == "pending" || p.Status == "negotiating") {
 				d.Proposals = append(d.Proposals, p)
@@ -955,23 +1003,23 @@ func (c *Console) eecarProposals(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		d.Box = "in"
-		d.Proposals, err = c.opts.EECAR.Inbox(r.Context(), ss.Subject)
+		d.Proposals, err = a.b.Inbox(r.Context(), ss.Subject)
 	}
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, http.StatusOK, "eecar_proposals", d)
+	a.render(w, r, http.StatusOK, "proposals", &d)
 }
 
-func (c *Console) eecarPropose(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarPropose(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	f := r.PostForm
-	in := EECARProposalInput{ToCompanyID: f.Get("to"), PartIDs: f["part"], Type: f.Get("type"), Message: strings.TrimSpace(f.Get("message"))}
+	in := ProposalInput{ToCompanyID: f.Get("to"), PartIDs: f["part"], Type: f.Get("type"), Message: strings.TrimSpace(f.Get("message"))}
 	var errs []string
 	if v, err := number(l, l.T("f.offer"), f.Get("priceOffer")); err != nil {
 		errs = append(errs, err.Error())
@@ -983,10 +1031,10 @@ func (c *Console) eecarPropose(w http.ResponseWriter, r *http.Request) {
 	} else if v != nil {
 		in.Quantity = *v
 	}
-	var p EECARProposal
+	var p Proposal
 	var err error
 	if len(errs) == 0 {
-		p, err = c.opts.EECAR.Propose(r.Context(), ss.Subject, in)
+		p, err = a.b.Propose(r.Context(), ss.Subject, in)
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
@@ -995,21 +1043,21 @@ func (c *Console) eecarPropose(w http.ResponseWriter, r *http.Request) {
 	if msg != "" {
 		// Back on the part's page, with the message above the form.
 		if len(in.PartIDs) == 0 {
-			c.render(w, r, http.StatusBadRequest, "error", errorPage{Title: l.T("propose"), Message: msg})
+			a.k.Error(w, r, http.StatusBadRequest, l.T("propose"), msg)
 			return
 		}
-		part, perr := c.opts.EECAR.Part(r.Context(), in.PartIDs[0])
+		part, perr := a.b.Part(r.Context(), in.PartIDs[0])
 		if perr != nil {
-			c.eecarFail(w, r, perr)
+			a.eecarFail(w, r, perr)
 			return
 		}
 		form := cloneValues(f)
 		form.Del("csrf")
-		c.eecarRender(w, r, http.StatusBadRequest, "eecar_part", partData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Part: part, Mine: part.SellerID == ss.Subject})
+		a.render(w, r, http.StatusBadRequest, "part", &partData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Part: part, Mine: part.SellerID == ss.Subject})
 		return
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/proposals/"+url.PathEscape(p.ID)+"?m=proposed", http.StatusSeeOther)
@@ -1017,51 +1065,51 @@ func (c *Console) eecarPropose(w http.ResponseWriter, r *http.Request) {
 
 type proposalData struct {
 	eecarData
-	P     EECARProposal
+	P     Proposal
 	Turn  bool // the company must answer
-	Parts []EECARPart
+	Parts []Part
 }
 
-func (c *Console) eecarProposal(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarProposal(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
-	c.proposalPage(w, r, ss, http.StatusOK, l.msg(r.URL.Query().Get("m")), "", url.Values{})
+	l := lang(r)
+	a.proposalPage(w, r, ss, http.StatusOK, l.msg(r.URL.Query().Get("m")), "", url.Values{})
 }
 
-func (c *Console) proposalPage(w http.ResponseWriter, r *http.Request, ss session, status int, msg, errMsg string, form url.Values) {
-	p, err := c.opts.EECAR.Proposal(r.Context(), ss.Subject, r.PathValue("id"))
+func (a *Area) proposalPage(w http.ResponseWriter, r *http.Request, ss console.Session, status int, msg, errMsg string, form url.Values) {
+	p, err := a.b.Proposal(r.Context(), ss.Subject, r.PathValue("id"))
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	d := proposalData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, P: p,
+	d := proposalData{eecarData: eecarData{L: lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, P: p,
 		Turn: p.ToID == ss.Subject && (p.Status == "pending" || p.Status == "negotiating")}
 	for _, id := range p.PartIDs {
-		part, err := c.opts.EECAR.Part(r.Context(), id)
-		if errors.Is(err, ErrNotFound) {
-			d.Parts = append(d.Parts, EECARPart{ID: id})
+		part, err := a.b.Part(r.Context(), id)
+		if errors.Is(err, console.ErrNotFound) {
+			d.Parts = append(d.Parts, Part{ID: id})
 			continue
 		}
 		if err != nil {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		d.Parts = append(d.Parts, part)
 	}
-	c.eecarRender(w, r, status, "eecar_proposal", d)
+	a.render(w, r, status, "proposal", &d)
 }
 
-func (c *Console) eecarRespond(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarRespond(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	l := c.lang(r)
+	l := lang(r)
 	f := r.PostForm
-	resp := EECARResponse{Action: f.Get("action"), Message: strings.TrimSpace(f.Get("message"))}
+	resp := Response{Action: f.Get("action"), Message: strings.TrimSpace(f.Get("message"))}
 	var errs []string
 	if resp.Action == "counter" {
 		if v, err := number(l, l.T("f.offer"), f.Get("priceOffer")); err != nil {
@@ -1077,23 +1125,23 @@ func (c *Console) eecarRespond(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if len(errs) == 0 {
-		_, err = c.opts.EECAR.Respond(r.Context(), ss.Subject, r.PathValue("id"), resp)
+		_, err = a.b.Respond(r.Context(), ss.Subject, r.PathValue("id"), resp)
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
 		msg = invalidMessage(err)
 	}
-	if msg == "" && (errors.Is(err, ErrForbidden) || errors.Is(err, ErrConflict)) {
+	if msg == "" && (errors.Is(err, console.ErrForbidden) || errors.Is(err, console.ErrConflict)) {
 		msg = err.Error()
 	}
 	if msg != "" {
 		form := cloneValues(f)
 		form.Del("csrf")
-		c.proposalPage(w, r, ss, http.StatusBadRequest, "", msg, form)
+		a.proposalPage(w, r, ss, http.StatusBadRequest, "", msg, form)
 		return
 	}
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/proposals/"+url.PathEscape(r.PathValue("id"))+"?m="+url.QueryEscape(resp.Action), http.StatusSeeOther)
@@ -1101,37 +1149,37 @@ func (c *Console) eecarRespond(w http.ResponseWriter, r *http.Request) {
 
 type notificationsData struct {
 	eecarData
-	Notes []EECARNotification
+	Notes []Notification
 	Next  string
 }
 
-func (c *Console) eecarNotifications(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarNotifications(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	ns, next, err := c.opts.EECAR.Notifications(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
+	ns, next, err := a.b.Notifications(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, http.StatusOK, "eecar_notifications", notificationsData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, Notes: ns, Next: next})
+	a.render(w, r, http.StatusOK, "notifications", &notificationsData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, Notes: ns, Next: next})
 }
 
 type noteData struct {
 	eecarData
-	N EECARNotification
+	N Notification
 }
 
-func (c *Console) eecarOpen(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "eecar")
+func (a *Area) eecarOpen(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	n, err := c.opts.EECAR.Open(r.Context(), ss.Subject, r.PathValue("id"))
+	n, err := a.b.Open(r.Context(), ss.Subject, r.PathValue("id"))
 	if err != nil {
-		c.eecarFail(w, r, err)
+		a.eecarFail(w, r, err)
 		return
 	}
-	c.eecarRender(w, r, http.StatusOK, "eecar_note", noteData{eecarData: eecarData{L: c.lang(r), Me: ss.Subject}, N: n})
+	a.render(w, r, http.StatusOK, "note", &noteData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, N: n})
 }

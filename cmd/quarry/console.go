@@ -23,6 +23,7 @@ import (
 	eecarconsole "github.com/quarrydb/quarry/internal/console/eecar"
 	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
+	wcconsole "github.com/quarrydb/quarry/internal/console/wallcrawler"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	eecarstore "github.com/quarrydb/quarry/internal/eecar/store"
@@ -76,75 +77,78 @@ func consoleUnavailable(err error) http.Handler {
 	})
 }
 
-func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, systems map[string]any, ck *checks, ds datashelfstore.Store, crawls *datashelfconsole.Crawls, ee *eecar, log *slog.Logger, extras ...consoleExtra) (*console.Console, error) {
+// consoleSystems are the systems the console shows: each one's health by
+// name (a system shows only while "running"), and those started in this
+// process (nil when not).
+type consoleSystems struct {
+	health map[string]any
+	checks *checks
+	shelf  datashelfstore.Store
+	crawls *datashelfconsole.Crawls
+	eecar  *eecar
+	wc     *wallcrawler
+}
+
+func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, sys consoleSystems, log *slog.Logger) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	ops := operators.New(client, operators.DefaultTable)
-	if err := ops.EnsureTable(ctx); err != nil {
+	realms, areas, err := consoleAreas(ctx, c, client, sys)
+	if err != nil {
 		return nil, err
 	}
+	return console.New(console.Options{Key: key, Realms: realms, Areas: areas, Logger: log})
+}
+
+// consoleAreas returns the credentials the console accepts (operator
+// tokens, and each running system's own) and its areas (the store
+// explorer, and the pages of each system running in this process), in the
+// sign-in form's and the header's order.
+func consoleAreas(ctx context.Context, c *config.Config, client *dynamodb.Client, sys consoleSystems) ([]console.Realm, []console.Area, error) {
+	ops := operators.New(client, operators.DefaultTable)
+	if err := ops.EnsureTable(ctx); err != nil {
+		return nil, nil, err
+	}
+	realms := []console.Realm{operators.Realm(ops)}
+	areas := []console.Area{explorer.New(client)}
 	running := func(name string) bool {
-		st, _ := systems[name].(map[string]any)
+		st, _ := sys.health[name].(map[string]any)
 		return st["status"] == "running"
 	}
-	opts := console.Options{Key: key, Areas: []console.Area{explorer.New(client)}, Logger: log,
-		Realms: []console.Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: operatorAuth{ops}}}}
-	if running("checks") && ck != nil {
+	if running("checks") && sys.checks != nil {
 		st, err := checksStore(ctx, c, client)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		opts.Realms = append(opts.Realms, checksconsole.Realm(st))
-		opts.Areas = append(opts.Areas, checksconsole.New(checksconsole.Adapt(st, ck.api)))
+		realms = append(realms, checksconsole.Realm(st))
+		areas = append(areas, checksconsole.New(checksconsole.Adapt(st, sys.checks.api)))
 	}
-	if ds != nil {
-		shelf := datashelfconsole.Adapt(ds, crawls)
-		opts.Areas = append(opts.Areas, datashelfconsole.New(shelf, shelf))
+	if sys.shelf != nil {
+		shelf := datashelfconsole.Adapt(sys.shelf, sys.crawls)
+		areas = append(areas, datashelfconsole.New(shelf, shelf))
 	}
 	if running("eecar") {
 		table, err := eecarstore.EnsureTable(ctx, client, c.EECARTablePrefix)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		st := eecarstore.New(client, table, nil)
-		opts.Realms = append(opts.Realms, eecarconsole.Realm(st))
-		if ee != nil {
-			opts.Areas = append(opts.Areas, eecarconsole.New(eecarconsole.Adapt(ee.market)))
+		realms = append(realms, eecarconsole.Realm(eecarstore.New(client, table, nil)))
+		if sys.eecar != nil {
+			areas = append(areas, eecarconsole.New(eecarconsole.Adapt(sys.eecar.market)))
 		}
 	}
 	if running("wallcrawler") {
 		names, err := wctables.EnsureTables(ctx, client, c.WallcrawlerTablePrefix)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		st := wcauth.New(client, names, nil)
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: wcRealm{st}})
+		realms = append(realms, wcconsole.Realm(wcauth.New(client, names, nil)))
 	}
-	for _, x := range extras {
-		if err := x(ctx, &opts); err != nil {
-			return nil, err
-		}
+	if wc := sys.wc; wc != nil && wc.auth != nil {
+		areas = append(areas, wcconsole.New(wcconsole.Adapt(wc.auth, wc.manager, wc.contexts)))
 	}
-	return console.New(opts)
-}
-
-// operatorAuth signs operators in with their tokens; a revoked token ends
-// its sessions at their next request.
-type operatorAuth struct{ st *operators.Store }
-
-func (a operatorAuth) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
-	t, err := a.st.Authenticate(ctx, cred)
-	if err != nil {
-		return console.Principal{}, err
-	}
-	return console.Principal{ID: t.ID, Name: t.Name}, nil
-}
-
-func (a operatorAuth) Valid(ctx context.Context, id string) error {
-	_, err := a.st.Get(ctx, id)
-	return err
+	return realms, areas, nil
 }
 
 // consoleCrawls runs the crawls started on the console's crawl page in

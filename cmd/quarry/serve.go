@@ -290,7 +290,7 @@ func startServe(lc *lifecycle, c *config.Config, policy *fetch.Policy, log *slog
 		if p := dsP.Load(); p != nil {
 			ds = *p
 		}
-		h, err := newConsole(ctx, c, client, systems, ckP.Load(), ds, crawlsP.Load(), eeP.Load(), log, wallcrawlerConsole(wcP.Load()))
+		h, err := newConsole(ctx, c, client, consoleSystems{health: systems, checks: ckP.Load(), shelf: ds, crawls: crawlsP.Load(), eecar: eeP.Load(), wc: wcP.Load()}, log)
 		if err != nil && unreachable(err) {
 			return nil, nil, err
 		}

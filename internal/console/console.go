@@ -93,9 +93,6 @@ type Options struct {
 	// Areas are the console's parts (each system's pages, the store
 	// explorer); their header links are in this order.
 	Areas []Area
-	// Wallcrawler is the session inspector's view of Wallcrawler; nil
-	// hides it.
-	Wallcrawler Wallcrawler
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -213,7 +210,6 @@ func (c *Console) routes() error {
 			return err
 		}
 	}
-	c.wallcrawlerRoutes(m)
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
 	return nil
@@ -338,8 +334,6 @@ type page struct {
 	// Public is a page rendered for anyone (a status page): no header
 	// navigation, no session.
 	Public bool
-	// Wallcrawler shows the session inspector.
-	Wallcrawler bool
 }
 
 type errorPage struct {
@@ -368,7 +362,6 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 				p.Nav = append(p.Nav, n.Nav(r, v))
 			}
 		}
-		p.Wallcrawler = ss.Realm == "wallcrawler" && c.opts.Wallcrawler != nil
 	}
 	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

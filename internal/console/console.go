@@ -2,10 +2,14 @@
 // html/template, embedded assets, a strict Content-Security-Policy, usable
 // with JavaScript off) at / and under /console/.
 //
-// It imports no system package. It signs people in through the Realms it is
-// given (each system's own credentials, and operator tokens), and reaches
-// the data through small interfaces and the DynamoDB client the systems
-// use; cmd/quarry wires them.
+// This package is the console's core, and imports no system package: it
+// signs people in through the Realms it is given (each system's own
+// credentials, and operator tokens), keeps their sessions and the forms'
+// CSRF tokens, renders the layout and its own pages (home, sign-in, error,
+// confirmation), serves the static assets, and mounts the Areas it is
+// given. Each area is a package below this one (checks, datashelf, eecar,
+// wallcrawler, explorer) holding its pages and its adapter from its
+// system's packages; cmd/quarry lists the areas of the systems running.
 package console
 
 import (
@@ -144,16 +148,10 @@ func New(opts Options) (*Console, error) {
 	}
 	for _, p := range pages {
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
-		if name == "layout" || strings.HasPrefix(name, "_") {
-			continue // _area.html: an area's shared definitions
+		if name == "layout" {
+			continue
 		}
-		files := []string{"templates/layout.html", p}
-		if area, _, ok := strings.Cut(name, "_"); ok {
-			if shared := "templates/_" + area + ".html"; fileExists(templateFS, shared) {
-				files = append(files, shared)
-			}
-		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, files...)
+		t, err := parsePage(name, nil, templateFS, "templates/layout.html", p)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -165,12 +163,7 @@ func New(opts Options) (*Console, error) {
 	return c, nil
 }
 
-// fileExists reports whether name is a file of fsys.
-func fileExists(fsys fs.FS, name string) bool {
-	_, err := fs.Stat(fsys, name)
-	return err == nil
-}
-
+// funcs are the template functions of every page.
 var funcs = template.FuncMap{
 	"join": strings.Join,
 	"query": func(kv ...string) template.URL {
@@ -216,7 +209,7 @@ func (c *Console) routes() error {
 }
 
 // ServeHTTP serves the console's pages. Paths outside / and /console/
-// answer a JSON 404, as the listener did before the console.
+// answer a JSON 404, as the listener's other paths (the systems' APIs) do.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
 		w.Header().Set("Content-Type", "application/json")

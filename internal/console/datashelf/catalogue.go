@@ -21,11 +21,6 @@ import (
 	"github.com/quarrydb/quarry/internal/console"
 )
 
-// The Catalogue catalogue: public and read-only (no sign-in): the
-// navigation tree, a category's products with filters, sorting, full-text
-// search and keyset pagination, a product's page with its mirrored images
-// and specs; for operators, the crawl page (datashelfcrawl.go).
-
 // Node is a navigation row and its children, with its categories.
 type Node struct {
 	ID         string
@@ -89,7 +84,7 @@ type QueueRow struct {
 	Newest      time.Time
 }
 
-// Catalogue is what the catalogue needs of Catalogue's store.
+// Catalogue is what the catalogue needs of DataShelf's store.
 type Catalogue interface {
 	// Tree is the navigation tree with each node's categories.
 	Tree(ctx context.Context) ([]Node, error)
@@ -138,10 +133,10 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	if err != nil {
 		return err
 	}
-	m.HandleFunc("GET /console/datashelf/{$}", a.shelfHome)
-	m.HandleFunc("GET /console/datashelf/c/{id}", a.shelfCategory)
-	m.HandleFunc("GET /console/datashelf/p/{id}", a.shelfProduct)
-	m.HandleFunc("GET /console/datashelf/crawl", a.shelfCrawl)
+	m.HandleFunc("GET /console/datashelf/{$}", a.cataloguePage)
+	m.HandleFunc("GET /console/datashelf/c/{id}", a.categoryPage)
+	m.HandleFunc("GET /console/datashelf/p/{id}", a.productPage)
+	m.HandleFunc("GET /console/datashelf/crawl", a.crawlHome)
 	if a.crawl != nil {
 		m.HandleFunc("POST /console/datashelf/crawl/start", a.crawlStart)
 		m.HandleFunc("POST /console/datashelf/crawl/retry", a.crawlRetry)
@@ -149,17 +144,17 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	return nil
 }
 
-type shelfHomeData struct {
+type cataloguePageData struct {
 	Tree []Node
 }
 
-func (a *Area) shelfHome(w http.ResponseWriter, r *http.Request) {
+func (a *Area) cataloguePage(w http.ResponseWriter, r *http.Request) {
 	tree, err := a.cat.Tree(r.Context())
 	if err != nil {
 		a.k.Failure(w, r, err)
 		return
 	}
-	a.k.Render(w, r, http.StatusOK, "catalogue", shelfHomeData{Tree: tree})
+	a.k.Render(w, r, http.StatusOK, "catalogue", cataloguePageData{Tree: tree})
 }
 
 type shelfListData struct {
@@ -187,7 +182,7 @@ func price(s string) (*float64, error) {
 	return &v, nil
 }
 
-func (a *Area) shelfCategory(w http.ResponseWriter, r *http.Request) {
+func (a *Area) categoryPage(w http.ResponseWriter, r *http.Request) {
 	cat, err := a.cat.Category(r.Context(), r.PathValue("id"))
 	if errors.Is(err, console.ErrNotFound) {
 		a.k.NotFound(w, r)
@@ -240,7 +235,7 @@ func (a *Area) shelfCategory(w http.ResponseWriter, r *http.Request) {
 
 func ptrBool(b bool) *bool { return &b }
 
-func (a *Area) shelfProduct(w http.ResponseWriter, r *http.Request) {
+func (a *Area) productPage(w http.ResponseWriter, r *http.Request) {
 	p, err := a.cat.Product(r.Context(), r.PathValue("id"))
 	if errors.Is(err, console.ErrNotFound) {
 		a.k.NotFound(w, r)
@@ -253,7 +248,7 @@ func (a *Area) shelfProduct(w http.ResponseWriter, r *http.Request) {
 	a.k.Render(w, r, http.StatusOK, "product", p)
 }
 
-func (a *Area) shelfCrawl(w http.ResponseWriter, r *http.Request) {
+func (a *Area) crawlHome(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}

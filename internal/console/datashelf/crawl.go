@@ -12,7 +12,7 @@ import (
 	"github.com/quarrydb/quarry/internal/console"
 )
 
-// Catalogue's crawl control for operators: the queue's statistics, the
+// DataShelf's crawl control for operators: the queue's statistics, the
 // throughput over time (an SVG bar chart), the recent failures with their
 // errors, retrying failed jobs, and starting a crawl whose progress the
 // page shows.
@@ -47,7 +47,7 @@ type CrawlStatus struct {
 // ErrBusy is a crawl started while another runs.
 var ErrBusy = errors.New("datashelf: a crawl is already running")
 
-// CrawlControl is what the crawl page needs of Catalogue besides its store.
+// CrawlControl is what the crawl page needs of DataShelf besides its store.
 type CrawlControl interface {
 	// Failures returns up to limit failed jobs, the newest first.
 	Failures(ctx context.Context, limit int) ([]Job, error)

@@ -237,8 +237,8 @@ type Backend interface {
 	Unread(ctx context.Context, company string) (int, error)
 }
 
-// eecarPageSize is the page size of the part and proposal lists.
-const eecarPageSize = 20
+// pageSize is the page size of the part and proposal lists.
+const pageSize = 20
 
 //go:embed templates/*.html
 var templates embed.FS
@@ -283,34 +283,34 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	if err := k.Pages(templates, nil); err != nil {
 		return err
 	}
-	m.HandleFunc("GET /console/eecar/{$}", a.eecarSearch)
-	m.HandleFunc("GET /console/eecar/parts/{id}", a.eecarPart)
-	m.HandleFunc("GET /console/eecar/my/{$}", a.eecarMyParts)
-	m.HandleFunc("GET /console/eecar/my/new", a.eecarPartForm)
-	m.HandleFunc("POST /console/eecar/my/new", a.eecarSavePart)
-	m.HandleFunc("GET /console/eecar/my/{id}/edit", a.eecarPartForm)
-	m.HandleFunc("POST /console/eecar/my/{id}/edit", a.eecarSavePart)
-	m.HandleFunc("POST /console/eecar/my/{id}/withdraw", a.eecarWithdraw)
-	m.HandleFunc("GET /console/eecar/images/{key}", a.eecarImage)
-	m.HandleFunc("GET /console/eecar/needs/{$}", a.eecarNeeds)
-	m.HandleFunc("POST /console/eecar/needs/{$}", a.eecarCreateNeed)
-	m.HandleFunc("GET /console/eecar/needs/{id}", a.eecarNeed)
-	m.HandleFunc("GET /console/eecar/watches/{$}", a.eecarWatches)
-	m.HandleFunc("POST /console/eecar/watches/{$}", a.eecarCreateWatch)
-	m.HandleFunc("GET /console/eecar/watches/{id}", a.eecarWatch)
-	m.HandleFunc("POST /console/eecar/watches/{id}/cancel", a.eecarCancelWatch)
-	m.HandleFunc("GET /console/eecar/proposals/{$}", a.eecarProposals)
-	m.HandleFunc("POST /console/eecar/proposals/{$}", a.eecarPropose)
-	m.HandleFunc("GET /console/eecar/proposals/{id}", a.eecarProposal)
-	m.HandleFunc("POST /console/eecar/proposals/{id}/respond", a.eecarRespond)
-	m.HandleFunc("GET /console/eecar/notifications/{$}", a.eecarNotifications)
-	m.HandleFunc("GET /console/eecar/notifications/{id}", a.eecarOpen)
-	m.HandleFunc("POST /console/eecar/lang", a.eecarSetLang)
+	m.HandleFunc("GET /console/eecar/{$}", a.search)
+	m.HandleFunc("GET /console/eecar/parts/{id}", a.part)
+	m.HandleFunc("GET /console/eecar/my/{$}", a.myParts)
+	m.HandleFunc("GET /console/eecar/my/new", a.partFormPage)
+	m.HandleFunc("POST /console/eecar/my/new", a.savePart)
+	m.HandleFunc("GET /console/eecar/my/{id}/edit", a.partFormPage)
+	m.HandleFunc("POST /console/eecar/my/{id}/edit", a.savePart)
+	m.HandleFunc("POST /console/eecar/my/{id}/withdraw", a.withdraw)
+	m.HandleFunc("GET /console/eecar/images/{key}", a.image)
+	m.HandleFunc("GET /console/eecar/needs/{$}", a.needs)
+	m.HandleFunc("POST /console/eecar/needs/{$}", a.createNeed)
+	m.HandleFunc("GET /console/eecar/needs/{id}", a.need)
+	m.HandleFunc("GET /console/eecar/watches/{$}", a.watches)
+	m.HandleFunc("POST /console/eecar/watches/{$}", a.createWatch)
+	m.HandleFunc("GET /console/eecar/watches/{id}", a.watch)
+	m.HandleFunc("POST /console/eecar/watches/{id}/cancel", a.cancelWatch)
+	m.HandleFunc("GET /console/eecar/proposals/{$}", a.proposals)
+	m.HandleFunc("POST /console/eecar/proposals/{$}", a.propose)
+	m.HandleFunc("GET /console/eecar/proposals/{id}", a.proposal)
+	m.HandleFunc("POST /console/eecar/proposals/{id}/respond", a.respond)
+	m.HandleFunc("GET /console/eecar/notifications/{$}", a.notifications)
+	m.HandleFunc("GET /console/eecar/notifications/{id}", a.open)
+	m.HandleFunc("POST /console/eecar/lang", a.setLang)
 	return nil
 }
 
-// eecarData is what every EECAR page gets besides its own data.
-type eecarData struct {
+// pageData is what every EECAR page gets besides its own data.
+type pageData struct {
 	L    Lang
 	Me   string // the company's id
 	Msg  string
@@ -321,10 +321,10 @@ type eecarData struct {
 	Unread int
 }
 
-func (d *eecarData) common() *eecarData { return d }
+func (d *pageData) common() *pageData { return d }
 
-// page is an EECAR page's data: it embeds eecarData.
-type page interface{ common() *eecarData }
+// page is an EECAR page's data: it embeds pageData.
+type page interface{ common() *pageData }
 
 // render renders an EECAR page; its data carries the language and the
 // unread count.
@@ -335,20 +335,6 @@ func (a *Area) render(w http.ResponseWriter, r *http.Request, status int, name s
 	w.Header().Add("Vary", "Accept-Language")
 	a.k.Render(w, r, status, name, data)
 }
-
-// eecarFail shows err: the API's message for console.ErrInvalid (400), 404 for
-// console.ErrNotFound, else a failure.
-func (a *Area) eecarFail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, console.ErrNotFound) {
-		a.k.NotFound(w, r)
-		return
-	}
-	a.k.Failure(w, r, err)
-}
-
-// invalidMessage is the API's message of a refused input, or "" when err
-// is not a refusal.
-func invalidMessage(err error) string { return console.InvalidMessage(err) }
 
 // number parses an optional number field ("" is nil); comma grouping and
 // a leading ₩ are accepted.
@@ -378,7 +364,7 @@ func integer(l Lang, field, s string) (*int, error) {
 }
 
 type searchData struct {
-	eecarData
+	pageData
 	Categories []string
 	Hits       []Hit
 	Searched   bool
@@ -391,14 +377,14 @@ type searchData struct {
 // for page × searchPage results (at most 100) and shows the last page.
 const searchPage = 10
 
-func (a *Area) eecarSearch(w http.ResponseWriter, r *http.Request) {
+func (a *Area) search(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	l := lang(r)
 	q := r.URL.Query()
-	d := searchData{eecarData: eecarData{L: l, Me: ss.Subject, Form: q}, Categories: eecarCategories}
+	d := searchData{pageData: pageData{L: l, Me: ss.Subject, Form: q}, Categories: categories}
 	query := Query{Q: strings.TrimSpace(q.Get("q")), Category: q.Get("category"), Manufacturer: strings.TrimSpace(q.Get("manufacturer")),
 		Condition: q.Get("condition"), Cathode: strings.TrimSpace(q.Get("cathode"))}
 	var errs []string
@@ -426,7 +412,7 @@ func (a *Area) eecarSearch(w http.ResponseWriter, r *http.Request) {
 			query.TopK = 100
 		}
 		hits, err := a.b.Search(r.Context(), ss.Subject, query)
-		if msg := invalidMessage(err); msg != "" {
+		if msg := console.InvalidMessage(err); msg != "" {
 			d.Err, status = msg, http.StatusBadRequest
 			break
 		} else if err != nil {
@@ -461,54 +447,54 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// eecarCategories are EECAR's part categories, in the forms' order.
-var eecarCategories = []string{"battery", "motor", "inverter", "charger", "electronics", "body-chassis-frame", "body-panel", "body-door", "body-window", "interior", "other"}
+// categories are EECAR's part categories, in the forms' order.
+var categories = []string{"battery", "motor", "inverter", "charger", "electronics", "body-chassis-frame", "body-panel", "body-door", "body-window", "interior", "other"}
 
 type partData struct {
-	eecarData
+	pageData
 	Part Part
 	Mine bool
 }
 
-func (a *Area) eecarPart(w http.ResponseWriter, r *http.Request) {
+func (a *Area) part(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	p, err := a.b.Part(r.Context(), r.PathValue("id"))
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	d := partData{eecarData: eecarData{L: lang(r), Me: ss.Subject, Msg: lang(r).msg(r.URL.Query().Get("m")), Form: url.Values{}}, Part: p, Mine: p.SellerID == ss.Subject}
+	d := partData{pageData: pageData{L: lang(r), Me: ss.Subject, Msg: lang(r).msg(r.URL.Query().Get("m")), Form: url.Values{}}, Part: p, Mine: p.SellerID == ss.Subject}
 	a.render(w, r, http.StatusOK, "part", &d)
 }
 
 type myPartsData struct {
-	eecarData
+	pageData
 	Parts []Part
 	Next  string
 	First bool
 }
 
-func (a *Area) eecarMyParts(w http.ResponseWriter, r *http.Request) {
+func (a *Area) myParts(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	after := r.URL.Query().Get("after")
-	parts, next, err := a.b.MyParts(r.Context(), ss.Subject, after, eecarPageSize)
+	parts, next, err := a.b.MyParts(r.Context(), ss.Subject, after, pageSize)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	l := lang(r)
-	a.render(w, r, http.StatusOK, "my", &myPartsData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))},
+	a.render(w, r, http.StatusOK, "my", &myPartsData{pageData: pageData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))},
 		Parts: parts, Next: next, First: after == ""})
 }
 
 type partFormData struct {
-	eecarData
+	pageData
 	ID         string // "" for a new part
 	Categories []string
 	Images     []string
@@ -519,20 +505,20 @@ type partFormData struct {
 var specFields = [][2]string{{"soh", "chemicalProps.soh"}, {"cathode", "chemicalProps.cathode"},
 	{"voltage", "electricalProps.voltage"}, {"capacity", "electricalProps.capacity"}, {"power", "electricalProps.power"}}
 
-func (a *Area) eecarPartForm(w http.ResponseWriter, r *http.Request) {
+func (a *Area) partFormPage(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	l := lang(r)
-	d := partFormData{eecarData: eecarData{L: l, Me: ss.Subject, Form: url.Values{}}, ID: r.PathValue("id"), Categories: eecarCategories}
+	d := partFormData{pageData: pageData{L: l, Me: ss.Subject, Form: url.Values{}}, ID: r.PathValue("id"), Categories: categories}
 	if d.ID != "" {
 		p, err := a.b.Part(r.Context(), d.ID)
 		if err == nil && p.SellerID != ss.Subject {
 			err = console.ErrNotFound // another company's part is not editable, nor shown as such
 		}
 		if err != nil {
-			a.eecarFail(w, r, err)
+			a.k.NotFoundOr(w, r, err)
 			return
 		}
 		d.Form = partForm(p)
@@ -696,7 +682,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (a *Area) eecarSavePart(w http.ResponseWriter, r *http.Request) {
+func (a *Area) savePart(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -713,7 +699,7 @@ func (a *Area) eecarSavePart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		msg := invalidMessage(err)
+		msg := console.InvalidMessage(err)
 		if fe := (formError{}); errors.As(err, &fe) {
 			msg = fe.Error()
 		}
@@ -723,8 +709,8 @@ func (a *Area) eecarSavePart(w http.ResponseWriter, r *http.Request) {
 		}
 		form := cloneValues(r.PostForm)
 		form.Del("csrf")
-		a.render(w, r, http.StatusBadRequest, "partform", &partFormData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form},
-			ID: id, Categories: eecarCategories, Images: images})
+		a.render(w, r, http.StatusBadRequest, "partform", &partFormData{pageData: pageData{L: l, Me: ss.Subject, Err: msg, Form: form},
+			ID: id, Categories: categories, Images: images})
 		return
 	}
 	m := "created"
@@ -737,7 +723,7 @@ func (a *Area) eecarSavePart(w http.ResponseWriter, r *http.Request) {
 // formError is a form field the console itself could not read.
 type formError struct{ error }
 
-func (a *Area) eecarWithdraw(w http.ResponseWriter, r *http.Request) {
+func (a *Area) withdraw(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -748,7 +734,7 @@ func (a *Area) eecarWithdraw(w http.ResponseWriter, r *http.Request) {
 		err = console.ErrNotFound
 	}
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	l := lang(r)
@@ -758,19 +744,19 @@ func (a *Area) eecarWithdraw(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.b.WithdrawPart(r.Context(), ss.Subject, id); err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/my/?m=withdrawn", http.StatusSeeOther)
 }
 
-func (a *Area) eecarImage(w http.ResponseWriter, r *http.Request) {
+func (a *Area) image(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.k.Require(w, r, "eecar"); !ok {
 		return
 	}
 	rc, ctype, err := a.b.Image(r.Context(), r.PathValue("key"))
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	defer rc.Close()
@@ -780,13 +766,13 @@ func (a *Area) eecarImage(w http.ResponseWriter, r *http.Request) {
 }
 
 type needsData struct {
-	eecarData
+	pageData
 	Needs      []Need
 	Next       string
 	Categories []string
 }
 
-func (a *Area) eecarNeeds(w http.ResponseWriter, r *http.Request) {
+func (a *Area) needs(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -795,16 +781,16 @@ func (a *Area) eecarNeeds(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Area) needsPage(w http.ResponseWriter, r *http.Request, ss console.Session, status int, msg string, form url.Values) {
-	needs, next, err := a.b.Needs(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
+	needs, next, err := a.b.Needs(r.Context(), ss.Subject, r.URL.Query().Get("after"), pageSize)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	l := lang(r)
-	a.render(w, r, status, "needs", &needsData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Needs: needs, Next: next, Categories: eecarCategories})
+	a.render(w, r, status, "needs", &needsData{pageData: pageData{L: l, Me: ss.Subject, Err: msg, Form: form}, Needs: needs, Next: next, Categories: categories})
 }
 
-func (a *Area) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
+func (a *Area) createNeed(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -835,7 +821,7 @@ func (a *Area) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
-		msg = invalidMessage(err)
+		msg = console.InvalidMessage(err)
 	}
 	if msg != "" {
 		a.needsPage(w, r, ss, http.StatusBadRequest, msg, r.PostForm)
@@ -849,13 +835,13 @@ func (a *Area) eecarCreateNeed(w http.ResponseWriter, r *http.Request) {
 }
 
 type needData struct {
-	eecarData
+	pageData
 	Need Need
 	Hits []Hit
 	From int
 }
 
-func (a *Area) eecarNeed(w http.ResponseWriter, r *http.Request) {
+func (a *Area) need(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -863,25 +849,25 @@ func (a *Area) eecarNeed(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n, err := a.b.Need(r.Context(), ss.Subject, id)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	hits, err := a.b.NeedMatches(r.Context(), ss.Subject, id)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "need", &needData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, Need: n, Hits: hits, From: 1})
+	a.render(w, r, http.StatusOK, "need", &needData{pageData: pageData{L: lang(r), Me: ss.Subject}, Need: n, Hits: hits, From: 1})
 }
 
 type watchesData struct {
-	eecarData
+	pageData
 	Watches    []Watch
 	Next       string
 	Categories []string
 }
 
-func (a *Area) eecarWatches(w http.ResponseWriter, r *http.Request) {
+func (a *Area) watches(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -890,15 +876,15 @@ func (a *Area) eecarWatches(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Area) watchesPage(w http.ResponseWriter, r *http.Request, ss console.Session, status int, msg, errMsg string, form url.Values) {
-	ws, next, err := a.b.Watches(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
+	ws, next, err := a.b.Watches(r.Context(), ss.Subject, r.URL.Query().Get("after"), pageSize)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	a.render(w, r, status, "watches", &watchesData{eecarData: eecarData{L: lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, Watches: ws, Next: next, Categories: eecarCategories})
+	a.render(w, r, status, "watches", &watchesData{pageData: pageData{L: lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, Watches: ws, Next: next, Categories: categories})
 }
 
-func (a *Area) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
+func (a *Area) createWatch(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -928,7 +914,7 @@ func (a *Area) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
-		msg = invalidMessage(err)
+		msg = console.InvalidMessage(err)
 	}
 	if msg != "" {
 		a.watchesPage(w, r, ss, http.StatusBadRequest, "", msg, r.PostForm)
@@ -942,60 +928,60 @@ func (a *Area) eecarCreateWatch(w http.ResponseWriter, r *http.Request) {
 }
 
 type watchData struct {
-	eecarData
+	pageData
 	Watch    Watch
 	Triggers []Trigger
 	Next     string
 }
 
-func (a *Area) eecarWatch(w http.ResponseWriter, r *http.Request) {
+func (a *Area) watch(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	wt, ts, next, err := a.b.Watch(r.Context(), ss.Subject, r.PathValue("id"), r.URL.Query().Get("after"), eecarPageSize)
+	wt, ts, next, err := a.b.Watch(r.Context(), ss.Subject, r.PathValue("id"), r.URL.Query().Get("after"), pageSize)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	l := lang(r)
-	a.render(w, r, http.StatusOK, "watch", &watchData{eecarData: eecarData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))}, Watch: wt, Triggers: ts, Next: next})
+	a.render(w, r, http.StatusOK, "watch", &watchData{pageData: pageData{L: l, Me: ss.Subject, Msg: l.msg(r.URL.Query().Get("m"))}, Watch: wt, Triggers: ts, Next: next})
 }
 
-func (a *Area) eecarCancelWatch(w http.ResponseWriter, r *http.Request) {
+func (a *Area) cancelWatch(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
 	if err := a.b.CancelWatch(r.Context(), ss.Subject, id); err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/watches/"+url.PathEscape(id)+"?m=cancelled", http.StatusSeeOther)
 }
 
 type proposalsData struct {
-	eecarData
+	pageData
 	Box       string // in, out, all
 	Proposals []Proposal
 	Next      string
 }
 
-func (a *Area) eecarProposals(w http.ResponseWriter, r *http.Request) {
+func (a *Area) proposals(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	d := proposalsData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, Box: q.Get("box")}
+	d := proposalsData{pageData: pageData{L: lang(r), Me: ss.Subject}, Box: q.Get("box")}
 	var err error
 	switch d.Box {
 	case "out", "all":
 		// The outbox is the open proposals awaiting the other party,
 		// among one page of all the company's proposals.
 		var ps []Proposal
-		ps, d.Next, err = a.b.Proposals(r.Context(), ss.Subject, q.Get("after"), eecarPageSize)
+		ps, d.Next, err = a.b.Proposals(r.Context(), ss.Subject, q.Get("after"), pageSize)
 		for _, p := range ps {
 			if d.Box == "all" || p.ToID != ss.Subject && (p.Status == "pending" || p.Status == "negotiating") {
 				d.Proposals = append(d.Proposals, p)
@@ -1006,13 +992,13 @@ func (a *Area) eecarProposals(w http.ResponseWriter, r *http.Request) {
 		d.Proposals, err = a.b.Inbox(r.Context(), ss.Subject)
 	}
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	a.render(w, r, http.StatusOK, "proposals", &d)
 }
 
-func (a *Area) eecarPropose(w http.ResponseWriter, r *http.Request) {
+func (a *Area) propose(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -1038,7 +1024,7 @@ func (a *Area) eecarPropose(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
-		msg = invalidMessage(err)
+		msg = console.InvalidMessage(err)
 	}
 	if msg != "" {
 		// Back on the part's page, with the message above the form.
@@ -1048,12 +1034,12 @@ func (a *Area) eecarPropose(w http.ResponseWriter, r *http.Request) {
 		}
 		part, perr := a.b.Part(r.Context(), in.PartIDs[0])
 		if perr != nil {
-			a.eecarFail(w, r, perr)
+			a.k.NotFoundOr(w, r, perr)
 			return
 		}
 		form := cloneValues(f)
 		form.Del("csrf")
-		a.render(w, r, http.StatusBadRequest, "part", &partData{eecarData: eecarData{L: l, Me: ss.Subject, Err: msg, Form: form}, Part: part, Mine: part.SellerID == ss.Subject})
+		a.render(w, r, http.StatusBadRequest, "part", &partData{pageData: pageData{L: l, Me: ss.Subject, Err: msg, Form: form}, Part: part, Mine: part.SellerID == ss.Subject})
 		return
 	}
 	if err != nil {
@@ -1064,13 +1050,13 @@ func (a *Area) eecarPropose(w http.ResponseWriter, r *http.Request) {
 }
 
 type proposalData struct {
-	eecarData
+	pageData
 	P     Proposal
 	Turn  bool // the company must answer
 	Parts []Part
 }
 
-func (a *Area) eecarProposal(w http.ResponseWriter, r *http.Request) {
+func (a *Area) proposal(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -1082,10 +1068,10 @@ func (a *Area) eecarProposal(w http.ResponseWriter, r *http.Request) {
 func (a *Area) proposalPage(w http.ResponseWriter, r *http.Request, ss console.Session, status int, msg, errMsg string, form url.Values) {
 	p, err := a.b.Proposal(r.Context(), ss.Subject, r.PathValue("id"))
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	d := proposalData{eecarData: eecarData{L: lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, P: p,
+	d := proposalData{pageData: pageData{L: lang(r), Me: ss.Subject, Msg: msg, Err: errMsg, Form: form}, P: p,
 		Turn: p.ToID == ss.Subject && (p.Status == "pending" || p.Status == "negotiating")}
 	for _, id := range p.PartIDs {
 		part, err := a.b.Part(r.Context(), id)
@@ -1102,7 +1088,7 @@ func (a *Area) proposalPage(w http.ResponseWriter, r *http.Request, ss console.S
 	a.render(w, r, status, "proposal", &d)
 }
 
-func (a *Area) eecarRespond(w http.ResponseWriter, r *http.Request) {
+func (a *Area) respond(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
@@ -1129,7 +1115,7 @@ func (a *Area) eecarRespond(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := strings.Join(errs, "; ")
 	if msg == "" {
-		msg = invalidMessage(err)
+		msg = console.InvalidMessage(err)
 	}
 	if msg == "" && (errors.Is(err, console.ErrForbidden) || errors.Is(err, console.ErrConflict)) {
 		msg = err.Error()
@@ -1141,45 +1127,45 @@ func (a *Area) eecarRespond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/eecar/proposals/"+url.PathEscape(r.PathValue("id"))+"?m="+url.QueryEscape(resp.Action), http.StatusSeeOther)
 }
 
 type notificationsData struct {
-	eecarData
+	pageData
 	Notes []Notification
 	Next  string
 }
 
-func (a *Area) eecarNotifications(w http.ResponseWriter, r *http.Request) {
+func (a *Area) notifications(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
-	ns, next, err := a.b.Notifications(r.Context(), ss.Subject, r.URL.Query().Get("after"), eecarPageSize)
+	ns, next, err := a.b.Notifications(r.Context(), ss.Subject, r.URL.Query().Get("after"), pageSize)
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "notifications", &notificationsData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, Notes: ns, Next: next})
+	a.render(w, r, http.StatusOK, "notifications", &notificationsData{pageData: pageData{L: lang(r), Me: ss.Subject}, Notes: ns, Next: next})
 }
 
 type noteData struct {
-	eecarData
+	pageData
 	N Notification
 }
 
-func (a *Area) eecarOpen(w http.ResponseWriter, r *http.Request) {
+func (a *Area) open(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "eecar")
 	if !ok {
 		return
 	}
 	n, err := a.b.Open(r.Context(), ss.Subject, r.PathValue("id"))
 	if err != nil {
-		a.eecarFail(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	a.render(w, r, http.StatusOK, "note", &noteData{eecarData: eecarData{L: lang(r), Me: ss.Subject}, N: n})
+	a.render(w, r, http.StatusOK, "note", &noteData{pageData: pageData{L: lang(r), Me: ss.Subject}, N: n})
 }

@@ -45,7 +45,7 @@ func acceptLang(h string) Lang {
 	return best
 }
 
-func (a *Area) eecarSetLang(w http.ResponseWriter, r *http.Request) {
+func (a *Area) setLang(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.k.Require(w, r, "eecar"); !ok {
 		return
 	}

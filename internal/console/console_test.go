@@ -33,8 +33,13 @@ func (f *fakeAuth) Valid(context.Context, string) error {
 
 func newTestConsole(t *testing.T, now *time.Time, auth *fakeAuth) (*httptest.Server, *http.Client) {
 	t.Helper()
-	c, err := New(Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return *now },
+	return newTestConsoleOpts(t, Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return *now },
 		Realms: []Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: auth}}})
+}
+
+func newTestConsoleOpts(t *testing.T, opts Options) (*httptest.Server, *http.Client) {
+	t.Helper()
+	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

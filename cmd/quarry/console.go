@@ -89,6 +89,8 @@ type consoleSystems struct {
 	wc     *wallcrawler
 }
 
+// newConsole returns the console of sys, its session key read from (or
+// made in) the data directory.
 func newConsole(ctx context.Context, c *config.Config, client *dynamodb.Client, sys consoleSystems, log *slog.Logger) (*console.Console, error) {
 	key, err := consoleKey(c.DataDir)
 	if err != nil {

@@ -38,8 +38,9 @@ import (
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
-	"github.com/quarrydb/quarry/internal/console/checksconsole"
-	"github.com/quarrydb/quarry/internal/console/shelfconsole"
+	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
+	datashelfconsole "github.com/quarrydb/quarry/internal/console/datashelf"
+	"github.com/quarrydb/quarry/internal/console/explorer"
 	shelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
@@ -216,10 +217,10 @@ func run(nItems, nChecks, n int, out string) error {
 			productID = p.ID
 		}
 	}
-	shelf := shelfconsole.New(ds, nil)
+	shelf := datashelfconsole.Adapt(ds, nil)
 	setupTime := time.Since(setup)
 
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Explorer: client, Checks: checksconsole.New(st, nil), DataShelf: shelf,
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, nil)), datashelfconsole.New(shelf, nil)},
 		Realms: []console.Realm{
 			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
 				if cred != "op" {
@@ -329,7 +330,7 @@ func run(nItems, nChecks, n int, out string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s — console page time (consolebench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average (1/5/15 min) before: %s, after: %s\n- Command: `%s`\n", report.Machine(), loadBefore, report.LoadAvg(), "go run ./bench/consolebench "+strings.Join(os.Args[1:], " "))
-	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each; DataShelf on SQLite with %d products in one category (checksconsole and shelfconsole, the adapters `quarry serve` uses). Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, nItems, n)
+	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each; DataShelf on SQLite with %d products in one category (the checks and datashelf areas' adapters, as `quarry serve` uses them). Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, nItems, n)
 	fmt.Fprintf(&b, "| page | p50 | p99 | max |\n|---|--:|--:|--:|\n")
 	for _, p := range pages {
 		d := tm.d[p.name]

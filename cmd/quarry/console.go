@@ -15,15 +15,16 @@ import (
 	"strings"
 	"time"
 
-	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/console"
-	"github.com/quarrydb/quarry/internal/console/checksconsole"
+	checksconsole "github.com/quarrydb/quarry/internal/console/checks"
+	datashelfconsole "github.com/quarrydb/quarry/internal/console/datashelf"
+	eecarconsole "github.com/quarrydb/quarry/internal/console/eecar"
+	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
-	"github.com/quarrydb/quarry/internal/console/shelfconsole"
+	wcconsole "github.com/quarrydb/quarry/internal/console/wallcrawler"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/eecar"
-	eecarstore "github.com/quarrydb/quarry/internal/eecar/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
@@ -75,125 +76,84 @@ func consoleUnavailable(err error) http.Handler {
 	})
 }
 
-// newConsole assembles the web console from what s has started; the
-// crawls started from its crawl page run under sub.
+// newConsole returns the console of what s has started, its session key
+// read from (or made in) the data directory; the crawls started from its
+// crawl page run under sub.
 func newConsole(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) (*console.Console, error) {
-	c, client, systems, log := s.c, s.client, s.health(), s.log
-	ck, ee := s.ck.Load(), s.ee.Load()
-	key, err := consoleKey(c.DataDir)
+	key, err := consoleKey(s.c.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	ops := operators.New(client, operators.DefaultTable)
-	if err := ops.EnsureTable(ctx); err != nil {
+	realms, areas, err := consoleAreas(ctx, sub, s)
+	if err != nil {
 		return nil, err
 	}
+	return console.New(console.Options{Key: key, Realms: realms, Areas: areas, Logger: s.log})
+}
+
+// consoleAreas returns the credentials the console accepts (operator
+// tokens, and each running system's own) and its areas (the store
+// explorer, and the pages of each system running in this process), in the
+// sign-in form's and the header's order.
+func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]console.Realm, []console.Area, error) {
+	c, client, health := s.c, s.client, s.health()
+	ops := operators.New(client, operators.DefaultTable)
+	if err := ops.EnsureTable(ctx); err != nil {
+		return nil, nil, err
+	}
+	realms := []console.Realm{operators.Realm(ops)}
+	areas := []console.Area{explorer.New(client)}
 	running := func(name string) bool {
-		st, _ := systems[name].(map[string]any)
+		st, _ := health[name].(map[string]any)
 		return st["status"] == "running"
 	}
-	opts := console.Options{Key: key, Explorer: client, Logger: log,
-		Realms: []console.Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: operatorAuth{ops}}}}
-	if running("checks") && ck != nil {
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "checks", Label: "Checks API token", Auth: checksAuth{ck.Store()}})
-		opts.Checks = checksconsole.New(ck.Store(), ck.API())
+	if ck := s.ck.Load(); running("checks") && ck != nil {
+		realms = append(realms, checksconsole.Realm(ck.Store()))
+		areas = append(areas, checksconsole.New(checksconsole.Adapt(ck.Store(), ck.API())))
 	}
 	if ds := s.ds.Load(); ds != nil {
-		crawls, err := consoleCrawls(sub.Context(), c, ds.Store(), ds.Blobs(), log)
+		crawls, err := consoleCrawls(sub.Context(), c, ds.Store(), ds.Blobs(), s.log)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sub.OnStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
-		shelf := shelfconsole.New(ds.Store(), crawls)
-		opts.DataShelf, opts.ShelfCrawl = shelf, shelf
+		shelf := datashelfconsole.Adapt(ds.Store(), crawls)
+		areas = append(areas, datashelfconsole.New(shelf, shelf))
 	}
 	if running("eecar") {
 		st, err := eecar.OpenStore(ctx, c.EECAR, client)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: eecarRealm{st}})
-		if ee != nil {
-			opts.EECAR = newEECARConsole(ee.Market())
+		realms = append(realms, eecarconsole.Realm(st))
+		if ee := s.ee.Load(); ee != nil {
+			areas = append(areas, eecarconsole.New(eecarconsole.Adapt(ee.Market())))
 		}
 	}
 	if running("wallcrawler") {
 		names, err := wctables.EnsureTables(ctx, client, c.Wallcrawler.TablePrefix)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		st := wcauth.New(client, names, nil)
-		opts.Realms = append(opts.Realms, console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: wcRealm{st}})
+		realms = append(realms, wcconsole.Realm(wcauth.New(client, names, nil)))
 	}
-	if err := wallcrawlerConsole(s.wc.Load())(ctx, &opts); err != nil {
-		return nil, err
+	if wc := s.wc.Load(); wc != nil {
+		areas = append(areas, wcconsole.New(wcconsole.Adapt(wc.Auth(), wc.Sessions(), wc.Contexts())))
 	}
-	return console.New(opts)
-}
-
-// eecarRealm signs EECAR companies in with their API keys; the session
-// keeps the key's hash and a revoked key ends its sessions at their next
-// request.
-type eecarRealm struct{ st *eecarstore.Store }
-
-func (a eecarRealm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
-	co, err := a.st.Authenticate(ctx, cred)
-	if err != nil {
-		return console.Principal{}, err
-	}
-	return console.Principal{ID: co.ID, Name: co.Name, Check: eecarstore.HashKey(cred)}, nil
-}
-
-// Valid fails once the key (by its hash) is revoked or its company gone.
-func (a eecarRealm) Valid(ctx context.Context, hash string) error {
-	_, err := a.st.AuthenticateHash(ctx, hash)
-	return err
-}
-
-// operatorAuth signs operators in with their tokens; a revoked token ends
-// its sessions at their next request.
-type operatorAuth struct{ st *operators.Store }
-
-func (a operatorAuth) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
-	t, err := a.st.Authenticate(ctx, cred)
-	if err != nil {
-		return console.Principal{}, err
-	}
-	return console.Principal{ID: t.ID, Name: t.Name}, nil
-}
-
-func (a operatorAuth) Valid(ctx context.Context, id string) error {
-	_, err := a.st.Get(ctx, id)
-	return err
+	return realms, areas, nil
 }
 
 // consoleCrawls runs the crawls started on the console's crawl page in
 // this process, as `quarry datashelf crawl` would (the network policy,
 // robots.txt, the World of Books profile), until ctx ends or Stop.
-func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*shelfconsole.Crawls, error) {
+func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*datashelfconsole.Crawls, error) {
 	fo := crawler.FetchOptions(version)
 	policy, err := c.NetworkPolicy()
 	if err != nil {
 		return nil, err
 	}
 	fo.Policy = policy
-	return shelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
-}
-
-// checksAuth signs Checks users in with their API tokens.
-type checksAuth struct{ st *checksstore.Store }
-
-func (a checksAuth) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
-	u, err := a.st.Authenticate(ctx, cred)
-	if err != nil {
-		return console.Principal{}, err
-	}
-	return console.Principal{ID: u.ID, Name: u.Email}, nil
-}
-
-func (a checksAuth) Valid(ctx context.Context, id string) error {
-	_, err := a.st.GetUser(ctx, id)
-	return err
+	return datashelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
 }
 
 const adminUsage = `usage:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/console"
+	eecarconsole "github.com/quarrydb/quarry/internal/console/eecar"
 	"github.com/quarrydb/quarry/internal/eecar/market"
 	"github.com/quarrydb/quarry/internal/eecar/store"
 	"github.com/quarrydb/quarry/internal/platform/blob"
@@ -88,7 +89,7 @@ func BenchmarkConsoleEECARPages(b *testing.B) {
 		}
 		return console.Principal{ID: co.ID, Name: co.Name}, nil
 	})
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), EECAR: newEECARConsole(m),
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{eecarconsole.New(eecarconsole.Adapt(m))},
 		Realms: []console.Realm{{Kind: "eecar", Label: "EECAR company API key", Auth: auth}}})
 	if err != nil {
 		b.Fatal(err)

@@ -2,10 +2,14 @@
 // html/template, embedded assets, a strict Content-Security-Policy, usable
 // with JavaScript off) at / and under /console/.
 //
-// It imports no system package. It signs people in through the Realms it is
-// given (each system's own credentials, and operator tokens), and reaches
-// the data through small interfaces and the DynamoDB client the systems
-// use; cmd/quarry wires them.
+// This package is the console's core, and imports no system package: it
+// signs people in through the Realms it is given (each system's own
+// credentials, and operator tokens), keeps their sessions and the forms'
+// CSRF tokens, renders the layout and its own pages (home, sign-in, error,
+// confirmation), serves the static assets, and mounts the Areas it is
+// given. Each area is a package below this one (checks, datashelf, eecar,
+// wallcrawler, explorer) holding its pages and its adapter from its
+// system's packages; cmd/quarry lists the areas of the systems running.
 package console
 
 import (
@@ -18,12 +22,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 )
 
@@ -92,20 +94,9 @@ type Options struct {
 	Key []byte
 	// SessionTTL is how long a session lasts (default 8 h).
 	SessionTTL time.Duration
-	// Explorer is the DynamoDB client of the store explorer; nil hides it.
-	Explorer *dynamodb.Client
-	// Checks is the Checks dashboard's store; nil hides it.
-	Checks ChecksStore
-	// DataShelf is the public catalogue's store; nil hides it.
-	DataShelf DataShelf
-	// EECAR is the marketplace of EECAR companies; nil hides it.
-	EECAR EECAR
-	// ShelfCrawl is DataShelf's crawl control on the crawl page; nil
-	// shows the queue's statistics only.
-	ShelfCrawl ShelfCrawl
-	// Wallcrawler is the session inspector's view of Wallcrawler; nil
-	// hides it.
-	Wallcrawler Wallcrawler
+	// Areas are the console's parts (each system's pages, the store
+	// explorer); their header links are in this order.
+	Areas []Area
 	// Logger logs failures (default: discard).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -114,22 +105,23 @@ type Options struct {
 
 // Console is the console's HTTP handler.
 type Console struct {
-	opts     Options
-	sess     *sessions
-	realms   map[string]Realm
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	log      *slog.Logger
-	explorer *dynamodb.Client
+	opts   Options
+	sess   *sessions
+	realms map[string]Realm
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+	log    *slog.Logger
 	// signedOut holds the nonces of sessions signed out in this process
 	// (until they expire): their cookies stop working at once.
 	signedOut sync.Map // nonce → expiry (Unix seconds)
-	// statusPages caches rendered public status pages.
-	statusPages statusCache
 }
 
 // maxForm bounds a form's body.
 const maxForm = 1 << 20
+
+// maxUpload bounds a multipart form's body (forms with files: EECAR's part
+// images).
+const maxUpload = 16 << 20
 
 // New returns the console.
 func New(opts Options) (*Console, error) {
@@ -146,8 +138,7 @@ func New(opts Options) (*Console, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{opts: opts, sess: &sessions{key: opts.Key, ttl: opts.SessionTTL, now: opts.Now},
-		realms: map[string]Realm{}, pages: map[string]*template.Template{}, log: opts.Logger.With("system", "console"),
-		explorer: opts.Explorer}
+		realms: map[string]Realm{}, pages: map[string]*template.Template{}, log: opts.Logger.With("system", "console")}
 	for _, r := range opts.Realms {
 		c.realms[r.Kind] = r
 	}
@@ -157,34 +148,24 @@ func New(opts Options) (*Console, error) {
 	}
 	for _, p := range pages {
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
-		if name == "layout" || strings.HasPrefix(name, "_") {
-			continue // _area.html: an area's shared definitions
+		if name == "layout" {
+			continue
 		}
-		files := []string{"templates/layout.html", p}
-		if area, _, ok := strings.Cut(name, "_"); ok {
-			if shared := "templates/_" + area + ".html"; fileExists(templateFS, shared) {
-				files = append(files, shared)
-			}
-		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, files...)
+		t, err := parsePage(name, nil, templateFS, "templates/layout.html", p)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
 		c.pages[name] = t
 	}
-	c.routes()
+	if err := c.routes(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
-// fileExists reports whether name is a file of fsys.
-func fileExists(fsys fs.FS, name string) bool {
-	_, err := fs.Stat(fsys, name)
-	return err == nil
-}
-
+// funcs are the template functions of every page.
 var funcs = template.FuncMap{
-	"pretty": pretty,
-	"join":   strings.Join,
+	"join": strings.Join,
 	"query": func(kv ...string) template.URL {
 		v := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -197,11 +178,9 @@ var funcs = template.FuncMap{
 	"pathesc": url.PathEscape,
 	"fields":  strings.Fields,
 	"list":    func(v ...any) []any { return v },
-	// amount formats a price (a *float64 in ShelfProduct).
-	"amount": func(p *float64) string { return strconv.FormatFloat(*p, 'f', 2, 64) },
 }
 
-func (c *Console) routes() {
+func (c *Console) routes() error {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/console/static/", http.FileServerFS(static))
@@ -214,18 +193,23 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/signin", c.signinForm)
 	m.HandleFunc("POST /console/signin", c.signin)
 	m.HandleFunc("POST /console/signout", c.signout)
-	c.explorerRoutes(m)
-	c.checksRoutes(m)
-	c.checksExtraRoutes(m)
-	c.dataShelfRoutes(m)
-	c.eecarRoutes(m)
-	c.wallcrawlerRoutes(m)
+	names := map[string]bool{}
+	for _, a := range c.opts.Areas {
+		if names[a.Name()] {
+			return fmt.Errorf("console: two areas named %s", a.Name())
+		}
+		names[a.Name()] = true
+		if err := a.Mount(m, &Kit{c: c, area: a.Name(), pages: map[string]*template.Template{}}); err != nil {
+			return err
+		}
+	}
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) { c.notFound(w, r) })
 	c.mux = m
+	return nil
 }
 
 // ServeHTTP serves the console's pages. Paths outside / and /console/
-// answer a JSON 404, as the listener did before the console.
+// answer a JSON 404, as the listener's other paths (the systems' APIs) do.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
 		w.Header().Set("Content-Type", "application/json")
@@ -296,7 +280,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (session, bool
 		}
 	}
 	if err != nil {
-		setCookie(w, r, sessionCookie, "", -1)
+		SetCookie(w, r, sessionCookie, "", -1)
 		return session{}, false
 	}
 	*r = *r.WithContext(context.WithValue(r.Context(), ctxKey{}, ss))
@@ -305,6 +289,11 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (session, bool
 
 // operator reports whether the session may use the operator areas.
 func (c *Console) operator(ss session) bool { return c.realms[ss.Realm].Operator }
+
+// view is ss as areas see it.
+func (c *Console) view(ss session) Session {
+	return Session{Realm: ss.Realm, Subject: ss.Subject, Name: ss.Name, Operator: c.operator(ss)}
+}
 
 // require returns the session when it is in one of kinds ("operator" for
 // any operator realm); signed out, it redirects to the sign-in page;
@@ -329,21 +318,15 @@ type page struct {
 	Realm    string
 	Operator bool
 	CSRF     string
-	Explorer bool
-	Checks   bool
-	// DataShelf shows the catalogue (public).
-	DataShelf bool
-	// EECAR shows the marketplace to an EECAR company, with its unread
-	// notifications.
-	EECAR  bool
-	Unread int
-	Path   string
-	Data   any
+	// PublicNav and Nav are the areas' header links (PublicNavigator,
+	// Navigator).
+	PublicNav []template.HTML
+	Nav       []template.HTML
+	Path      string
+	Data      any
 	// Public is a page rendered for anyone (a status page): no header
 	// navigation, no session.
 	Public bool
-	// Wallcrawler shows the session inspector.
-	Wallcrawler bool
 }
 
 type errorPage struct {
@@ -352,17 +335,26 @@ type errorPage struct {
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	t := c.pages[name]
-	p := page{Data: data, Path: r.URL.Path, DataShelf: c.opts.DataShelf != nil}
+	c.renderPage(w, r, status, name, c.pages[name], data)
+}
+
+// renderPage renders t (the page name) for the request's session.
+func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, t *template.Template, data any) {
+	p := page{Data: data, Path: r.URL.Path}
+	for _, a := range c.opts.Areas {
+		if n, ok := a.(PublicNavigator); ok {
+			p.PublicNav = append(p.PublicNav, n.PublicNav())
+		}
+	}
 	if ss, ok := c.session(w, r); ok {
 		p.Signed, p.Name, p.Realm, p.CSRF = true, ss.Name, ss.Realm, c.sess.csrf(ss)
 		p.Operator = c.operator(ss)
-		p.Explorer = p.Operator && c.explorer != nil
-		p.Checks = ss.Realm == "checks" && c.opts.Checks != nil
-		if p.EECAR = ss.Realm == "eecar" && c.opts.EECAR != nil; p.EECAR {
-			p.Unread, _ = c.opts.EECAR.Unread(r.Context(), ss.Subject)
+		v := c.view(ss)
+		for _, a := range c.opts.Areas {
+			if n, ok := a.(Navigator); ok {
+				p.Nav = append(p.Nav, n.Nav(r, v))
+			}
 		}
-		p.Wallcrawler = ss.Realm == "wallcrawler" && c.opts.Wallcrawler != nil
 	}
 	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
@@ -379,14 +371,23 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found", Message: "There is no such page, or it is not yours."})
 }
 
+// notFoundOr404 answers 404 for an ErrNotFound error, else a failure.
+func (c *Console) notFoundOr404(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrNotFound) {
+		c.notFound(w, r)
+		return
+	}
+	c.failure(w, r, err)
+}
+
 // failure shows an unexpected error.
 func (c *Console) failure(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.Error("console", "path", r.URL.Path, "err", err)
-	c.render(w, r, http.StatusBadGateway, "error", errorPage{Title: "Error", Message: storeMessage(err)})
+	c.render(w, r, http.StatusBadGateway, "error", errorPage{Title: "Error", Message: StoreMessage(err)})
 }
 
-// storeMessage is the store's own message for an API error, else err's.
-func storeMessage(err error) string {
+// StoreMessage is the store's own message for an API error, else err's.
+func StoreMessage(err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		return ae.ErrorCode() + ": " + ae.ErrorMessage()
@@ -395,15 +396,27 @@ func storeMessage(err error) string {
 }
 
 type homeData struct {
-	Realms []Realm
+	// Cards are the areas' cards (Carder); Carded is set when one is not
+	// empty.
+	Cards  []template.HTML
+	Carded bool
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.session(w, r); !ok {
+	ss, ok := c.session(w, r)
+	if !ok {
 		c.signinForm(w, r)
 		return
 	}
-	c.render(w, r, http.StatusOK, "home", homeData{Realms: c.opts.Realms})
+	var d homeData
+	for _, a := range c.opts.Areas {
+		if cr, ok := a.(Carder); ok {
+			card := cr.Card(c.view(ss))
+			d.Cards = append(d.Cards, card)
+			d.Carded = d.Carded || card != ""
+		}
+	}
+	c.render(w, r, http.StatusOK, "home", d)
 }
 
 type signinData struct {
@@ -420,20 +433,12 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, realm, msg string) {
 	nonce := randomToken()
-	setCookie(w, r, preCookie, nonce, 3600)
+	SetCookie(w, r, preCookie, nonce, 3600)
 	next := r.FormValue("next")
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
 		next = ""
 	}
-	c.render(w, r, status, "signin", signinData{Realms: c.opts.Realms, Realm: realm, Next: safeNext(next), Error: msg, Nonce: nonce})
-}
-
-// safeNext keeps a local path only (no open redirect).
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return ""
-	}
-	return next
+	c.render(w, r, status, "signin", signinData{Realms: c.opts.Realms, Realm: realm, Next: SafeNext(next), Error: msg, Nonce: nonce})
 }
 
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
@@ -456,9 +461,9 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss := session{Realm: kind, Subject: p.ID, Check: p.Check, Name: p.Name, Expires: c.opts.Now().Add(c.opts.SessionTTL).Unix(), Nonce: randomToken()}
-	setCookie(w, r, sessionCookie, c.sess.encode(ss), int(c.opts.SessionTTL/time.Second))
-	setCookie(w, r, preCookie, "", -1)
-	next := safeNext(r.PostForm.Get("next"))
+	SetCookie(w, r, sessionCookie, c.sess.encode(ss), int(c.opts.SessionTTL/time.Second))
+	SetCookie(w, r, preCookie, "", -1)
+	next := SafeNext(r.PostForm.Get("next"))
 	if next == "" {
 		next = "/"
 	}
@@ -476,6 +481,6 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 		})
 		c.signedOut.Store(ss.Nonce, ss.Expires)
 	}
-	setCookie(w, r, sessionCookie, "", -1)
+	SetCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, "/console/signin?out=1", http.StatusSeeOther)
 }

@@ -33,8 +33,13 @@ func (f *fakeAuth) Valid(context.Context, string) error {
 
 func newTestConsole(t *testing.T, now *time.Time, auth *fakeAuth) (*httptest.Server, *http.Client) {
 	t.Helper()
-	c, err := New(Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return *now },
+	return newTestConsoleOpts(t, Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return *now },
 		Realms: []Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: auth}}})
+}
+
+func newTestConsoleOpts(t *testing.T, opts Options) (*httptest.Server, *http.Client) {
+	t.Helper()
+	c, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,53 +135,8 @@ func TestSessions(t *testing.T) {
 
 func TestSafeNext(t *testing.T) {
 	for in, want := range map[string]string{"/console/explorer/": "/console/explorer/", "//evil.example/": "", "https://evil.example/": "", "/\\evil": ""} {
-		if got := safeNext(in); got != want {
-			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		if got := SafeNext(in); got != want {
+			t.Errorf("SafeNext(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestJSONRoundTrip(t *testing.T) {
-	in := `{"pk":{"S":"a"},"n":{"N":"1.50"},"b":{"B":"aGk="},"ok":{"BOOL":true},"z":{"NULL":true},` +
-		`"ss":{"SS":["x","y"]},"ns":{"NS":["1","2"]},"l":{"L":[{"S":"q"},{"N":"3"}]},"m":{"M":{"k":{"S":"v"}}}}`
-	it, err := parseDDBItem(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := parseDDBItem(compact(itemDDBJSON(it)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if compact(itemDDBJSON(back)) != compact(itemDDBJSON(it)) {
-		t.Errorf("round trip: %s", compact(itemDDBJSON(back)))
-	}
-	if got := compact(itemPlain(it)["n"]); got != "1.50" {
-		t.Errorf("plain number %s", got)
-	}
-	plain, err := parsePlainItem(`{"pk":"a","n":12.5,"l":[1,"x",null],"m":{"ok":false}}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := compact(itemDDBJSON(plain)); got != `{"l":{"L":[{"N":"1"},{"S":"x"},{"NULL":true}]},"m":{"M":{"ok":{"BOOL":false}}},"n":{"N":"12.5"},"pk":{"S":"a"}}` {
-		t.Errorf("plain → DynamoDB JSON: %s", got)
-	}
-	for _, bad := range []string{`[]`, `{"a":{"X":"1"}}`, `{"a":"plain"}`, `{"a":{"S":1}}`, `{"a":{"S":"x"}} junk`} {
-		if _, err := parseDDBItem(bad); err == nil {
-			t.Errorf("parseDDBItem(%s) accepted", bad)
-		}
-	}
-	k, err := decodeKey(encodeKey(it))
-	if err != nil || len(k) != len(it) {
-		t.Errorf("key round trip: %v %v", k, err)
-	}
-}
-
-func TestSparkline(t *testing.T) {
-	s := sparkline([]Run{{ResponseTimeMs: 10}, {ResponseTimeMs: 20}, {ResponseTimeMs: 5}})
-	if s.Points != "0.0,10.0 50.0,1.0 100.0,14.5" || s.Max != 20 || s.Last != 5 {
-		t.Errorf("sparkline = %+v", s)
-	}
-	if sparkline(nil).Points != "" {
-		t.Error("empty sparkline has points")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -93,18 +92,4 @@ func randomToken() string {
 		panic("console: crypto/rand: " + err.Error())
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// secure reports whether cookies set in answer to r must be Secure: the
-// request came over TLS, directly or through a proxy that says so.
-func secure(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
-}
-
-// setCookie sets an HttpOnly, SameSite=Strict cookie scoped to the whole
-// listener (the console's pages are at / and under /console/); maxAge < 0
-// deletes it.
-func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
 // DefaultTable is the operator tokens' table.
@@ -183,4 +185,25 @@ func (s *Store) Revoke(ctx context.Context, prefix string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// Realm signs operators in with their tokens; a revoked token ends its
+// sessions at their next request.
+func Realm(st *Store) console.Realm {
+	return console.Realm{Kind: "operator", Label: "Operator token", Operator: true, Auth: realm{st}}
+}
+
+type realm struct{ st *Store }
+
+func (a realm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
+	t, err := a.st.Authenticate(ctx, cred)
+	if err != nil {
+		return console.Principal{}, err
+	}
+	return console.Principal{ID: t.ID, Name: t.Name}, nil
+}
+
+func (a realm) Valid(ctx context.Context, id string) error {
+	_, err := a.st.Get(ctx, id)
+	return err
 }

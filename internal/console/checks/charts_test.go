@@ -1,4 +1,4 @@
-package console
+package checks
 
 import (
 	"strings"
@@ -45,20 +45,6 @@ func TestResponseChart(t *testing.T) {
 	}
 }
 
-func TestThroughputBars(t *testing.T) {
-	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	b := throughputBars([]ThroughputPoint{{Start: t0, Completed: 3, Failed: 1}, {Start: t0.Add(time.Minute)}}, time.Minute)
-	if b.Max != 5 || b.Total != 3 || b.Fails != 1 || len(b.Bars) != 2 {
-		t.Fatalf("bars = %+v", b)
-	}
-	if got := b.Bars[0]; got.HOK != 60 || got.YOK != 50 || got.HFail != 20 || got.YFail != 30 || got.X != 60 {
-		t.Errorf("first bar = %+v", got)
-	}
-	if b.To != "Nov 26 12:02 UTC" {
-		t.Errorf("to %q", b.To)
-	}
-}
-
 func TestHostOf(t *testing.T) {
 	for in, want := range map[string]string{
 		"http://user:pw@127.0.0.1:8080/secret?key=1": "127.0.0.1",
@@ -69,5 +55,15 @@ func TestHostOf(t *testing.T) {
 		if got := hostOf(in); got != want {
 			t.Errorf("hostOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestSparkline(t *testing.T) {
+	s := sparkline([]Run{{ResponseTimeMs: 10}, {ResponseTimeMs: 20}, {ResponseTimeMs: 5}})
+	if s.Points != "0.0,10.0 50.0,1.0 100.0,14.5" || s.Max != 20 || s.Last != 5 {
+		t.Errorf("sparkline = %+v", s)
+	}
+	if sparkline(nil).Points != "" {
+		t.Error("empty sparkline has points")
 	}
 }

@@ -1,23 +1,28 @@
-package console
+// Package wallcrawler is the console's Wallcrawler session inspector: for
+// a person signed in with a Wallcrawler API key, the sessions of each of
+// the key's projects (by status and time, with their usage), a session's
+// lifecycle, CDP log, console messages, network requests, downloads and
+// replay, the project's contexts and its usage over time. Backend is
+// Wallcrawler as the pages see it; Adapt makes one of Wallcrawler's
+// stores.
+package wallcrawler
 
 import (
 	"context"
+	"embed"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
-// Wallcrawler's session inspector: for a person signed in with a
-// Wallcrawler API key, the sessions of each of the key's projects (by
-// status and time, with their usage), a session's lifecycle, CDP log,
-// console messages, network requests, downloads and replay, the project's
-// contexts and its usage over time.
-
-// WCProject is a project the signed-in key may use.
-type WCProject struct {
+// Project is a project the signed-in key may use.
+type Project struct {
 	ID, Name       string
 	Concurrency    int
 	Active         int     // sessions holding a slot now
@@ -25,8 +30,8 @@ type WCProject struct {
 	ProxyBytes     int64
 }
 
-// WCSession is a session as the list shows it.
-type WCSession struct {
+// Session is a session as the list shows it.
+type Session struct {
 	ID, Status, InternalStatus, Region string
 	CreatedAt, StartedAt, EndedAt      time.Time
 	ExpiresAt                          time.Time
@@ -41,7 +46,7 @@ type WCSession struct {
 }
 
 // Duration is how long the browser ran (so far, for a running session).
-func (s WCSession) Duration(now time.Time) time.Duration {
+func (s Session) Duration(now time.Time) time.Duration {
 	if s.StartedAt.IsZero() {
 		return 0
 	}
@@ -52,29 +57,29 @@ func (s WCSession) Duration(now time.Time) time.Duration {
 	return end.Sub(s.StartedAt)
 }
 
-// WCEvent is one step of a session's lifecycle.
-type WCEvent struct {
+// Event is one step of a session's lifecycle.
+type Event struct {
 	Time                   time.Time
 	Source, From, To, Note string
 }
 
-// WCLogEntry is one CDP command of a session with its response.
-type WCLogEntry struct {
+// LogEntry is one CDP command of a session with its response.
+type LogEntry struct {
 	Time               time.Time
 	Method, CDPSession string
 	Request, Response  string // raw JSON, cut
 	DurationMs         float64
 }
 
-// WCConsole is one console message of a session's page.
-type WCConsole struct {
+// ConsoleMessage is one console message of a session's page.
+type ConsoleMessage struct {
 	Time                        time.Time
 	PageID, Level, Source, Text string
 	URL                         string
 }
 
-// WCRequest is one network request of a session's page.
-type WCRequest struct {
+// Request is one network request of a session's page.
+type Request struct {
 	Time                                time.Time
 	PageID, Method, URL, Type, MimeType string
 	Status                              int
@@ -84,45 +89,45 @@ type WCRequest struct {
 	Done                                bool
 }
 
-// WCFrame is one frame of a session's replay.
-type WCFrame struct {
+// Frame is one frame of a session's replay.
+type Frame struct {
 	Time   time.Time
 	PageID string
 }
 
-// WCDetail is everything the session page shows.
-type WCDetail struct {
-	Session WCSession
-	Events  []WCEvent
-	Logs    []WCLogEntry
-	Console []WCConsole
-	Network []WCRequest
-	Frames  []WCFrame
+// Detail is everything the session page shows.
+type Detail struct {
+	Session Session
+	Events  []Event
+	Logs    []LogEntry
+	Console []ConsoleMessage
+	Network []Request
+	Frames  []Frame
 	// Dropped counts console messages, requests and frames the
 	// recording's bounds left out.
 	DroppedConsole, DroppedNetwork, DroppedFrames int
 	RecordError                                   string
 }
 
-// WCContext is a browser context of a project.
-type WCContext struct {
+// BrowserContext is a browser context of a project.
+type BrowserContext struct {
 	ID, Name, Status     string
 	CreatedAt, UpdatedAt time.Time
 	Size                 int64 // bytes of its profile archive; -1 when it has none yet
 }
 
-// Wallcrawler is what the inspector needs of Wallcrawler, for the key a
+// Backend is what the inspector needs of Wallcrawler, for the key a
 // person signed in with (subject: the session's principal id). Every
 // method checks the key again (a revoked key fails) and that projectID is
 // one of its projects; a session or context of another project is
-// ErrNotFound.
-type Wallcrawler interface {
+// console.ErrNotFound.
+type Backend interface {
 	// Projects returns the key's projects, its primary project first.
-	Projects(ctx context.Context, subject string) ([]WCProject, error)
+	Projects(ctx context.Context, subject string) ([]Project, error)
 	// Sessions returns a project's sessions, newest first (at most limit).
-	Sessions(ctx context.Context, subject, projectID string, limit int) ([]WCSession, error)
+	Sessions(ctx context.Context, subject, projectID string, limit int) ([]Session, error)
 	// Session returns a session with its lifecycle, logs and recording.
-	Session(ctx context.Context, subject, projectID, id string) (WCDetail, error)
+	Session(ctx context.Context, subject, projectID, id string) (Detail, error)
 	// Frame returns frame n of a session's replay (a JPEG).
 	Frame(ctx context.Context, subject, projectID, id string, n int) ([]byte, error)
 	// Downloads writes the zip of a session's downloads.
@@ -130,33 +135,60 @@ type Wallcrawler interface {
 	// Release ends a running session.
 	Release(ctx context.Context, subject, projectID, id string) error
 	// Contexts returns a project's contexts.
-	Contexts(ctx context.Context, subject, projectID string) ([]WCContext, error)
+	Contexts(ctx context.Context, subject, projectID string) ([]BrowserContext, error)
 }
 
-func (c *Console) wallcrawlerRoutes(m *http.ServeMux) {
-	if c.opts.Wallcrawler == nil {
-		return
+//go:embed templates/*.html
+var templates embed.FS
+
+// Area is the session inspector of Wallcrawler API keys (realm
+// "wallcrawler").
+type Area struct {
+	b Backend
+	k *console.Kit
+}
+
+// New returns the inspector over b.
+func New(b Backend) *Area { return &Area{b: b} }
+
+// Name implements console.Area.
+func (*Area) Name() string { return "wallcrawler" }
+
+// Nav links a Wallcrawler key's holder to their sessions.
+func (*Area) Nav(_ *http.Request, s console.Session) template.HTML {
+	if s.Realm != "wallcrawler" {
+		return ""
 	}
-	m.HandleFunc("GET /console/wallcrawler/{$}", c.wcHome)
-	m.HandleFunc("GET /console/wallcrawler/{project}/{$}", c.wcSessions)
-	m.HandleFunc("GET /console/wallcrawler/{project}/contexts", c.wcContexts)
-	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}", c.wcSession)
-	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/frames/{n}", c.wcFrame)
-	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/downloads.zip", c.wcDownloads)
-	m.HandleFunc("POST /console/wallcrawler/{project}/sessions/{id}/release", c.wcRelease)
+	return `<a href="/console/wallcrawler/" id="nav-wc">Sessions</a>`
 }
 
-// wcProject returns the session and the project of the URL, answering
+// Mount implements console.Area.
+func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
+	a.k = k
+	if err := k.Pages(templates, funcs); err != nil {
+		return err
+	}
+	m.HandleFunc("GET /console/wallcrawler/{$}", a.home)
+	m.HandleFunc("GET /console/wallcrawler/{project}/{$}", a.sessionsPage)
+	m.HandleFunc("GET /console/wallcrawler/{project}/contexts", a.contextsPage)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}", a.sessionPage)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/frames/{n}", a.framePage)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/downloads.zip", a.downloads)
+	m.HandleFunc("POST /console/wallcrawler/{project}/sessions/{id}/release", a.release)
+	return nil
+}
+
+// project returns the session and the project of the URL, answering
 // 404 for a project that is not the key's.
-func (c *Console) wcProject(w http.ResponseWriter, r *http.Request) (session, WCProject, []WCProject, bool) {
-	ss, ok := c.require(w, r, "wallcrawler")
+func (a *Area) project(w http.ResponseWriter, r *http.Request) (console.Session, Project, []Project, bool) {
+	ss, ok := a.k.Require(w, r, "wallcrawler")
 	if !ok {
-		return ss, WCProject{}, nil, false
+		return ss, Project{}, nil, false
 	}
-	ps, err := c.opts.Wallcrawler.Projects(r.Context(), ss.Subject)
+	ps, err := a.b.Projects(r.Context(), ss.Subject)
 	if err != nil {
-		c.failure(w, r, err)
-		return ss, WCProject{}, nil, false
+		a.k.Failure(w, r, err)
+		return ss, Project{}, nil, false
 	}
 	want := r.PathValue("project")
 	for _, p := range ps {
@@ -164,37 +196,37 @@ func (c *Console) wcProject(w http.ResponseWriter, r *http.Request) (session, WC
 			return ss, p, ps, true
 		}
 	}
-	c.notFound(w, r)
-	return ss, WCProject{}, nil, false
+	a.k.NotFound(w, r)
+	return ss, Project{}, nil, false
 }
 
-func (c *Console) wcHome(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "wallcrawler")
+func (a *Area) home(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "wallcrawler")
 	if !ok {
 		return
 	}
-	ps, err := c.opts.Wallcrawler.Projects(r.Context(), ss.Subject)
+	ps, err := a.b.Projects(r.Context(), ss.Subject)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	if len(ps) == 0 {
-		c.notFound(w, r)
+		a.k.NotFound(w, r)
 		return
 	}
 	http.Redirect(w, r, "/console/wallcrawler/"+ps[0].ID+"/", http.StatusSeeOther)
 }
 
-// wcListLimit bounds the sessions read for the list and the chart.
-const wcListLimit = 1000
+// listLimit bounds the sessions read for the list and the chart.
+const listLimit = 1000
 
-// wcPerPage is the sessions list's page size.
-const wcPerPage = 50
+// perPage is the sessions list's page size.
+const perPage = 50
 
-type wcSessionsData struct {
-	Project  WCProject
-	Projects []WCProject
-	Rows     []WCSession
+type sessionsData struct {
+	Project  Project
+	Projects []Project
+	Rows     []Session
 	Status   string // filter: RUNNING, COMPLETED, ERROR, TIMED_OUT or ""
 	Since    string // filter: 1h, 24h, 7d or ""
 	Counts   map[string]int
@@ -202,28 +234,28 @@ type wcSessionsData struct {
 	Page     int
 	Prev     string
 	Next     string
-	Chart    wcChart
+	Chart    chart
 	Now      time.Time
 	Msg      string
 }
 
-var wcSince = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour}
+var sinceRanges = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour}
 
-func (c *Console) wcSessions(w http.ResponseWriter, r *http.Request) {
-	ss, p, ps, ok := c.wcProject(w, r)
+func (a *Area) sessionsPage(w http.ResponseWriter, r *http.Request) {
+	ss, p, ps, ok := a.project(w, r)
 	if !ok {
 		return
 	}
-	all, err := c.opts.Wallcrawler.Sessions(r.Context(), ss.Subject, p.ID, wcListLimit)
+	all, err := a.b.Sessions(r.Context(), ss.Subject, p.ID, listLimit)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	now := c.opts.Now()
-	d := wcSessionsData{Project: p, Projects: ps, Status: q.Get("status"), Since: q.Get("since"), Counts: map[string]int{}, Now: now,
+	now := a.k.Now()
+	d := sessionsData{Project: p, Projects: ps, Status: q.Get("status"), Since: q.Get("since"), Counts: map[string]int{}, Now: now,
 		Chart: usageChart(all, now, 14), Msg: q.Get("msg")}
-	if _, ok := wcSince[d.Since]; !ok {
+	if _, ok := sinceRanges[d.Since]; !ok {
 		d.Since = ""
 	}
 	for _, s := range all {
@@ -231,9 +263,9 @@ func (c *Console) wcSessions(w http.ResponseWriter, r *http.Request) {
 			d.Project.BrowserMinutes += s.Duration(now).Minutes()
 		}
 	}
-	var rows []WCSession
+	var rows []Session
 	for _, s := range all {
-		if d.Since != "" && s.CreatedAt.Before(now.Add(-wcSince[d.Since])) {
+		if d.Since != "" && s.CreatedAt.Before(now.Add(-sinceRanges[d.Since])) {
 			continue
 		}
 		d.Counts[s.Status]++
@@ -244,7 +276,7 @@ func (c *Console) wcSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Total = len(rows)
 	d.Page, _ = strconv.Atoi(q.Get("page"))
-	pages := max(1, (len(rows)+wcPerPage-1)/wcPerPage)
+	pages := max(1, (len(rows)+perPage-1)/perPage)
 	d.Page = min(max(d.Page, 1), pages)
 	if d.Page > 1 {
 		d.Prev = strconv.Itoa(d.Page - 1)
@@ -252,72 +284,72 @@ func (c *Console) wcSessions(w http.ResponseWriter, r *http.Request) {
 	if d.Page < pages {
 		d.Next = strconv.Itoa(d.Page + 1)
 	}
-	d.Rows = rows[(d.Page-1)*wcPerPage : min(len(rows), d.Page*wcPerPage)]
-	c.render(w, r, http.StatusOK, "wc_sessions", d)
+	d.Rows = rows[(d.Page-1)*perPage : min(len(rows), d.Page*perPage)]
+	a.k.Render(w, r, http.StatusOK, "sessions", d)
 }
 
-type wcSessionData struct {
-	Project WCProject
-	WCDetail
+type sessionData struct {
+	Project Project
+	Detail
 	Q       string // CDP log search
-	Logs    []WCLogEntry
+	Logs    []LogEntry
 	LogsAll int
 	Now     time.Time
 }
 
-// wcMaxLogRows bounds the CDP log rows shown.
-const wcMaxLogRows = 500
+// maxLogRows bounds the CDP log rows shown.
+const maxLogRows = 500
 
-func (c *Console) wcSession(w http.ResponseWriter, r *http.Request) {
-	ss, p, _, ok := c.wcProject(w, r)
+func (a *Area) sessionPage(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
 	if !ok {
 		return
 	}
-	det, err := c.opts.Wallcrawler.Session(r.Context(), ss.Subject, p.ID, r.PathValue("id"))
+	det, err := a.b.Session(r.Context(), ss.Subject, p.ID, r.PathValue("id"))
 	if err != nil {
-		c.notFoundOr404(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	d := wcSessionData{Project: p, WCDetail: det, Q: strings.TrimSpace(r.URL.Query().Get("q")), LogsAll: len(det.Logs), Now: c.opts.Now()}
+	d := sessionData{Project: p, Detail: det, Q: strings.TrimSpace(r.URL.Query().Get("q")), LogsAll: len(det.Logs), Now: a.k.Now()}
 	needle := strings.ToLower(d.Q)
-	for i := len(det.Logs) - 1; i >= 0 && len(d.Logs) < wcMaxLogRows; i-- { // newest first
+	for i := len(det.Logs) - 1; i >= 0 && len(d.Logs) < maxLogRows; i-- { // newest first
 		e := det.Logs[i]
 		if needle == "" || strings.Contains(strings.ToLower(e.Method), needle) || strings.Contains(strings.ToLower(e.Request), needle) ||
 			strings.Contains(strings.ToLower(e.Response), needle) {
 			d.Logs = append(d.Logs, e)
 		}
 	}
-	c.render(w, r, http.StatusOK, "wc_session", d)
+	a.k.Render(w, r, http.StatusOK, "session", d)
 }
 
-func (c *Console) wcFrame(w http.ResponseWriter, r *http.Request) {
-	ss, p, _, ok := c.wcProject(w, r)
+func (a *Area) framePage(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
 	if !ok {
 		return
 	}
 	n, err := strconv.Atoi(strings.TrimSuffix(r.PathValue("n"), ".jpg"))
 	if err != nil || n < 0 {
-		c.notFound(w, r)
+		a.k.NotFound(w, r)
 		return
 	}
-	b, err := c.opts.Wallcrawler.Frame(r.Context(), ss.Subject, p.ID, r.PathValue("id"), n)
+	b, err := a.b.Frame(r.Context(), ss.Subject, p.ID, r.PathValue("id"), n)
 	if err != nil {
-		c.notFoundOr404(w, r, err)
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "image/jpeg")
 	_, _ = w.Write(b)
 }
 
-func (c *Console) wcDownloads(w http.ResponseWriter, r *http.Request) {
-	ss, p, _, ok := c.wcProject(w, r)
+func (a *Area) downloads(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
 	var buf strings.Builder
-	if err := c.opts.Wallcrawler.Downloads(r.Context(), ss.Subject, p.ID, id, &buf); err != nil {
-		c.notFoundOr404(w, r, err)
+	if err := a.b.Downloads(r.Context(), ss.Subject, p.ID, id, &buf); err != nil {
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/zip")
@@ -325,52 +357,52 @@ func (c *Console) wcDownloads(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, buf.String())
 }
 
-func (c *Console) wcRelease(w http.ResponseWriter, r *http.Request) {
-	ss, p, _, ok := c.wcProject(w, r)
+func (a *Area) release(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	if err := c.opts.Wallcrawler.Release(r.Context(), ss.Subject, p.ID, id); err != nil {
-		c.notFoundOr404(w, r, err)
+	if err := a.b.Release(r.Context(), ss.Subject, p.ID, id); err != nil {
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/wallcrawler/"+p.ID+"/sessions/"+id, http.StatusSeeOther)
 }
 
-type wcContextsData struct {
-	Project  WCProject
-	Projects []WCProject
-	Rows     []WCContext
+type contextsData struct {
+	Project  Project
+	Projects []Project
+	Rows     []BrowserContext
 	Total    int64
 }
 
-func (c *Console) wcContexts(w http.ResponseWriter, r *http.Request) {
-	ss, p, ps, ok := c.wcProject(w, r)
+func (a *Area) contextsPage(w http.ResponseWriter, r *http.Request) {
+	ss, p, ps, ok := a.project(w, r)
 	if !ok {
 		return
 	}
-	rows, err := c.opts.Wallcrawler.Contexts(r.Context(), ss.Subject, p.ID)
+	rows, err := a.b.Contexts(r.Context(), ss.Subject, p.ID)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
-	d := wcContextsData{Project: p, Projects: ps, Rows: rows}
+	d := contextsData{Project: p, Projects: ps, Rows: rows}
 	for _, x := range rows {
 		d.Total += max(x.Size, 0)
 	}
-	c.render(w, r, http.StatusOK, "wc_contexts", d)
+	a.k.Render(w, r, http.StatusOK, "contexts", d)
 }
 
-// wcChart is a server-rendered SVG bar chart of a project's browser
+// chart is a server-rendered SVG bar chart of a project's browser
 // minutes per day, with the proxied bytes in each bar's title.
-type wcChart struct {
-	Bars  []wcBar
+type chart struct {
+	Bars  []bar
 	Max   float64 // the tallest bar's minutes
 	Width int
 }
 
-type wcBar struct {
+type bar struct {
 	X, Y, W, H float64
 	Day        string
 	Minutes    float64
@@ -380,10 +412,10 @@ type wcBar struct {
 
 // usageChart adds up the browser time (by the day it started) and
 // proxied bytes of sessions over the last days days.
-func usageChart(all []WCSession, now time.Time, days int) wcChart {
+func usageChart(all []Session, now time.Time, days int) chart {
 	today := now.UTC()
 	start := time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
-	bars := make([]wcBar, days)
+	bars := make([]bar, days)
 	for i := range bars {
 		bars[i].Day = start.AddDate(0, 0, i).Format("Jan 2")
 	}
@@ -400,7 +432,7 @@ func usageChart(all []WCSession, now time.Time, days int) wcChart {
 		bars[i].Bytes += s.ProxyBytes
 		bars[i].Sessions++
 	}
-	ch := wcChart{Width: days * 20}
+	ch := chart{Width: days * 20}
 	for _, b := range bars {
 		ch.Max = max(ch.Max, b.Minutes)
 	}
@@ -419,16 +451,16 @@ func usageChart(all []WCSession, now time.Time, days int) wcChart {
 	return ch
 }
 
-// Template helpers of the inspector.
-func init() {
-	funcs["bytes"] = humanBytes
-	funcs["since"] = func(a, b time.Time) string {
+// funcs are the inspector's template helpers.
+var funcs = template.FuncMap{
+	"bytes": humanBytes,
+	"since": func(a, b time.Time) string {
 		if a.IsZero() || b.IsZero() {
 			return "–"
 		}
 		return b.Sub(a).Round(time.Millisecond).String()
-	}
-	funcs["dur"] = func(d time.Duration) string {
+	},
+	"dur": func(d time.Duration) string {
 		if d <= 0 {
 			return "–"
 		}
@@ -436,19 +468,19 @@ func init() {
 			return d.Round(100 * time.Millisecond).String()
 		}
 		return d.Round(time.Second).String()
-	}
-	funcs["ts"] = func(t time.Time) string {
+	},
+	"ts": func(t time.Time) string {
 		if t.IsZero() {
 			return "–"
 		}
 		return t.UTC().Format("2006-01-02 15:04:05.000")
-	}
-	funcs["ms"] = func(f float64) string {
+	},
+	"ms": func(f float64) string {
 		if f <= 0 {
 			return "–"
 		}
 		return strconv.FormatFloat(f, 'f', 0, 64) + " ms"
-	}
+	},
 }
 
 // humanBytes writes n bytes as 1.5 KiB, 3.2 MiB….

@@ -1,9 +1,4 @@
-// Package checksconsole is Checks as the web console sees it: it
-// implements console.ChecksStore over Checks' store (reads) and its API
-// (writes, served on the signed-in user's behalf, so the API's validation,
-// scheduling and messages apply). cmd/quarry wires it; bench/consolebench
-// measures it.
-package checksconsole
+package checks
 
 import (
 	"bytes"
@@ -23,21 +18,23 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 )
 
-// Store implements console.ChecksStore.
-type Store struct {
+// Adapter is Checks as the dashboard sees it: a Backend over Checks'
+// store (reads) and its API (writes, served on the signed-in user's
+// behalf, so that the API's validation, scheduling and messages apply).
+type Adapter struct {
 	st  *checksstore.Store
 	api *checksapi.Handler
 }
 
-var _ console.ChecksStore = (*Store)(nil)
+var _ Backend = (*Adapter)(nil)
 
-// New returns the console's view of Checks: reads from st, writes through
-// api (nil makes the console read-only: writes fail).
-func New(st *checksstore.Store, api *checksapi.Handler) *Store { return &Store{st: st, api: api} }
+// Adapt returns the dashboard's view of Checks: reads from st, writes
+// through api (nil makes the dashboard read-only: writes fail).
+func Adapt(st *checksstore.Store, api *checksapi.Handler) *Adapter { return &Adapter{st: st, api: api} }
 
-func consoleCheck(c checksstore.Check) console.Check {
+func consoleCheck(c checksstore.Check) Check {
 	last, _ := c.LastResult["status"].(string)
-	return console.Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status,
+	return Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status,
 		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: c.FailureReason,
 		LastAlertAt: c.LastAlertAt, LastAlertError: c.LastAlertError, LastAlertErrorAt: c.LastAlertErrorAt}
 }
@@ -53,30 +50,30 @@ func mapErr(err error) error {
 	return err
 }
 
-// Checks implements console.ChecksStore.
-func (k *Store) Checks(ctx context.Context, userID string) ([]console.Check, error) {
+// Checks implements Backend.
+func (k *Adapter) Checks(ctx context.Context, userID string) ([]Check, error) {
 	cs, err := k.st.ListChecks(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]console.Check, len(cs))
+	out := make([]Check, len(cs))
 	for i, c := range cs {
 		out[i] = consoleCheck(c)
 	}
 	return out, nil
 }
 
-// Check implements console.ChecksStore.
-func (k *Store) Check(ctx context.Context, userID, id string) (console.Check, error) {
+// Check implements Backend.
+func (k *Adapter) Check(ctx context.Context, userID, id string) (Check, error) {
 	c, err := k.st.GetCheck(ctx, userID, id)
 	if err != nil {
-		return console.Check{}, mapErr(err)
+		return Check{}, mapErr(err)
 	}
 	return consoleCheck(c), nil
 }
 
-func runs(rs []checksstore.Run) []console.Run {
-	out := make([]console.Run, 0, len(rs))
+func runs(rs []checksstore.Run) []Run {
+	out := make([]Run, 0, len(rs))
 	for _, r := range rs {
 		at, err := time.Parse(ddbitem.TimeLayout, r.At)
 		if err != nil {
@@ -84,7 +81,7 @@ func runs(rs []checksstore.Run) []console.Run {
 		}
 		status, _ := r.Result["status"].(string)
 		ms, _ := r.Result["responseTime"].(float64)
-		run := console.Run{At: at, Up: status == "UP", ResponseTimeMs: int64(ms), Key: r.At}
+		run := Run{At: at, Up: status == "UP", ResponseTimeMs: int64(ms), Key: r.At}
 		if !run.Up {
 			run.Error, _ = r.Result["error"].(string)
 		}
@@ -93,8 +90,8 @@ func runs(rs []checksstore.Run) []console.Run {
 	return out
 }
 
-// Runs implements console.ChecksStore.
-func (k *Store) Runs(ctx context.Context, userID, id string, limit int) ([]console.Run, error) {
+// Runs implements Backend.
+func (k *Adapter) Runs(ctx context.Context, userID, id string, limit int) ([]Run, error) {
 	rs, err := k.st.Results(ctx, userID, id, limit)
 	if err != nil {
 		return nil, mapErr(err)
@@ -102,8 +99,8 @@ func (k *Store) Runs(ctx context.Context, userID, id string, limit int) ([]conso
 	return runs(rs), nil
 }
 
-// RunsBefore implements console.ChecksStore.
-func (k *Store) RunsBefore(ctx context.Context, userID, id, before string, limit int) ([]console.Run, error) {
+// RunsBefore implements Backend.
+func (k *Adapter) RunsBefore(ctx context.Context, userID, id, before string, limit int) ([]Run, error) {
 	rs, err := k.st.ResultsBefore(ctx, userID, id, before, limit)
 	if err != nil {
 		return nil, mapErr(err)
@@ -111,26 +108,26 @@ func (k *Store) RunsBefore(ctx context.Context, userID, id, before string, limit
 	return runs(rs), nil
 }
 
-// Days implements console.ChecksStore.
-func (k *Store) Days(ctx context.Context, userID, id string, since time.Time) ([]console.Day, error) {
+// Days implements Backend.
+func (k *Adapter) Days(ctx context.Context, userID, id string, since time.Time) ([]Day, error) {
 	ds, err := k.st.Days(ctx, userID, id, since)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out := make([]console.Day, 0, len(ds))
+	out := make([]Day, 0, len(ds))
 	for _, d := range ds {
 		t, err := time.Parse("2006-01-02", d.Date)
 		if err != nil {
 			continue
 		}
-		out = append(out, console.Day{Date: t, Runs: d.Runs, Up: d.Up, ResponseMs: d.ResponseMs})
+		out = append(out, Day{Date: t, Runs: d.Runs, Up: d.Up, ResponseMs: d.ResponseMs})
 	}
 	return out, nil
 }
 
 // call makes one Checks API request as userID and returns the API's error
 // message on failure.
-func (k *Store) call(ctx context.Context, userID, method, path string, body any, out any) error {
+func (k *Adapter) call(ctx context.Context, userID, method, path string, body any, out any) error {
 	if k.api == nil {
 		return errors.New("checks: the console is read-only here")
 	}
@@ -164,21 +161,21 @@ func (k *Store) call(ctx context.Context, userID, method, path string, body any,
 	return nil
 }
 
-// Create implements console.ChecksStore.
-func (k *Store) Create(ctx context.Context, userID string, in console.CheckInput) (console.Check, error) {
+// Create implements Backend.
+func (k *Adapter) Create(ctx context.Context, userID string, in CheckInput) (Check, error) {
 	body := map[string]any{"url": in.URL, "checkType": in.Type, "delayMs": in.DelayMs}
 	if in.Keyword != "" {
 		body["attributes"] = map[string]any{"keyword": in.Keyword}
 	}
 	var c checksstore.Check
 	if err := k.call(ctx, userID, http.MethodPost, "/v1/checks", body, &c); err != nil {
-		return console.Check{}, err
+		return Check{}, err
 	}
 	return consoleCheck(c), nil
 }
 
-// Act implements console.ChecksStore.
-func (k *Store) Act(ctx context.Context, userID, id, action string) error {
+// Act implements Backend.
+func (k *Adapter) Act(ctx context.Context, userID, id, action string) error {
 	path := "/v1/checks/" + url.PathEscape(id)
 	switch action {
 	case "delete":
@@ -189,18 +186,18 @@ func (k *Store) Act(ctx context.Context, userID, id, action string) error {
 	return fmt.Errorf("unknown action %q", action)
 }
 
-// Alerts implements console.ChecksStore.
-func (k *Store) Alerts(ctx context.Context, userID string) (console.AlertTargets, error) {
+// Alerts implements Backend.
+func (k *Adapter) Alerts(ctx context.Context, userID string) (AlertTargets, error) {
 	u, err := k.st.GetUser(ctx, userID)
 	if err != nil {
-		return console.AlertTargets{}, mapErr(err)
+		return AlertTargets{}, mapErr(err)
 	}
-	return console.AlertTargets{WebhookURL: u.WebhookURL, HasSecret: u.WebhookSecret != "", Email: u.AlertEmail,
+	return AlertTargets{WebhookURL: u.WebhookURL, HasSecret: u.WebhookSecret != "", Email: u.AlertEmail,
 		LastAlertAt: u.LastAlertAt, LastAlertError: u.LastAlertError, LastAlertErrorAt: u.LastAlertErrorAt}, nil
 }
 
-// SetAlerts implements console.ChecksStore through PUT /v1/me/alerts.
-func (k *Store) SetAlerts(ctx context.Context, userID string, in console.AlertTargets) error {
+// SetAlerts implements Backend through PUT /v1/me/alerts.
+func (k *Adapter) SetAlerts(ctx context.Context, userID string, in AlertTargets) error {
 	secret := in.WebhookSecret
 	if in.KeepSecret && secret == "" {
 		u, err := k.st.GetUser(ctx, userID)
@@ -213,8 +210,8 @@ func (k *Store) SetAlerts(ctx context.Context, userID string, in console.AlertTa
 		map[string]string{"webhookUrl": in.WebhookURL, "webhookSecret": secret, "email": in.Email}, nil)
 }
 
-// StatusPage implements console.ChecksStore.
-func (k *Store) StatusPage(ctx context.Context, userID string) (string, error) {
+// StatusPage implements Backend.
+func (k *Adapter) StatusPage(ctx context.Context, userID string) (string, error) {
 	u, err := k.st.GetUser(ctx, userID)
 	if err != nil {
 		return "", mapErr(err)
@@ -222,8 +219,8 @@ func (k *Store) StatusPage(ctx context.Context, userID string) (string, error) {
 	return u.StatusPage, nil
 }
 
-// SetStatusPage implements console.ChecksStore.
-func (k *Store) SetStatusPage(ctx context.Context, userID string, on bool) (string, error) {
+// SetStatusPage implements Backend.
+func (k *Adapter) SetStatusPage(ctx context.Context, userID string, on bool) (string, error) {
 	if !on {
 		return "", mapErr(k.st.DisableStatusPage(ctx, userID))
 	}
@@ -231,11 +228,32 @@ func (k *Store) SetStatusPage(ctx context.Context, userID string, on bool) (stri
 	return tok, mapErr(err)
 }
 
-// StatusPageUser implements console.ChecksStore.
-func (k *Store) StatusPageUser(ctx context.Context, token string) (string, error) {
+// StatusPageUser implements Backend.
+func (k *Adapter) StatusPageUser(ctx context.Context, token string) (string, error) {
 	u, err := k.st.StatusPageUser(ctx, token)
 	if err != nil {
 		return "", mapErr(err)
 	}
 	return u.ID, nil
+}
+
+// Realm signs Checks users in with their API tokens; a deleted user's
+// sessions end at their next request.
+func Realm(st *checksstore.Store) console.Realm {
+	return console.Realm{Kind: "checks", Label: "Checks API token", Auth: realm{st}}
+}
+
+type realm struct{ st *checksstore.Store }
+
+func (a realm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
+	u, err := a.st.Authenticate(ctx, cred)
+	if err != nil {
+		return console.Principal{}, err
+	}
+	return console.Principal{ID: u.ID, Name: u.Email}, nil
+}
+
+func (a realm) Valid(ctx context.Context, id string) error {
+	_, err := a.st.GetUser(ctx, id)
+	return err
 }

@@ -1,4 +1,4 @@
-package console
+package eecar
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
 // Lang is the language of the EECAR pages: "ko" or "en". Templates call
@@ -17,7 +19,7 @@ const langCookie = "quarry_lang"
 
 // lang is the request's language: the switch's cookie, else the first
 // of Korean or English in Accept-Language (by q), else English.
-func (c *Console) lang(r *http.Request) Lang {
+func lang(r *http.Request) Lang {
 	if ck, err := r.Cookie(langCookie); err == nil && (ck.Value == "ko" || ck.Value == "en") {
 		return Lang(ck.Value)
 	}
@@ -43,16 +45,16 @@ func acceptLang(h string) Lang {
 	return best
 }
 
-func (c *Console) eecarSetLang(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "eecar"); !ok {
+func (a *Area) setLang(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "eecar"); !ok {
 		return
 	}
 	l := r.PostForm.Get("lang")
 	if l != "ko" && l != "en" {
 		l = "en"
 	}
-	setCookie(w, r, langCookie, l, 365*24*3600)
-	back := safeNext(r.PostForm.Get("back"))
+	console.SetCookie(w, r, langCookie, l, 365*24*3600)
+	back := console.SafeNext(r.PostForm.Get("back"))
 	if !strings.HasPrefix(back, "/console/eecar/") {
 		back = "/console/eecar/"
 	}

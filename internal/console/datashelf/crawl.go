@@ -1,4 +1,4 @@
-package console
+package datashelf
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
 // DataShelf's crawl control for operators: the queue's statistics, the
@@ -15,8 +17,8 @@ import (
 // errors, retrying failed jobs, and starting a crawl whose progress the
 // page shows.
 
-// ShelfJob is a crawl job as the crawl page shows it.
-type ShelfJob struct {
+// Job is a crawl job as the crawl page shows it.
+type Job struct {
 	ID         string
 	Type       string
 	URL        string
@@ -43,18 +45,18 @@ type CrawlStatus struct {
 }
 
 // ErrBusy is a crawl started while another runs.
-var ErrBusy = errors.New("console: a crawl is already running")
+var ErrBusy = errors.New("datashelf: a crawl is already running")
 
-// ShelfCrawl is what the crawl page needs of DataShelf besides its store.
-type ShelfCrawl interface {
+// CrawlControl is what the crawl page needs of DataShelf besides its store.
+type CrawlControl interface {
 	// Failures returns up to limit failed jobs, the newest first.
-	Failures(ctx context.Context, limit int) ([]ShelfJob, error)
+	Failures(ctx context.Context, limit int) ([]Job, error)
 	// Throughput counts the jobs finished since since, per bucket.
 	Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputPoint, error)
 	// Retry queues failed jobs again (ids; none: all) and says how many.
 	Retry(ctx context.Context, ids []string) (int, error)
 	// StartCrawl starts a crawl from startURL in the background (ErrBusy
-	// while one runs; an ErrInvalid error's message is shown).
+	// while one runs; an console.ErrInvalid error's message is shown).
 	StartCrawl(ctx context.Context, startURL string, maxPages int) error
 	// Crawl is the progress of the crawl running or last run.
 	Crawl() CrawlStatus
@@ -70,19 +72,11 @@ var crawlRanges = []struct {
 	Bucket time.Duration
 }{{"1h", time.Hour, time.Minute}, {"24h", 24 * time.Hour, 30 * time.Minute}, {"7d", 7 * 24 * time.Hour, 4 * time.Hour}}
 
-func (c *Console) crawlRoutes(m *http.ServeMux) {
-	if c.opts.DataShelf == nil || c.opts.ShelfCrawl == nil {
-		return
-	}
-	m.HandleFunc("POST /console/datashelf/crawl/start", c.crawlStart)
-	m.HandleFunc("POST /console/datashelf/crawl/retry", c.crawlRetry)
-}
-
 type crawlData struct {
 	Queue    []QueueRow
-	Control  bool // ShelfCrawl is set
+	Control  bool // CrawlControl is set
 	Crawl    CrawlStatus
-	Failures []ShelfJob
+	Failures []Job
 	Chart    bars
 	Range    string
 	Ranges   []string
@@ -91,18 +85,18 @@ type crawlData struct {
 	Msg      string
 }
 
-func (c *Console) crawlPage(w http.ResponseWriter, r *http.Request, status int, d crawlData) {
-	rows, err := c.opts.DataShelf.Queue(r.Context())
+func (a *Area) crawlPage(w http.ResponseWriter, r *http.Request, status int, d crawlData) {
+	rows, err := a.cat.Queue(r.Context())
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	d.Queue = rows
-	if cc := c.opts.ShelfCrawl; cc != nil {
+	if cc := a.crawl; cc != nil {
 		d.Control = true
 		d.Crawl = cc.Crawl()
 		if d.Failures, err = cc.Failures(r.Context(), crawlFailures); err != nil {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		rg := crawlRanges[0]
@@ -113,10 +107,10 @@ func (c *Console) crawlPage(w http.ResponseWriter, r *http.Request, status int, 
 			}
 		}
 		d.Range = rg.Name
-		now := c.opts.Now()
+		now := a.k.Now()
 		pts, err := cc.Throughput(r.Context(), now.Add(-rg.Span), rg.Bucket)
 		if err != nil {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		d.Chart = throughputBars(pts, rg.Bucket)
@@ -124,50 +118,50 @@ func (c *Console) crawlPage(w http.ResponseWriter, r *http.Request, status int, 
 	if d.Form == nil {
 		d.Form = url.Values{"max": {"100"}}
 	}
-	c.render(w, r, status, "shelfcrawl", d)
+	a.k.Render(w, r, status, "crawl", d)
 }
 
-func (c *Console) crawlStart(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) crawlStart(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
 	f := r.PostForm
 	startURL := strings.TrimSpace(f.Get("url"))
 	maxPages, err := strconv.Atoi(strings.TrimSpace(f.Get("max")))
 	if err != nil || maxPages < 0 {
-		c.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: "The page limit must be a whole number (0 for no limit)."})
+		a.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: "The page limit must be a whole number (0 for no limit)."})
 		return
 	}
-	err = c.opts.ShelfCrawl.StartCrawl(r.Context(), startURL, maxPages)
+	err = a.crawl.StartCrawl(r.Context(), startURL, maxPages)
 	switch {
 	case errors.Is(err, ErrBusy):
-		c.crawlPage(w, r, http.StatusConflict, crawlData{Form: f, Error: "A crawl is already running; wait for it to finish."})
+		a.crawlPage(w, r, http.StatusConflict, crawlData{Form: f, Error: "A crawl is already running; wait for it to finish."})
 		return
-	case errors.Is(err, ErrInvalid):
-		c.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")})
+	case errors.Is(err, console.ErrInvalid):
+		a.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: console.InvalidMessage(err)})
 		return
 	case err != nil:
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/datashelf/crawl?msg=started", http.StatusSeeOther)
 }
 
-func (c *Console) crawlRetry(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) crawlRetry(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
 	var ids []string
 	if id := r.PostForm.Get("id"); id != "" {
 		ids = []string{id}
 	}
-	n, err := c.opts.ShelfCrawl.Retry(r.Context(), ids)
-	if errors.Is(err, ErrInvalid) {
-		c.notFound(w, r)
+	n, err := a.crawl.Retry(r.Context(), ids)
+	if errors.Is(err, console.ErrInvalid) {
+		a.k.NotFound(w, r)
 		return
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/datashelf/crawl?msg=retried&n="+strconv.Itoa(n), http.StatusSeeOther)

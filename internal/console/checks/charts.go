@@ -1,14 +1,16 @@
-package console
+package checks
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
-// Server-rendered SVG charts: a check's status strip and response-time
-// chart, the crawl's throughput. Each is data for a template that draws it
-// (layout.html's "strip", "chart" and "bars"), so no script is needed.
+// Server-rendered SVG charts of a check: its status strip and its
+// response-time chart. Each is data for a template that draws it
+// (_checks.html's "strip", check.html's chart), so no script is needed.
 
 // stripRuns is how many runs a status strip shows.
 const stripRuns = 60
@@ -76,7 +78,7 @@ func responseChart(runs []Run, since time.Time) chart {
 	for _, r := range rs {
 		hi = max(hi, r.ResponseTimeMs)
 	}
-	hi = niceCeil(hi)
+	hi = console.NiceCeil(hi)
 	t0, t1 := rs[0].At, rs[len(rs)-1].At
 	span := t1.Sub(t0)
 	var b strings.Builder
@@ -97,67 +99,4 @@ func responseChart(runs []Run, since time.Time) chart {
 	}
 	c.Points = b.String()
 	return c
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
-func niceCeil(v int64) int64 {
-	p := int64(1)
-	for {
-		for _, m := range []int64{1, 2, 5} {
-			if m*p >= v {
-				return m * p
-			}
-		}
-		p *= 10
-	}
-}
-
-// bars is a bar chart of finished jobs per bucket in a 600×140 view box:
-// the plot area is x 60–590, y 10–110.
-type bars struct {
-	Bars  []bar
-	Max   int
-	From  string
-	To    string
-	Total int
-	Fails int
-}
-
-type bar struct {
-	X, W                   float64
-	YOK, HOK, YFail, HFail float64
-	Title                  string
-}
-
-// ThroughputPoint is the number of jobs that finished in a bucket.
-type ThroughputPoint struct {
-	Start     time.Time
-	Completed int
-	Failed    int
-}
-
-// throughputBars draws points (oldest first), each bucket wide.
-func throughputBars(points []ThroughputPoint, bucket time.Duration) bars {
-	if len(points) == 0 {
-		return bars{}
-	}
-	hi := 1
-	b := bars{}
-	for _, p := range points {
-		hi = max(hi, p.Completed+p.Failed)
-		b.Total += p.Completed
-		b.Fails += p.Failed
-	}
-	hi = int(niceCeil(int64(hi)))
-	b.Max = hi
-	w := 530 / float64(len(points))
-	for i, p := range points {
-		hok := 100 * float64(p.Completed) / float64(hi)
-		hf := 100 * float64(p.Failed) / float64(hi)
-		b.Bars = append(b.Bars, bar{X: 60 + float64(i)*w, W: max(w-1, 0.5), YOK: 110 - hok, HOK: hok, YFail: 110 - hok - hf, HFail: hf,
-			Title: fmt.Sprintf("%s: %d completed, %d failed", p.Start.UTC().Format("Jan 2 15:04"), p.Completed, p.Failed)})
-	}
-	b.From = points[0].Start.UTC().Format("Jan 2 15:04")
-	b.To = points[len(points)-1].Start.Add(bucket).UTC().Format("Jan 2 15:04 MST")
-	return b
 }

@@ -1,4 +1,4 @@
-package shelfconsole
+package datashelf
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
 
-var _ console.ShelfCrawl = (*Store)(nil)
+var _ CrawlControl = (*Adapter)(nil)
 
 // Crawls runs the crawls started from the console, one at a time per
 // process, in the background: each is what `quarry datashelf crawl URL
@@ -26,7 +26,7 @@ type Crawls struct {
 
 	mu      sync.Mutex
 	running bool
-	status  console.CrawlStatus
+	status  CrawlStatus
 	done    chan struct{}
 }
 
@@ -73,7 +73,7 @@ func (c *Crawls) start(ctx context.Context, startURL string, maxPages int) error
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
-		return console.ErrBusy
+		return ErrBusy
 	}
 	if c.ctx.Err() != nil {
 		return errors.New("datashelf: the server is stopping")
@@ -89,7 +89,7 @@ func (c *Crawls) start(ctx context.Context, startURL string, maxPages int) error
 		return fmt.Errorf("%w: %v", console.ErrInvalid, err)
 	}
 	c.running = true
-	c.status = console.CrawlStatus{Running: true, URL: startURL, Started: c.now()}
+	c.status = CrawlStatus{Running: true, URL: startURL, Started: c.now()}
 	c.done = make(chan struct{})
 	done := c.done
 	go func() {
@@ -111,33 +111,33 @@ func (c *Crawls) start(ctx context.Context, startURL string, maxPages int) error
 	return nil
 }
 
-// StartCrawl implements console.ShelfCrawl.
-func (s *Store) StartCrawl(ctx context.Context, startURL string, maxPages int) error {
+// StartCrawl implements CrawlControl.
+func (s *Adapter) StartCrawl(ctx context.Context, startURL string, maxPages int) error {
 	if s.crawls == nil {
 		return errors.New("datashelf: crawls are not run by this console")
 	}
 	return s.crawls.start(ctx, startURL, maxPages)
 }
 
-// Crawl implements console.ShelfCrawl.
-func (s *Store) Crawl() console.CrawlStatus {
+// Crawl implements CrawlControl.
+func (s *Adapter) Crawl() CrawlStatus {
 	if s.crawls == nil {
-		return console.CrawlStatus{}
+		return CrawlStatus{}
 	}
 	s.crawls.mu.Lock()
 	defer s.crawls.mu.Unlock()
 	return s.crawls.status
 }
 
-// Failures implements console.ShelfCrawl.
-func (s *Store) Failures(ctx context.Context, limit int) ([]console.ShelfJob, error) {
+// Failures implements CrawlControl.
+func (s *Adapter) Failures(ctx context.Context, limit int) ([]Job, error) {
 	js, err := s.st.FailedJobs(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("datashelf: failed jobs: %w", err)
 	}
-	out := make([]console.ShelfJob, 0, len(js))
+	out := make([]Job, 0, len(js))
 	for _, j := range js {
-		sj := console.ShelfJob{ID: j.ID, Type: string(j.Type), URL: j.TargetURL, Attempts: j.Attempts}
+		sj := Job{ID: j.ID, Type: string(j.Type), URL: j.TargetURL, Attempts: j.Attempts}
 		if j.LastError != nil {
 			sj.Error = *j.LastError
 		}
@@ -149,21 +149,21 @@ func (s *Store) Failures(ctx context.Context, limit int) ([]console.ShelfJob, er
 	return out, nil
 }
 
-// Throughput implements console.ShelfCrawl.
-func (s *Store) Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]console.ThroughputPoint, error) {
+// Throughput implements CrawlControl.
+func (s *Adapter) Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputPoint, error) {
 	bs, err := s.st.Throughput(ctx, since, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("datashelf: throughput: %w", err)
 	}
-	out := make([]console.ThroughputPoint, len(bs))
+	out := make([]ThroughputPoint, len(bs))
 	for i, b := range bs {
-		out[i] = console.ThroughputPoint{Start: b.Start, Completed: b.Completed, Failed: b.Failed}
+		out[i] = ThroughputPoint{Start: b.Start, Completed: b.Completed, Failed: b.Failed}
 	}
 	return out, nil
 }
 
-// Retry implements console.ShelfCrawl.
-func (s *Store) Retry(ctx context.Context, ids []string) (int, error) {
+// Retry implements CrawlControl.
+func (s *Adapter) Retry(ctx context.Context, ids []string) (int, error) {
 	n, err := s.st.RetryFailed(ctx, ids)
 	if errors.Is(err, store.ErrInvalid) {
 		return 0, fmt.Errorf("%w: %v", console.ErrInvalid, err)

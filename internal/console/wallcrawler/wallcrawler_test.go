@@ -1,4 +1,4 @@
-package console
+package wallcrawler
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 func TestUsageChart(t *testing.T) {
 	now := time.Date(2026, 3, 11, 5, 0, 0, 0, time.FixedZone("KST", 9*3600)) // Mar 10 20:00 UTC
 	day := func(d int, h int) time.Time { return time.Date(2026, 3, d, h, 0, 0, 0, time.UTC) }
-	all := []WCSession{
+	all := []Session{
 		{StartedAt: day(10, 1), EndedAt: day(10, 1).Add(30 * time.Minute), ProxyBytes: 100},
 		{StartedAt: day(10, 2), ProxyBytes: 50}, // running: until now (20:00 UTC)
 		{StartedAt: day(9, 23), EndedAt: day(10, 0), ProxyBytes: 7},

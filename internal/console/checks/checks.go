@@ -1,10 +1,20 @@
-package console
+// Package checks is the console's Checks dashboard, for a Checks user:
+// their checks, their status, uptime over 24 hours, 7 and 30 days, a
+// status strip and a response-time sparkline, their last alert and
+// delivery failure; a check's page with a response-time chart and its
+// paginated run history; create, pause, resume, run now and delete; the
+// alert targets, with the Checks API's own validation messages; and the
+// user's public status page (status.go). Backend is Checks as the pages
+// see it; Adapt makes one of Checks' store and API.
+package checks
 
 import (
 	"cmp"
 	"context"
+	"embed"
 	"errors"
 	"fmt"
+	"html/template"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,15 +24,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-)
 
-// The Checks dashboard: a Checks user's checks, their status, uptime over
-// 24 hours, 7 and 30 days, a status strip and a response-time sparkline,
-// their last alert and delivery failure; a check's page with a
-// response-time chart and its paginated run history; create, pause,
-// resume, run now and delete, the alert targets, with the Checks API's own
-// validation messages (checksextra.go: alert targets and the public status
-// page).
+	"github.com/quarrydb/quarry/internal/console"
+)
 
 // Check is a check as the dashboard shows it.
 type Check struct {
@@ -60,14 +64,11 @@ type CheckInput struct {
 	Keyword string // attributes.keyword; "" for none
 }
 
-// ErrNotFound is a check that does not exist or is another user's.
-var ErrNotFound = errors.New("console: not found")
-
-// ChecksStore is what the dashboard needs of Checks, for one user at a
+// Backend is what the dashboard needs of Checks, for one user at a
 // time: the user id is the session's, so one user never reaches another's
 // checks. Errors of Create and Act are shown to the user as they are (the
 // Checks API's validation messages).
-type ChecksStore interface {
+type Backend interface {
 	Checks(ctx context.Context, userID string) ([]Check, error)
 	Check(ctx context.Context, userID, id string) (Check, error)
 	Runs(ctx context.Context, userID, id string, limit int) ([]Run, error)
@@ -90,7 +91,7 @@ type ChecksStore interface {
 	// URL dies) and returns it, or off (on false; returns "").
 	SetStatusPage(ctx context.Context, userID string, on bool) (string, error)
 	// StatusPageUser returns the user id of a status page token, or
-	// ErrNotFound.
+	// console.ErrNotFound.
 	StatusPageUser(ctx context.Context, token string) (string, error)
 }
 
@@ -102,14 +103,57 @@ type Day struct {
 	ResponseMs int64
 }
 
-func (c *Console) checksRoutes(m *http.ServeMux) {
-	if c.opts.Checks == nil {
-		return
+//go:embed templates/*.html
+var templates embed.FS
+
+// Area is the Checks dashboard of Checks users (realm "checks") and their
+// public status pages.
+type Area struct {
+	b      Backend
+	k      *console.Kit
+	status *console.PublicCache // rendered status pages by user id
+}
+
+// New returns the dashboard over b.
+func New(b Backend) *Area {
+	return &Area{b: b, status: console.NewPublicCache(statusCacheTTL)}
+}
+
+// Name implements console.Area.
+func (*Area) Name() string { return "checks" }
+
+// Nav links a Checks user to their checks.
+func (*Area) Nav(_ *http.Request, s console.Session) template.HTML {
+	if s.Realm != "checks" {
+		return ""
 	}
-	m.HandleFunc("GET /console/checks/{$}", c.checksList)
-	m.HandleFunc("POST /console/checks/{$}", c.checksCreate)
-	m.HandleFunc("GET /console/checks/{id}", c.checkPage)
-	m.HandleFunc("POST /console/checks/{id}/{action}", c.checkAct)
+	return `<a href="/console/checks/">My checks</a>`
+}
+
+// Card is the dashboard's card on a Checks user's home page.
+func (*Area) Card(s console.Session) template.HTML {
+	if s.Realm != "checks" {
+		return ""
+	}
+	return `<li class="card"><a href="/console/checks/"><strong>My checks</strong></a><p>Status, uptime and response times of your checks.</p></li>`
+}
+
+// Mount implements console.Area.
+func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
+	a.k = k
+	if err := k.Pages(templates, nil); err != nil {
+		return err
+	}
+	m.HandleFunc("GET /console/checks/{$}", a.checksList)
+	m.HandleFunc("POST /console/checks/{$}", a.checksCreate)
+	m.HandleFunc("GET /console/checks/{id}", a.checkPage)
+	m.HandleFunc("POST /console/checks/{id}/{action}", a.checkAct)
+	m.HandleFunc("GET /console/checks/alerts", a.alertsPage)
+	m.HandleFunc("POST /console/checks/alerts", a.alertsSave)
+	m.HandleFunc("GET /console/checks/statuspage", a.statusSettings)
+	m.HandleFunc("POST /console/checks/statuspage", a.statusSet)
+	m.HandleFunc("GET /console/status/{token}", a.statusPublic)
+	return nil
 }
 
 // checkRow is a check with its recent history.
@@ -150,12 +194,12 @@ const (
 // history reads a check's runs of the last 24 hours (at most limit, the
 // newest) and its daily rollups of the last 30 days (today and the 29
 // before; 7 days is today and the 6 before).
-func (c *Console) history(ctx context.Context, userID string, ck Check, limit int) (checkRow, error) {
-	runs, err := c.opts.Checks.Runs(ctx, userID, ck.ID, limit)
+func (a *Area) history(ctx context.Context, userID string, ck Check, limit int) (checkRow, error) {
+	runs, err := a.b.Runs(ctx, userID, ck.ID, limit)
 	if err != nil {
 		return checkRow{}, err
 	}
-	return c.rowOf(ctx, userID, ck, runs)
+	return a.rowOf(ctx, userID, ck, runs)
 }
 
 // historyReaders bounds the checks whose history is read at once.
@@ -163,14 +207,14 @@ const historyReaders = 4
 
 // histories is history (dashboardRuns) of each of cks, in their order,
 // read historyReaders at a time.
-func (c *Console) histories(ctx context.Context, userID string, cks []Check) ([]checkRow, error) {
+func (a *Area) histories(ctx context.Context, userID string, cks []Check) ([]checkRow, error) {
 	rows := make([]checkRow, len(cks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(historyReaders)
 	for i, ck := range cks {
 		g.Go(func() error {
 			var err error
-			rows[i], err = c.history(gctx, userID, ck, dashboardRuns)
+			rows[i], err = a.history(gctx, userID, ck, dashboardRuns)
 			return err
 		})
 	}
@@ -181,8 +225,8 @@ func (c *Console) histories(ctx context.Context, userID string, cks []Check) ([]
 }
 
 // rowOf is history with the runs (newest first) read.
-func (c *Console) rowOf(ctx context.Context, userID string, ck Check, runs []Run) (checkRow, error) {
-	since := c.opts.Now().Add(-24 * time.Hour)
+func (a *Area) rowOf(ctx context.Context, userID string, ck Check, runs []Run) (checkRow, error) {
+	since := a.k.Now().Add(-24 * time.Hour)
 	var recent []Run
 	for i := len(runs) - 1; i >= 0; i-- { // newest first → oldest first
 		if runs[i].At.After(since) {
@@ -197,8 +241,8 @@ func (c *Console) rowOf(ctx context.Context, userID string, ck Check, runs []Run
 		}
 	}
 	row.Uptime = percent(int64(up), int64(len(recent)))
-	now := c.opts.Now().UTC()
-	days, err := c.opts.Checks.Days(ctx, userID, ck.ID, now.Add(-29*24*time.Hour))
+	now := a.k.Now().UTC()
+	days, err := a.b.Days(ctx, userID, ck.ID, now.Add(-29*24*time.Hour))
 	if err != nil {
 		return checkRow{}, err
 	}
@@ -224,11 +268,11 @@ func percent(up, n int64) string {
 	return strconv.FormatFloat(100*float64(up)/float64(n), 'f', 1, 64) + " %"
 }
 
-func (c *Console) checksList(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "checks"); !ok {
+func (a *Area) checksList(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "checks"); !ok {
 		return
 	}
-	c.checksPage(w, r, http.StatusOK, checksData{Form: url.Values{"type": {"AVAILABILITY"}, "delay": {"60"}}, Msg: checkMessage(r)})
+	a.checksPage(w, r, http.StatusOK, checksData{Form: url.Values{"type": {"AVAILABILITY"}, "delay": {"60"}}, Msg: checkMessage(r)})
 }
 
 func checkMessage(r *http.Request) string {
@@ -236,11 +280,11 @@ func checkMessage(r *http.Request) string {
 		"run": "Check queued to run now.", "delete": "Check deleted."}[r.URL.Query().Get("msg")]
 }
 
-func (c *Console) checksPage(w http.ResponseWriter, r *http.Request, status int, d checksData) {
-	ss, _ := c.session(w, r)
-	cks, err := c.opts.Checks.Checks(r.Context(), ss.Subject)
+func (a *Area) checksPage(w http.ResponseWriter, r *http.Request, status int, d checksData) {
+	ss, _ := a.k.Session(w, r)
+	cks, err := a.b.Checks(r.Context(), ss.Subject)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	slices.SortFunc(cks, func(a, b Check) int { return cmp.Or(strings.Compare(a.URL, b.URL), strings.Compare(a.ID, b.ID)) })
@@ -257,17 +301,17 @@ func (c *Console) checksPage(w http.ResponseWriter, r *http.Request, status int,
 	if from+checksPerPage < d.Total {
 		d.Next = strconv.Itoa(d.Page + 1)
 	}
-	rows, err := c.histories(r.Context(), ss.Subject, cks)
+	rows, err := a.histories(r.Context(), ss.Subject, cks)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	d.Rows = rows
-	c.render(w, r, status, "checks", d)
+	a.k.Render(w, r, status, "checks", d)
 }
 
-func (c *Console) checksCreate(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "checks")
+func (a *Area) checksCreate(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "checks")
 	if !ok {
 		return
 	}
@@ -275,13 +319,13 @@ func (c *Console) checksCreate(w http.ResponseWriter, r *http.Request) {
 	in := CheckInput{URL: strings.TrimSpace(f.Get("url")), Type: f.Get("type"), Keyword: f.Get("keyword")}
 	secs, err := strconv.ParseFloat(strings.TrimSpace(f.Get("delay")), 64)
 	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
-		c.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: "The interval must be a number of seconds."})
+		a.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: "The interval must be a number of seconds."})
 		return
 	}
 	in.DelayMs = int64(secs * 1000)
-	ck, err := c.opts.Checks.Create(r.Context(), ss.Subject, in)
+	ck, err := a.b.Create(r.Context(), ss.Subject, in)
 	if err != nil {
-		c.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: err.Error()})
+		a.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: err.Error()})
 		return
 	}
 	http.Redirect(w, r, "/console/checks/"+url.PathEscape(ck.ID)+"?msg=created", http.StatusSeeOther)
@@ -300,38 +344,38 @@ type checkData struct {
 // historyPage is the check page's history page size.
 const historyPage = 25
 
-func (c *Console) checkPage(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "checks")
+func (a *Area) checkPage(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "checks")
 	if !ok {
 		return
 	}
-	ck, err := c.opts.Checks.Check(r.Context(), ss.Subject, r.PathValue("id"))
-	if errors.Is(err, ErrNotFound) {
-		c.notFound(w, r)
+	ck, err := a.b.Check(r.Context(), ss.Subject, r.PathValue("id"))
+	if errors.Is(err, console.ErrNotFound) {
+		a.k.NotFound(w, r)
 		return
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
-	recent, err := c.opts.Checks.Runs(r.Context(), ss.Subject, ck.ID, detailRuns)
+	recent, err := a.b.Runs(r.Context(), ss.Subject, ck.ID, detailRuns)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
-	row, err := c.rowOf(r.Context(), ss.Subject, ck, recent)
+	row, err := a.rowOf(r.Context(), ss.Subject, ck, recent)
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	before := r.URL.Query().Get("before")
-	runs, err := c.opts.Checks.RunsBefore(r.Context(), ss.Subject, ck.ID, before, historyPage+1)
-	if errors.Is(err, ErrInvalid) {
+	runs, err := a.b.RunsBefore(r.Context(), ss.Subject, ck.ID, before, historyPage+1)
+	if errors.Is(err, console.ErrInvalid) {
 		before, err = "", nil
-		runs, err = c.opts.Checks.RunsBefore(r.Context(), ss.Subject, ck.ID, "", historyPage+1)
+		runs, err = a.b.RunsBefore(r.Context(), ss.Subject, ck.ID, "", historyPage+1)
 	}
 	if err != nil {
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	d := checkData{Row: row, Paged: before != "", Msg: checkMessage(r), Error: r.URL.Query().Get("error")}
@@ -340,12 +384,12 @@ func (c *Console) checkPage(w http.ResponseWriter, r *http.Request) {
 		d.Next = runs[historyPage-1].Key
 	}
 	d.Runs = runs
-	d.Chart = responseChart(recent, c.opts.Now().Add(-24*time.Hour))
-	c.render(w, r, http.StatusOK, "check", d)
+	d.Chart = responseChart(recent, a.k.Now().Add(-24*time.Hour))
+	a.k.Render(w, r, http.StatusOK, "check", d)
 }
 
-func (c *Console) checkAct(w http.ResponseWriter, r *http.Request) {
-	ss, ok := c.require(w, r, "checks")
+func (a *Area) checkAct(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "checks")
 	if !ok {
 		return
 	}
@@ -353,22 +397,22 @@ func (c *Console) checkAct(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case "pause", "resume", "run", "delete":
 	default:
-		c.notFound(w, r)
+		a.k.NotFound(w, r)
 		return
 	}
-	if _, err := c.opts.Checks.Check(r.Context(), ss.Subject, id); err != nil {
-		c.notFoundOr404(w, r, err)
+	if _, err := a.b.Check(r.Context(), ss.Subject, id); err != nil {
+		a.k.NotFoundOr(w, r, err)
 		return
 	}
 	if action == "delete" && r.PostForm.Get("confirm") != "yes" {
-		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: "Delete this check?",
+		a.k.Confirm(w, r, console.Confirm{Title: "Delete this check?",
 			Message: "The check " + id + " and its history will be deleted.", Action: r.URL.Path,
 			Back: "/console/checks/" + url.PathEscape(id)})
 		return
 	}
-	err := c.opts.Checks.Act(r.Context(), ss.Subject, id, action)
-	if errors.Is(err, ErrNotFound) {
-		c.notFound(w, r)
+	err := a.b.Act(r.Context(), ss.Subject, id, action)
+	if errors.Is(err, console.ErrNotFound) {
+		a.k.NotFound(w, r)
 		return
 	}
 	if err != nil {
@@ -380,14 +424,6 @@ func (c *Console) checkAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/console/checks/"+url.PathEscape(id)+"?msg="+action, http.StatusSeeOther)
-}
-
-func (c *Console) notFoundOr404(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrNotFound) {
-		c.notFound(w, r)
-		return
-	}
-	c.failure(w, r, err)
 }
 
 // spark is a server-rendered SVG sparkline of response times.

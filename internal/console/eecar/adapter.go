@@ -1,4 +1,4 @@
-package main
+package eecar
 
 import (
 	"context"
@@ -15,19 +15,20 @@ import (
 	"github.com/quarrydb/quarry/internal/eecar/store"
 )
 
-// eecarConsole is EECAR as the console's marketplace pages see it: the
+// Adapter is EECAR as the marketplace pages see it: a Backend over the
 // market's own services (the API's validation and messages, search,
 // notifications), called in process as the session's company.
-type eecarConsole struct {
+type Adapter struct {
 	m     *market.Market
 	st    *store.Store
 	names sync.Map // company id → name (companies are never renamed)
 }
 
-var _ console.EECAR = (*eecarConsole)(nil)
+var _ Backend = (*Adapter)(nil)
 
-func newEECARConsole(m *market.Market) *eecarConsole {
-	return &eecarConsole{m: m, st: m.Store()}
+// Adapt returns the marketplace pages' view of m.
+func Adapt(m *market.Market) *Adapter {
+	return &Adapter{m: m, st: m.Store()}
 }
 
 // consoleErr maps EECAR's errors onto the console's, keeping the
@@ -51,7 +52,7 @@ func consoleErr(err error) error {
 }
 
 // name is a company's name (its id when it cannot be read).
-func (e *eecarConsole) name(ctx context.Context, id string) string {
+func (e *Adapter) name(ctx context.Context, id string) string {
 	if v, ok := e.names.Load(id); ok {
 		return v.(string)
 	}
@@ -63,8 +64,8 @@ func (e *eecarConsole) name(ctx context.Context, id string) string {
 	return c.Name
 }
 
-func (e *eecarConsole) part(ctx context.Context, p store.Part) console.EECARPart {
-	out := console.EECARPart{ID: p.ID, Name: p.Name, Category: p.Category, Manufacturer: p.Manufacturer, Model: p.Model,
+func (e *Adapter) part(ctx context.Context, p store.Part) Part {
+	out := Part{ID: p.ID, Name: p.Name, Category: p.Category, Manufacturer: p.Manufacturer, Model: p.Model,
 		Year: p.Year, Condition: p.Condition, Price: p.Price, Quantity: p.Quantity, Description: p.Description,
 		SellerID: p.SellerID, SellerName: e.name(ctx, p.SellerID), Images: p.Images, RawSpecs: p.Specs,
 		Specs: market.FlattenSpecs(p.Specs), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
@@ -79,25 +80,25 @@ func (e *eecarConsole) part(ctx context.Context, p store.Part) console.EECARPart
 		out.UseCases = append(out.UseCases, s)
 	}
 	if a, ok := e.m.Assess(p); ok {
-		out.Battery = &console.EECARBattery{SOH: a.SOH, Estimated: a.SOHEstimated, Cathode: a.Cathode,
+		out.Battery = &Battery{SOH: a.SOH, Estimated: a.SOHEstimated, Cathode: a.Cathode,
 			Recommendation: a.Recommendation, Applications: a.Applications}
 	}
 	return out
 }
 
-func (e *eecarConsole) hits(ctx context.Context, res market.SearchResponse) []console.EECARHit {
-	out := make([]console.EECARHit, 0, len(res.Results))
+func (e *Adapter) hits(ctx context.Context, res market.SearchResponse) []Hit {
+	out := make([]Hit, 0, len(res.Results))
 	for _, r := range res.Results {
 		if r.Part == nil {
 			continue
 		}
-		out = append(out, console.EECARHit{Part: e.part(ctx, *r.Part), Score: r.Score, Vector: r.SearchScores["vector"],
+		out = append(out, Hit{Part: e.part(ctx, *r.Part), Score: r.Score, Vector: r.SearchScores["vector"],
 			BM25: r.SearchScores["bm25"], Reason: r.Reason})
 	}
 	return out
 }
 
-func (e *eecarConsole) Search(ctx context.Context, _ string, q console.EECARQuery) ([]console.EECARHit, error) {
+func (e *Adapter) Search(ctx context.Context, _ string, q Query) ([]Hit, error) {
 	res, err := e.m.Search(ctx, market.SearchRequest{Query: q.Q, TopK: q.TopK, Filters: market.Filters{
 		Category: q.Category, Manufacturer: q.Manufacturer, MaxPrice: q.MaxPrice, MinPrice: q.MinPrice,
 		Condition: q.Condition, MinSOH: q.MinSOH, Cathode: q.Cathode}})
@@ -107,17 +108,17 @@ func (e *eecarConsole) Search(ctx context.Context, _ string, q console.EECARQuer
 	return e.hits(ctx, res), nil
 }
 
-func (e *eecarConsole) Part(ctx context.Context, id string) (console.EECARPart, error) {
+func (e *Adapter) Part(ctx context.Context, id string) (Part, error) {
 	p, err := e.st.GetPart(ctx, id)
 	if err != nil {
-		return console.EECARPart{}, consoleErr(err)
+		return Part{}, consoleErr(err)
 	}
 	return e.part(ctx, p), nil
 }
 
-func (e *eecarConsole) MyParts(ctx context.Context, company, after string, limit int) ([]console.EECARPart, string, error) {
+func (e *Adapter) MyParts(ctx context.Context, company, after string, limit int) ([]Part, string, error) {
 	ids, next := e.m.SellerParts(company, after, limit)
-	out := make([]console.EECARPart, 0, len(ids))
+	out := make([]Part, 0, len(ids))
 	for _, id := range ids {
 		p, err := e.st.GetPart(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -131,7 +132,7 @@ func (e *eecarConsole) MyParts(ctx context.Context, company, after string, limit
 	return out, next, nil
 }
 
-func (e *eecarConsole) SavePart(ctx context.Context, company, id string, in console.EECARPartInput) (console.EECARPart, error) {
+func (e *Adapter) SavePart(ctx context.Context, company, id string, in PartInput) (Part, error) {
 	pi := market.PartInput{Name: in.Name, Category: in.Category, Manufacturer: in.Manufacturer, Model: in.Model, Year: in.Year,
 		Condition: in.Condition, Price: in.Price, Quantity: in.Quantity, Description: in.Description, Images: in.Images, Specs: in.Specs}
 	var p store.Part
@@ -142,21 +143,21 @@ func (e *eecarConsole) SavePart(ctx context.Context, company, id string, in cons
 		// The use cases are not on the form: keep them.
 		prev, gerr := e.st.GetPart(ctx, id)
 		if gerr != nil {
-			return console.EECARPart{}, consoleErr(gerr)
+			return Part{}, consoleErr(gerr)
 		}
 		if prev.SellerID != company {
-			return console.EECARPart{}, console.ErrNotFound
+			return Part{}, console.ErrNotFound
 		}
 		pi.UseCases = prev.UseCases
 		p, err = e.m.UpdatePart(ctx, company, id, pi)
 	}
 	if err != nil {
-		return console.EECARPart{}, consoleErr(err)
+		return Part{}, consoleErr(err)
 	}
 	return e.part(ctx, p), nil
 }
 
-func (e *eecarConsole) WithdrawPart(ctx context.Context, company, id string) error {
+func (e *Adapter) WithdrawPart(ctx context.Context, company, id string) error {
 	err := e.m.DeletePart(ctx, company, id)
 	if errors.Is(err, store.ErrForbidden) {
 		return console.ErrNotFound
@@ -164,7 +165,7 @@ func (e *eecarConsole) WithdrawPart(ctx context.Context, company, id string) err
 	return consoleErr(err)
 }
 
-func (e *eecarConsole) PutImage(ctx context.Context, company string, data []byte) (string, error) {
+func (e *Adapter) PutImage(ctx context.Context, company string, data []byte) (string, error) {
 	key, err := e.m.PutImage(ctx, company, data)
 	if err != nil {
 		return "", consoleErr(err)
@@ -172,38 +173,38 @@ func (e *eecarConsole) PutImage(ctx context.Context, company string, data []byte
 	return market.ImagePath + key, nil
 }
 
-func (e *eecarConsole) Image(ctx context.Context, key string) (io.ReadCloser, string, error) {
+func (e *Adapter) Image(ctx context.Context, key string) (io.ReadCloser, string, error) {
 	rc, ctype, err := e.m.Image(ctx, key)
 	return rc, ctype, consoleErr(err)
 }
 
-func consoleNeed(n store.Need) console.EECARNeed {
-	return console.EECARNeed{ID: n.ID, Industry: n.Industry, Category: n.RequiredSpecs.Category, MinQuantity: n.RequiredSpecs.MinQuantity,
+func consoleNeed(n store.Need) Need {
+	return Need{ID: n.ID, Industry: n.Industry, Category: n.RequiredSpecs.Category, MinQuantity: n.RequiredSpecs.MinQuantity,
 		MaxPrice: n.RequiredSpecs.MaxPrice, MaterialPreferences: n.RequiredSpecs.MaterialPreferences, TargetApplication: n.TargetApplication,
 		ProductionProcess: n.ProductionProcess, Priority: n.Priority, Status: n.Status, CreatedAt: n.CreatedAt}
 }
 
-func (e *eecarConsole) Needs(ctx context.Context, company, after string, limit int) ([]console.EECARNeed, string, error) {
+func (e *Adapter) Needs(ctx context.Context, company, after string, limit int) ([]Need, string, error) {
 	ns, next, err := e.st.NeedsPage(ctx, company, limit, after)
 	if err != nil {
 		return nil, "", consoleErr(err)
 	}
-	out := make([]console.EECARNeed, 0, len(ns))
+	out := make([]Need, 0, len(ns))
 	for _, n := range ns {
 		out = append(out, consoleNeed(n))
 	}
 	return out, next, nil
 }
 
-func (e *eecarConsole) Need(ctx context.Context, company, id string) (console.EECARNeed, error) {
+func (e *Adapter) Need(ctx context.Context, company, id string) (Need, error) {
 	n, err := e.st.GetNeed(ctx, company, id)
 	if err != nil {
-		return console.EECARNeed{}, consoleErr(err)
+		return Need{}, consoleErr(err)
 	}
 	return consoleNeed(n), nil
 }
 
-func (e *eecarConsole) NeedMatches(ctx context.Context, company, id string) ([]console.EECARHit, error) {
+func (e *Adapter) NeedMatches(ctx context.Context, company, id string) ([]Hit, error) {
 	n, err := e.st.GetNeed(ctx, company, id)
 	if err != nil {
 		return nil, consoleErr(err)
@@ -215,22 +216,22 @@ func (e *eecarConsole) NeedMatches(ctx context.Context, company, id string) ([]c
 	return e.hits(ctx, res), nil
 }
 
-func (e *eecarConsole) CreateNeed(ctx context.Context, company string, n console.EECARNeed) (console.EECARNeed, error) {
+func (e *Adapter) CreateNeed(ctx context.Context, company string, n Need) (Need, error) {
 	c, err := e.st.GetCompany(ctx, company)
 	if err != nil {
-		return console.EECARNeed{}, consoleErr(err)
+		return Need{}, consoleErr(err)
 	}
 	out, err := e.m.SaveNeed(ctx, c, "", market.NeedInput{Industry: n.Industry, ProductionProcess: n.ProductionProcess,
 		TargetApplication: n.TargetApplication, Priority: n.Priority, RequiredSpecs: store.RequiredSpecs{Category: n.Category,
 			MinQuantity: n.MinQuantity, MaxPrice: n.MaxPrice, MaterialPreferences: n.MaterialPreferences}})
 	if err != nil {
-		return console.EECARNeed{}, consoleErr(err)
+		return Need{}, consoleErr(err)
 	}
 	return consoleNeed(out), nil
 }
 
-func consoleWatch(w store.Watch) console.EECARWatch {
-	out := console.EECARWatch{ID: w.ID, Category: w.Criteria.Category, MaxPrice: w.Criteria.MaxPrice, Keywords: w.Criteria.Keywords,
+func consoleWatch(w store.Watch) Watch {
+	out := Watch{ID: w.ID, Category: w.Criteria.Category, MaxPrice: w.Criteria.MaxPrice, Keywords: w.Criteria.Keywords,
 		Status: w.Status, CreatedAt: w.CreatedAt, TriggeredAt: w.TriggeredAt}
 	for k, v := range w.Criteria.MinSpecs {
 		out.MinSpecs = append(out.MinSpecs, [2]string{k, strconv.FormatFloat(v, 'f', -1, 64)})
@@ -239,30 +240,30 @@ func consoleWatch(w store.Watch) console.EECARWatch {
 	return out
 }
 
-func (e *eecarConsole) Watches(ctx context.Context, company, after string, limit int) ([]console.EECARWatch, string, error) {
+func (e *Adapter) Watches(ctx context.Context, company, after string, limit int) ([]Watch, string, error) {
 	ws, next, err := e.st.WatchesPage(ctx, company, limit, after)
 	if err != nil {
 		return nil, "", consoleErr(err)
 	}
-	out := make([]console.EECARWatch, 0, len(ws))
+	out := make([]Watch, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, consoleWatch(w))
 	}
 	return out, next, nil
 }
 
-func (e *eecarConsole) Watch(ctx context.Context, company, id, after string, limit int) (console.EECARWatch, []console.EECARTrigger, string, error) {
+func (e *Adapter) Watch(ctx context.Context, company, id, after string, limit int) (Watch, []Trigger, string, error) {
 	w, err := e.st.GetWatch(ctx, company, id)
 	if err != nil {
-		return console.EECARWatch{}, nil, "", consoleErr(err)
+		return Watch{}, nil, "", consoleErr(err)
 	}
 	ts, next, err := e.st.TriggersPage(ctx, w.ID, limit, after)
 	if err != nil {
-		return console.EECARWatch{}, nil, "", consoleErr(err)
+		return Watch{}, nil, "", consoleErr(err)
 	}
-	out := make([]console.EECARTrigger, 0, len(ts))
+	out := make([]Trigger, 0, len(ts))
 	for _, t := range ts {
-		ct := console.EECARTrigger{PartID: t.PartID, MatchScore: t.MatchScore, NotifiedAt: t.NotifiedAt}
+		ct := Trigger{PartID: t.PartID, MatchScore: t.MatchScore, NotifiedAt: t.NotifiedAt}
 		if p, err := e.st.GetPart(ctx, t.PartID); err == nil {
 			ct.PartName = p.Name
 		}
@@ -271,12 +272,12 @@ func (e *eecarConsole) Watch(ctx context.Context, company, id, after string, lim
 	return consoleWatch(w), out, next, nil
 }
 
-func (e *eecarConsole) CreateWatch(ctx context.Context, company string, w console.EECARWatch) (console.EECARWatch, error) {
+func (e *Adapter) CreateWatch(ctx context.Context, company string, w Watch) (Watch, error) {
 	in := store.Watch{Criteria: store.WatchCriteria{Category: w.Category, MaxPrice: w.MaxPrice, Keywords: w.Keywords}}
 	for _, kv := range w.MinSpecs {
 		v, err := strconv.ParseFloat(kv[1], 64)
 		if err != nil {
-			return console.EECARWatch{}, fmt.Errorf("%w: minSpecs.%s must be a number", console.ErrInvalid, kv[0])
+			return Watch{}, fmt.Errorf("%w: minSpecs.%s must be a number", console.ErrInvalid, kv[0])
 		}
 		if in.Criteria.MinSpecs == nil {
 			in.Criteria.MinSpecs = map[string]float64{}
@@ -285,22 +286,22 @@ func (e *eecarConsole) CreateWatch(ctx context.Context, company string, w consol
 	}
 	out, err := e.m.CreateWatch(ctx, company, in)
 	if err != nil {
-		return console.EECARWatch{}, consoleErr(err)
+		return Watch{}, consoleErr(err)
 	}
 	return consoleWatch(out), nil
 }
 
-func (e *eecarConsole) CancelWatch(ctx context.Context, company, id string) error {
+func (e *Adapter) CancelWatch(ctx context.Context, company, id string) error {
 	_, err := e.m.CancelWatch(ctx, company, id)
 	return consoleErr(err)
 }
 
-func (e *eecarConsole) proposal(ctx context.Context, p store.Proposal) console.EECARProposal {
-	out := console.EECARProposal{ID: p.ID, FromID: p.FromCompanyID, FromName: e.name(ctx, p.FromCompanyID), ToID: p.ToCompanyID,
+func (e *Adapter) proposal(ctx context.Context, p store.Proposal) Proposal {
+	out := Proposal{ID: p.ID, FromID: p.FromCompanyID, FromName: e.name(ctx, p.FromCompanyID), ToID: p.ToCompanyID,
 		ToName: e.name(ctx, p.ToCompanyID), PartIDs: p.PartIDs, Type: p.ProposalType, Message: p.Message, Quantity: p.Quantity,
 		PriceOffer: p.PriceOffer, Status: p.Status, CreatedAt: p.CreatedAt}
 	for _, h := range p.History {
-		out.History = append(out.History, console.EECARStep{By: h.By, ByName: e.name(ctx, h.By), Action: h.Action,
+		out.History = append(out.History, Step{By: h.By, ByName: e.name(ctx, h.By), Action: h.Action,
 			PriceOffer: h.PriceOffer, Quantity: h.Quantity, Message: h.Message, At: h.At})
 	}
 	// The first sender is the other party of the first response.
@@ -315,8 +316,8 @@ func (e *eecarConsole) proposal(ctx context.Context, p store.Proposal) console.E
 	return out
 }
 
-func (e *eecarConsole) Inbox(ctx context.Context, company string) ([]console.EECARProposal, error) {
-	var out []console.EECARProposal
+func (e *Adapter) Inbox(ctx context.Context, company string) ([]Proposal, error) {
+	var out []Proposal
 	for _, status := range []string{store.ProposalPending, store.ProposalNegotiating} {
 		ps, err := e.st.ListProposals(ctx, company, status)
 		if err != nil {
@@ -330,39 +331,39 @@ func (e *eecarConsole) Inbox(ctx context.Context, company string) ([]console.EEC
 	return out, nil
 }
 
-func (e *eecarConsole) Proposals(ctx context.Context, company, after string, limit int) ([]console.EECARProposal, string, error) {
+func (e *Adapter) Proposals(ctx context.Context, company, after string, limit int) ([]Proposal, string, error) {
 	ps, next, err := e.st.CompanyProposals(ctx, company, limit, after)
 	if err != nil {
 		return nil, "", consoleErr(err)
 	}
-	out := make([]console.EECARProposal, 0, len(ps))
+	out := make([]Proposal, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, e.proposal(ctx, p))
 	}
 	return out, next, nil
 }
 
-func (e *eecarConsole) Proposal(ctx context.Context, company, id string) (console.EECARProposal, error) {
+func (e *Adapter) Proposal(ctx context.Context, company, id string) (Proposal, error) {
 	p, err := e.st.GetProposal(ctx, company, id)
 	if err != nil {
-		return console.EECARProposal{}, consoleErr(err)
+		return Proposal{}, consoleErr(err)
 	}
 	return e.proposal(ctx, p), nil
 }
 
-func (e *eecarConsole) Propose(ctx context.Context, company string, in console.EECARProposalInput) (console.EECARProposal, error) {
+func (e *Adapter) Propose(ctx context.Context, company string, in ProposalInput) (Proposal, error) {
 	p, err := e.m.Propose(ctx, company, store.Proposal{ToCompanyID: in.ToCompanyID, PartIDs: in.PartIDs, ProposalType: in.Type,
 		Quantity: in.Quantity, PriceOffer: in.PriceOffer, Message: in.Message})
 	if err != nil {
-		return console.EECARProposal{}, consoleErr(err)
+		return Proposal{}, consoleErr(err)
 	}
 	return e.proposal(ctx, p), nil
 }
 
-func (e *eecarConsole) Respond(ctx context.Context, company, id string, r console.EECARResponse) (console.EECARProposal, error) {
+func (e *Adapter) Respond(ctx context.Context, company, id string, r Response) (Proposal, error) {
 	p, err := e.st.Respond(ctx, company, id, store.Response{Action: r.Action, PriceOffer: r.PriceOffer, Quantity: r.Quantity, Message: r.Message})
 	if err != nil {
-		return console.EECARProposal{}, consoleErr(err)
+		return Proposal{}, consoleErr(err)
 	}
 	return e.proposal(ctx, p), nil
 }
@@ -378,37 +379,37 @@ func noteLink(n store.Notification) string {
 	return ""
 }
 
-func consoleNote(n store.Notification) console.EECARNotification {
-	return console.EECARNotification{ID: n.ID, Type: n.Type, Title: n.Title, Message: n.Message, Read: n.Read, SentAt: n.SentAt, Link: noteLink(n)}
+func consoleNote(n store.Notification) Notification {
+	return Notification{ID: n.ID, Type: n.Type, Title: n.Title, Message: n.Message, Read: n.Read, SentAt: n.SentAt, Link: noteLink(n)}
 }
 
-func (e *eecarConsole) Notifications(ctx context.Context, company, after string, limit int) ([]console.EECARNotification, string, error) {
+func (e *Adapter) Notifications(ctx context.Context, company, after string, limit int) ([]Notification, string, error) {
 	ns, next, err := e.st.NotificationsPage(ctx, company, limit, after)
 	if err != nil {
 		return nil, "", consoleErr(err)
 	}
-	out := make([]console.EECARNotification, 0, len(ns))
+	out := make([]Notification, 0, len(ns))
 	for _, n := range ns {
 		out = append(out, consoleNote(n))
 	}
 	return out, next, nil
 }
 
-func (e *eecarConsole) Open(ctx context.Context, company, id string) (console.EECARNotification, error) {
+func (e *Adapter) Open(ctx context.Context, company, id string) (Notification, error) {
 	n, err := e.st.GetNotification(ctx, company, id)
 	if err != nil {
-		return console.EECARNotification{}, consoleErr(err)
+		return Notification{}, consoleErr(err)
 	}
 	if !n.Read {
 		if err := e.st.MarkRead(ctx, company, id); err != nil {
-			return console.EECARNotification{}, consoleErr(err)
+			return Notification{}, consoleErr(err)
 		}
 		n.Read = true
 	}
 	return consoleNote(n), nil
 }
 
-func (e *eecarConsole) Unread(ctx context.Context, company string) (int, error) {
+func (e *Adapter) Unread(ctx context.Context, company string) (int, error) {
 	ns, err := e.st.Notifications(ctx, company, 100)
 	if err != nil {
 		return 0, err
@@ -420,4 +421,27 @@ func (e *eecarConsole) Unread(ctx context.Context, company string) (int, error) 
 		}
 	}
 	return n, nil
+}
+
+// Realm signs EECAR companies in with their API keys; the session keeps
+// the key's hash, and a revoked key ends its sessions at their next
+// request.
+func Realm(st *store.Store) console.Realm {
+	return console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: realm{st}}
+}
+
+type realm struct{ st *store.Store }
+
+func (a realm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
+	co, err := a.st.Authenticate(ctx, cred)
+	if err != nil {
+		return console.Principal{}, err
+	}
+	return console.Principal{ID: co.ID, Name: co.Name, Check: store.HashKey(cred)}, nil
+}
+
+// Valid fails once the key (by its hash) is revoked or its company gone.
+func (a realm) Valid(ctx context.Context, hash string) error {
+	_, err := a.st.AuthenticateHash(ctx, hash)
+	return err
 }

@@ -1,4 +1,4 @@
-package main
+package wallcrawler
 
 import (
 	"context"
@@ -9,33 +9,20 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/console"
-	"github.com/quarrydb/quarry/internal/wallcrawler"
 	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 )
 
-// consoleExtra adds an area to the console's options.
-type consoleExtra func(ctx context.Context, opts *console.Options) error
-
-// wallcrawlerConsole opens the session inspector over wc's sessions,
-// contexts and blobs to those signed in with a Wallcrawler API key
-// (wcRealm).
-func wallcrawlerConsole(wc *wallcrawler.System) consoleExtra {
-	return func(ctx context.Context, opts *console.Options) error {
-		if wc == nil {
-			return nil
-		}
-		opts.Wallcrawler = wcInspector{auth: wc.Auth(), sessions: wc.Sessions(), contexts: wc.Contexts()}
-		return nil
-	}
+// Realm signs people in with Wallcrawler API keys, keeping the key's hash
+// (never the key) and checking it on every request.
+func Realm(st *wcauth.Store) console.Realm {
+	return console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: realm{st}}
 }
 
-// wcRealm authenticates Wallcrawler API keys for the console, keeping the
-// key's hash (never the key) and checking it on every request.
-type wcRealm struct{ st *wcauth.Store }
+type realm struct{ st *wcauth.Store }
 
-func (a wcRealm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
+func (a realm) Authenticate(ctx context.Context, cred string) (console.Principal, error) {
 	p, err := a.st.Authorize(ctx, cred, "")
 	if err != nil {
 		return console.Principal{}, err
@@ -45,23 +32,29 @@ func (a wcRealm) Authenticate(ctx context.Context, cred string) (console.Princip
 
 // Valid ends the console sessions of a revoked key, or of a key whose
 // primary project was made inactive.
-func (a wcRealm) Valid(ctx context.Context, hash string) error {
+func (a realm) Valid(ctx context.Context, hash string) error {
 	_, err := a.st.AuthorizeHash(ctx, hash, "")
 	return err
 }
 
-// wcInspector is console.Wallcrawler over Wallcrawler's stores.
-type wcInspector struct {
+// Adapter is a Backend over Wallcrawler's stores.
+type Adapter struct {
 	auth     *wcauth.Store
 	sessions *sessions.Manager
 	contexts *contexts.Store
 }
 
-var _ console.Wallcrawler = wcInspector{}
+var _ Backend = Adapter{}
+
+// Adapt returns the inspector's view of Wallcrawler's API keys and
+// projects (auth), sessions and contexts.
+func Adapt(auth *wcauth.Store, sessions *sessions.Manager, contexts *contexts.Store) Adapter {
+	return Adapter{auth: auth, sessions: sessions, contexts: contexts}
+}
 
 // principal authorizes the key (by hash) for projectID; a project that is
 // not the key's, or is inactive, is console.ErrNotFound.
-func (w wcInspector) principal(ctx context.Context, hash, projectID string) (wcauth.Principal, error) {
+func (w Adapter) principal(ctx context.Context, hash, projectID string) (wcauth.Principal, error) {
 	p, err := w.auth.AuthorizeHash(ctx, hash, projectID)
 	if errors.Is(err, wcauth.ErrForbidden) {
 		return p, fmt.Errorf("%w: %v", console.ErrNotFound, err)
@@ -71,7 +64,7 @@ func (w wcInspector) principal(ctx context.Context, hash, projectID string) (wca
 
 // session reads a session of projectID (another project's, even one the
 // key may use, is console.ErrNotFound: the URL names the project).
-func (w wcInspector) session(ctx context.Context, hash, projectID, id string) (wcauth.Principal, sessions.Session, error) {
+func (w Adapter) session(ctx context.Context, hash, projectID, id string) (wcauth.Principal, sessions.Session, error) {
 	p, err := w.principal(ctx, hash, projectID)
 	if err != nil {
 		return p, sessions.Session{}, err
@@ -83,12 +76,12 @@ func (w wcInspector) session(ctx context.Context, hash, projectID, id string) (w
 	return p, x, err
 }
 
-func (w wcInspector) Projects(ctx context.Context, hash string) ([]console.WCProject, error) {
+func (w Adapter) Projects(ctx context.Context, hash string) ([]Project, error) {
 	p, err := w.auth.AuthorizeHash(ctx, hash, "")
 	if err != nil {
 		return nil, err
 	}
-	var out []console.WCProject
+	var out []Project
 	for _, id := range p.ProjectIDs {
 		pr, err := w.auth.GetProject(ctx, id)
 		if errors.Is(err, wcauth.ErrNotFound) || (err == nil && pr.Status != wcauth.StatusActive) {
@@ -97,14 +90,14 @@ func (w wcInspector) Projects(ctx context.Context, hash string) ([]console.WCPro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, console.WCProject{ID: pr.ID, Name: pr.Name, Concurrency: pr.Concurrency, Active: pr.ActiveSessions,
+		out = append(out, Project{ID: pr.ID, Name: pr.Name, Concurrency: pr.Concurrency, Active: pr.ActiveSessions,
 			BrowserMinutes: float64(pr.UsageBrowserMs) / 60000, ProxyBytes: pr.UsageProxyBytes})
 	}
 	return out, nil
 }
 
-func wcRow(x sessions.Session) console.WCSession {
-	s := console.WCSession{ID: x.ID, Status: x.Status, InternalStatus: x.InternalStatus, Region: x.Region, CreatedAt: x.CreatedAt,
+func row(x sessions.Session) Session {
+	s := Session{ID: x.ID, Status: x.Status, InternalStatus: x.InternalStatus, Region: x.Region, CreatedAt: x.CreatedAt,
 		StartedAt: x.StartedAt, EndedAt: x.EndedAt, ExpiresAt: x.ExpiresAt, KeepAlive: x.KeepAlive, ContextID: x.ContextID,
 		ProxyBytes: x.ProxyBytes, AvgCPU: x.AvgCPUUsage, Memory: x.MemoryUsage, Sampled: x.UsageSampled, Error: x.Error}
 	if len(x.UserMetadata) > 0 {
@@ -114,7 +107,7 @@ func wcRow(x sessions.Session) console.WCSession {
 	return s
 }
 
-func (w wcInspector) Sessions(ctx context.Context, hash, projectID string, limit int) ([]console.WCSession, error) {
+func (w Adapter) Sessions(ctx context.Context, hash, projectID string, limit int) ([]Session, error) {
 	p, err := w.principal(ctx, hash, projectID)
 	if err != nil {
 		return nil, err
@@ -123,9 +116,9 @@ func (w wcInspector) Sessions(ctx context.Context, hash, projectID string, limit
 	if err != nil {
 		return nil, err
 	}
-	out := make([]console.WCSession, len(xs))
+	out := make([]Session, len(xs))
 	for i, x := range xs {
-		out[i] = wcRow(x)
+		out[i] = row(x)
 	}
 	return out, nil
 }
@@ -140,21 +133,21 @@ func cutJSON(b []byte) string {
 	return string(b)
 }
 
-func (w wcInspector) Session(ctx context.Context, hash, projectID, id string) (console.WCDetail, error) {
+func (w Adapter) Session(ctx context.Context, hash, projectID, id string) (Detail, error) {
 	p, x, err := w.session(ctx, hash, projectID, id)
 	if err != nil {
-		return console.WCDetail{}, err
+		return Detail{}, err
 	}
-	d := console.WCDetail{Session: wcRow(x)}
+	d := Detail{Session: row(x)}
 	for _, e := range x.Events {
-		d.Events = append(d.Events, console.WCEvent{Time: e.Time, Source: e.Source, From: e.From, To: e.To, Note: e.Reason})
+		d.Events = append(d.Events, Event{Time: e.Time, Source: e.Source, From: e.From, To: e.To, Note: e.Reason})
 	}
 	logs, err := w.sessions.Logs(ctx, p, id)
 	if err != nil {
-		return console.WCDetail{}, err
+		return Detail{}, err
 	}
 	for _, e := range logs {
-		le := console.WCLogEntry{Time: time.UnixMilli(e.Timestamp).UTC(), Method: e.Method, CDPSession: e.SessionID}
+		le := LogEntry{Time: time.UnixMilli(e.Timestamp).UTC(), Method: e.Method, CDPSession: e.SessionID}
 		if e.Request != nil {
 			le.Request = cutJSON(e.Request.Params)
 			if le.Request == "" {
@@ -174,23 +167,23 @@ func (w wcInspector) Session(ctx context.Context, hash, projectID, id string) (c
 	}
 	rec, err := w.sessions.Recording(ctx, p, id)
 	if err != nil {
-		return console.WCDetail{}, err
+		return Detail{}, err
 	}
 	for _, c := range rec.Console {
-		d.Console = append(d.Console, console.WCConsole{Time: c.Time, PageID: c.PageID, Level: c.Level, Source: c.Source, Text: c.Text, URL: c.URL})
+		d.Console = append(d.Console, ConsoleMessage{Time: c.Time, PageID: c.PageID, Level: c.Level, Source: c.Source, Text: c.Text, URL: c.URL})
 	}
 	for _, n := range rec.Network {
-		d.Network = append(d.Network, console.WCRequest{Time: n.Time, PageID: n.PageID, Method: n.Method, URL: n.URL, Type: n.Type,
+		d.Network = append(d.Network, Request{Time: n.Time, PageID: n.PageID, Method: n.Method, URL: n.URL, Type: n.Type,
 			MimeType: n.MimeType, Status: n.Status, Size: n.Size, DurationMs: n.DurationMs, Error: n.Error, Done: n.Done})
 	}
 	for _, f := range rec.Frames {
-		d.Frames = append(d.Frames, console.WCFrame{Time: f.Time, PageID: f.PageID})
+		d.Frames = append(d.Frames, Frame{Time: f.Time, PageID: f.PageID})
 	}
 	d.DroppedConsole, d.DroppedNetwork, d.DroppedFrames, d.RecordError = rec.Dropped.Console, rec.Dropped.Network, rec.Dropped.Frames, rec.Error
 	return d, nil
 }
 
-func (w wcInspector) Frame(ctx context.Context, hash, projectID, id string, n int) ([]byte, error) {
+func (w Adapter) Frame(ctx context.Context, hash, projectID, id string, n int) ([]byte, error) {
 	p, _, err := w.session(ctx, hash, projectID, id)
 	if err != nil {
 		return nil, err
@@ -202,7 +195,7 @@ func (w wcInspector) Frame(ctx context.Context, hash, projectID, id string, n in
 	return b, err
 }
 
-func (w wcInspector) Downloads(ctx context.Context, hash, projectID, id string, out io.Writer) error {
+func (w Adapter) Downloads(ctx context.Context, hash, projectID, id string, out io.Writer) error {
 	p, _, err := w.session(ctx, hash, projectID, id)
 	if err != nil {
 		return err
@@ -210,7 +203,7 @@ func (w wcInspector) Downloads(ctx context.Context, hash, projectID, id string, 
 	return w.sessions.Downloads(ctx, p, id, out)
 }
 
-func (w wcInspector) Release(ctx context.Context, hash, projectID, id string) error {
+func (w Adapter) Release(ctx context.Context, hash, projectID, id string) error {
 	p, _, err := w.session(ctx, hash, projectID, id)
 	if err != nil {
 		return err
@@ -222,7 +215,7 @@ func (w wcInspector) Release(ctx context.Context, hash, projectID, id string) er
 // maxConsoleContexts bounds the contexts listed.
 const maxConsoleContexts = 500
 
-func (w wcInspector) Contexts(ctx context.Context, hash, projectID string) ([]console.WCContext, error) {
+func (w Adapter) Contexts(ctx context.Context, hash, projectID string) ([]BrowserContext, error) {
 	if _, err := w.principal(ctx, hash, projectID); err != nil {
 		return nil, err
 	}
@@ -230,13 +223,13 @@ func (w wcInspector) Contexts(ctx context.Context, hash, projectID string) ([]co
 	if err != nil {
 		return nil, err
 	}
-	out := make([]console.WCContext, 0, len(cs))
+	out := make([]BrowserContext, 0, len(cs))
 	for _, c := range cs {
 		size, err := w.contexts.ArchiveSize(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, console.WCContext{ID: c.ID, Name: c.Name, Status: c.Status, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Size: size})
+		out = append(out, BrowserContext{ID: c.ID, Name: c.Name, Status: c.Status, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Size: size})
 	}
 	return out, nil
 }

@@ -1,9 +1,4 @@
-// Package shelfconsole is DataShelf as the web console sees it: it
-// implements console.DataShelf over DataShelf's store (the catalogue,
-// read only) and console.ShelfCrawl (the crawl page: failures, throughput,
-// retries, and a crawl run in this process). cmd/quarry wires it;
-// bench/consolebench measures it.
-package shelfconsole
+package datashelf
 
 import (
 	"context"
@@ -19,28 +14,31 @@ import (
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
 
-// Store implements console.DataShelf (and, with a Crawls, ShelfCrawl).
-type Store struct {
+// Adapter is DataShelf as the catalogue and the crawl page see it: a
+// Catalogue over DataShelf's store (read only) and a CrawlControl (the
+// crawl page: failures, throughput, retries, and a crawl run in this
+// process by a Crawls).
+type Adapter struct {
 	st     store.Store
 	crawls *Crawls
 }
 
-var _ console.DataShelf = (*Store)(nil)
+var _ Catalogue = (*Adapter)(nil)
 
-// New returns the console's view of st; crawls runs the crawls the crawl
+// Adapt returns the pages' view of st; crawls runs the crawls the crawl
 // page starts (nil: the page shows the queue only; see Crawl).
-func New(st store.Store, crawls *Crawls) *Store { return &Store{st: st, crawls: crawls} }
+func Adapt(st store.Store, crawls *Crawls) *Adapter { return &Adapter{st: st, crawls: crawls} }
 
 // maxTreeCategories bounds the categories the catalogue's tree lists.
 const maxTreeCategories = 1000
 
-// Tree implements console.DataShelf.
-func (s *Store) Tree(ctx context.Context) ([]console.ShelfNode, error) {
+// Tree implements Catalogue.
+func (s *Adapter) Tree(ctx context.Context) ([]Node, error) {
 	nav, err := s.st.NavigationTree(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("datashelf: navigation: %w", err)
 	}
-	byNav := map[string][]console.ShelfCategory{}
+	byNav := map[string][]Category{}
 	for off := 0; off < maxTreeCategories; off += store.MaxListLimit {
 		cats, _, err := s.st.ListCategories(ctx, store.CategoryFilter{Limit: store.MaxListLimit, Offset: off})
 		if err != nil {
@@ -57,44 +55,44 @@ func (s *Store) Tree(ctx context.Context) ([]console.ShelfNode, error) {
 			break
 		}
 	}
-	var conv func(ns []*store.NavigationNode) []console.ShelfNode
-	conv = func(ns []*store.NavigationNode) []console.ShelfNode {
-		out := make([]console.ShelfNode, 0, len(ns))
+	var conv func(ns []*store.NavigationNode) []Node
+	conv = func(ns []*store.NavigationNode) []Node {
+		out := make([]Node, 0, len(ns))
 		for _, n := range ns {
-			out = append(out, console.ShelfNode{ID: n.ID, Title: n.Title, Categories: byNav[n.ID], Children: conv(n.Children)})
+			out = append(out, Node{ID: n.ID, Title: n.Title, Categories: byNav[n.ID], Children: conv(n.Children)})
 			delete(byNav, n.ID)
 		}
 		return out
 	}
 	tree := conv(nav)
-	var other []console.ShelfCategory
+	var other []Category
 	for _, cs := range byNav { // without a navigation row, or under one not in the tree
 		other = append(other, cs...)
 	}
 	if len(other) > 0 {
-		tree = append(tree, console.ShelfNode{Title: "Other", Categories: other})
+		tree = append(tree, Node{Title: "Other", Categories: other})
 	}
 	return tree, nil
 }
 
-func shelfCategory(c store.Category) console.ShelfCategory {
-	return console.ShelfCategory{ID: c.ID, Title: c.Title, Products: c.ProductCount}
+func shelfCategory(c store.Category) Category {
+	return Category{ID: c.ID, Title: c.Title, Products: c.ProductCount}
 }
 
-// Category implements console.DataShelf.
-func (s *Store) Category(ctx context.Context, id string) (console.ShelfCategory, error) {
+// Category implements Catalogue.
+func (s *Adapter) Category(ctx context.Context, id string) (Category, error) {
 	c, err := s.st.GetCategory(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
-		return console.ShelfCategory{}, console.ErrNotFound
+		return Category{}, console.ErrNotFound
 	}
 	if err != nil {
-		return console.ShelfCategory{}, fmt.Errorf("datashelf: category: %w", err)
+		return Category{}, fmt.Errorf("datashelf: category: %w", err)
 	}
 	return shelfCategory(c), nil
 }
 
-// Products implements console.DataShelf.
-func (s *Store) Products(ctx context.Context, f console.ShelfFilter) (console.ShelfPage, error) {
+// Products implements Catalogue.
+func (s *Adapter) Products(ctx context.Context, f Filter) (Page, error) {
 	pf := store.ProductFilter{CategoryID: f.CategoryID, Q: f.Q, Author: f.Author, Format: f.Format, Condition: f.Condition,
 		MinPrice: f.MinPrice, MaxPrice: f.MaxPrice, Available: f.Available, Sort: f.Sort, Limit: f.Limit, SkipTotal: true}
 	if f.After != "" {
@@ -104,33 +102,33 @@ func (s *Store) Products(ctx context.Context, f console.ShelfFilter) (console.Sh
 			err = json.Unmarshal(b, &k)
 		}
 		if err != nil {
-			return console.ShelfPage{}, fmt.Errorf("%w: this page's position is not valid; start again from the first page", console.ErrInvalid)
+			return Page{}, fmt.Errorf("%w: this page's position is not valid; start again from the first page", console.ErrInvalid)
 		}
 		pf.After = &k
 	}
 	ps, _, err := s.st.ListProducts(ctx, pf)
 	if errors.Is(err, store.ErrInvalid) {
-		return console.ShelfPage{}, fmt.Errorf("%w: %s", console.ErrInvalid, strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
+		return Page{}, fmt.Errorf("%w: %s", console.ErrInvalid, strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
 	}
 	if err != nil {
-		return console.ShelfPage{}, fmt.Errorf("datashelf: products: %w", err)
+		return Page{}, fmt.Errorf("datashelf: products: %w", err)
 	}
-	page := console.ShelfPage{}
+	page := Page{}
 	for _, p := range ps {
 		page.Products = append(page.Products, shelfProduct(p))
 	}
 	if len(ps) == f.Limit && f.Limit > 0 {
 		b, err := json.Marshal(store.KeyOf(ps[len(ps)-1], f.Sort))
 		if err != nil {
-			return console.ShelfPage{}, err
+			return Page{}, err
 		}
 		page.Next = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return page, nil
 }
 
-func shelfProduct(p store.Product) console.ShelfProduct {
-	sp := console.ShelfProduct{ID: p.ID, Title: p.Title, SourceURL: p.SourceURL, Price: p.Price, Currency: p.Currency,
+func shelfProduct(p store.Product) Product {
+	sp := Product{ID: p.ID, Title: p.Title, SourceURL: p.SourceURL, Price: p.Price, Currency: p.Currency,
 		Available: p.Available, ScrapedAt: p.LastScrapedAt}
 	if p.CategoryID != nil {
 		sp.CategoryID = *p.CategoryID
@@ -164,27 +162,27 @@ func sortedKeys(m map[string]any) []string {
 	return ks
 }
 
-// Product implements console.DataShelf.
-func (s *Store) Product(ctx context.Context, id string) (console.ShelfProduct, error) {
+// Product implements Catalogue.
+func (s *Adapter) Product(ctx context.Context, id string) (Product, error) {
 	p, err := s.st.GetProduct(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
-		return console.ShelfProduct{}, console.ErrNotFound
+		return Product{}, console.ErrNotFound
 	}
 	if err != nil {
-		return console.ShelfProduct{}, fmt.Errorf("datashelf: product: %w", err)
+		return Product{}, fmt.Errorf("datashelf: product: %w", err)
 	}
 	return shelfProduct(p), nil
 }
 
-// Queue implements console.DataShelf.
-func (s *Store) Queue(ctx context.Context) ([]console.QueueRow, error) {
+// Queue implements Catalogue.
+func (s *Adapter) Queue(ctx context.Context) ([]QueueRow, error) {
 	stats, err := s.st.QueueStats(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("datashelf: queue: %w", err)
 	}
-	out := make([]console.QueueRow, 0, len(stats))
+	out := make([]QueueRow, 0, len(stats))
 	for _, q := range stats {
-		out = append(out, console.QueueRow{Status: string(q.Status), Type: string(q.Type), Count: q.Count, AvgAttempts: q.AvgAttempts, Oldest: q.OldestJob, Newest: q.NewestJob})
+		out = append(out, QueueRow{Status: string(q.Status), Type: string(q.Type), Count: q.Count, AvgAttempts: q.AvgAttempts, Oldest: q.OldestJob, Newest: q.NewestJob})
 	}
 	return out, nil
 }

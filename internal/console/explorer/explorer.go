@@ -1,7 +1,11 @@
-package console
+// Package explorer is the console's store explorer, for operators: the
+// tables of the DynamoDB store, Scan and Query, items as DynamoDB JSON and
+// plain JSON, item and table writes.
+package explorer
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"html/template"
@@ -14,22 +18,55 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/quarrydb/quarry/internal/console"
 )
 
-// The store explorer: tables, Scan and Query, items as DynamoDB JSON and
-// plain JSON, item and table writes. Operators only.
+//go:embed templates/*.html
+var templates embed.FS
 
-func (c *Console) explorerRoutes(m *http.ServeMux) {
-	if c.explorer == nil {
-		return
+// Area is the store explorer over one DynamoDB client.
+type Area struct {
+	db *dynamodb.Client
+	k  *console.Kit
+}
+
+// New returns the store explorer of db.
+func New(db *dynamodb.Client) *Area { return &Area{db: db} }
+
+// Name implements console.Area.
+func (*Area) Name() string { return "explorer" }
+
+// Nav links operators to the explorer.
+func (*Area) Nav(_ *http.Request, s console.Session) template.HTML {
+	if !s.Operator {
+		return ""
 	}
-	m.HandleFunc("GET /console/explorer/{$}", c.tables)
-	m.HandleFunc("POST /console/explorer/{$}", c.createTable)
-	m.HandleFunc("GET /console/explorer/t/{table}", c.table)
-	m.HandleFunc("POST /console/explorer/t/{table}/delete", c.deleteTable)
-	m.HandleFunc("GET /console/explorer/t/{table}/item", c.itemForm)
-	m.HandleFunc("POST /console/explorer/t/{table}/item", c.putItem)
-	m.HandleFunc("POST /console/explorer/t/{table}/item/delete", c.deleteItem)
+	return `<a href="/console/explorer/">Store explorer</a>`
+}
+
+// Card is the explorer's card on an operator's home page.
+func (*Area) Card(s console.Session) template.HTML {
+	if !s.Operator {
+		return ""
+	}
+	return `<li class="card"><a href="/console/explorer/"><strong>Store explorer</strong></a><p>Tables, indexes, Scan and Query, items.</p></li>`
+}
+
+// Mount implements console.Area.
+func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
+	a.k = k
+	if err := k.Pages(templates, nil); err != nil {
+		return err
+	}
+	m.HandleFunc("GET /console/explorer/{$}", a.tables)
+	m.HandleFunc("POST /console/explorer/{$}", a.createTable)
+	m.HandleFunc("GET /console/explorer/t/{table}", a.table)
+	m.HandleFunc("POST /console/explorer/t/{table}/delete", a.deleteTable)
+	m.HandleFunc("GET /console/explorer/t/{table}/item", a.itemForm)
+	m.HandleFunc("POST /console/explorer/t/{table}/item", a.putItem)
+	m.HandleFunc("POST /console/explorer/t/{table}/item/delete", a.deleteItem)
+	return nil
 }
 
 // keyAttr is one attribute of a key schema.
@@ -79,8 +116,8 @@ func (t tableInfo) index(name string) (index, bool) {
 	return index{}, false
 }
 
-func (c *Console) describe(ctx context.Context, name string, extras bool) (tableInfo, error) {
-	out, err := c.explorer.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+func (a *Area) describe(ctx context.Context, name string, extras bool) (tableInfo, error) {
+	out, err := a.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	if err != nil {
 		return tableInfo{}, err
 	}
@@ -131,13 +168,13 @@ func (c *Console) describe(ctx context.Context, name string, extras bool) (table
 		return ti, nil
 	}
 	ti.TTL, ti.PITR = "unknown", "unknown"
-	if t, err := c.explorer.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}); err == nil && t.TimeToLiveDescription != nil {
+	if t, err := a.db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)}); err == nil && t.TimeToLiveDescription != nil {
 		ti.TTL = strings.ToLower(string(t.TimeToLiveDescription.TimeToLiveStatus))
 		if a := aws.ToString(t.TimeToLiveDescription.AttributeName); a != "" {
 			ti.TTL += " (" + a + ")"
 		}
 	}
-	if b, err := c.explorer.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)}); err == nil &&
+	if b, err := a.db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)}); err == nil &&
 		b.ContinuousBackupsDescription != nil && b.ContinuousBackupsDescription.PointInTimeRecoveryDescription != nil {
 		ti.PITR = strings.ToLower(string(b.ContinuousBackupsDescription.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus))
 	}
@@ -151,32 +188,32 @@ type tablesData struct {
 	Msg    string
 }
 
-func (c *Console) tables(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) tables(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
-	c.tablesPage(w, r, http.StatusOK, tablesData{Form: url.Values{"pktype": {"S"}, "sktype": {"S"}}, Msg: message(r)})
+	a.tablesPage(w, r, http.StatusOK, tablesData{Form: url.Values{"pktype": {"S"}, "sktype": {"S"}}, Msg: message(r)})
 }
 
-func (c *Console) tablesPage(w http.ResponseWriter, r *http.Request, status int, d tablesData) {
+func (a *Area) tablesPage(w http.ResponseWriter, r *http.Request, status int, d tablesData) {
 	var names []string
-	p := dynamodb.NewListTablesPaginator(c.explorer, &dynamodb.ListTablesInput{})
+	p := dynamodb.NewListTablesPaginator(a.db, &dynamodb.ListTablesInput{})
 	for p.HasMorePages() {
 		out, err := p.NextPage(r.Context())
 		if err != nil {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		names = append(names, out.TableNames...)
 	}
 	for _, n := range names {
-		ti, err := c.describe(r.Context(), n, true)
+		ti, err := a.describe(r.Context(), n, true)
 		if err != nil {
-			ti = tableInfo{Name: n, DescError: storeMessage(err), Indexes: []index{{}}}
+			ti = tableInfo{Name: n, DescError: console.StoreMessage(err), Indexes: []index{{}}}
 		}
 		d.Tables = append(d.Tables, ti)
 	}
-	c.render(w, r, status, "tables", d)
+	a.k.Render(w, r, status, "tables", d)
 }
 
 // message is the confirmation named by a redirect's msg parameter.
@@ -186,8 +223,8 @@ func message(r *http.Request) string {
 	}[r.URL.Query().Get("msg")]
 }
 
-func (c *Console) createTable(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) createTable(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
 	f := r.PostForm
@@ -201,34 +238,26 @@ func (c *Console) createTable(w http.ResponseWriter, r *http.Request) {
 	if sk := strings.TrimSpace(f.Get("sk")); sk != "" {
 		add(sk, f.Get("sktype"), types.KeyTypeRange)
 	}
-	if _, err := c.explorer.CreateTable(r.Context(), in); err != nil {
-		c.tablesPage(w, r, http.StatusBadRequest, tablesData{Form: f, Error: storeMessage(err)})
+	if _, err := a.db.CreateTable(r.Context(), in); err != nil {
+		a.tablesPage(w, r, http.StatusBadRequest, tablesData{Form: f, Error: console.StoreMessage(err)})
 		return
 	}
 	http.Redirect(w, r, "/console/explorer/t/"+url.PathEscape(name)+"?msg=created", http.StatusSeeOther)
 }
 
-type confirmData struct {
-	Title   string
-	Message string
-	Action  string
-	Fields  map[string]string
-	Back    string
-}
-
-func (c *Console) deleteTable(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) deleteTable(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
 	name := r.PathValue("table")
 	if r.PostForm.Get("confirm") != "yes" {
-		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: "Delete table " + name + "?",
+		a.k.Confirm(w, r, console.Confirm{Title: "Delete table " + name + "?",
 			Message: "The table " + name + " and every item in it will be deleted. This cannot be undone.",
 			Action:  r.URL.Path, Back: "/console/explorer/t/" + url.PathEscape(name)})
 		return
 	}
-	if _, err := c.explorer.DeleteTable(r.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
-		c.failure(w, r, err)
+	if _, err := a.db.DeleteTable(r.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/explorer/?msg=deleted", http.StatusSeeOther)
@@ -258,18 +287,18 @@ type tableData struct {
 // sortOps are the sort key conditions the query form offers.
 var sortOps = []string{"=", "<", "<=", ">", ">=", "begins_with", "between"}
 
-func (c *Console) table(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) table(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
-	ti, err := c.describe(r.Context(), r.PathValue("table"), true)
+	ti, err := a.describe(r.Context(), r.PathValue("table"), true)
 	if err != nil {
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
-			c.notFound(w, r)
+			a.k.NotFound(w, r)
 			return
 		}
-		c.failure(w, r, err)
+		a.k.Failure(w, r, err)
 		return
 	}
 	q := r.URL.Query()
@@ -284,7 +313,7 @@ func (c *Console) table(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Index = ix
 	if d.Error == "" {
-		if err := c.runQuery(r.Context(), &d); err != nil {
+		if err := a.runQuery(r.Context(), &d); err != nil {
 			d.Error = err.Error()
 		}
 	}
@@ -292,11 +321,11 @@ func (c *Console) table(w http.ResponseWriter, r *http.Request) {
 	if d.Error != "" {
 		status = http.StatusBadRequest
 	}
-	c.render(w, r, status, "table", d)
+	a.k.Render(w, r, status, "table", d)
 }
 
 // runQuery runs the Scan or Query the form describes and fills d.Items.
-func (c *Console) runQuery(ctx context.Context, d *tableData) error {
+func (a *Area) runQuery(ctx context.Context, d *tableData) error {
 	q := d.Q
 	limit := int32(25)
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 && n <= 500 {
@@ -347,9 +376,9 @@ func (c *Console) runQuery(ctx context.Context, d *tableData) error {
 		if len(values) > 0 {
 			in.ExpressionAttributeValues = values
 		}
-		out, err := c.explorer.Scan(ctx, in)
+		out, err := a.db.Scan(ctx, in)
 		if err != nil {
-			return errors.New(storeMessage(err))
+			return errors.New(console.StoreMessage(err))
 		}
 		items, last, scanned = out.Items, out.LastEvaluatedKey, out.ScannedCount
 	} else {
@@ -391,9 +420,9 @@ func (c *Console) runQuery(ctx context.Context, d *tableData) error {
 		if filter != "" {
 			in.FilterExpression = aws.String(filter)
 		}
-		out, err := c.explorer.Query(ctx, in)
+		out, err := a.db.Query(ctx, in)
 		if err != nil {
-			return errors.New(storeMessage(err))
+			return errors.New(console.StoreMessage(err))
 		}
 		items, last, scanned = out.Items, out.LastEvaluatedKey, out.ScannedCount
 	}
@@ -440,29 +469,29 @@ type itemData struct {
 	Plain  string
 }
 
-func (c *Console) itemForm(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) itemForm(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
-	ti, err := c.describe(r.Context(), r.PathValue("table"), false)
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
 	if err != nil {
-		c.notFoundOr(w, r, err)
+		a.notFoundOr(w, r, err)
 		return
 	}
 	d := itemData{T: ti, Format: "ddb", Msg: message(r)}
 	if ref := r.URL.Query().Get("key"); ref != "" {
 		k, err := decodeKey(ref)
 		if err != nil {
-			c.notFound(w, r)
+			a.k.NotFound(w, r)
 			return
 		}
-		out, err := c.explorer.GetItem(r.Context(), &dynamodb.GetItemInput{TableName: aws.String(ti.Name), Key: k, ConsistentRead: aws.Bool(true)})
+		out, err := a.db.GetItem(r.Context(), &dynamodb.GetItemInput{TableName: aws.String(ti.Name), Key: k, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			c.failure(w, r, err)
+			a.k.Failure(w, r, err)
 			return
 		}
 		if out.Item == nil {
-			c.notFound(w, r)
+			a.k.NotFound(w, r)
 			return
 		}
 		d.Ref, d.Text, d.Plain = ref, pretty(itemDDBJSON(out.Item)), pretty(itemPlain(out.Item))
@@ -477,25 +506,25 @@ func (c *Console) itemForm(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Text = pretty(skel)
 	}
-	c.render(w, r, http.StatusOK, "item", d)
+	a.k.Render(w, r, http.StatusOK, "item", d)
 }
 
-func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
+func (a *Area) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
-		c.notFound(w, r)
+		a.k.NotFound(w, r)
 		return
 	}
-	c.failure(w, r, err)
+	a.k.Failure(w, r, err)
 }
 
-func (c *Console) putItem(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) putItem(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
-	ti, err := c.describe(r.Context(), r.PathValue("table"), false)
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
 	if err != nil {
-		c.notFoundOr(w, r, err)
+		a.notFoundOr(w, r, err)
 		return
 	}
 	f := r.PostForm
@@ -508,14 +537,14 @@ func (c *Console) putItem(w http.ResponseWriter, r *http.Request) {
 		it, err = parseDDBItem(d.Text)
 	}
 	if err == nil {
-		_, err = c.explorer.PutItem(r.Context(), &dynamodb.PutItemInput{TableName: aws.String(ti.Name), Item: it})
+		_, err = a.db.PutItem(r.Context(), &dynamodb.PutItemInput{TableName: aws.String(ti.Name), Item: it})
 		if err != nil {
-			err = errors.New(storeMessage(err))
+			err = errors.New(console.StoreMessage(err))
 		}
 	}
 	if err != nil {
 		d.Error = err.Error()
-		c.render(w, r, http.StatusBadRequest, "item", d)
+		a.k.Render(w, r, http.StatusBadRequest, "item", d)
 		return
 	}
 	k := Item{}
@@ -525,26 +554,26 @@ func (c *Console) putItem(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/explorer/t/"+url.PathEscape(ti.Name)+"/item?"+url.Values{"key": {encodeKey(k)}, "msg": {"saved"}}.Encode(), http.StatusSeeOther)
 }
 
-func (c *Console) deleteItem(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.require(w, r, "operator"); !ok {
+func (a *Area) deleteItem(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
 	name := r.PathValue("table")
 	ref := r.PostForm.Get("key")
 	k, err := decodeKey(ref)
 	if err != nil {
-		c.notFound(w, r)
+		a.k.NotFound(w, r)
 		return
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		c.render(w, r, http.StatusOK, "confirm", confirmData{Title: "Delete this item?",
+		a.k.Confirm(w, r, console.Confirm{Title: "Delete this item?",
 			Message: "The item " + compact(itemPlain(k)) + " will be deleted from " + name + ". This cannot be undone.",
 			Action:  r.URL.Path, Fields: map[string]string{"key": ref},
 			Back: "/console/explorer/t/" + url.PathEscape(name) + "/item?key=" + url.QueryEscape(ref)})
 		return
 	}
-	if _, err := c.explorer.DeleteItem(r.Context(), &dynamodb.DeleteItemInput{TableName: aws.String(name), Key: k}); err != nil {
-		c.failure(w, r, err)
+	if _, err := a.db.DeleteItem(r.Context(), &dynamodb.DeleteItemInput{TableName: aws.String(name), Key: k}); err != nil {
+		a.k.Failure(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/console/explorer/t/"+url.PathEscape(name)+"?msg=itemdeleted", http.StatusSeeOther)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/health"
@@ -41,14 +40,4 @@ func startBackendHealth(ctx context.Context, c *config.Config, client *dynamodb.
 	}
 	hc.Start(ctx)
 	return hc
-}
-
-// pingPostgres connects to the PostgreSQL at url once and disconnects:
-// the probe of a database whose store has not opened yet.
-func pingPostgres(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	return conn.Close(ctx)
 }

@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/console"
@@ -27,6 +22,7 @@ import (
 	"github.com/quarrydb/quarry/internal/eecar"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/datadir"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
@@ -37,50 +33,11 @@ import (
 // signs the console's session cookies.
 const consoleKeyName = "console.key"
 
-// consoleKey reads the console's session key from the data directory,
-// creating it (32 random bytes, mode 0600) on first use.
-func consoleKey(dataDir string) ([]byte, error) {
-	path := filepath.Join(dataDir, consoleKeyName)
-	key, err := os.ReadFile(path)
-	if err == nil && len(key) >= 32 {
-		return key, nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("console key: %w", err)
-	}
-	key = make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("console key: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, key, 0o600); err != nil {
-		return nil, fmt.Errorf("console key: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("console key: %w", err)
-	}
-	return key, nil
-}
-
-// consoleUnavailable answers in place of a console that could not start:
-// 503 with the reason at the console's paths, a JSON 404 elsewhere.
-func consoleUnavailable(err error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		status, msg := http.StatusServiceUnavailable, "console unavailable: "+err.Error()
-		if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/console/") {
-			status, msg = http.StatusNotFound, "not found: "+r.URL.Path
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-	})
-}
-
 // newConsole returns the console of what s has started, its session key
 // read from (or made in) the data directory; the crawls started from its
 // crawl page run under sub.
 func newConsole(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) (*console.Console, error) {
-	key, err := consoleKey(s.c.DataDir)
+	key, err := datadir.Key(filepath.Join(s.c.DataDir, consoleKeyName))
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -109,32 +107,10 @@ func dataShelfExport(ctx context.Context, admin store.Admin, table, format, out 
 		fmt.Fprintf(stderr, "exported %d %s rows\n", n, table)
 		return nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	n, err := store.ExportFile(ctx, admin, table, format, out)
 	if err != nil {
 		return fmt.Errorf("datashelf export: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	n, err := store.Export(ctx, admin, table, format, f)
-	if err != nil {
-		return fmt.Errorf("datashelf export: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("datashelf export: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("datashelf export: %w", err)
-	}
-	if err := os.Rename(f.Name(), out); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("datashelf export: %w", err)
-	}
-	done = true
 	fmt.Fprintf(stderr, "exported %d %s rows to %s\n", n, table, out)
 	return nil
 }

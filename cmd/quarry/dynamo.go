@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/platform/adminsock"
 	"github.com/quarrydb/quarry/internal/platform/awsclient"
 	"github.com/quarrydb/quarry/internal/platform/config"
 )
@@ -36,7 +37,7 @@ func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allow
 	if errors.Is(err, ddb.ErrLocked) && allowRunning {
 		// A running `quarry serve` owns the data directory: talk to it
 		// through the admin channel inside that directory.
-		client, err := adminClient(ctx, c.DataDir, c.Region)
+		client, err := adminsock.Client(ctx, c.DataDir, c.Region)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/platform/adminsock"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
 
@@ -151,7 +152,7 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 					t.Errorf("%s still accepts connections", addr)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(dir, adminSocketName)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, adminsock.SocketName)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("admin socket left: %v", err)
 			}
 			if entries, _ := os.ReadDir(filepath.Join(browserDir, "browsers")); len(entries) > 0 {

@@ -10,12 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/emulate"
 	"github.com/quarrydb/quarry/ddb/sigv4"
+	"github.com/quarrydb/quarry/internal/platform/adminsock"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/datadir"
 	"github.com/quarrydb/quarry/internal/platform/ddbtable"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
@@ -98,7 +99,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := newLogger(c, stderr)
 	warnUnknownEnv(log, os.Environ())
-	if err := secureDataDir(c.DataDir, log); err != nil {
+	if err := datadir.Secure(c.DataDir, log); err != nil {
 		return err
 	}
 	policy, err := c.ServePolicy(ctx, log)
@@ -151,7 +152,7 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 	if store != nil {
 		// Administration commands given this data directory reach this
 		// process here, never through a guessed address.
-		stopAdmin, err := serveAdminChannel(c.DataDir, store.TrustedHandler(), log)
+		stopAdmin, err := adminsock.Serve(c.DataDir, store.TrustedHandler(), log)
 		if err != nil {
 			return err
 		}
@@ -245,7 +246,7 @@ func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler
 		f.ddb = ddbSrv.BoundAddr()
 	}
 	if store != nil {
-		f.adminSock = filepath.Join(dataDir, adminSocketName)
+		f.adminSock = filepath.Join(dataDir, adminsock.SocketName)
 	}
 	printBanner(c, log, stderr, startBanner(f))
 	if ddbSrv != nil {
@@ -260,36 +261,6 @@ func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler
 func notOnThisNode(c *config.Config, name string) string {
 	return fmt.Sprintf("%s is not started on this node: --systems %s (%s) does not name it; send its requests to a node that runs it",
 		name, c.Systems, config.EnvName("systems"))
-}
-
-// secureDataDir creates the data directory with mode 0700, or takes the
-// group's and others' access away from an existing one that quarry owns
-// (its files include secrets, and Wallcrawler's browsers run as another
-// user who must not enter it). A directory quarry does not own, or a
-// shared sticky one such as /tmp, is left alone with a warning.
-func secureDataDir(dir string, log *slog.Logger) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	perm := st.Mode().Perm()
-	if perm&0o077 == 0 {
-		return nil
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok || sys.Uid != uint32(os.Geteuid()) || st.Mode()&os.ModeSticky != 0 {
-		log.Warn("data directory is open to other users and not quarry's to tighten: its files may be read by them, Wallcrawler's browsers included",
-			"dir", dir, "mode", fmt.Sprintf("%04o", perm))
-		return nil
-	}
-	if err := os.Chmod(dir, perm&^0o077); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	log.Warn("data directory was open to other users: tightened", "dir", dir, "from", fmt.Sprintf("%04o", perm), "to", fmt.Sprintf("%04o", perm&^0o077))
-	return nil
 }
 
 // cmdDDBServe runs `quarry ddb serve`: the store alone.

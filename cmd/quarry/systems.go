@@ -15,7 +15,9 @@ import (
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/checks"
+	"github.com/quarrydb/quarry/internal/console"
 	"github.com/quarrydb/quarry/internal/datashelf"
+	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
 	"github.com/quarrydb/quarry/internal/eecar"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
@@ -219,7 +221,7 @@ func (s *serving) startConsole(ctx context.Context, sub *lifecycle.Lifecycle) (m
 	}
 	if err != nil {
 		s.log.Error("console disabled", "err", err)
-		return map[string]http.Handler{"/": consoleUnavailable(err)}, running(), nil
+		return map[string]http.Handler{"/": console.Unavailable(err)}, running(), nil
 	}
 	return map[string]http.Handler{"/": h}, running(), nil
 }
@@ -231,7 +233,7 @@ func (s *serving) startBackendHealth(ctx context.Context) (*health.Checker, erro
 		if ds := s.ds.Load(); ds != nil {
 			return ds.Ping(ctx)
 		}
-		return pingPostgres(ctx, s.c.DataShelf.DB)
+		return postgres.Ping(ctx, s.c.DataShelf.DB)
 	}
 	var s3Ping func(context.Context) error
 	if s.c.BlobS3Bucket != "" {

@@ -17,3 +17,13 @@ type pgxPool struct {
 func (p pgxPool) BeginFunc(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, p.Pool, fn)
 }
+
+// Ping connects to the PostgreSQL at url once and disconnects: the probe
+// of a database whose store has not opened yet.
+func Ping(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}

@@ -1,4 +1,12 @@
-package main
+// Package adminsock is the admin channel: `quarry serve` listens on a Unix
+// socket inside its data directory and serves its store there without
+// signature checks. The data directory is mode 0700, so only its owner
+// reaches the socket: the file system is the authentication. An
+// administration command given --data-dir D opens D's store itself when
+// no process holds it, or talks to the process that holds it through D's
+// socket; it never guesses a TCP address, so it cannot write into another
+// quarry by mistake.
+package adminsock
 
 import (
 	"context"
@@ -15,16 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// The admin channel: `quarry serve` listens on a Unix socket inside its
-// data directory and serves its store there without signature checks. The
-// data directory is mode 0700, so only its owner reaches the socket: the
-// file system is the authentication. An administration command given
-// --data-dir D opens D's store itself when no process holds it, or talks
-// to the process that holds it through D's socket; it never guesses a TCP
-// address, so it cannot write into another quarry by mistake.
-
-// adminSocketName is the admin channel's socket, in the data directory.
-const adminSocketName = "admin.sock"
+// SocketName is the admin channel's socket, in the data directory.
+const SocketName = "admin.sock"
 
 // maxSunPath is the longest path a Unix socket address holds on Linux
 // (sun_path is 108 bytes, with its terminating NUL).
@@ -46,17 +46,17 @@ func withSocketAddr(dir, name string, fn func(addr string) error) error {
 	return fn(fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name))
 }
 
-// serveAdminChannel serves h on dataDir's admin socket until the returned
+// Serve serves h on dataDir's admin socket until the returned
 // stop is called, which closes the socket and removes its file. The
 // caller MUST hold the data directory (its store is open), so a socket
 // left by a crashed process can be replaced.
-func serveAdminChannel(dataDir string, h http.Handler, log *slog.Logger) (stop func(context.Context) error, err error) {
-	path := filepath.Join(dataDir, adminSocketName)
+func Serve(dataDir string, h http.Handler, log *slog.Logger) (stop func(context.Context) error, err error) {
+	path := filepath.Join(dataDir, SocketName)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("admin channel: remove stale %s: %w", path, err)
 	}
 	var ln net.Listener
-	err = withSocketAddr(dataDir, adminSocketName, func(addr string) (err error) {
+	err = withSocketAddr(dataDir, SocketName, func(addr string) (err error) {
 		ln, err = net.Listen("unix", addr)
 		return err
 	})
@@ -86,13 +86,13 @@ func serveAdminChannel(dataDir string, h http.Handler, log *slog.Logger) (stop f
 	}, nil
 }
 
-// adminClient returns a DynamoDB client of the store of the quarry process
+// Client returns a DynamoDB client of the store of the quarry process
 // that holds dataDir, through its admin channel. It fails, naming the
 // directory, when no process answers there.
-func adminClient(ctx context.Context, dataDir, region string) (*dynamodb.Client, error) {
-	path := filepath.Join(dataDir, adminSocketName)
+func Client(ctx context.Context, dataDir, region string) (*dynamodb.Client, error) {
+	path := filepath.Join(dataDir, SocketName)
 	dial := func(ctx context.Context, _, _ string) (conn net.Conn, err error) {
-		err = withSocketAddr(dataDir, adminSocketName, func(addr string) (err error) {
+		err = withSocketAddr(dataDir, SocketName, func(addr string) (err error) {
 			var d net.Dialer
 			conn, err = d.DialContext(ctx, "unix", addr)
 			return err

@@ -2,7 +2,9 @@
 // categories, products and the scrape_job queue of the DataShelf schema
 // document, behind one Store interface with two implementations
 // (store/postgres and store/sqlite) and one conformance suite
-// (store/storetest) run against both.
+// (store/storetest) run against both. What does not depend on the SQL
+// dialect lives here once: SQL implements Store and Admin over a Dialect,
+// and each backend supplies its statements and driver.
 //
 // Every method takes a context.Context first. Missing rows are reported with
 // the sentinel ErrNotFound, never (nil, nil). Time comes from the clock in

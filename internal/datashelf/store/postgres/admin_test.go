@@ -74,7 +74,8 @@ func TestSpecFiltersUseGINIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			where, args := productWhere(f)
+			w := store.ProductWhere(f, newDialect())
+			where, args := w.String(), w.Args()
 			if !strings.Contains(where, tc.wantSQL) {
 				t.Fatalf("where %q does not contain %q", where, tc.wantSQL)
 			}

@@ -4,7 +4,10 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
 
 // pgxPool is a pgxpool.Pool with the transaction helper the store uses.
@@ -26,4 +29,39 @@ func Ping(ctx context.Context, url string) error {
 		return err
 	}
 	return conn.Close(ctx)
+}
+
+// querier is what a pool and a transaction share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// conn is a pool or a transaction as a store.Conn.
+type conn struct{ q querier }
+
+func (c conn) Query(ctx context.Context, sql string, args ...any) (store.ResultRows, error) {
+	return c.q.Query(ctx, sql, args...)
+}
+
+func (c conn) QueryRow(ctx context.Context, sql string, args ...any) store.Row {
+	return c.q.QueryRow(ctx, sql, args...)
+}
+
+func (c conn) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := c.q.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
+
+// db is the pool as a store.DB.
+type db struct {
+	conn
+	pool pgxPool
+}
+
+func newDB(p pgxPool) db { return db{conn: conn{p}, pool: p} }
+
+func (d db) InTx(ctx context.Context, fn func(store.Conn) error) error {
+	return d.pool.BeginFunc(ctx, func(tx pgx.Tx) error { return fn(conn{tx}) })
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
 
 // wakeChannel is the channel migration 0003_job_wakeup.sql's trigger
@@ -71,22 +73,14 @@ func (s *Store) listenOnce(ctx context.Context, ch chan struct{}) (listened bool
 	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
 		return false
 	}
-	wake(ch) // listening: whatever was enqueued before is claimable now
+	store.Signal(ch) // listening: whatever was enqueued before is claimable now
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true
 		}
 		if n.Payload == schema {
-			wake(ch)
+			store.Signal(ch)
 		}
-	}
-}
-
-// wake sends on ch unless a wake-up is already pending.
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
 	}
 }

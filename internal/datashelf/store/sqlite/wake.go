@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"sync"
+
+	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
 
 // wakers are the subscribers of Store.Wake: the store runs in one process,
@@ -43,9 +45,6 @@ func (w *wakers) wake() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ch := range w.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		store.Signal(ch)
 	}
 }

@@ -113,6 +113,15 @@ func TestIsPublic(t *testing.T) {
 		{"::127.0.0.1", false}, {"64:ff9b::a9fe:a9fe", false}, {"2002:7f00:1::", false},
 		{"8.8.8.8", true}, {"93.184.216.34", true}, {"172.32.0.1", true}, {"100.128.0.1", true},
 		{"2606:4700::1111", true}, {"::ffff:8.8.8.8", true}, {"64:ff9b::808:808", true},
+		// The IANA special-purpose ranges that are not the internet.
+		{"192.0.2.10", false}, {"198.51.100.7", false}, {"203.0.113.9", false}, {"198.18.0.1", false},
+		{"192.0.0.8", false}, {"240.0.0.1", false}, {"2001:db8::1", false},
+		{"::ffff:203.0.113.9", false}, {"64:ff9b::c000:20a", false}, {"2002:c633:6407::", false},
+		// Teredo: the client's IPv4 address is stored inverted.
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false}, // client 127.0.0.1
+		{"2001:0:4136:e378:8000:63bf:f5ff:fffe", false}, // client 10.0.0.1
+		{"2001:0:4136:e378:8000:63bf:f7f7:f7f7", true},  // client 8.8.8.8
+		{"192.0.1.255", true}, {"198.51.101.1", true}, {"203.0.114.1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {

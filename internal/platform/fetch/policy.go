@@ -23,10 +23,13 @@ const PolicyFlag = "--allow-networks"
 // targets, webhooks, the DataShelf crawler, and every connection of a
 // Wallcrawler browser (through the egress proxy).
 //
-// Public unicast addresses are allowed. Loopback, private, link-local
-// (cloud metadata), CGNAT, multicast, unspecified and reserved addresses are
-// refused unless an allow entry covers them: a CIDR (every port) or an
-// address and port. Reserved addresses — quarry's own listeners and the
+// Public unicast addresses are allowed, except the host's own: every
+// address of its network interfaces counts as loopback does, since a
+// service listening on all interfaces answers there. Loopback, private,
+// link-local (cloud metadata), CGNAT, multicast, unspecified, the IANA
+// special-purpose ranges that are not the internet (documentation,
+// benchmarking, reserved) and the host's own addresses are refused unless
+// an allow entry covers them: a CIDR (every port) or an address and port. Reserved addresses — quarry's own listeners and the
 // backends it is configured with — are refused even when an allow entry
 // covers them, because a tenant reaching them could read or change other
 // tenants' data.
@@ -42,7 +45,38 @@ type Policy struct {
 	mu            sync.RWMutex
 	reserved      map[netip.AddrPort]string // exact address → what listens there
 	reservedPorts map[uint16]string         // wildcard listeners: this port on every local address
-	localAddrs    []netip.Addr              // the host's interface addresses, for reservedPorts
+
+	// host holds the host's interface addresses, read again when older
+	// than hostAddrsMaxAge, so that an address added later (DHCP, a new
+	// interface) is the host's within that time.
+	host hostAddrs
+}
+
+// hostAddrsMaxAge bounds how long a read of the host's interface
+// addresses is used before it is read again.
+const hostAddrsMaxAge = time.Second
+
+// hostAddrs caches the host's interface addresses.
+type hostAddrs struct {
+	read func() []netip.Addr // interfaceAddrs; tests substitute it
+
+	mu     sync.Mutex
+	addrs  []netip.Addr
+	readAt time.Time
+}
+
+// contains reports whether a is one of the host's interface addresses.
+func (h *hostAddrs) contains(a netip.Addr) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if now := time.Now(); h.readAt.IsZero() || now.Sub(h.readAt) > hostAddrsMaxAge {
+		read := h.read
+		if read == nil {
+			read = interfaceAddrs
+		}
+		h.addrs, h.readAt = read(), now
+	}
+	return slices.Contains(h.addrs, a)
 }
 
 // NewPolicy returns a policy that allows public addresses and, beyond them,
@@ -162,9 +196,6 @@ func (p *Policy) Reserve(ctx context.Context, what, addr string) error {
 	defer p.mu.Unlock()
 	if host == "" || (len(addrs) == 1 && addrs[0].IsUnspecified()) {
 		p.reservedPorts[uint16(n)] = what
-		if p.localAddrs == nil {
-			p.localAddrs = interfaceAddrs()
-		}
 		return nil
 	}
 	for _, a := range addrs {
@@ -226,12 +257,15 @@ func (p *Policy) Check(ap netip.AddrPort) error {
 	if a.IsLoopback() || a.IsPrivate() {
 		return fmt.Errorf("%w: %s is a %s address (allow it with %s=%s)", ErrBlocked, ap, addrKind(a), PolicyFlag, ap)
 	}
+	if p.host.contains(a) {
+		return fmt.Errorf("%w: %s is an address of this host (allow it with %s=%s)", ErrBlocked, ap, PolicyFlag, ap)
+	}
 	return fmt.Errorf("%w: %s is a %s address (not allowed by %s)", ErrBlocked, ap, addrKind(a), PolicyFlag)
 }
 
 // allowed applies the allow entries to ap, ignoring reservations.
 func (p *Policy) allowed(ap netip.AddrPort) bool {
-	if p.all || isPublic(ap.Addr()) {
+	if p.all || (isPublic(ap.Addr()) && !p.host.contains(ap.Addr())) {
 		return true
 	}
 	for _, pf := range p.prefixes {
@@ -254,7 +288,7 @@ func (p *Policy) reservation(ap netip.AddrPort) string {
 		return ""
 	}
 	a := ap.Addr()
-	if a.IsLoopback() || a.IsUnspecified() || slices.Contains(p.localAddrs, a) {
+	if a.IsLoopback() || a.IsUnspecified() || p.host.contains(a) {
 		return what
 	}
 	return ""

@@ -154,3 +154,61 @@ func TestDialerRefusesRebinding(t *testing.T) {
 		t.Errorf("dial of a reserved address = %v, want ErrBlocked", err)
 	}
 }
+
+// TestPolicyRefusesHostAddresses: the host's own interface addresses are
+// refused like loopback, even when public, unless an allow entry names
+// them; an address the host gains later is refused within
+// hostAddrsMaxAge.
+func TestPolicyRefusesHostAddresses(t *testing.T) {
+	own := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("8.8.4.4"), netip.MustParseAddr("2606:4700::6810:84e5")}
+	policy := func(spec string) *Policy {
+		p, err := ParsePolicy(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.host.read = func() []netip.Addr { return own }
+		return p
+	}
+	p := policy("")
+	for _, addr := range []string{"8.8.4.4:80", "8.8.4.4:22", "[2606:4700::6810:84e5]:443", "[::ffff:8.8.4.4]:80"} {
+		err := p.Check(netip.MustParseAddrPort(addr))
+		if !errors.Is(err, ErrBlocked) || !strings.Contains(err.Error(), "address of this host") || !strings.Contains(err.Error(), PolicyFlag) {
+			t.Errorf("Check(%s), an address of the host = %v, want ErrBlocked saying so and naming %s", addr, err, PolicyFlag)
+		}
+	}
+	if err := p.Check(netip.MustParseAddrPort("8.8.8.8:80")); err != nil {
+		t.Errorf("Check(8.8.8.8:80), public and not the host's = %v", err)
+	}
+	if err := policy("8.8.4.4:80").Check(netip.MustParseAddrPort("8.8.4.4:80")); err != nil {
+		t.Errorf("Check(8.8.4.4:80) allowed by name = %v", err)
+	}
+	if err := policy("8.8.4.4:80").Check(netip.MustParseAddrPort("8.8.4.4:81")); !errors.Is(err, ErrBlocked) {
+		t.Errorf("Check(8.8.4.4:81), another port of the host = %v, want ErrBlocked", err)
+	}
+	// The host gains an address: it is the host's once read again.
+	own = append(own, netip.MustParseAddr("1.1.1.1"))
+	p.host.mu.Lock()
+	p.host.readAt = p.host.readAt.Add(-2 * hostAddrsMaxAge)
+	p.host.mu.Unlock()
+	if err := p.Check(netip.MustParseAddrPort("1.1.1.1:80")); !errors.Is(err, ErrBlocked) {
+		t.Errorf("Check(1.1.1.1:80) after the host gained it = %v, want ErrBlocked", err)
+	}
+}
+
+// TestPolicyHostAddressesOfThisMachine reads this machine's interfaces: each
+// of its addresses is refused by the default policy.
+func TestPolicyHostAddressesOfThisMachine(t *testing.T) {
+	p, err := ParsePolicy("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := interfaceAddrs()
+	if len(addrs) == 0 {
+		t.Skip("no interface addresses readable here")
+	}
+	for _, a := range addrs {
+		if err := p.Check(netip.AddrPortFrom(a, 80)); !errors.Is(err, ErrBlocked) {
+			t.Errorf("Check(%s:80), an address of this machine = %v, want ErrBlocked", a, err)
+		}
+	}
+}

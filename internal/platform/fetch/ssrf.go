@@ -17,25 +17,30 @@ type Resolver interface {
 // blockedPrefixes are refused in addition to what netip.Addr's predicates
 // (loopback, private, link-local, multicast, unspecified) already catch.
 var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"; 0.0.0.0 reaches localhost on Linux
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT (RFC 6598)
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, includes broadcast
-	netip.MustParsePrefix("::/96"),          // IPv4-compatible IPv6 (deprecated)
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("169.254.0.0/16"), // link-local incl. cloud metadata (also IsLinkLocalUnicast)
-	netip.MustParsePrefix("fd00:ec2::/32"),  // AWS IPv6 metadata (inside fc00::/7 too)
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"; 0.0.0.0 reaches localhost on Linux
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT (RFC 6598)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, includes broadcast
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible IPv6 (deprecated)
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("169.254.0.0/16"),  // link-local incl. cloud metadata (also IsLinkLocalUnicast)
+	netip.MustParsePrefix("fd00:ec2::/32"),   // AWS IPv6 metadata (inside fc00::/7 too)
 	netip.MustParsePrefix("255.255.255.255/32"),
 }
 
-// nat64 and sixToFour embed an IPv4 address; that address is checked too.
+// nat64, sixToFour and teredo embed an IPv4 address; that address is
+// checked too (Teredo's client address is stored inverted, RFC 4380).
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
+	teredo    = netip.MustParsePrefix("2001::/32")
 )
 
 // isPublic reports whether a is a globally routable unicast address, which
@@ -64,6 +69,8 @@ func isPublic(a netip.Addr) bool {
 			return isPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
 		case sixToFour.Contains(a):
 			return isPublic(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		case teredo.Contains(a):
+			return isPublic(netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}))
 		}
 	}
 	return true

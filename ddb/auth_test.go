@@ -17,6 +17,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/quarrydb/quarry/ddb"
 )
@@ -120,4 +121,66 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// TestSignatureV4UnsignedTargetReplay plays the attacker who captured a
+// signed request whose X-Amz-Target header was not among its signed
+// headers: sent again with X-Amz-Target DeleteItem over the same body
+// (the same Key), its signature still matches, so the store must refuse
+// an x-amz-* header the signature does not cover.
+func TestSignatureV4UnsignedTargetReplay(t *testing.T) {
+	if isExternal() {
+		t.Skip("embedded store only")
+	}
+	s, err := ddb.Open(t.TempDir(), &ddb.Options{Credentials: map[string]string{"AKIDQUARRY": "s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	ctx := context.Background()
+	in := ddb.NewClient(s)
+	if _, err := in.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("victims"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest}); err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "victim"}}
+	if _, err := in.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("victims"), Item: key}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"TableName":"victims","Key":{"pk":{"S":"victim"}}}`
+	sum := sha256.Sum256([]byte(body))
+	send := func(target string, signTarget bool) (int, string) {
+		r, _ := http.NewRequest(http.MethodPost, srv.URL+"/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		if signTarget {
+			r.Header.Set("X-Amz-Target", "DynamoDB_20120810."+target)
+		}
+		if err := v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: "AKIDQUARRY", SecretAccessKey: "s3cret"}, r, hex.EncodeToString(sum[:]), "dynamodb", "us-east-1", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		// Set after signing: not among the signed headers.
+		r.Header.Set("X-Amz-Target", "DynamoDB_20120810."+target)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := send("GetItem", true); status != http.StatusOK {
+		t.Fatalf("GetItem with X-Amz-Target signed: %d %s", status, body)
+	}
+	status, answer := send("DeleteItem", false)
+	if status != http.StatusBadRequest || !strings.Contains(answer, "IncompleteSignatureException") || !strings.Contains(answer, "x-amz-target") {
+		t.Errorf("DeleteItem with X-Amz-Target unsigned: %d %s, want 400 IncompleteSignatureException naming x-amz-target", status, answer)
+	}
+	out, err := in.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("victims"), Key: key})
+	if err != nil || out.Item == nil {
+		t.Fatalf("the item is gone after the replay (%v): an unsigned X-Amz-Target was obeyed", err)
+	}
 }

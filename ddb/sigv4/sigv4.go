@@ -230,6 +230,11 @@ func (v *Verifier) verifyHeaders(r *http.Request) (*BodyCheck, *Error) {
 	if !slices.Contains(signed, "host") {
 		return nil, invalid(msgHostNotSigned)
 	}
+	if unsigned := unsignedAmzHeaders(r.Header, signed); len(unsigned) > 0 {
+		// Else a captured signed request could be replayed with another
+		// X-Amz-Target: the same signature over another operation.
+		return nil, incomplete("There were headers present in the request which were not signed: %s. Sign every x-amz-* header the request carries.", strings.Join(unsigned, ", "))
+	}
 	if auth.algorithm != Algorithm {
 		return nil, incomplete("Unsupported AWS 'algorithm': '%s' (only %s for now). ", auth.algorithm, Algorithm)
 	}
@@ -254,6 +259,21 @@ func (v *Verifier) verifyHeaders(r *http.Request) (*BodyCheck, *Error) {
 		c.sentHash = sent
 	}
 	return c, nil
+}
+
+// unsignedAmzHeaders returns the lower-cased names of the x-amz-* headers
+// of h (X-Amz-Target, X-Amz-Date, X-Amz-Security-Token, …) that signed,
+// the request's SignedHeaders, does not list, sorted.
+func unsignedAmzHeaders(h http.Header, signed []string) []string {
+	var out []string
+	for name := range h {
+		lower := strings.ToLower(name)
+		if strings.HasPrefix(lower, "x-amz-") && !slices.Contains(signed, lower) {
+			out = append(out, lower)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkTime rejects a signing time outside the skew window or, for a

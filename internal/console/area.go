@@ -168,11 +168,18 @@ func (k *Kit) Now() time.Time { return k.c.opts.Now() }
 // Logger is the console's logger.
 func (k *Kit) Logger() *slog.Logger { return k.c.log }
 
-// SafeNext returns next when it is a local path, else "" (no open
-// redirect).
+// SafeNext returns next when it is a path of this origin, else "" (no
+// open redirect). It refuses a backslash and every control byte as well as
+// "//": browsers drop TAB, CR and LF from a URL and read a backslash as "/",
+// so "/<TAB>/evil.example/" would leave the origin.
 func SafeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return ""
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return ""
+		}
 	}
 	return next
 }

@@ -134,9 +134,30 @@ func TestSessions(t *testing.T) {
 }
 
 func TestSafeNext(t *testing.T) {
-	for in, want := range map[string]string{"/console/explorer/": "/console/explorer/", "//evil.example/": "", "https://evil.example/": "", "/\\evil": ""} {
+	for in, want := range map[string]string{"/console/explorer/": "/console/explorer/", "/console/checks/?q=a%09b": "/console/checks/?q=a%09b",
+		"//evil.example/": "", "https://evil.example/": "", "/\\evil": "", "": "", "console/": "",
+		"/\t/evil.example/": "", "/\n/evil.example/": "", "/\r/evil.example/": "", "/\x00/evil": "", "/\x7f/evil": ""} {
 		if got := SafeNext(in); got != want {
 			t.Errorf("SafeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSignInRedirectStaysHome plays the phisher's link: a sign-in whose
+// next= would leave the origin once a browser drops a TAB or reads a
+// backslash as a slash is sent home instead.
+func TestSignInRedirectStaysHome(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	srv, hc := newTestConsole(t, &now, &fakeAuth{})
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	rd := reader{t}
+	for _, next := range []string{"/\t/evil.example/", "/\\evil.example/", "//evil.example/", "/\n/evil.example/", "https://evil.example/"} {
+		page := rd.body(hc.Get(srv.URL + "/console/signin?next=" + url.QueryEscape(next)))
+		nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(page)[1]
+		resp, err := hc.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {nonce}, "realm": {"operator"}, "credential": {"good"}, "next": {next}})
+		rd.body(resp, err)
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/" {
+			t.Errorf("sign-in with next=%q: %d to %q, want 303 to /", next, resp.StatusCode, loc)
 		}
 	}
 }

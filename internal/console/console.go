@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// TrustedProxy reports whether a request's RemoteAddr is a reverse
+	// proxy whose X-Forwarded-Proto and X-Forwarded-For headers are
+	// believed (--trusted-proxies); nil: none is. Another client's
+	// X-Forwarded-* headers are dropped before any page sees them.
+	TrustedProxy func(remoteAddr string) bool
 }
 
 // Console is the console's HTTP handler.
@@ -114,6 +120,9 @@ type Console struct {
 	// signedOut holds the nonces of sessions signed out in this process
 	// (until they expire): their cookies stop working at once.
 	signedOut sync.Map // nonce → expiry (Unix seconds)
+	// throttle counts failed sign-ins per client address and credential
+	// kind.
+	throttle signinThrottle
 }
 
 // maxForm bounds a form's body.
@@ -216,6 +225,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, "{\"error\":%q}\n", "not found: "+r.URL.Path)
 		return
+	}
+	if c.opts.TrustedProxy == nil || !c.opts.TrustedProxy(r.RemoteAddr) {
+		for _, name := range []string{"X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-For"} {
+			r.Header.Del(name)
+		}
 	}
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -453,9 +467,18 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinPage(w, r, http.StatusBadRequest, "", "Choose what kind of credential you are signing in with.")
 		return
 	}
+	client := clientAddr(r)
+	if wait := c.throttle.wait(client, kind, c.opts.Now()); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.log.Warn("console sign-in throttled", "realm", kind, "client", client)
+		c.signinPage(w, r, http.StatusTooManyRequests, kind, fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs))
+		return
+	}
 	cred := strings.TrimSpace(r.PostForm.Get("credential"))
 	p, err := realm.Auth.Authenticate(r.Context(), cred)
 	if err != nil {
+		c.throttle.fail(client, kind, c.opts.Now())
 		c.log.Info("console sign-in refused", "realm", kind, "err", err)
 		c.signinPage(w, r, http.StatusUnauthorized, kind, "That "+realm.Label+" is not valid.")
 		return

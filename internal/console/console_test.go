@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -158,6 +159,89 @@ func TestSignInRedirectStaysHome(t *testing.T) {
 		rd.body(resp, err)
 		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/" {
 			t.Errorf("sign-in with next=%q: %d to %q, want 303 to /", next, resp.StatusCode, loc)
+		}
+	}
+}
+
+// TestSignInThrottled plays the guesser: past 10 failed sign-ins a minute
+// from one address with one kind of credential, the next answer is 429
+// with Retry-After, a right credential included, until the window moves
+// on; another address is not affected.
+func TestSignInThrottled(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	srv, hc := newTestConsole(t, &now, &fakeAuth{})
+	rd := reader{t}
+	try := func(cred string) (*http.Response, string) {
+		t.Helper()
+		page := rd.body(hc.Get(srv.URL + "/console/signin"))
+		nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(page)[1]
+		resp, err := hc.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {nonce}, "realm": {"operator"}, "credential": {cred}})
+		return resp, rd.body(resp, err)
+	}
+	for i := range 10 {
+		if resp, _ := try(fmt.Sprintf("guess-%d", i)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d, want 401", i+1, resp.StatusCode)
+		}
+	}
+	for _, cred := range []string{"guess-10", "good"} {
+		resp, body := try(cred)
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" || !strings.Contains(body, "Too many failed sign-ins") {
+			t.Errorf("sign-in with %q after 10 failures: %d Retry-After %q, want 429 with Retry-After 60", cred, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	now = now.Add(61 * time.Second)
+	if resp, body := try("good"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Welcome") {
+		t.Errorf("sign-in a minute later: %d, want it to pass", resp.StatusCode)
+	}
+}
+
+// TestForwardedHeadersOnlyFromTrustedProxies: a client that says
+// X-Forwarded-Proto https is believed (Secure cookies) only when it is a
+// trusted proxy, and X-Forwarded-For names the throttled address only
+// then, so a guesser cannot spread its failures over made-up addresses.
+func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
+	for _, trusted := range []bool{false, true} {
+		now := time.Unix(1_700_000_000, 0)
+		srv, hc := newTestConsoleOpts(t, Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return now },
+			Realms:       []Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: &fakeAuth{}}},
+			TrustedProxy: func(string) bool { return trusted }})
+		rd := reader{t}
+		get := func(xff string) *http.Response {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/signin", nil)
+			req.Header.Set("X-Forwarded-Proto", "https")
+			req.Header.Set("X-Forwarded-For", xff)
+			resp, err := hc.Do(req)
+			rd.body(resp, err)
+			return resp
+		}
+		resp := get("192.0.2.1")
+		secure := false
+		for _, c := range resp.Cookies() {
+			secure = secure || c.Secure
+		}
+		if secure != trusted {
+			t.Errorf("trusted proxy %v: Secure cookie %v", trusted, secure)
+		}
+		// Eleven failures, each from another forwarded address.
+		var last int
+		for i := range 11 {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/signin", nil)
+			page := rd.body(hc.Do(req))
+			nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(page)[1]
+			form := url.Values{"nonce": {nonce}, "realm": {"operator"}, "credential": {"wrong"}}
+			post, _ := http.NewRequest(http.MethodPost, srv.URL+"/console/signin", strings.NewReader(form.Encode()))
+			post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			post.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i))
+			resp, err := hc.Do(post)
+			rd.body(resp, err)
+			last = resp.StatusCode
+		}
+		want := http.StatusTooManyRequests // one address: the connection's
+		if trusted {
+			want = http.StatusUnauthorized // eleven addresses the proxy saw
+		}
+		if last != want {
+			t.Errorf("trusted proxy %v: the 11th failure from spread X-Forwarded-For = %d, want %d", trusted, last, want)
 		}
 	}
 }

@@ -26,6 +26,9 @@ type stripCell struct {
 	X     int
 	Up    bool
 	Title string
+	// when and why are the run's time and state, and its error ("" when
+	// up); the public status page builds its own Title from them.
+	when, why string
 }
 
 // statusStrip draws the newest stripRuns of runs (given newest first).
@@ -41,13 +44,53 @@ func statusStrip(runs []Run) strip {
 		} else {
 			s.Down++
 		}
-		title := r.At.UTC().Format("2006-01-02 15:04:05Z") + " " + state
+		when := r.At.UTC().Format("2006-01-02 15:04:05Z") + " " + state
+		title := when
 		if r.Error != "" {
 			title += ": " + r.Error
 		}
-		s.Cells = append(s.Cells, stripCell{X: (stripRuns - n + (n - 1 - i)) * 5, Up: r.Up, Title: title})
+		s.Cells = append(s.Cells, stripCell{X: (stripRuns - n + (n - 1 - i)) * 5, Up: r.Up, Title: title, when: when, why: r.Error})
 	}
 	return s
+}
+
+// public returns s for the public status page: each run's title says its
+// time, its state and the class of its failure (reasonClass), never the
+// error itself, which may name an address, a port or a path the check's
+// owner did not publish.
+func (s strip) public() strip {
+	out := s
+	out.Cells = make([]stripCell, len(s.Cells))
+	for i, c := range s.Cells {
+		c.Title = c.when
+		if c.why != "" {
+			c.Title += ": " + reasonClass(c.why)
+		}
+		out.Cells[i] = c
+	}
+	return out
+}
+
+// reasonClass names the kind of a run's failure for the public page.
+func reasonClass(err string) string {
+	e := strings.ToLower(err)
+	switch {
+	case strings.Contains(e, "address blocked") || strings.Contains(e, "not allowed"):
+		return "refused by the network policy"
+	case strings.Contains(e, "no such host") || strings.Contains(e, "lookup "):
+		return "name not resolved"
+	case strings.Contains(e, "timeout") || strings.Contains(e, "deadline exceeded"):
+		return "timed out"
+	case strings.Contains(e, "connection refused"):
+		return "connection refused"
+	case strings.Contains(e, "tls") || strings.Contains(e, "x509") || strings.Contains(e, "certificate"):
+		return "TLS error"
+	case strings.Contains(e, "keyword"):
+		return "keyword check failed"
+	case strings.Contains(e, "status"):
+		return "unexpected HTTP status"
+	}
+	return "unreachable"
 }
 
 // chart is a response-time chart in a 600×160 view box: the plot area is

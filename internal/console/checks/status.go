@@ -211,7 +211,7 @@ func (a *Area) statusBody(ctx context.Context, userID string, now time.Time) ([]
 			state = cmp.Or(ck.LastStatus, "PENDING")
 		}
 		d.Rows = append(d.Rows, statusRow{Host: hostOf(ck.URL), Type: ck.Type, State: state, Uptime: row.Uptime,
-			Uptime7: row.Uptime7, Uptime30: row.Uptime30, Strip: row.Strip})
+			Uptime7: row.Uptime7, Uptime30: row.Uptime30, Strip: row.Strip.public()})
 	}
 	return a.k.RenderPublic("status", d)
 }

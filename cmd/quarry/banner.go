@@ -60,7 +60,14 @@ func startBanner(f bannerFacts) []bannerLine {
 	switch {
 	case f.ddb != "":
 		add(true, "DynamoDB", "ddb", "http://%s", f.ddb)
-		hint("AWS CLI and SDKs: --endpoint-url http://" + clientAddr(f.ddb) + ", any credentials")
+		if c.Credentials == "" {
+			hint("AWS CLI and SDKs: --endpoint-url http://" + clientAddr(f.ddb) + ", any credentials")
+			add(true, "  requests", "ddb_auth", "UNAUTHENTICATED: any account that can connect reads and writes every table, the systems' included")
+			hint("--credentials FILE requires SigV4-signed requests; keep --ddb-listen on loopback of a single-user host")
+		} else {
+			hint("AWS CLI and SDKs: --endpoint-url http://" + clientAddr(f.ddb) + ", a key of --credentials")
+			add(true, "  requests", "ddb_auth", "SigV4-signed with a key of --credentials %s", c.Credentials)
+		}
 	case !f.embedded:
 		add(true, "DynamoDB", "ddb", "not served: the systems use %s", redactURL(c.DynamoDBEndpoint))
 	default:

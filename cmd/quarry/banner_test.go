@@ -53,6 +53,7 @@ func TestServeBanner(t *testing.T) {
 			`^  data directory +` + regexp.QuoteMeta(dataDir) + `$`,
 			`^    API +http://` + regexp.QuoteMeta(api) + `  \(.*/healthz`,
 			`^    DynamoDB +http://` + regexp.QuoteMeta(ddbAddr) + `  \(AWS CLI and SDKs: --endpoint-url http://` + regexp.QuoteMeta(ddbAddr),
+			`^      requests +UNAUTHENTICATED: any account that can connect reads and writes every table.*  \(--credentials FILE requires SigV4`,
 			`^    admin channel +` + regexp.QuoteMeta(filepath.Join(dataDir, "admin.sock")) + `  `,
 			`^    store +embedded .* in ` + regexp.QuoteMeta(filepath.Join(dataDir, "ddb")) + `$`,
 			`^    DataShelf +SQLite ` + regexp.QuoteMeta(filepath.Join(dataDir, "datashelf.db")) + `; blobs in ` + regexp.QuoteMeta(filepath.Join(dataDir, "blobs")) + `$`,

@@ -46,15 +46,12 @@ func (f bannerFacts) on(name string) bool { return f.enabled == nil || f.enabled
 // network policy and where to look next.
 func startBanner(f bannerFacts) []bannerLine {
 	c := f.c
-	var lines []bannerLine
-	add := func(sub bool, label, key, format string, args ...any) {
-		lines = append(lines, bannerLine{Label: label, Key: key, Value: fmt.Sprintf(format, args...), Sub: sub})
-	}
-	hint := func(h string) { lines[len(lines)-1].Hint = h }
+	b := &bannerBuilder{}
+	add, hint := b.add, b.hint
 	add(false, "version", "version", "%s", version)
 	add(false, "data directory", "data_dir", "%s", f.dataDir)
 
-	lines = append(lines, bannerLine{Label: "listening"})
+	b.heading("listening")
 	add(true, "API", "api", "http://%s", f.api)
 	hint("/datashelf /wallcrawler /eecar /checks, /healthz, /metrics")
 	switch {
@@ -78,7 +75,7 @@ func startBanner(f bannerFacts) []bannerLine {
 		hint("quarry wallcrawler|checks|eecar … --data-dir " + f.dataDir)
 	}
 
-	lines = append(lines, bannerLine{Label: "systems"})
+	b.heading("systems")
 	var names []string
 	for _, n := range config.SystemNames {
 		if f.on(n) {
@@ -97,6 +94,24 @@ func startBanner(f bannerFacts) []bannerLine {
 		add(true, "store", "store", "DynamoDB at %s", redactURL(c.DynamoDBEndpoint))
 		tables = "tables in DynamoDB"
 	}
+	b.systems(f, tables, notHere)
+
+	if s := f.policy.String(); s != "" {
+		add(false, "network policy", "network_policy", "public addresses and --allow-networks %s", s)
+	} else {
+		add(false, "network policy", "network_policy", "public addresses only")
+		hint("--allow-networks 127.0.0.1:3000 would let tenants reach a local site")
+	}
+	add(false, "health", "healthz", "http://%s/healthz", clientAddr(f.api))
+	add(false, "docs", "docs", "README.md, docs/operations.md, docs/flags.md, docs/<system>.md")
+	return b.lines
+}
+
+// systems adds each system's line: its backends, or why it does not run
+// on this node; Wallcrawler's browsers under it.
+func (b *bannerBuilder) systems(f bannerFacts, tables, notHere string) {
+	c := f.c
+	add, hint := b.add, b.hint
 	switch {
 	case !f.on("datashelf"):
 		add(true, "DataShelf", "datashelf", "%s", notHere)
@@ -136,17 +151,21 @@ func startBanner(f bannerFacts) []bannerLine {
 	} else {
 		add(true, "Checks", "checks", "%s", notHere)
 	}
-
-	if s := f.policy.String(); s != "" {
-		add(false, "network policy", "network_policy", "public addresses and --allow-networks %s", s)
-	} else {
-		add(false, "network policy", "network_policy", "public addresses only")
-		hint("--allow-networks 127.0.0.1:3000 would let tenants reach a local site")
-	}
-	add(false, "health", "healthz", "http://%s/healthz", clientAddr(f.api))
-	add(false, "docs", "docs", "README.md, docs/operations.md, docs/flags.md, docs/<system>.md")
-	return lines
 }
+
+// bannerBuilder collects the banner's lines.
+type bannerBuilder struct{ lines []bannerLine }
+
+// add appends a fact (indented under the last heading when sub).
+func (b *bannerBuilder) add(sub bool, label, key, format string, args ...any) {
+	b.lines = append(b.lines, bannerLine{Label: label, Key: key, Value: fmt.Sprintf(format, args...), Sub: sub})
+}
+
+// hint sets the remark of the last fact.
+func (b *bannerBuilder) hint(h string) { b.lines[len(b.lines)-1].Hint = h }
+
+// heading appends a heading.
+func (b *bannerBuilder) heading(label string) { b.lines = append(b.lines, bannerLine{Label: label}) }
 
 // browserFacts says which Chromium Wallcrawler runs and how it is
 // confined, or why sessions cannot start.

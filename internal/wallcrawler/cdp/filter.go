@@ -2,6 +2,8 @@ package cdp
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,8 @@ type rule struct {
 	// nested: params.message is a whole command (JSON in a string),
 	// filtered by the same rules.
 	nested bool
+	// tracing: the trace must come back over CDP (see checkTracing).
+	tracing bool
 }
 
 // methodRules holds the rules by method, keyed in lower case (methods are
@@ -74,6 +78,8 @@ var methodRules = map[string]rule{
 	"target.opendevtools":                {refuse: "the DevTools front-end is a privileged page"},
 	"browser.executebrowsercommand":      {refuse: "browser UI commands are not available"},
 	"browser.getbrowsercommandline":      {refuse: "the browser's command line is not disclosed"},
+	"systeminfo.getprocessinfo":          {refuse: "the host's process ids are not disclosed"},
+	"tracing.start":                      {tracing: true},
 }
 
 // domainRules refuses every method of a domain, keyed in lower case.
@@ -90,19 +96,30 @@ type Filter struct {
 	// downloadDir is the session's download directory, cleaned and with
 	// symlinks resolved; "" when the session has none.
 	downloadDir string
+	// targets is what the connection knows of browser-UI targets
+	// (targets.go); commands addressed to them are refused.
+	targets *targets
 }
 
 // NewFilter returns a Filter for a session whose downloads go to
 // downloadDir ("" for none: then file and download commands are refused).
 func NewFilter(downloadDir string) *Filter {
 	if downloadDir == "" {
-		return &Filter{}
+		return &Filter{targets: newTargets()}
 	}
 	dir := filepath.Clean(downloadDir)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	return &Filter{downloadDir: dir}
+	return &Filter{downloadDir: dir, targets: newTargets()}
+}
+
+// Observe reads a browser→client message for what it says about
+// browser-UI targets (targets.go). It returns the message to relay to the
+// client (nil to drop it) and commands to send the browser on the proxy's
+// behalf.
+func (f *Filter) Observe(msg []byte) (relay []byte, send [][]byte) {
+	return f.targets.observe(msg)
 }
 
 // Verdict is the Filter's decision on one client message.
@@ -228,6 +245,9 @@ func (c command) encode() ([]byte, error) {
 // check applies c's rule: it returns an error when c is refused, or the
 // rewritten message (and why) when c is changed, or nil to relay c as is.
 func (f *Filter) check(c command, depth int) ([]byte, string, error) {
+	if err := f.targets.check(c); err != nil {
+		return nil, "", err
+	}
 	lower := strings.ToLower(c.method)
 	domain, _, _ := strings.Cut(lower, ".")
 	if why, ok := domainRules[domain]; ok {
@@ -269,6 +289,11 @@ func (f *Filter) check(c command, depth int) ([]byte, string, error) {
 		raw, ok := lookup(c.params, name)
 		if ok && !emptyList(raw) {
 			return nil, "", fmt.Errorf("%s is not allowed: the browser's network route is fixed", name)
+		}
+	}
+	if r.tracing {
+		if err := checkTracing(c.params); err != nil {
+			return nil, "", err
 		}
 	}
 	if r.downloadPath {
@@ -346,6 +371,96 @@ func (f *Filter) rewriteNested(c command, depth int) ([]byte, string, error) {
 		return nil, "", err
 	}
 	return out, "message: " + v.Reason, nil
+}
+
+// checkTracing accepts a Tracing.start whose trace comes back over CDP
+// (Tracing.dataCollected events or an IO stream): tracingBackend must be
+// absent, "auto" or "chrome" ("system" hands the trace to the host's
+// perfetto service, a socket outside the browser, which writes files where
+// the config says), and a perfettoConfig must not ask for a file
+// (TraceConfig write_into_file or output_path). The categories, options
+// and traceConfig params cannot name a file.
+func checkTracing(params map[string]json.RawMessage) error {
+	if raw, ok := lookup(params, "tracingBackend"); ok {
+		var backend string
+		if json.Unmarshal(raw, &backend) != nil {
+			return errors.New("tracingBackend is not a string")
+		}
+		if backend != "auto" && backend != "chrome" {
+			return fmt.Errorf("tracingBackend %q is not allowed: the trace stays in the browser", backend)
+		}
+	}
+	raw, ok := lookup(params, "perfettoConfig")
+	if !ok {
+		return nil
+	}
+	var enc string
+	if json.Unmarshal(raw, &enc) != nil {
+		return errors.New("perfettoConfig is not a string")
+	}
+	pb, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return errors.New("perfettoConfig is not base64")
+	}
+	if err := checkPerfettoConfig(pb); err != nil {
+		return fmt.Errorf("perfettoConfig: %w", err)
+	}
+	return nil
+}
+
+// Fields of perfetto.protos.TraceConfig that make the tracing service
+// write the trace into a file.
+const (
+	perfettoWriteIntoFile = 8  // bool write_into_file
+	perfettoOutputPath    = 29 // string output_path
+)
+
+// checkPerfettoConfig reads the top-level fields of a serialized
+// perfetto TraceConfig and refuses write_into_file (any occurrence not
+// false) and output_path, or a message it cannot read.
+func checkPerfettoConfig(pb []byte) error {
+	for len(pb) > 0 {
+		key, n := binary.Uvarint(pb)
+		if n <= 0 {
+			return errors.New("not a TraceConfig")
+		}
+		pb = pb[n:]
+		field, wire := key>>3, key&7
+		var v uint64
+		switch wire {
+		case 0: // varint
+			v, n = binary.Uvarint(pb)
+			if n <= 0 {
+				return errors.New("not a TraceConfig")
+			}
+			pb = pb[n:]
+		case 1: // 64-bit
+			if len(pb) < 8 {
+				return errors.New("not a TraceConfig")
+			}
+			v, pb = binary.LittleEndian.Uint64(pb), pb[8:]
+		case 2: // length-delimited
+			l, n := binary.Uvarint(pb)
+			if n <= 0 || l > uint64(len(pb)-n) {
+				return errors.New("not a TraceConfig")
+			}
+			v, pb = 1, pb[n+int(l):]
+		case 5: // 32-bit
+			if len(pb) < 4 {
+				return errors.New("not a TraceConfig")
+			}
+			v, pb = uint64(binary.LittleEndian.Uint32(pb)), pb[4:]
+		default: // groups are not used by TraceConfig
+			return errors.New("not a TraceConfig")
+		}
+		switch {
+		case field == perfettoWriteIntoFile && v != 0:
+			return errors.New("write_into_file is not allowed: the trace is returned over CDP, not written on the host")
+		case field == perfettoOutputPath:
+			return errors.New("output_path is not allowed: the trace is returned over CDP, not written on the host")
+		}
+	}
+	return nil
 }
 
 // inDownloads checks that the host path p, once cleaned and with symlinks

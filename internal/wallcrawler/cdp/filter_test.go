@@ -70,6 +70,9 @@ func TestFilter(t *testing.T) {
 		{"continueRequest https", `{"id":3,"method":"Fetch.continueRequest","params":{"requestId":"R","url":"https://b.test/"}}`, forward, ""},
 		{"autoAttach", `{"id":4,"method":"Target.setAutoAttach","params":{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true}}`, forward, ""},
 		{"tracing", `{"id":4,"method":"Tracing.start","params":{"transferMode":"ReturnAsStream"}}`, forward, ""},
+		{"tracing events", `{"id":4,"method":"Tracing.start","params":{"traceConfig":{"includedCategories":["devtools.timeline"]},"transferMode":"ReportEvents","tracingBackend":"chrome"}}`, forward, ""},
+		{"tracing perfetto", `{"id":4,"method":"Tracing.start","params":{"perfettoConfig":"CgMIgAgSDwoNCgt0cmFja19ldmVudA==","transferMode":"ReturnAsStream","tracingBackend":"auto"}}`, forward, ""},
+		{"tracing perfetto no file", `{"id":4,"method":"Tracing.start","params":{"perfettoConfig":"CgMIgAgSDwoNCgt0cmFja19ldmVudEAA"}}`, forward, ""},
 		{"systemInfo", `{"id":4,"method":"SystemInfo.getInfo"}`, forward, ""},
 		{"compilation cache", `{"id":4,"method":"Page.addCompilationCache","params":{"url":"file:///x.js","data":""}}`, forward, ""},
 		{"context without proxy", `{"id":5,"method":"Target.createBrowserContext","params":{"disposeOnDetach":true}}`, forward, ""},
@@ -158,6 +161,19 @@ func TestFilter(t *testing.T) {
 		{"pwa", `{"id":50,"method":"PWA.launchFilesInApp","params":{"manifestId":"m","files":["/etc/passwd"]}}`, refuse, "web apps"},
 		{"browser command", `{"id":50,"method":"Browser.executeBrowserCommand","params":{"commandId":"openTabSearch"}}`, refuse, "browser UI"},
 		{"command line", `{"id":50,"method":"Browser.getBrowserCommandLine"}`, refuse, "command line"},
+		{"process info", `{"id":50,"method":"SystemInfo.getProcessInfo"}`, refuse, "process ids"},
+		{"process info case", `{"id":50,"method":"systeminfo.GETPROCESSINFO","sessionId":"S"}`, refuse, "process ids"},
+
+		// Traces written on the host.
+		{"tracing system", `{"id":51,"method":"Tracing.start","params":{"transferMode":"ReturnAsStream","tracingBackend":"system"}}`, refuse, `tracingBackend \"system\" is not allowed`},
+		{"tracing unknown backend", `{"id":51,"method":"Tracing.start","params":{"tracingBackend":"System"}}`, refuse, "tracingBackend"},
+		{"tracing backend not string", `{"id":51,"method":"Tracing.start","params":{"tracingBackend":["system"]}}`, refuse, "not a string"},
+		{"tracing write_into_file", `{"id":51,"method":"Tracing.start","params":{"perfettoConfig":"CgMIgAgSDwoNCgt0cmFja19ldmVudEAB","transferMode":"ReturnAsStream"}}`, refuse, "write_into_file"},
+		{"tracing output_path", `{"id":51,"method":"Tracing.start","params":{"perfettoConfig":"CgMIgAgSDwoNCgt0cmFja19ldmVudOoBDi90bXAveC5wZnRyYWNl"}}`, refuse, "output_path"},
+		{"tracing bad perfetto", `{"id":51,"method":"Tracing.start","params":{"perfettoConfig":"Cv8="}}`, refuse, "not a TraceConfig"},
+		{"tracing perfetto not base64", `{"id":51,"method":"Tracing.start","params":{"perfettoConfig":"!!"}}`, refuse, "not base64"},
+		{"tracing perfetto not string", `{"id":51,"method":"Tracing.start","params":{"perfettoConfig":{"writeIntoFile":true}}}`, refuse, "not a string"},
+		{"nested tracing", `{"id":51,"method":"Target.sendMessageToTarget","params":{"sessionId":"S","message":"{\"id\":1,\"method\":\"Tracing.start\",\"params\":{\"tracingBackend\":\"system\"}}"}}`, refuse, "tracingBackend"},
 
 		// Nested commands.
 		{"nested file", `{"id":60,"method":"Target.sendMessageToTarget","params":{"sessionId":"S","message":"{\"id\":1,\"method\":\"Page.navigate\",\"params\":{\"url\":\"file:///etc/passwd\"}}"}}`, refuse, "message: wallcrawler: Page.navigate refused"},
@@ -368,4 +384,83 @@ func FuzzFilter(f *testing.F) {
 			t.Fatalf("relayed %s, which the filter changes again: %+v", v.Forward, again)
 		}
 	})
+}
+
+// TestFilterBrowserUI checks that what the browser says about browser-UI
+// targets hides them and refuses the commands addressed to them.
+func TestFilterBrowserUI(t *testing.T) {
+	f := NewFilter("")
+	ui := `{"targetId":"UI1","type":"browser_ui","title":"Omnibox Popup","url":"chrome://omnibox-popup.top-chrome/","attached":false}`
+	page := `{"targetId":"P1","type":"page","title":"","url":"about:blank","attached":false}`
+	for _, c := range []struct{ name, in, out string }{
+		{"created", `{"method":"Target.targetCreated","params":{"targetInfo":` + ui + `}}`, ""},
+		{"created page", `{"method":"Target.targetCreated","params":{"targetInfo":` + page + `}}`, "same"},
+		{"getTargets", `{"id":3,"result":{"targetInfos":[` + ui + `,` + page + `,{"targetId":"D","type":"page","url":"devtools://devtools/x"}]}}`, `{"id":3,"result":{"targetInfos":[` + page + `]}}`},
+		{"getTargetInfo", `{"id":4,"result":{"targetInfo":{"targetId":"UI2","type":"other","url":"chrome-untrusted://x/"}}}`, "refused"},
+		{"auto-attached", `{"method":"Target.attachedToTarget","params":{"sessionId":"S1","targetInfo":` + ui + `,"waitingForDebugger":true}}`, ""},
+		{"attach answer", `{"id":5,"result":{"sessionId":"S1"}}`, "refused"},
+		{"session event", `{"method":"Target.detachedFromTarget","params":{"sessionId":"S1","targetId":"UI1"}}`, ""},
+		{"own answer", `{"id":-1073741825,"result":{}}`, ""},
+		{"page attached", `{"method":"Target.attachedToTarget","params":{"sessionId":"S2","targetInfo":` + page + `,"waitingForDebugger":false}}`, "same"},
+		{"page becomes chrome", `{"method":"Target.targetInfoChanged","params":{"targetInfo":{"targetId":"P9","type":"page","url":" CHROME://version"}}}`, ""},
+	} {
+		out, _ := f.Observe([]byte(c.in))
+		switch c.out {
+		case "":
+			if out != nil {
+				t.Errorf("%s: relayed %s", c.name, out)
+			}
+		case "same":
+			if string(out) != c.in {
+				t.Errorf("%s: relayed %s", c.name, out)
+			}
+		case "refused":
+			if !strings.Contains(string(out), `"error":{"code":-32000,"message":"wallcrawler: Target.`) || !strings.Contains(string(out), "browser's own UI") {
+				t.Errorf("%s: relayed %s", c.name, out)
+			}
+		default:
+			if !sameJSON(t, out, []byte(c.out)) {
+				t.Errorf("%s: relayed %s, want %s", c.name, out, c.out)
+			}
+		}
+	}
+	// The auto-attach of a browser-UI target is undone by the proxy.
+	f2 := NewFilter("")
+	_, send := f2.Observe([]byte(`{"method":"Target.attachedToTarget","sessionId":"PARENT","params":{"sessionId":"S1","targetInfo":` + ui + `,"waitingForDebugger":true}}`))
+	if len(send) != 2 || !strings.Contains(string(send[0]), `"Runtime.runIfWaitingForDebugger"`) || !strings.Contains(string(send[0]), `"sessionId":"S1"`) ||
+		!strings.Contains(string(send[1]), `"Target.detachFromTarget"`) || !strings.Contains(string(send[1]), `"sessionId":"PARENT"`) || !strings.Contains(string(send[1]), `"id":-10737418`) {
+		t.Fatalf("proxy commands %q", send)
+	}
+
+	for _, c := range []struct{ name, in, want string }{
+		{"attach", `{"id":10,"method":"Target.attachToTarget","params":{"targetId":"UI1","flatten":true}}`, refuse},
+		{"attach other", `{"id":10,"method":"Target.attachToTarget","params":{"targetId":"UI2"}}`, refuse},
+		{"activate", `{"id":10,"method":"Target.activateTarget","params":{"targetId":"UI1"}}`, refuse},
+		{"on the session", `{"id":10,"method":"Runtime.evaluate","params":{"expression":"chrome.send"},"sessionId":"S1"}`, refuse},
+		{"legacy channel", `{"id":10,"method":"Target.sendMessageToTarget","params":{"sessionId":"S1","message":"{\"id\":1,\"method\":\"Runtime.evaluate\",\"params\":{}}"}}`, refuse},
+		{"legacy by target", `{"id":10,"method":"Target.sendMessageToTarget","params":{"targetId":"UI1","message":"{\"id\":1,\"method\":\"Runtime.evaluate\",\"params\":{}}"}}`, refuse},
+		{"changed page", `{"id":10,"method":"Target.attachToTarget","params":{"targetId":"P9"}}`, refuse},
+		{"reserved id", `{"id":-1073741824,"method":"Browser.getVersion"}`, refuse},
+		{"page", `{"id":11,"method":"Target.attachToTarget","params":{"targetId":"P1","flatten":true}}`, forward},
+		{"page session", `{"id":11,"method":"Runtime.evaluate","params":{"expression":"1"},"sessionId":"S2"}`, forward},
+		{"negative id", `{"id":-1,"method":"Browser.getVersion"}`, forward},
+	} {
+		v := f.Apply([]byte(c.in))
+		switch c.want {
+		case forward:
+			if string(v.Forward) != c.in {
+				t.Errorf("%s: not forwarded: %+v", c.name, v)
+			}
+		case refuse:
+			if v.Forward != nil || v.Reply == nil {
+				t.Errorf("%s: not refused: %s", c.name, v.Forward)
+				continue
+			}
+			want := "browser's own UI"
+			if c.name == "reserved id" {
+				want = "reserved by the proxy"
+			}
+			checkReply(t, c.in, v.Reply, want)
+		}
+	}
 }

@@ -148,6 +148,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer up.CloseNow()
+	if page != "" && !t.Forward {
+		// The page endpoint reaches any target by id: not the browser's UI.
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		err := checkPage(cctx, up)
+		ccancel()
+		if err != nil {
+			p.log.WarnContext(r.Context(), "cdp: page endpoint refused", "session", id, "page", page, "err", err)
+			httpError(w, http.StatusForbidden, "wallcrawler: the target is not a page of the session (browser UI is not reachable)")
+			return
+		}
+	}
 	down, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return
@@ -210,7 +221,34 @@ func (p *Proxy) relay(ctx context.Context, t Target, id string, down, up *websoc
 		request: func(b []byte) { pending.request(t.Log, b) }, response: func(b []byte) { pending.response(t.Log, b) },
 	}
 	go func() { errc <- c.pump(ctx, down, up) }()
-	go func() { errc <- pump(ctx, up, down, relayed, c.response) }()
+	go func() { errc <- c.answers(ctx, up, down) }()
+}
+
+// answers copies the browser's messages (up) to the client (down) through
+// the Filter's Observe, which hides browser-UI targets and may have the
+// proxy send commands of its own, until either side fails.
+func (c *commands) answers(ctx context.Context, up, down *websocket.Conn) error {
+	for {
+		typ, data, err := up.Read(ctx)
+		if err != nil {
+			return err
+		}
+		c.n.Add(int64(len(data)))
+		out, send := c.filter.Observe(data)
+		for _, cmd := range send {
+			c.log.InfoContext(ctx, "cdp: browser UI target detached", "command", string(cmd))
+			if err := up.Write(ctx, websocket.MessageText, cmd); err != nil {
+				return err
+			}
+		}
+		if out == nil {
+			continue
+		}
+		c.response(out)
+		if err := down.Write(ctx, typ, out); err != nil {
+			return err
+		}
+	}
 }
 
 // pump copies messages from src to dst until either fails.

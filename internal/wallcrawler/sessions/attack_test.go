@@ -479,3 +479,173 @@ func TestCDPAttacks(t *testing.T) {
 	})
 	st.release(t, s.ID)
 }
+
+// browserUITargets asks the session's browser directly, on its own
+// DevTools endpoint (which no tenant reaches), for the ids of its
+// browser-UI targets (chrome://omnibox-popup in every window).
+func browserUITargets(t *testing.T, st *stack, id string) []string {
+	t.Helper()
+	dl := sessionDownloadDir(t, st, id)
+	port, err := os.ReadFile(filepath.Join(filepath.Dir(dl), "profile", "DevToolsActivePort"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := strings.Cut(string(port), "\n")
+	resp, err := http.Get("http://127.0.0.1:" + p + "/json/list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []struct{ ID, Type, URL string }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range list {
+		if l.Type == "browser_ui" || strings.HasPrefix(l.URL, "chrome:") {
+			ids = append(ids, l.ID)
+		}
+	}
+	if len(ids) == 0 {
+		t.Fatalf("the browser has no browser-UI target: %+v", list)
+	}
+	return ids
+}
+
+// noBrowserUI fails when a target info or event names browser UI.
+func noBrowserUI(t *testing.T, what string, raw []byte) {
+	t.Helper()
+	if s := string(raw); strings.Contains(s, `"browser_ui"`) || strings.Contains(s, `"url":"chrome:`) || strings.Contains(s, `"type":"other"`) {
+		t.Fatalf("%s shows browser UI: %s", what, s)
+	}
+}
+
+// TestCDPBrowserInternals plays a tenant who, over raw CDP, reaches for
+// the browser rather than its pages: scripting Chromium's own WebUI (the
+// omnibox popup, a chrome:// page with Mojo access to the browser
+// process), reading the host's process ids, and having a trace written to
+// the host's disk. Each attempt is refused; attaching to pages, auto-attach
+// and tracing over CDP keep working.
+func TestCDPBrowserInternals(t *testing.T) {
+	st := newStack(t, 1, sessions.Options{})
+	web := attackSite(t, "about:blank")
+	s := st.create(t, nil)
+	ui := browserUITargets(t, st, s.ID)
+	base, query, _ := strings.Cut(s.ConnectURL, "?")
+
+	t.Run("browser UI attach", func(t *testing.T) {
+		// A connection that has seen nothing: the ids come from elsewhere.
+		r := dialCDP(t, s.ConnectURL)
+		for _, id := range ui {
+			r.refused("", "Target.attachToTarget", fmt.Sprintf(`{"targetId":%q,"flatten":true}`, id))
+			r.refused("", "Target.attachToTarget", fmt.Sprintf(`{"targetId":%q,"flatten":false}`, id))
+			r.refused("", "Target.activateTarget", fmt.Sprintf(`{"targetId":%q}`, id))
+			r.refused("", "Target.getTargetInfo", fmt.Sprintf(`{"targetId":%q}`, id))
+			r.refused("", "Target.sendMessageToTarget", fmt.Sprintf(`{"targetId":%q,"message":"{\"id\":1,\"method\":\"Runtime.evaluate\",\"params\":{\"expression\":\"location.href\"}}"}`, id))
+		}
+		for _, ev := range r.events {
+			noBrowserUI(t, ev.Method, ev.Params)
+		}
+		// Pages are still attached to.
+		_, page := r.newPage()
+		r.navigate(page, web.URL+"/title", "fixture")
+	})
+
+	t.Run("browser UI hidden", func(t *testing.T) {
+		r := dialCDP(t, s.ConnectURL)
+		m := r.send("", "Target.getTargets", "")
+		noBrowserUI(t, "Target.getTargets", m.Result)
+		if !strings.Contains(string(m.Result), `"type":"page"`) {
+			t.Fatalf("Target.getTargets shows no page: %s", m.Result)
+		}
+		r.ok("", "Target.setDiscoverTargets", `{"discover":true}`, nil)
+		// As Playwright and Puppeteer do: the browser's auto-attach, here
+		// with a new window (whose omnibox popup starts paused).
+		r.ok("", "Target.setAutoAttach", `{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true}`, nil)
+		var created struct{ TargetID string }
+		r.ok("", "Target.createTarget", `{"url":"about:blank","newWindow":true}`, &created)
+		ev := r.event("Target.attachedToTarget", func(m cdpMsg) bool { return strings.Contains(string(m.Params), created.TargetID) })
+		var a struct{ SessionID string }
+		_ = json.Unmarshal(ev.Params, &a)
+		r.ok(a.SessionID, "Runtime.runIfWaitingForDebugger", "", nil)
+		r.ok(a.SessionID, "Runtime.enable", "", nil)
+		r.navigate(a.SessionID, web.URL+"/title", "fixture")
+		r.ok("", "Target.setAutoAttach", `{"autoAttach":false,"waitForDebuggerOnStart":false,"flatten":true}`, nil)
+		for _, ev := range r.events {
+			noBrowserUI(t, ev.Method, ev.Params)
+		}
+		// Nothing of the new window's UI stays paused or attached: the
+		// browser still answers, and its UI targets are not attached.
+		var v struct{ Product string }
+		r.ok("", "Browser.getVersion", "", &v)
+		for _, id := range browserUITargets(t, st, s.ID) {
+			r.refused("", "Target.attachToTarget", fmt.Sprintf(`{"targetId":%q,"flatten":true}`, id))
+		}
+	})
+
+	t.Run("browser UI page endpoint", func(t *testing.T) {
+		for _, id := range ui {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			c, resp, err := websocket.Dial(ctx, base+"/page/"+id+"?"+query, nil)
+			cancel()
+			if err == nil {
+				c.CloseNow()
+				t.Fatalf("page endpoint of browser UI %s connected", id)
+			}
+			if resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("page endpoint of browser UI %s: %v %v", id, resp, err)
+			}
+		}
+		r := dialCDP(t, s.ConnectURL)
+		targetID, _ := r.newPage()
+		p := dialCDP(t, base+"/page/"+targetID+"?"+query)
+		if got := p.eval("", "1 + 1"); got != "2" {
+			t.Fatalf("page endpoint eval %s", got)
+		}
+	})
+
+	t.Run("process ids", func(t *testing.T) {
+		r := dialCDP(t, s.ConnectURL)
+		r.refused("", "SystemInfo.getProcessInfo", "")
+		r.refused("", "SystemInfo.getProcessInfo", "{}")
+		var info struct{ GPU json.RawMessage }
+		r.ok("", "SystemInfo.getInfo", "", &info)
+	})
+
+	t.Run("trace files", func(t *testing.T) {
+		r := dialCDP(t, s.ConnectURL)
+		out := filepath.Join(t.TempDir(), "trace.pftrace")
+		cfg := func(file bool) string {
+			pb := []byte{0x0a, 0x03, 0x08, 0x80, 0x08, 0x12, 0x0f, 0x0a, 0x0d, 0x0a, 0x0b}
+			pb = append(pb, "track_event"...)
+			if file {
+				pb = append(pb, 0x40, 0x01, 0xea, 0x01, byte(len(out))) // write_into_file, output_path
+				pb = append(pb, out...)
+			}
+			return base64.StdEncoding.EncodeToString(pb)
+		}
+		r.refused("", "Tracing.start", `{"transferMode":"ReturnAsStream","tracingBackend":"system"}`)
+		r.refused("", "Tracing.start", fmt.Sprintf(`{"perfettoConfig":%q,"transferMode":"ReturnAsStream"}`, cfg(true)))
+		r.refused("", "Tracing.start", fmt.Sprintf(`{"perfettoConfig":%q,"transferMode":"ReportEvents","tracingBackend":"chrome"}`, cfg(true)))
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("a trace was written to %s", out)
+		}
+		// Tracing that returns the trace over CDP works.
+		for _, params := range []string{
+			`{"transferMode":"ReturnAsStream","traceConfig":{"includedCategories":["devtools.timeline"]}}`,
+			fmt.Sprintf(`{"perfettoConfig":%q,"transferMode":"ReturnAsStream"}`, cfg(false)),
+		} {
+			r.ok("", "Tracing.start", params, nil)
+			r.ok("", "Tracing.end", "", nil)
+			ev := r.event("Tracing.tracingComplete", nil)
+			var done struct{ Stream string }
+			_ = json.Unmarshal(ev.Params, &done)
+			if done.Stream == "" {
+				t.Fatalf("no trace stream: %s", ev.Params)
+			}
+			r.ok("", "IO.read", fmt.Sprintf(`{"handle":%q}`, done.Stream), nil)
+			r.ok("", "IO.close", fmt.Sprintf(`{"handle":%q}`, done.Stream), nil)
+		}
+	})
+	st.release(t, s.ID)
+}

@@ -229,7 +229,9 @@ func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler
 			return err
 		}
 	}
-	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: limits(c, c.MaxConns)}
+	apiLimits := limits(c, c.MaxConns)
+	apiLimits.MaxUpgradedConns = c.MaxUpgradedConns // WebSockets: CDP, live view
+	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: apiLimits}
 	if err := api.Listen(); err != nil {
 		if ddbSrv != nil {
 			_ = ddbSrv.Close()

@@ -100,9 +100,13 @@ type Config struct {
 	// reads slower than that on average, or not at all, is cut off.
 	// WebSocket connections are not affected.
 	WriteTimeout time.Duration
-	// MaxConns caps the connections open at once on the HTTP API; one
-	// more is answered 503 and closed.
+	// MaxConns caps the ordinary connections open at once on the HTTP
+	// API; one more is answered 503 and closed. WebSockets (CDP, live
+	// view) leave this pool once upgraded, for MaxUpgradedConns.
 	MaxConns int
+	// MaxUpgradedConns caps the upgraded (WebSocket) connections open at
+	// once on the HTTP API; one more upgrade is answered 503. 0: MaxConns.
+	MaxUpgradedConns int
 	// DDBMaxConns caps the connections open at once on the DynamoDB
 	// endpoint (`quarry ddb serve`'s --listen included).
 	DDBMaxConns int
@@ -225,7 +229,8 @@ func (c *Config) fields(which []string) []field {
 		{flag: "read-timeout", usage: "longest time to read a request's body, on both listeners, plus 1s per 64 KiB received (a slower body is cut off)", dur: &c.ReadTimeout},
 		{flag: "idle-timeout", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
 		{flag: "write-timeout", usage: "longest time to send a response, on both listeners, plus 1s per 64 KiB sent (a client reading slower is cut off; WebSockets are not affected)", dur: &c.WriteTimeout},
-		{flag: "max-conns", usage: "most connections open at once on the HTTP API; more are answered 503", num: &c.MaxConns},
+		{flag: "max-conns", usage: "most ordinary connections open at once on the HTTP API; more are answered 503 (WebSockets leave this pool once upgraded, see max-upgraded-conns)", num: &c.MaxConns},
+		{flag: "max-upgraded-conns", usage: "most WebSocket connections (CDP, live view) open at once on the HTTP API, apart from max-conns; more upgrades are answered 503 (0: as many as max-conns)", num: &c.MaxUpgradedConns},
 	})...)
 	all = append(all, group(GroupNetwork, []field{
 		{flag: "allow-networks", usage: `non-public addresses that tenants' fetches, webhooks and browsers may reach: "all", or CIDRs and address:port pairs like 10.0.0.0/8,127.0.0.1:3000 (default none: public addresses only)`, str: &c.AllowNetworks},
@@ -461,6 +466,9 @@ func (c *Config) Validate() error {
 		if n.v < 1 || n.v > 1_000_000 {
 			errs = append(errs, fmt.Errorf("config: --%s %d: want 1 to 1000000", n.name, n.v))
 		}
+	}
+	if c.MaxUpgradedConns < 0 || c.MaxUpgradedConns > 1_000_000 {
+		errs = append(errs, fmt.Errorf("config: --max-upgraded-conns %d: want 0 (as many as --max-conns) to 1000000", c.MaxUpgradedConns))
 	}
 	if c.TTLInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config: --ttl-interval %v: must be positive", c.TTLInterval))

@@ -71,6 +71,11 @@ func TestLoad(t *testing.T) {
 		{name: "bad context max bytes flag", args: []string{"--wallcrawler-context-max-bytes", "-5"}, wantErr: `--wallcrawler-context-max-bytes "-5": want bytes or a size`},
 		{name: "context max bytes too small", args: []string{"--wallcrawler-context-max-bytes", "1000"}, wantErr: "wallcrawler-context-max-bytes 1000: want at least 1MiB"},
 		{name: "context max entries zero", env: map[string]string{"QUARRY_WALLCRAWLER_CONTEXT_MAX_ENTRIES": "0"}, wantErr: "wallcrawler-context-max-entries 0: must be at least 1"},
+		{name: "max upgraded conns default", check: func(c *Config) bool { return c.MaxUpgradedConns == 0 }},
+		{name: "max upgraded conns negative", args: []string{"--max-upgraded-conns", "-1"}, wantErr: "--max-upgraded-conns -1: want 0"},
+		{name: "max CDP clients default", check: func(c *Config) bool { return c.Wallcrawler.MaxCDPClients == 32 }},
+		{name: "max CDP clients from env", env: map[string]string{"QUARRY_WALLCRAWLER_MAX_CDP_CLIENTS": "4"}, check: func(c *Config) bool { return c.Wallcrawler.MaxCDPClients == 4 }},
+		{name: "max CDP clients zero", args: []string{"--wallcrawler-max-cdp-clients", "0"}, wantErr: "--wallcrawler-max-cdp-clients 0: want 1 to 1024"},
 		{name: "public URL and trusted proxies", args: []string{"--public-url", "https://browsers.example.com"}, env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"},
 			check: func(c *Config) bool {
 				return c.PublicURL == "https://browsers.example.com" && c.TrustedProxies == "10.0.0.0/8, 127.0.0.1"

@@ -51,6 +51,10 @@ type Wallcrawler struct {
 	// live view page (who may embed it in an iframe): empty or "*" any
 	// site, "'none'" no one, or origins such as "https://app.example".
 	LiveFrameAncestors string
+	// MaxCDPClients caps the CDP connections open at once to one session
+	// (its pages' included, and those forwarded from other processes);
+	// one more is answered 429 (default 32).
+	MaxCDPClients int
 }
 
 func wallcrawlerDefaults() Wallcrawler {
@@ -59,6 +63,7 @@ func wallcrawlerDefaults() Wallcrawler {
 		Lease:             15 * time.Second,
 		ContextMaxBytes:   1 << 30,
 		ContextMaxEntries: 100_000,
+		MaxCDPClients:     32,
 	}
 }
 
@@ -72,6 +77,7 @@ func (w *Wallcrawler) fields() []field {
 		{flag: "wallcrawler-lease-renew", usage: "how often a process renews its lease (0: a third of wallcrawler-lease)", dur: &w.LeaseRenew},
 		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &w.ContextMaxBytes},
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &w.ContextMaxEntries},
+		{flag: "wallcrawler-max-cdp-clients", usage: "most CDP connections open at once to one session (its pages' included); one more is answered 429, so that one tenant cannot take the listener's connections", num: &w.MaxCDPClients},
 		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &w.Chromium},
 		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &w.User},
 		{flag: "wallcrawler-uids", usage: "range of user ids, one per browser, when quarry runs as root (e.g. 200000-200999): sessions' browsers cannot read each other's files (default: one user for all, see wallcrawler-user)", str: &w.UIDs},
@@ -120,6 +126,9 @@ func (w *Wallcrawler) validate(dataDir string) []error {
 	}
 	if w.ContextMaxEntries < 1 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-entries %d: must be at least 1", w.ContextMaxEntries))
+	}
+	if w.MaxCDPClients < 1 || w.MaxCDPClients > 1024 {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-max-cdp-clients %d: want 1 to 1024", w.MaxCDPClients))
 	}
 	return errs
 }

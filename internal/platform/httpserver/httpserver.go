@@ -49,9 +49,17 @@ type Limits struct {
 	// CONNECT tunnels are not affected, nor is the time a handler takes
 	// before it writes.
 	WriteTimeout time.Duration
-	// MaxConns caps the connections open at once; a connection over the cap
-	// is answered 503 with Server.Busy and closed.
+	// MaxConns caps the ordinary connections open at once; a connection
+	// over the cap is answered 503 with Server.Busy and closed. A
+	// connection a handler takes over (a WebSocket upgrade, hijacked) no
+	// longer counts: it moves to the MaxUpgradedConns pool, so that
+	// long-lived streams cannot starve ordinary requests.
 	MaxConns int
+	// MaxUpgradedConns caps the connections taken over by their handlers
+	// (WebSockets) open at once, so that those too cannot exhaust the
+	// process's file descriptors; an upgrade request over the cap is
+	// answered 503 with Server.Busy before its handler runs. Zero: MaxConns.
+	MaxUpgradedConns int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -69,6 +77,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
+	}
+	if l.MaxUpgradedConns <= 0 {
+		l.MaxUpgradedConns = l.MaxConns
 	}
 	return l
 }
@@ -137,12 +148,15 @@ func (s *Server) Listen() error {
 	if busy == nil {
 		busy = DefaultBusy()
 	}
-	s.ln = newLimitListener(ln, lim.MaxConns, busy, s.Logger.With("server", s.Name))
+	ll := newLimitListener(ln, lim.MaxConns, lim.MaxUpgradedConns, busy, s.Logger.With("server", s.Name))
+	s.ln = ll
 	s.srv = &http.Server{
-		Handler:           WriteDeadline(BodyDeadline(s.Handler, lim.ReadTimeout), lim.WriteTimeout),
+		Handler:           ll.gate(WriteDeadline(BodyDeadline(s.Handler, lim.ReadTimeout), lim.WriteTimeout)),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+		ConnContext:       withConn,
+		ConnState:         connState,
 	}
 	return nil
 }

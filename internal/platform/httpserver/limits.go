@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -83,20 +84,28 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// limitListener caps the connections open at once: a connection over the
-// cap is answered 503 and closed at once, so that neither it nor the
-// connections queued behind it wait in the kernel's backlog.
+// limitListener caps the connections open at once, in two pools: ordinary
+// connections (max), and those a handler has taken over, WebSockets
+// (maxUpgraded). An ordinary connection over the cap is answered 503 and
+// closed at once, so that neither it nor the connections queued behind it
+// wait in the kernel's backlog. A connection enters as ordinary; when its
+// handler hijacks it, it gives its ordinary slot back for an upgraded one,
+// so that however many WebSockets are held, REST requests keep their
+// capacity, and the process its file descriptors (max + maxUpgraded at
+// most). An upgrade request takes its upgraded slot before its handler
+// runs (see gate): one over the cap is answered 503 without an upgrade.
 type limitListener struct {
 	net.Listener
-	max    int64
-	open   atomic.Int64
-	busy   []byte
-	log    *slog.Logger
-	warned atomic.Int64 // unix seconds of the last warning
+	max, maxUpgraded int64
+	open, upgraded   atomic.Int64
+	busy             []byte
+	busyAnswer       *BusyAnswer
+	log              *slog.Logger
+	warned           atomic.Int64 // unix seconds of the last warning
 }
 
-func newLimitListener(ln net.Listener, max int, busy *BusyAnswer, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, max: int64(max), busy: busy.bytes(), log: log}
+func newLimitListener(ln net.Listener, max, maxUpgraded int, busy *BusyAnswer, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: ln, max: int64(max), maxUpgraded: int64(maxUpgraded), busy: busy.bytes(), busyAnswer: busy, log: log}
 }
 
 // Accept returns the next connection under the cap.
@@ -107,10 +116,67 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
-			return &limitConn{Conn: c, l: l}, nil
+			return &limitConn{Conn: c, l: l, ordinary: true}, nil
 		}
 		l.open.Add(-1)
 		l.refuse(c)
+	}
+}
+
+// takeUpgraded takes a slot of the upgraded pool; false when all are taken.
+func (l *limitListener) takeUpgraded() bool {
+	if l.upgraded.Add(1) <= l.maxUpgraded {
+		return true
+	}
+	l.upgraded.Add(-1)
+	return false
+}
+
+// gate serves h, but first takes an upgraded slot for a request asking
+// to upgrade its connection (or a CONNECT): the handler may hijack it.
+// Over the cap it answers 503 with the busy answer instead. The slot goes
+// back when h returns without hijacking.
+func (l *limitListener) gate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(connKey{}).(*limitConn)
+		if c == nil || (r.Header.Get("Upgrade") == "" && r.Method != http.MethodConnect) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if !c.reserveUpgraded() {
+			if now := time.Now().Unix(); l.warned.Swap(now) != now {
+				l.log.Warn("upgrade refused: too many upgraded connections", "max_upgraded", l.maxUpgraded, "remote", r.RemoteAddr)
+			}
+			for k, v := range l.busyAnswer.Header {
+				w.Header()[http.CanonicalHeaderKey(k)] = v
+			}
+			if w.Header().Get("Content-Type") == "" {
+				w.Header().Set("Content-Type", "application/json")
+			}
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write(l.busyAnswer.Body)
+			return
+		}
+		defer c.endRequest()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// connKey keys the request context's *limitConn.
+type connKey struct{}
+
+// withConn is the http.Server's ConnContext: it gives gate the connection.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// connState is the http.Server's ConnState: a hijacked connection moves to
+// the upgraded pool (net/http reports it from within Hijack, before the
+// handler gets the connection).
+func connState(c net.Conn, s http.ConnState) {
+	if lc, ok := c.(*limitConn); ok && s == http.StateHijacked {
+		lc.hijacked()
 	}
 }
 
@@ -155,16 +221,77 @@ func readHead(c net.Conn, limit int) {
 	}
 }
 
-// limitConn gives its slot back when closed.
+// limitConn holds a slot of its listener's ordinary pool until hijacked,
+// then one of its upgraded pool, and gives back what it holds when closed.
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	once sync.Once
+	l        *limitListener
+	mu       sync.Mutex
+	ordinary bool // holds an ordinary slot
+	upgraded bool // holds an upgraded slot (reserved by gate, or hijacked)
+	taken    bool // hijacked: the upgraded slot stays until Close
+	closed   bool
+}
+
+// reserveUpgraded takes an upgraded slot for the request being served,
+// which may hijack the connection; false when the pool is full.
+func (c *limitConn) reserveUpgraded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.upgraded || c.closed {
+		return !c.closed
+	}
+	c.upgraded = c.l.takeUpgraded()
+	return c.upgraded
+}
+
+// endRequest gives back the slot reserveUpgraded took when the request
+// ended without hijacking the connection.
+func (c *limitConn) endRequest() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.upgraded && !c.taken && !c.closed {
+		c.upgraded = false
+		c.l.upgraded.Add(-1)
+	}
+}
+
+// hijacked moves the connection to the upgraded pool: it keeps the slot
+// reserved for it (or takes one: a handler may hijack without an Upgrade
+// header) and gives its ordinary slot back. With the upgraded pool full
+// it stays ordinary.
+func (c *limitConn) hijacked() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.taken || c.closed {
+		return
+	}
+	if !c.upgraded {
+		if !c.l.takeUpgraded() {
+			return
+		}
+		c.upgraded = true
+	}
+	c.taken = true
+	if c.ordinary {
+		c.ordinary = false
+		c.l.open.Add(-1)
+	}
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		if c.ordinary {
+			c.l.open.Add(-1)
+		}
+		if c.upgraded {
+			c.l.upgraded.Add(-1)
+		}
+	}
 	return err
 }
 

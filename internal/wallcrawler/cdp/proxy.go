@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -88,14 +89,61 @@ type Proxy struct {
 	res           Resolver
 	log           *slog.Logger
 	countInterval time.Duration
+	maxClients    int
+
+	mu      sync.Mutex
+	clients map[string]int // session id → connections being set up or relayed
 }
 
-// NewProxy returns a Proxy resolving sessions through res.
+// DefaultMaxClients is the default cap on one session's CDP clients.
+const DefaultMaxClients = 32
+
+// MaxClientsSetting names the setting of the cap in the 429 message.
+const MaxClientsSetting = "--wallcrawler-max-cdp-clients"
+
+// NewProxy returns a Proxy resolving sessions through res, allowing
+// DefaultMaxClients clients per session.
 func NewProxy(res Resolver, logger *slog.Logger) *Proxy {
+	return NewProxyWith(res, logger, DefaultMaxClients)
+}
+
+// NewProxyWith is NewProxy allowing maxClients (DefaultMaxClients when not
+// positive) connections at once to one session, its pages' included: one
+// more is answered 429 before the WebSocket upgrade, so that no tenant can
+// take the process's connections and file descriptors for itself.
+func NewProxyWith(res Resolver, logger *slog.Logger, maxClients int) *Proxy {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Proxy{res: res, log: logger, countInterval: 5 * time.Second}
+	if maxClients <= 0 {
+		maxClients = DefaultMaxClients
+	}
+	return &Proxy{res: res, log: logger, countInterval: 5 * time.Second, maxClients: maxClients, clients: map[string]int{}}
+}
+
+// acquire takes one of the session's client slots; false when all are
+// taken. release gives it back.
+func (p *Proxy) acquire(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clients[id] >= p.maxClients {
+		return false
+	}
+	p.clients[id]++
+	return true
+}
+
+func (p *Proxy) release(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clients[id]--; p.clients[id] <= 0 {
+		delete(p.clients, id)
+	}
+}
+
+// tooMany is the 429 message of a session whose clients are all taken.
+func (p *Proxy) tooMany() string {
+	return fmt.Sprintf("Too many CDP connections to this session: at most %d at once (%s)", p.maxClients, MaxClientsSetting)
 }
 
 // ServeHTTP authorizes and relays one WebSocket connection. The token
@@ -129,6 +177,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "Expected a WebSocket upgrade")
 		return
 	}
+	// The session's share of connections: counted here, where every client
+	// of the session arrives (those another process forwards among them),
+	// and before the upgrade, so that a refusal is an ordinary answer.
+	if !p.acquire(id) {
+		p.log.WarnContext(r.Context(), "cdp: too many clients for one session", "session", id, "max", p.maxClients)
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, p.tooMany())
+		return
+	}
+	defer p.release(id)
 	// Dial the browser first so a dead browser is an HTTP error, not a
 	// WebSocket that closes at once.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
@@ -141,6 +199,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The owner's own answer: the session ended, or it refuses.
 			p.log.InfoContext(r.Context(), "cdp: owner refused a forwarded connection", "session", id, "status", resp.StatusCode)
 			httpError(w, resp.StatusCode, "Session is not running")
+			return
+		}
+		if t.Forward && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			// The owner counts the session's clients of every process.
+			p.log.InfoContext(r.Context(), "cdp: owner refused a forwarded connection", "session", id, "status", resp.StatusCode)
+			w.Header().Set("Retry-After", "1")
+			httpError(w, http.StatusTooManyRequests, p.tooMany())
 			return
 		}
 		p.log.WarnContext(r.Context(), "cdp: browser unreachable", "session", id, "forward", t.Forward, "err", err)

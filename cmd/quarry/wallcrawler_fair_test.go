@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// upgradeStatus sends a WebSocket upgrade for u by hand and returns the
+// answer's status and body (none for 101); the connection is closed.
+func upgradeStatus(t *testing.T, u string) (int, []byte) {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", pu.Host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", pu.RequestURI(), pu.Host)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return resp.StatusCode, nil
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+// TestWallcrawlerFairShare: with --max-conns 40, tenant A holds 40 CDP
+// WebSockets over two sessions (32, the per-session cap, and 8); its 33rd
+// to the first session is answered 429, and tenant B still creates and
+// lists sessions, reads /healthz and drives its own browser over CDP.
+func TestWallcrawlerFairShare(t *testing.T) {
+	s := startWallcrawlerServer(t, "--max-conns", "40", "--max-upgraded-conns", "48")
+	keys := map[string]string{}
+	for _, p := range []string{"a", "b"} {
+		s.cli("wallcrawler", "project", "create", "--name", p, "--id", "project_"+p, "--concurrency", "2")
+		k := s.cli("wallcrawler", "key", "create", "--project", "project_"+p)
+		keys[p], _, _ = strings.Cut(k, "\n")
+	}
+	a1, a2 := s.createSession(keys["a"]), s.createSession(keys["a"])
+	http.DefaultClient.CloseIdleConnections()
+	time.Sleep(200 * time.Millisecond) // let the server see them closed
+
+	var held []*cdpClient
+	for range 32 {
+		held = append(held, dialCDP(t, a1.ConnectURL))
+	}
+	held[0].must("", "Browser.getVersion", nil)
+	held[31].must("", "Browser.getVersion", nil)
+	code, body := upgradeStatus(t, a1.ConnectURL)
+	var e struct {
+		StatusCode int    `json:"statusCode"`
+		Error      string `json:"error"`
+		Message    string `json:"message"`
+	}
+	if code != http.StatusTooManyRequests || json.Unmarshal(body, &e) != nil || e.StatusCode != 429 || e.Error != "Too Many Requests" ||
+		!strings.Contains(e.Message, "32") || !strings.Contains(e.Message, "--wallcrawler-max-cdp-clients") {
+		t.Fatalf("tenant A's 33rd connection to one session: %d %s, want 429 naming the cap and its setting", code, body)
+	}
+
+	for range 8 {
+		held = append(held, dialCDP(t, a2.ConnectURL))
+	}
+	held[39].must("", "Browser.getVersion", nil)
+
+	// Tenant B, with all of A's sockets held.
+	var b wcSession
+	if code := s.call(keys["b"], "POST", "/v1/sessions", map[string]any{}, &b); code != http.StatusCreated || b.ConnectURL == "" {
+		t.Fatalf("tenant B create session with A's 40 sockets held: %d, want 201", code)
+	}
+	var list []wcSession
+	if code := s.call(keys["b"], "GET", "/v1/sessions", nil, &list); code != http.StatusOK || len(list) != 1 || list[0].ID != b.ID {
+		t.Fatalf("tenant B list sessions: %d %+v, want 200 with its session", code, list)
+	}
+	resp, err := http.Get("http://" + s.api + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz with A's sockets held: %d", resp.StatusCode)
+	}
+	var v struct{ Product string }
+	if err := json.Unmarshal(dialCDP(t, b.ConnectURL).must("", "Browser.getVersion", nil), &v); err != nil || !strings.Contains(v.Product, "Chrome") {
+		t.Fatalf("tenant B Browser.getVersion: %q %v", v.Product, err)
+	}
+	// A's sockets still work.
+	held[20].must("", "Browser.getVersion", nil)
+}

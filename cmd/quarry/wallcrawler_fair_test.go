@@ -1,44 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
-)
 
-// upgradeStatus sends a WebSocket upgrade for u by hand and returns the
-// answer's status and body (none for 101); the connection is closed.
-func upgradeStatus(t *testing.T, u string) (int, []byte) {
-	t.Helper()
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.DialTimeout("tcp", pu.Host, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", pu.RequestURI(), pu.Host)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return resp.StatusCode, nil
-	}
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
-}
+	"github.com/quarrydb/quarry/internal/testenv"
+)
 
 // TestWallcrawlerFairShare: with --max-conns 40, tenant A holds 40 CDP
 // WebSockets over two sessions (32, the per-session cap, and 8); its 33rd
@@ -62,7 +32,7 @@ func TestWallcrawlerFairShare(t *testing.T) {
 	}
 	held[0].must("", "Browser.getVersion", nil)
 	held[31].must("", "Browser.getVersion", nil)
-	code, body := upgradeStatus(t, a1.ConnectURL)
+	code, body := testenv.RawUpgrade(t, a1.ConnectURL)
 	var e struct {
 		StatusCode int    `json:"statusCode"`
 		Error      string `json:"error"`

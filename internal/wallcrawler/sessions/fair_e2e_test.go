@@ -1,47 +1,16 @@
 package sessions_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/testenv"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 )
-
-// rawUpgrade sends a WebSocket upgrade for u by hand on a fresh TCP
-// connection and returns the answer's status and body (the connection is
-// closed).
-func rawUpgrade(t *testing.T, u string) (int, []byte) {
-	t.Helper()
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.DialTimeout("tcp", pu.Host, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", pu.RequestURI(), pu.Host)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return resp.StatusCode, nil
-	}
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
-}
 
 // TestCDPClientsPerSession: a tenant opening more CDP connections to its
 // own session than the cap (32) gets 429 in Browserbase's error shape,
@@ -63,7 +32,7 @@ func TestCDPClientsPerSession(t *testing.T) {
 
 	check429 := func(u string) {
 		t.Helper()
-		code, body := rawUpgrade(t, u)
+		code, body := testenv.RawUpgrade(t, u)
 		var e struct {
 			StatusCode int    `json:"statusCode"`
 			Error      string `json:"error"`
@@ -89,7 +58,7 @@ func TestCDPClientsPerSession(t *testing.T) {
 	conns[5].c.CloseNow()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, _ := rawUpgrade(t, s.ConnectURL)
+		code, _ := testenv.RawUpgrade(t, s.ConnectURL)
 		if code == http.StatusSwitchingProtocols {
 			break
 		}

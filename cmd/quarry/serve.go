@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
+	"github.com/quarrydb/quarry/internal/platform/origin"
 	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
@@ -231,6 +233,10 @@ func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler
 	}
 	apiLimits := limits(c, c.MaxConns)
 	apiLimits.MaxUpgradedConns = c.MaxUpgradedConns // WebSockets: CDP, live view
+	apiLimits.MaxConnsPerClient = c.MaxConnsPerClient
+	if orig, err := origin.Parse(c.PublicURL, c.TrustedProxies); err == nil {
+		apiLimits.SharedClient = func(a netip.Addr) bool { return orig.Trusted(a.String()) }
+	}
 	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: apiLimits}
 	if err := api.Listen(); err != nil {
 		if ddbSrv != nil {

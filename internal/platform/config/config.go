@@ -107,6 +107,11 @@ type Config struct {
 	// MaxUpgradedConns caps the upgraded (WebSocket) connections open at
 	// once on the HTTP API; one more upgrade is answered 503. 0: MaxConns.
 	MaxUpgradedConns int
+	// MaxConnsPerClient caps the ordinary connections one client address
+	// holds at once on the HTTP API (a trusted proxy's excepted); one more
+	// is answered 429, so that a flood from one address leaves the rest of
+	// MaxConns to the others. 0: no cap per address.
+	MaxConnsPerClient int
 	// DDBMaxConns caps the connections open at once on the DynamoDB
 	// endpoint (`quarry ddb serve`'s --listen included).
 	DDBMaxConns int
@@ -165,6 +170,7 @@ func Defaults() Config {
 		IdleTimeout:       120 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		MaxConns:          1024,
+		MaxConnsPerClient: 256,
 		DDBMaxConns:       1024,
 
 		EmulateStreamDelay: 10 * time.Second,
@@ -230,6 +236,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "idle-timeout", usage: "a keep-alive connection idle this long is closed, on both listeners", dur: &c.IdleTimeout},
 		{flag: "write-timeout", usage: "longest time to send a response, on both listeners, plus 1s per 64 KiB sent (a client reading slower is cut off; WebSockets are not affected)", dur: &c.WriteTimeout},
 		{flag: "max-conns", usage: "most ordinary connections open at once on the HTTP API; more are answered 503 (WebSockets leave this pool once upgraded, see max-upgraded-conns)", num: &c.MaxConns},
+		{flag: "max-conns-per-client", usage: "most ordinary connections one client address may hold at once on the HTTP API; more are answered 429 (a --trusted-proxies address is not bounded; 0: no cap per address)", num: &c.MaxConnsPerClient},
 		{flag: "max-upgraded-conns", usage: "most WebSocket connections (CDP, live view) open at once on the HTTP API, apart from max-conns; more upgrades are answered 503 (0: as many as max-conns)", num: &c.MaxUpgradedConns},
 	})...)
 	all = append(all, group(GroupNetwork, []field{
@@ -466,6 +473,9 @@ func (c *Config) Validate() error {
 		if n.v < 1 || n.v > 1_000_000 {
 			errs = append(errs, fmt.Errorf("config: --%s %d: want 1 to 1000000", n.name, n.v))
 		}
+	}
+	if c.MaxConnsPerClient < 0 || c.MaxConnsPerClient > 1_000_000 {
+		errs = append(errs, fmt.Errorf("config: --max-conns-per-client %d: want 0 (no cap per address) to 1000000", c.MaxConnsPerClient))
 	}
 	if c.MaxUpgradedConns < 0 || c.MaxUpgradedConns > 1_000_000 {
 		errs = append(errs, fmt.Errorf("config: --max-upgraded-conns %d: want 0 (as many as --max-conns) to 1000000", c.MaxUpgradedConns))

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"time"
@@ -60,6 +61,15 @@ type Limits struct {
 	// process's file descriptors; an upgrade request over the cap is
 	// answered 503 with Server.Busy before its handler runs. Zero: MaxConns.
 	MaxUpgradedConns int
+	// MaxConnsPerClient caps the ordinary connections one client address
+	// holds at once, so that one client flooding the listener with idle
+	// or slow connections gets 429 while the others keep the rest of
+	// MaxConns. Zero: no cap per client.
+	MaxConnsPerClient int
+	// SharedClient reports whether a client address is shared by many
+	// clients (a trusted reverse proxy), which MaxConnsPerClient then does
+	// not bound; nil: none is.
+	SharedClient func(netip.Addr) bool
 }
 
 func (l Limits) withDefaults() Limits {
@@ -102,20 +112,33 @@ func DefaultBusy() *BusyAnswer {
 	return &BusyAnswer{Body: []byte(`{"error":"too many connections"}`)}
 }
 
+// tooManyFromClient is the answer to a connection over
+// Limits.MaxConnsPerClient: 429, in the listener's Content-Type.
+func tooManyFromClient(b *BusyAnswer) []byte {
+	body := []byte(`{"error":"too many connections from your address"}`)
+	return answer("429 Too Many Requests", http.Header{"Content-Type": {"application/json"}}, body)
+}
+
 // bytes returns the answer as written on the connection.
 func (b *BusyAnswer) bytes() []byte {
 	h := http.Header{"Content-Type": {"application/json"}}
 	for k, v := range b.Header {
 		h[http.CanonicalHeaderKey(k)] = v
 	}
-	h.Set("Content-Length", strconv.Itoa(len(b.Body)))
+	return answer("503 Service Unavailable", h, b.Body)
+}
+
+// answer writes a whole HTTP/1.1 response of status with h and body, with
+// Content-Length, Retry-After: 1 and Connection: close added.
+func answer(status string, h http.Header, body []byte) []byte {
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Retry-After", "1")
 	h.Set("Connection", "close")
 	var buf bytes.Buffer
-	buf.WriteString("HTTP/1.1 503 Service Unavailable\r\n")
+	buf.WriteString("HTTP/1.1 " + status + "\r\n")
 	h.Write(&buf) // sorted by name; values are checked by Write
 	buf.WriteString("\r\n")
-	buf.Write(b.Body)
+	buf.Write(body)
 	return buf.Bytes()
 }
 
@@ -149,6 +172,7 @@ func (s *Server) Listen() error {
 		busy = DefaultBusy()
 	}
 	ll := newLimitListener(ln, lim.MaxConns, lim.MaxUpgradedConns, busy, s.Logger.With("server", s.Name))
+	ll.perClient, ll.shared = int64(lim.MaxConnsPerClient), lim.SharedClient
 	s.ln = ll
 	s.srv = &http.Server{
 		Handler:           ll.gate(WriteDeadline(BodyDeadline(s.Handler, lim.ReadTimeout), lim.WriteTimeout)),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,6 +103,14 @@ type limitListener struct {
 	busyAnswer       *BusyAnswer
 	log              *slog.Logger
 	warned           atomic.Int64 // unix seconds of the last warning
+
+	// perClient caps one client address's ordinary connections (0: no
+	// cap); shared exempts addresses many clients share.
+	perClient int64
+	shared    func(netip.Addr) bool
+	clientsMu sync.Mutex
+	clients   map[netip.Addr]int64 // ordinary connections per address
+	tooMany   []byte
 }
 
 func newLimitListener(ln net.Listener, max, maxUpgraded int, busy *BusyAnswer, log *slog.Logger) *limitListener {
@@ -115,12 +124,69 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.open.Add(1) <= l.max {
-			return &limitConn{Conn: c, l: l, ordinary: true}, nil
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			l.refuse(c, l.busy, "too many connections")
+			continue
 		}
-		l.open.Add(-1)
-		l.refuse(c)
+		lc := &limitConn{Conn: c, l: l, ordinary: true}
+		if !l.takeClient(lc) {
+			l.open.Add(-1)
+			l.refuse(c, l.tooManyAnswer(), "too many connections from one address")
+			continue
+		}
+		return lc, nil
 	}
+}
+
+// takeClient counts c against its address's share of the ordinary pool;
+// false when the address already holds perClient connections.
+func (l *limitListener) takeClient(c *limitConn) bool {
+	if l.perClient <= 0 {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return true
+	}
+	a := ap.Addr().Unmap()
+	if l.shared != nil && l.shared(a) {
+		return true
+	}
+	l.clientsMu.Lock()
+	defer l.clientsMu.Unlock()
+	if l.clients[a] >= l.perClient {
+		return false
+	}
+	if l.clients == nil {
+		l.clients = map[netip.Addr]int64{}
+	}
+	l.clients[a]++
+	c.client, c.counted = a, true
+	return true
+}
+
+// releaseClient gives back c's count in its address's share.
+func (l *limitListener) releaseClient(c *limitConn) {
+	if !c.counted {
+		return
+	}
+	c.counted = false
+	l.clientsMu.Lock()
+	defer l.clientsMu.Unlock()
+	if l.clients[c.client]--; l.clients[c.client] <= 0 {
+		delete(l.clients, c.client)
+	}
+}
+
+// tooManyAnswer is the 429 a connection over perClient gets.
+func (l *limitListener) tooManyAnswer() []byte {
+	l.clientsMu.Lock()
+	defer l.clientsMu.Unlock()
+	if l.tooMany == nil {
+		l.tooMany = tooManyFromClient(l.busyAnswer)
+	}
+	return l.tooMany
 }
 
 // takeUpgraded takes a slot of the upgraded pool; false when all are taken.
@@ -180,10 +246,11 @@ func connState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// refuse answers 503 on c and closes it, without blocking Accept.
-func (l *limitListener) refuse(c net.Conn) {
+// refuse writes the answer ans on c and closes it, without blocking
+// Accept; why names the refusal in the (rate-limited) warning.
+func (l *limitListener) refuse(c net.Conn, ans []byte, why string) {
 	if now := time.Now().Unix(); l.warned.Swap(now) != now {
-		l.log.Warn("connection refused: too many connections", "max", l.max, "remote", c.RemoteAddr().String())
+		l.log.Warn("connection refused: "+why, "max", l.max, "max_per_client", l.perClient, "remote", c.RemoteAddr().String())
 	}
 	go func() {
 		// The answer follows the request's head, so that it reads as the
@@ -193,7 +260,7 @@ func (l *limitListener) refuse(c net.Conn) {
 		c.SetReadDeadline(time.Now().Add(time.Second))
 		readHead(c, 64<<10)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
-		c.Write(l.busy)
+		c.Write(ans)
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.CloseWrite()
 			// Drain what the client sent so that closing does not reset
@@ -231,6 +298,10 @@ type limitConn struct {
 	upgraded bool // holds an upgraded slot (reserved by gate, or hijacked)
 	taken    bool // hijacked: the upgraded slot stays until Close
 	closed   bool
+	// client is the address the connection counts against while ordinary
+	// (counted).
+	client  netip.Addr
+	counted bool
 }
 
 // reserveUpgraded takes an upgraded slot for the request being served,
@@ -276,6 +347,7 @@ func (c *limitConn) hijacked() {
 	if c.ordinary {
 		c.ordinary = false
 		c.l.open.Add(-1)
+		c.l.releaseClient(c)
 	}
 }
 
@@ -287,6 +359,7 @@ func (c *limitConn) Close() error {
 		c.closed = true
 		if c.ordinary {
 			c.l.open.Add(-1)
+			c.l.releaseClient(c)
 		}
 		if c.upgraded {
 			c.l.upgraded.Add(-1)

@@ -75,10 +75,7 @@ func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]
 		areas = append(areas, checksconsole.New(checksconsole.Adapt(ck.Store(), ck.API())))
 	}
 	if ds := s.ds.Load(); ds != nil {
-		crawls, err := consoleCrawls(sub.Context(), c, ds.Store(), ds.Blobs(), s.log)
-		if err != nil {
-			return nil, nil, err
-		}
+		crawls := consoleCrawls(sub.Context(), ds.Store(), ds.Blobs(), s.policy, s.log)
 		sub.OnStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
 		shelf := datashelfconsole.Adapt(ds.Store(), crawls)
 		areas = append(areas, datashelfconsole.New(shelf, shelf))
@@ -107,16 +104,13 @@ func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]
 }
 
 // consoleCrawls runs the crawls started on the console's crawl page in
-// this process, as `quarry datashelf crawl` would (the network policy,
-// robots.txt, the World of Books profile), until ctx ends or Stop.
-func consoleCrawls(ctx context.Context, c *config.Config, ds datashelfstore.Store, blobs blob.Store, log *slog.Logger) (*datashelfconsole.Crawls, error) {
+// this process, as `quarry datashelf crawl` would (robots.txt, the World of
+// Books profile), under policy, the serve network policy with quarry's own
+// listeners and backends reserved, until ctx ends or Stop.
+func consoleCrawls(ctx context.Context, ds datashelfstore.Store, blobs blob.Store, policy *fetch.Policy, log *slog.Logger) *datashelfconsole.Crawls {
 	fo := crawler.FetchOptions(version)
-	policy, err := c.NetworkPolicy()
-	if err != nil {
-		return nil, err
-	}
 	fo.Policy = policy
-	return datashelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")}), nil
+	return datashelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")})
 }
 
 const adminUsage = `usage:

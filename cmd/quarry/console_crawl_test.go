@@ -100,6 +100,21 @@ func TestConsoleCrawlControl(t *testing.T) {
 		t.Errorf("queue after the retry:\n%s", got)
 	}
 
+	// quarry's own API listener is reserved: a crawl started from the
+	// console cannot reach it, even under --allow-networks all.
+	d.open("/console/datashelf/crawl", "#crawl-form")
+	d.run("start at quarry's own API", chromedp.SetValue(chromedp.CSS("#crawl-url"), base+"/console/"), chromedp.SetValue(chromedp.CSS("#crawl-max"), "1"),
+		d.submit("#crawl-start"), chromedp.WaitVisible(chromedp.CSS("#crawl-state")))
+	var own string
+	waitLong(t, "the crawl of quarry's own API to finish", 60*time.Second, func() bool {
+		d.open("/console/datashelf/crawl", "#crawl-state")
+		own = d.text("#crawl-state")
+		return own == "Finished"
+	})
+	if body := d.text("main"); !strings.Contains(body, "tenants may never reach") {
+		t.Errorf("a crawl of quarry's own API listener was not refused by the network policy:\n%s", body)
+	}
+
 	// Without the CSRF token, both forms are refused.
 	op := httpSignIn(t, base, "operator", opToken)
 	postNoCSRF(t, op, base+"/console/datashelf/crawl/retry", url.Values{})

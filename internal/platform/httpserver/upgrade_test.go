@@ -105,16 +105,21 @@ func TestUpgradedCap(t *testing.T) {
 		}
 		ws = append(ws, c)
 	}
-	if _, code, body := rawRequest(t, addr, "/ws", true); code != 503 || body != `{"error":"busy"}` {
+	// Each refused connection is closed at once: kept alive, it would hold
+	// one of the 4 ordinary slots.
+	c, code, body := rawRequest(t, addr, "/ws", true)
+	c.Close()
+	if code != 503 || body != `{"error":"busy"}` {
 		t.Fatalf("upgrade over the cap: %d %q, want 503 busy", code, body)
 	}
 	ws[0].Close()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		_, code, _ := rawRequest(t, addr, "/ws", true)
+		c, code, _ := rawRequest(t, addr, "/ws", true)
 		if code == http.StatusSwitchingProtocols {
 			break
 		}
+		c.Close()
 		if time.Now().After(deadline) {
 			t.Fatalf("upgrade after one was closed: %d, want 101", code)
 		}
@@ -124,6 +129,7 @@ func TestUpgradedCap(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	// Refused upgrades (one slot left) do not keep it.
 	for i := range 3 {
+		// Kept open: a reservation a refused upgrade kept would last.
 		if _, code, _ := rawRequest(t, addr, "/refuse", true); code != http.StatusTooManyRequests {
 			t.Fatalf("refused upgrade %d: %d, want the handler's 429", i+1, code)
 		}

@@ -113,11 +113,9 @@ func DefaultBusy() *BusyAnswer {
 }
 
 // tooManyFromClient is the answer to a connection over
-// Limits.MaxConnsPerClient: 429, in the listener's Content-Type.
-func tooManyFromClient(b *BusyAnswer) []byte {
-	body := []byte(`{"error":"too many connections from your address"}`)
-	return answer("429 Too Many Requests", http.Header{"Content-Type": {"application/json"}}, body)
-}
+// Limits.MaxConnsPerClient: 429 with a JSON error.
+var tooManyFromClient = answer("429 Too Many Requests", http.Header{"Content-Type": {"application/json"}},
+	[]byte(`{"error":"too many connections from your address"}`))
 
 // bytes returns the answer as written on the connection.
 func (b *BusyAnswer) bytes() []byte {

@@ -110,7 +110,6 @@ type limitListener struct {
 	shared    func(netip.Addr) bool
 	clientsMu sync.Mutex
 	clients   map[netip.Addr]int64 // ordinary connections per address
-	tooMany   []byte
 }
 
 func newLimitListener(ln net.Listener, max, maxUpgraded int, busy *BusyAnswer, log *slog.Logger) *limitListener {
@@ -132,7 +131,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		lc := &limitConn{Conn: c, l: l, ordinary: true}
 		if !l.takeClient(lc) {
 			l.open.Add(-1)
-			l.refuse(c, l.tooManyAnswer(), "too many connections from one address")
+			l.refuse(c, tooManyFromClient, "too many connections from one address")
 			continue
 		}
 		return lc, nil
@@ -177,16 +176,6 @@ func (l *limitListener) releaseClient(c *limitConn) {
 	if l.clients[c.client]--; l.clients[c.client] <= 0 {
 		delete(l.clients, c.client)
 	}
-}
-
-// tooManyAnswer is the 429 a connection over perClient gets.
-func (l *limitListener) tooManyAnswer() []byte {
-	l.clientsMu.Lock()
-	defer l.clientsMu.Unlock()
-	if l.tooMany == nil {
-		l.tooMany = tooManyFromClient(l.busyAnswer)
-	}
-	return l.tooMany
 }
 
 // takeUpgraded takes a slot of the upgraded pool; false when all are taken.

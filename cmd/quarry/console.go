@@ -25,7 +25,6 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/datadir"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
-	"github.com/quarrydb/quarry/internal/platform/origin"
 	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	wctables "github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
@@ -46,12 +45,7 @@ func newConsole(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) (*con
 	if err != nil {
 		return nil, err
 	}
-	// Validated with the configuration: cannot fail here.
-	orig, err := origin.Parse(s.c.PublicURL, s.c.TrustedProxies)
-	if err != nil {
-		return nil, err
-	}
-	return console.New(console.Options{Key: key, Realms: realms, Areas: areas, Logger: s.log, TrustedProxy: orig.Trusted})
+	return console.New(console.Options{Key: key, Realms: realms, Areas: areas, Logger: s.log, TrustedProxy: s.origin.Trusted})
 }
 
 // consoleAreas returns the credentials the console accepts (operator

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -24,7 +23,6 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
 	"github.com/quarrydb/quarry/internal/platform/origin"
-	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
 func newLogger(c *config.Config, w io.Writer) *slog.Logger {
@@ -168,7 +166,12 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 	if err != nil {
 		return err
 	}
-	s := &serving{c: c, client: client, streams: streams, embedded: store != nil, policy: policy, log: log,
+	// Validated with the configuration: cannot fail here.
+	orig, err := origin.Parse(c.PublicURL, c.TrustedProxies)
+	if err != nil {
+		return err
+	}
+	s := &serving{c: c, client: client, streams: streams, embedded: store != nil, policy: policy, origin: orig, log: log,
 		caps: &ddbtable.CapsProbe{Endpoint: c.DynamoDBEndpoint, Client: client, Streams: streams}, reg: metrics.New()}
 	// Each system starts now when its backends answer, else waits for them
 	// in the background and starts when they do; each DynamoDB system only
@@ -214,7 +217,7 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 		}
 	}
 	mux.Handle("/", s.reg.Count("console", consoleSlot.Route("/"))) // the web console; other paths a JSON 404
-	return listenAndBanner(lc, c, mux, store, s.wc.Load(), policy, enabled, log, stderr)
+	return listenAndBanner(lc, s, mux, store, enabled, stderr)
 }
 
 // listenAndBanner binds the API listener (and the DynamoDB endpoint's,
@@ -222,7 +225,8 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 // serves both in lc. Both listeners are bound before either serves, so
 // that the banner (which names their addresses) comes before their
 // "listening on" logs.
-func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler, store *ddb.Store, wc *wallcrawler.System, policy *fetch.Policy, enabled map[string]bool, log *slog.Logger, stderr io.Writer) error {
+func listenAndBanner(lc *lifecycle.Lifecycle, s *serving, mux http.Handler, store *ddb.Store, enabled map[string]bool, stderr io.Writer) error {
+	c, log := s.c, s.log
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
 		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
@@ -234,9 +238,7 @@ func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler
 	apiLimits := limits(c, c.MaxConns)
 	apiLimits.MaxUpgradedConns = c.MaxUpgradedConns // WebSockets: CDP, live view
 	apiLimits.MaxConnsPerClient = c.MaxConnsPerClient
-	if orig, err := origin.Parse(c.PublicURL, c.TrustedProxies); err == nil {
-		apiLimits.SharedClient = func(a netip.Addr) bool { return orig.Trusted(a.String()) }
-	}
+	apiLimits.SharedClient = s.origin.TrustedAddr
 	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: apiLimits}
 	if err := api.Listen(); err != nil {
 		if ddbSrv != nil {
@@ -248,7 +250,7 @@ func listenAndBanner(lc *lifecycle.Lifecycle, c *config.Config, mux http.Handler
 	if err != nil {
 		dataDir = c.DataDir
 	}
-	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: wc, policy: policy, enabled: enabled,
+	f := bannerFacts{c: c, dataDir: dataDir, embedded: store != nil, wc: s.wc.Load(), policy: s.policy, enabled: enabled,
 		api: api.BoundAddr(), dataShelfB: blobPlace(c, "datashelf", filepath.Join(dataDir, "blobs"))}
 	if ddbSrv != nil {
 		f.ddb = ddbSrv.BoundAddr()

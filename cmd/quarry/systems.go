@@ -69,6 +69,7 @@ type serving struct {
 	streams  *dynamodbstreams.Client
 	embedded bool // the embedded store, in this process
 	policy   *fetch.Policy
+	origin   *origin.Resolver // --public-url and --trusted-proxies
 	log      *slog.Logger
 	caps     *ddbtable.CapsProbe
 	reg      *metrics.Registry
@@ -125,16 +126,11 @@ func (s *serving) startWallcrawler(ctx context.Context) (system, map[string]any,
 	if err != nil {
 		return nil, nil, err
 	}
-	// Validated with the configuration: cannot fail here.
-	orig, err := origin.Parse(c.PublicURL, c.TrustedProxies)
-	if err != nil {
-		return nil, nil, fmt.Errorf("wallcrawler: %w", err)
-	}
 	if host, _, _ := net.SplitHostPort(c.Listen); c.DynamoDBEndpoint != "" && c.AdvertiseURL == "" && (host == "" || net.ParseIP(host).IsUnspecified()) {
 		s.log.Warn("--listen is a wildcard address: set --advertise-url so that the other processes can forward CDP connections here", "listen", c.Listen)
 	}
 	wc, err := wallcrawler.New(ctx, c.Wallcrawler, wallcrawler.Deps{DynamoDB: s.client, Streams: s.streams, Blobs: blobs, Uploader: uploader,
-		DataDir: c.DataDir, NodeID: nodeID(c), AdvertiseURL: advertiseURL(c), Origin: orig, Policy: s.policy, Logger: s.log})
+		DataDir: c.DataDir, NodeID: nodeID(c), AdvertiseURL: advertiseURL(c), Origin: s.origin, Policy: s.policy, Logger: s.log})
 	if err != nil {
 		return nil, nil, err
 	}

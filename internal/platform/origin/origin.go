@@ -125,6 +125,14 @@ func (r *Resolver) Trusted(remoteAddr string) bool {
 	} else if a, err = netip.ParseAddr(remoteAddr); err != nil {
 		return false
 	}
+	return r.TrustedAddr(a)
+}
+
+// TrustedAddr reports whether a is inside a trusted proxy network.
+func (r *Resolver) TrustedAddr(a netip.Addr) bool {
+	if r == nil {
+		return false
+	}
 	a = a.Unmap()
 	for _, p := range r.trusted {
 		if p.Contains(a) {

@@ -19,14 +19,11 @@ import (
 	wcconsole "github.com/quarrydb/quarry/internal/console/wallcrawler"
 	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
-	"github.com/quarrydb/quarry/internal/eecar"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/datadir"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
-	wcauth "github.com/quarrydb/quarry/internal/wallcrawler/auth"
-	wctables "github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 
 // consoleKeyName is the file, in the data directory, holding the key that
@@ -53,7 +50,7 @@ func newConsole(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) (*con
 // explorer, and the pages of each system running in this process), in the
 // sign-in form's and the header's order.
 func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]console.Realm, []console.Area, error) {
-	c, client, health := s.c, s.client, s.health()
+	client, health := s.client, s.health()
 	ops := operators.New(client, operators.DefaultTable)
 	if err := ops.EnsureTable(ctx); err != nil {
 		return nil, nil, err
@@ -74,24 +71,12 @@ func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]
 		shelf := datashelfconsole.Adapt(ds.Store(), crawls)
 		areas = append(areas, datashelfconsole.New(shelf, shelf))
 	}
-	if running("eecar") {
-		st, err := eecar.OpenStore(ctx, c.EECAR, client)
-		if err != nil {
-			return nil, nil, err
-		}
-		realms = append(realms, eecarconsole.Realm(st))
-		if ee := s.ee.Load(); ee != nil {
-			areas = append(areas, eecarconsole.New(eecarconsole.Adapt(ee.Market())))
-		}
+	if ee := s.ee.Load(); running("eecar") && ee != nil {
+		realms = append(realms, eecarconsole.Realm(ee.Store()))
+		areas = append(areas, eecarconsole.New(eecarconsole.Adapt(ee.Market())))
 	}
-	if running("wallcrawler") {
-		names, err := wctables.EnsureTables(ctx, client, c.Wallcrawler.TablePrefix)
-		if err != nil {
-			return nil, nil, err
-		}
-		realms = append(realms, wcconsole.Realm(wcauth.New(client, names, nil)))
-	}
-	if wc := s.wc.Load(); wc != nil {
+	if wc := s.wc.Load(); running("wallcrawler") && wc != nil {
+		realms = append(realms, wcconsole.Realm(wc.Auth()))
 		areas = append(areas, wcconsole.New(wcconsole.Adapt(wc.Auth(), wc.Sessions(), wc.Contexts())))
 	}
 	return realms, areas, nil

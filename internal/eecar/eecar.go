@@ -52,6 +52,7 @@ type Deps struct {
 // System is a running EECAR.
 type System struct {
 	handler http.Handler
+	store   *store.Store
 	market  *market.Market
 	hooks   *notify.Webhooks
 	fetcher *fetch.Fetcher
@@ -103,7 +104,7 @@ func New(ctx context.Context, cfg config.EECAR, deps Deps) (*System, error) {
 	}
 	return &System{
 		handler: http.StripPrefix("/eecar", api.New(m, log, api.WithWebhookCheck(fetcher.Validate))),
-		market:  m, hooks: hooks, fetcher: fetcher, client: deps.DynamoDB, streams: deps.Streams, poll: poll, log: log,
+		store:   st, market: m, hooks: hooks, fetcher: fetcher, client: deps.DynamoDB, streams: deps.Streams, poll: poll, log: log,
 	}, nil
 }
 
@@ -134,6 +135,9 @@ func (s *System) Close(context.Context) error {
 	s.fetcher.Close()
 	return nil
 }
+
+// Store returns the system's store (companies, keys, parts).
+func (s *System) Store() *store.Store { return s.store }
 
 // Market returns the marketplace, which the console's EECAR area drives.
 func (s *System) Market() *market.Market { return s.market }

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	if err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: cfg.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL, Listeners: deps.Policy})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: cfg.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)

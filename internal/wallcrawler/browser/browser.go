@@ -9,6 +9,7 @@ package browser
 
 import (
 	"context"
+	"net/http"
 )
 
 // DefaultWidth is the window width in pixels used when LaunchOptions.Width is 0.
@@ -45,11 +46,16 @@ type Browser interface {
 	// ID returns the unique id assigned by the provider.
 	ID() string
 	// WebSocketURL returns the browser target's CDP endpoint,
-	// ws://127.0.0.1:PORT/devtools/browser/<uuid>.
+	// ws://devtools.invalid/devtools/browser/<id>, reached only through
+	// HTTPClient.
 	WebSocketURL() string
-	// DebugAddr returns 127.0.0.1:PORT, which serves the DevTools HTTP
-	// endpoints (/json/version, /json/list).
-	DebugAddr() string
+	// PageWebSocketURL returns the CDP endpoint of the browser's target
+	// targetID (a page), reached only through HTTPClient.
+	PageWebSocketURL(targetID string) string
+	// HTTPClient returns the client that reaches the browser's DevTools
+	// endpoints (its WebSocket URLs, /json/version, /json/list): the
+	// browser has no DevTools port, and no other client reaches them.
+	HTTPClient() *http.Client
 	// PID returns the process id of the browser's main process (which is
 	// also the id of its process group).
 	PID() int

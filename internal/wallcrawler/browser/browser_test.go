@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,7 +69,7 @@ func launch(t *testing.T, p Provider, opts LaunchOptions) Browser {
 // browserCtx returns a chromedp context attached to b.
 func browserCtx(t *testing.T, b Browser) context.Context {
 	t.Helper()
-	actx, cancelA := remote.NewAllocator(t.Context(), b.WebSocketURL(), remote.NoModifyURL)
+	actx, cancelA := remote.NewAllocator(t.Context(), devtoolsURL(t, b), remote.NoModifyURL)
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 20*time.Second)
 	t.Cleanup(func() {
@@ -79,6 +78,16 @@ func browserCtx(t *testing.T, b Browser) context.Context {
 		cancelA()
 	})
 	return ctx
+}
+
+// devtoolsURL serves b's DevTools endpoints on a loopback server of the
+// test (the browser itself has none) and returns its browser target's
+// WebSocket URL there.
+func devtoolsURL(t *testing.T, b Browser) string {
+	t.Helper()
+	srv := httptest.NewServer(b.(*chromiumBrowser).devtools)
+	t.Cleanup(srv.Close)
+	return strings.Replace(b.WebSocketURL(), "ws://"+devtoolsHost, "ws://"+srv.Listener.Addr().String(), 1)
 }
 
 // assertNoLeftovers fails when a process carrying dir is alive.
@@ -118,36 +127,31 @@ func TestLaunchNavigateClose(t *testing.T) {
 	c, workDir := newTestProvider(t)
 	b := launch(t, c, LaunchOptions{})
 
-	if !strings.HasPrefix(b.WebSocketURL(), "ws://127.0.0.1:") || !strings.Contains(b.WebSocketURL(), "/devtools/browser/") {
+	if b.WebSocketURL() != "ws://devtools.invalid/devtools/browser/"+b.ID() {
 		t.Errorf("WebSocketURL = %q", b.WebSocketURL())
-	}
-	host, port, err := net.SplitHostPort(b.DebugAddr())
-	if err != nil || host != "127.0.0.1" {
-		t.Fatalf("DebugAddr = %q (%v)", b.DebugAddr(), err)
 	}
 	if !strings.HasPrefix(b.UserDataDir(), filepath.Join(workDir, b.ID())) || !strings.HasPrefix(b.DownloadDir(), filepath.Join(workDir, b.ID())) {
 		t.Errorf("dirs not inside work dir: %q %q", b.UserDataDir(), b.DownloadDir())
 	}
-	// Loopback only: the port must not answer on another local address.
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok || ipn.IP.IsLoopback() || ipn.IP.To4() == nil {
-				continue
-			}
-			if conn, err := net.DialTimeout("tcp", net.JoinHostPort(ipn.IP.String(), port), time.Second); err == nil {
-				_ = conn.Close()
-				t.Errorf("debug port answers on %s", ipn.IP)
-			}
-		}
+	// No DevTools port: the command line asks for the pipe, and the
+	// browser's processes listen on no TCP socket.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.PID()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + b.DebugAddr() + "/json/version")
+	if args := strings.Split(string(cmdline), "\x00"); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--remote-debugging-port") }) || !slices.Contains(args, "--remote-debugging-pipe") {
+		t.Errorf("command line %q: want --remote-debugging-pipe and no --remote-debugging-port", args)
+	}
+	if ports := listeningPorts(t, b.PID()); len(ports) > 0 {
+		t.Errorf("the browser listens on TCP ports %v", ports)
+	}
+	resp, err := b.HTTPClient().Get("http://" + devtoolsHost + "/json/version")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), b.WebSocketURL()) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), b.WebSocketURL()) || !strings.Contains(string(body), "Chrome/") {
 		t.Fatalf("/json/version: %s %s", resp.Status, body)
 	}
 
@@ -443,7 +447,7 @@ func TestPool(t *testing.T) {
 	if !slices.Contains(warm, b.ID()) {
 		t.Fatalf("Launch returned %s, not a warm browser %v", b.ID(), warm)
 	}
-	if _, err := http.Get("http://" + b.DebugAddr() + "/json/version"); err != nil {
+	if _, err := Call(t.Context(), b, "Browser.getVersion", nil); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
@@ -556,42 +560,4 @@ func TestLaunchRetriesAStartupCrash(t *testing.T) {
 	}
 	_ = b.Remove()
 	assertNoLeftovers(t, workDir)
-}
-
-// TestDirEvents: a file written into, or renamed into, a watched dir wakes
-// the watcher (what waitActivePort waits on instead of polling), and stop
-// ends the watch.
-func TestDirEvents(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		write func(dir string) error
-	}{
-		{"written", func(dir string) error {
-			return os.WriteFile(filepath.Join(dir, "DevToolsActivePort"), []byte("1\n/devtools/browser/x"), 0o600)
-		}},
-		{"renamed", func(dir string) error {
-			tmp := filepath.Join(t.TempDir(), "tmp")
-			if err := os.WriteFile(tmp, []byte("x"), 0o600); err != nil {
-				return err
-			}
-			return os.Rename(tmp, filepath.Join(dir, "DevToolsActivePort"))
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			events, stop := dirEvents(dir)
-			if events == nil {
-				t.Skip("inotify not available")
-			}
-			defer stop()
-			if err := tc.write(dir); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-events:
-			case <-time.After(30 * time.Second):
-				t.Fatal("no event for a file written into the watched dir")
-			}
-		})
-	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
@@ -30,12 +28,17 @@ type cdpResponse struct {
 	} `json:"error"`
 }
 
-// cdpCall sends one CDP command to the target at wsURL on a short-lived
-// websocket and returns its result. When expectReply is false it returns as
-// soon as the command is written or the connection drops afterwards (used for
-// Browser.close, whose reply may never arrive).
-func cdpCall(ctx context.Context, wsURL, method string, params any, expectReply bool) (json.RawMessage, error) {
-	conn, _, err := websocket.Dial(ctx, wsURL, nil)
+// Call sends one CDP command to the browser target of b on a
+// short-lived WebSocket and returns its result.
+func Call(ctx context.Context, b Browser, method string, params any) (json.RawMessage, error) {
+	return CallURL(ctx, b.HTTPClient(), b.WebSocketURL(), method, params)
+}
+
+// CallURL sends one CDP command to the target at wsURL, dialled with
+// client (nil: http.DefaultClient), on a short-lived WebSocket and
+// returns its result.
+func CallURL(ctx context.Context, client *http.Client, wsURL, method string, params any) (json.RawMessage, error) {
+	conn, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: client})
 	if err != nil {
 		return nil, fmt.Errorf("cdp %s: dial: %w", method, err)
 	}
@@ -47,9 +50,6 @@ func cdpCall(ctx context.Context, wsURL, method string, params any, expectReply 
 	for {
 		var resp cdpResponse
 		if err := wsjson.Read(ctx, conn, &resp); err != nil {
-			if !expectReply {
-				return nil, nil
-			}
 			return nil, fmt.Errorf("cdp %s: read: %w", method, err)
 		}
 		if resp.ID != 1 {
@@ -60,83 +60,4 @@ func cdpCall(ctx context.Context, wsURL, method string, params any, expectReply 
 		}
 		return resp.Result, nil
 	}
-}
-
-// Call sends one CDP command to the target at wsURL (a browser's
-// WebSocketURL, say) on a short-lived WebSocket and returns its result.
-func Call(ctx context.Context, wsURL, method string, params any) (json.RawMessage, error) {
-	return cdpCall(ctx, wsURL, method, params, true)
-}
-
-// cdpHold sends one CDP command on a new websocket and, on success, keeps
-// the connection open: Chromium resets per-session state such as the download
-// behavior when the DevTools session that set it disconnects. The returned
-// connection drains incoming messages in the background until it is closed.
-func cdpHold(ctx context.Context, wsURL, method string, params any) (*websocket.Conn, error) {
-	conn, _, err := websocket.Dial(ctx, wsURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("cdp %s: dial: %w", method, err)
-	}
-	conn.SetReadLimit(8 << 20)
-	if err := wsjson.Write(ctx, conn, cdpRequest{ID: 1, Method: method, Params: params}); err != nil {
-		_ = conn.CloseNow()
-		return nil, fmt.Errorf("cdp %s: write: %w", method, err)
-	}
-	for {
-		var resp cdpResponse
-		if err := wsjson.Read(ctx, conn, &resp); err != nil {
-			_ = conn.CloseNow()
-			return nil, fmt.Errorf("cdp %s: read: %w", method, err)
-		}
-		if resp.ID != 1 {
-			continue
-		}
-		if resp.Error != nil {
-			_ = conn.CloseNow()
-			return nil, fmt.Errorf("cdp %s: error %d: %s", method, resp.Error.Code, resp.Error.Message)
-		}
-		break
-	}
-	go func() {
-		for {
-			if _, _, err := conn.Read(context.Background()); err != nil {
-				return
-			}
-		}
-	}()
-	return conn, nil
-}
-
-// versionInfo is the part of /json/version this package uses.
-type versionInfo struct {
-	Browser              string `json:"Browser"`
-	WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
-}
-
-// fetchVersion GETs http://addr/json/version.
-func fetchVersion(ctx context.Context, client *http.Client, addr string) (versionInfo, error) {
-	var v versionInfo
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, (&url.URL{Scheme: "http", Host: addr, Path: "/json/version"}).String(), nil)
-	if err != nil {
-		return v, fmt.Errorf("json/version: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return v, fmt.Errorf("json/version: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return v, fmt.Errorf("json/version: read: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("json/version: status %s", resp.Status)
-	}
-	if err := json.Unmarshal(body, &v); err != nil {
-		return v, fmt.Errorf("json/version: decode: %w", err)
-	}
-	if v.WebSocketDebuggerURL == "" {
-		return v, fmt.Errorf("json/version: no webSocketDebuggerUrl")
-	}
-	return v, nil
 }

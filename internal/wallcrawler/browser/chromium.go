@@ -10,19 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // Timing constants of the browser lifecycle.
@@ -65,12 +60,6 @@ type ChromiumOptions struct {
 	// anywhere on its own. Empty: the browser connects directly (tests and
 	// library use; quarry serve always sets it).
 	ProxyServer string
-	// Listeners, when set, is told of each browser's DevTools listener
-	// (loopback, a random port) while the browser runs, so that the network
-	// policy refuses it to every browser: a page that reached it would
-	// drive that browser, its own or another tenant's, past the CDP
-	// proxy's checks. quarry serve passes its fetch.Policy.
-	Listeners Listeners
 	// StartTimeout bounds a launch: it fails when CDP does not answer in time
 	// (and the process group is killed). Default 20s.
 	StartTimeout time.Duration
@@ -84,10 +73,8 @@ type Chromium struct {
 	workDir      string
 	extraArgs    []string
 	proxyServer  string
-	listeners    Listeners
 	startTimeout time.Duration
 	logger       *slog.Logger
-	httpClient   *http.Client
 	confinement  Confinement
 	uids         *uidPool // nil: every browser runs as confinement's user
 }
@@ -149,14 +136,9 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 		workDir:      workDir,
 		extraArgs:    append([]string(nil), opts.ExtraArgs...),
 		proxyServer:  opts.ProxyServer,
-		listeners:    opts.Listeners,
 		startTimeout: timeout,
 		logger:       logger,
-		httpClient: &http.Client{
-			Timeout:   5 * time.Second,
-			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-		},
-		confinement: Confinement{User: runAs.Name, UID: runAs.UID, GID: runAs.GID, Switched: switched},
+		confinement:  Confinement{User: runAs.Name, UID: runAs.UID, GID: runAs.GID, Switched: switched},
 	}
 	if opts.UIDs != nil {
 		c.uids = newUIDPool(*opts.UIDs)
@@ -283,7 +265,7 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 		}
 		return nil, fmt.Errorf("browser: launch %s: %w", id, err)
 	}
-	b.logger.Info("browser launched", "pid", b.pid, "addr", b.debugAddr, "user_data_dir", b.userDataDir, "elapsed", time.Since(start))
+	b.logger.Info("browser launched", "pid", b.pid, "user_data_dir", b.userDataDir, "elapsed", time.Since(start))
 	return b, nil
 }
 
@@ -301,9 +283,8 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 			return fmt.Errorf("create dir: %w", err)
 		}
 	}
-	// A stale DevToolsActivePort would announce a dead port; Singleton*
-	// files of a profile restored from another host make Chromium refuse
-	// to start ("profile in use by another process").
+	// Singleton* files of a profile restored from another host make
+	// Chromium refuse to start ("profile in use by another process").
 	for _, name := range []string{"DevToolsActivePort", "SingletonLock", "SingletonSocket", "SingletonCookie"} {
 		if err := os.Remove(filepath.Join(b.userDataDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", name, err)
@@ -323,8 +304,9 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	width, height := opts.size()
 	args := []string{
 		"--headless=new",
-		"--remote-debugging-port=0",
-		"--remote-debugging-address=127.0.0.1",
+		// DevTools over two pipes (fds 3 and 4), never a TCP port: no
+		// other process of the host, and no page, can reach it.
+		"--remote-debugging-pipe",
 		"--user-data-dir=" + b.userDataDir,
 		"--no-first-run",
 		"--no-default-browser-check",
@@ -351,17 +333,30 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	cmd.Env = browserEnv(b.workDir)
 	cmd.Dir = b.workDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: c.credential(b.user)}
+	// Chromium reads DevTools commands from fd 3 and writes to fd 4.
+	cmdIn, toBrowser, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	fromBrowser, cmdOut, err := os.Pipe()
+	if err != nil {
+		_ = cmdIn.Close()
+		_ = toBrowser.Close()
+		return fmt.Errorf("pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{cmdIn, cmdOut}
 	// Own pipe rather than an io.Writer: exec.Cmd.Wait would otherwise also
 	// wait for every child that inherited stderr.
 	pr, pw, err := os.Pipe()
 	if err != nil {
+		closeAll(cmdIn, cmdOut, toBrowser, fromBrowser)
 		return fmt.Errorf("pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	err = cmd.Start()
-	_ = pw.Close()
+	closeAll(pw, cmdIn, cmdOut)
 	if err != nil {
-		_ = pr.Close()
+		closeAll(pr, toBrowser, fromBrowser)
 		return fmt.Errorf("start %s: %w", c.path, err)
 	}
 	go func() {
@@ -370,57 +365,31 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	}()
 	b.cmd = cmd
 	b.pid = cmd.Process.Pid
+	b.devtools = newDevtools(b.id, toBrowser, fromBrowser, b.logger)
+	b.serveDevtools()
 	go b.wait()
 
-	port, path, err := b.waitActivePort(ctx)
-	if err != nil {
+	if _, err := b.call(ctx, "Browser.getVersion", nil); err != nil {
 		return err
 	}
-	b.debugAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if c.listeners != nil {
-		if err := c.listeners.Reserve(ctx, "a browser's DevTools endpoint", b.debugAddr); err != nil {
-			return fmt.Errorf("reserve DevTools endpoint: %w", err)
-		}
-		addr := b.debugAddr
-		release := func() { c.listeners.Unreserve(addr) }
-		b.unreserve.Store(&release)
-		if b.exited() {
-			// wait ran before the reservation: release it here.
-			if f := b.unreserve.Swap(nil); f != nil {
-				(*f)()
-			}
-		}
-	}
-	v, err := b.waitVersion(ctx, c.httpClient)
-	if err != nil {
-		return err
-	}
-	u, err := url.Parse(v.WebSocketDebuggerURL)
-	if err != nil {
-		return fmt.Errorf("webSocketDebuggerUrl %q: %w", v.WebSocketDebuggerURL, err)
-	}
-	if u.Path != path {
-		return fmt.Errorf("webSocketDebuggerUrl %q does not match DevToolsActivePort path %q", v.WebSocketDebuggerURL, path)
-	}
-	b.wsURL = (&url.URL{Scheme: "ws", Host: b.debugAddr, Path: path}).String()
-
-	// Chromium resets the download behavior when the DevTools session
-	// that set it disconnects, so the connection stays open until the
-	// browser is closed.
-	conn, err := cdpHold(ctx, b.wsURL, "Browser.setDownloadBehavior", map[string]any{
+	b.wsURL = "ws://" + devtoolsHost + b.devtools.browserPath()
+	// quarry's own root session never detaches, so the download
+	// behavior it sets lasts as long as the browser.
+	if _, err := b.call(ctx, "Browser.setDownloadBehavior", map[string]any{
 		"behavior":      "allow",
 		"downloadPath":  b.downloadDir,
 		"eventsEnabled": false,
-	})
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("set download behavior: %w", err)
 	}
-	b.holdConn = conn
-	go func() {
-		<-b.done
-		_ = conn.CloseNow()
-	}()
 	return nil
+}
+
+// closeAll closes files, ignoring errors.
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }
 
 // handOver gives the browser user what it writes: the work dir itself
@@ -494,16 +463,6 @@ func setDownloadPrefs(userDataDir, downloadDir string) error {
 	return nil
 }
 
-// Listeners keeps the set of addresses no browser may connect to.
-// *fetch.Policy implements it.
-type Listeners interface {
-	// Reserve refuses addr (host:port) to every browser from now on; what
-	// names it in refusal messages.
-	Reserve(ctx context.Context, what, addr string) error
-	// Unreserve undoes Reserve of addr.
-	Unreserve(addr string)
-}
-
 // egressArgs returns the switches that send every connection of the browser
 // through proxy: "<-loopback>" removes Chromium's implicit bypass of
 // localhost, so loopback goes through the proxy (and its policy) too;
@@ -529,7 +488,6 @@ type chromiumBrowser struct {
 	userDataDir string
 	downloadDir string
 	wsURL       string
-	debugAddr   string
 	pid         int
 	user        User     // the user its processes run as
 	uids        *uidPool // where user came from; nil: the provider's one user
@@ -537,8 +495,9 @@ type chromiumBrowser struct {
 	cmd         *exec.Cmd
 	logger      *slog.Logger
 	output      *tailBuffer
-	holdConn    *websocket.Conn        // keeps the download behavior in force
-	unreserve   atomic.Pointer[func()] // releases the DevTools listener's reservation
+	devtools    *devtools    // the DevTools connection over the pipes
+	listener    *memListener // where HTTPClient's connections arrive
+	client      *http.Client // reaches the DevTools endpoints
 
 	done           chan struct{}
 	err            error // written before done is closed
@@ -556,8 +515,47 @@ func (b *chromiumBrowser) ID() string { return b.id }
 // WebSocketURL implements Browser.
 func (b *chromiumBrowser) WebSocketURL() string { return b.wsURL }
 
-// DebugAddr implements Browser.
-func (b *chromiumBrowser) DebugAddr() string { return b.debugAddr }
+// PageWebSocketURL implements Browser.
+func (b *chromiumBrowser) PageWebSocketURL(targetID string) string {
+	return "ws://" + devtoolsHost + "/devtools/page/" + targetID
+}
+
+// HTTPClient implements Browser.
+func (b *chromiumBrowser) HTTPClient() *http.Client { return b.client }
+
+// serveDevtools serves the DevTools endpoints to HTTPClient's
+// connections until the browser exits.
+func (b *chromiumBrowser) serveDevtools() {
+	b.listener = newMemListener()
+	b.client = &http.Client{Transport: &http.Transport{DialContext: b.listener.dial, DisableKeepAlives: true, Proxy: nil}}
+	srv := &http.Server{Handler: b.devtools, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.logger.Handler(), slog.LevelDebug)}
+	go func() { _ = srv.Serve(b.listener) }()
+	go func() {
+		select {
+		case <-b.done:
+		case <-b.devtools.done:
+		}
+		_ = srv.Close()
+		<-b.done
+		_ = b.devtools.Close()
+	}()
+}
+
+// call sends a command to the browser on quarry's own DevTools session.
+// A browser that exits meanwhile fails it with errExitedAtStart.
+func (b *chromiumBrowser) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	res, err := b.devtools.call(ctx, method, params)
+	if err == nil || ctx.Err() != nil {
+		return res, err
+	}
+	// The pipe closes as the process exits: report the exit.
+	select {
+	case <-b.done:
+		return nil, fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
+	case <-time.After(time.Second):
+		return nil, err
+	}
+}
 
 // PID implements Browser.
 func (b *chromiumBrowser) PID() int { return b.pid }
@@ -604,94 +602,7 @@ func (b *chromiumBrowser) wait() {
 		b.err = fmt.Errorf("browser %s (pid %d) exited: %w", b.id, b.pid, err)
 		b.logger.Warn("browser exited unexpectedly", "pid", b.pid, "err", err, "output", b.output.String())
 	}
-	if f := b.unreserve.Swap(nil); f != nil {
-		(*f)() // the listener died with the process
-	}
 	close(b.done)
-}
-
-// waitActivePort waits until Chromium has written the DevToolsActivePort
-// file, and returns its port and browser target path. It reads the file
-// whenever an entry of the profile dir is written or renamed (inotify),
-// and every pollInterval where inotify is not available.
-func (b *chromiumBrowser) waitActivePort(ctx context.Context) (int, string, error) {
-	file := filepath.Join(b.userDataDir, "DevToolsActivePort")
-	every := pollInterval
-	events, stop := dirEvents(b.userDataDir)
-	defer stop()
-	if events != nil {
-		every = 10 * pollInterval // only a safety net
-	}
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
-	for {
-		if data, err := os.ReadFile(file); err == nil {
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			if len(lines) >= 2 && strings.HasPrefix(lines[1], "/devtools/browser/") {
-				port, err := strconv.Atoi(strings.TrimSpace(lines[0]))
-				if err == nil && port > 0 && port < 65536 {
-					return port, strings.TrimSpace(lines[1]), nil
-				}
-			}
-		}
-		select {
-		case <-b.done:
-			return 0, "", fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
-		case <-ctx.Done():
-			return 0, "", fmt.Errorf("waiting for DevToolsActivePort: %w", ctx.Err())
-		case <-events:
-		case <-ticker.C:
-		}
-	}
-}
-
-// dirEvents returns a channel that receives when an entry of dir is
-// created, written and closed, or renamed into it (inotify), and the
-// function that stops watching. The channel is nil when inotify is not
-// available.
-func dirEvents(dir string) (<-chan struct{}, func()) {
-	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
-	if err != nil {
-		return nil, func() {}
-	}
-	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_CREATE|syscall.IN_CLOSE_WRITE|syscall.IN_MOVED_TO); err != nil {
-		_ = syscall.Close(fd)
-		return nil, func() {}
-	}
-	f := os.NewFile(uintptr(fd), "inotify") // non-blocking: Close ends a pending Read
-	ch := make(chan struct{}, 1)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			if _, err := f.Read(buf); err != nil {
-				return
-			}
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return ch, func() { _ = f.Close() }
-}
-
-// waitVersion polls /json/version until it answers.
-func (b *chromiumBrowser) waitVersion(ctx context.Context, client *http.Client) (versionInfo, error) {
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	for {
-		v, err := fetchVersion(ctx, client, b.debugAddr)
-		if err == nil {
-			return v, nil
-		}
-		select {
-		case <-b.done:
-			return v, fmt.Errorf("%w: %w", errExitedAtStart, b.exitErr())
-		case <-ctx.Done():
-			return v, fmt.Errorf("waiting for CDP: %w (last error: %w)", ctx.Err(), err)
-		case <-ticker.C:
-		}
-	}
 }
 
 // exitErr returns the error of an exited process, never nil.
@@ -760,7 +671,7 @@ func (b *chromiumBrowser) stop(ctx context.Context, graceful bool) error {
 		// profile state to disk.
 		how = "Browser.close"
 		gctx, cancel := context.WithTimeout(ctx, gracefulTimeout)
-		if _, err := cdpCall(gctx, b.wsURL, "Browser.close", nil, false); err != nil {
+		if _, err := b.devtools.call(gctx, "Browser.close", nil); err != nil {
 			b.logger.Debug("graceful close failed", "err", err)
 		}
 		select {

@@ -136,7 +136,7 @@ func procStatusIDs(pid int) (uid, gid []string, err error) {
 // /json/list: the raw access a tenant has, below any command filter.
 func pageWS(t *testing.T, b Browser) string {
 	t.Helper()
-	resp, err := http.Get("http://" + b.DebugAddr() + "/json/list")
+	resp, err := b.HTTPClient().Get("http://" + devtoolsHost + "/json/list")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,18 +159,18 @@ func pageWS(t *testing.T, b Browser) string {
 
 // readThroughPage navigates the page at ws to url with raw CDP and returns
 // the page's text once it has some (an error page has text too).
-func readThroughPage(t *testing.T, ws, url string) string {
+func readThroughPage(t *testing.T, b Browser, ws, url string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	res, err := Call(ctx, ws, "Page.navigate", map[string]any{"url": url})
+	res, err := CallURL(ctx, b.HTTPClient(), ws, "Page.navigate", map[string]any{"url": url})
 	if err != nil {
 		t.Fatalf("Page.navigate %s: %v", url, err)
 	}
 	t.Logf("Page.navigate %s: %s", url, res)
 	var text string
 	for ctx.Err() == nil {
-		res, err := Call(ctx, ws, "Runtime.evaluate", map[string]any{
+		res, err := CallURL(ctx, b.HTTPClient(), ws, "Runtime.evaluate", map[string]any{
 			"expression":    "document.URL + '\\n' + (document.body ? document.body.innerText : '')",
 			"returnByValue": true,
 		})
@@ -292,11 +292,11 @@ func TestConfinedBrowser(t *testing.T) {
 	}
 
 	ws := pageWS(t, b)
-	if text := readThroughPage(t, ws, "file://"+filepath.Join(b.UserDataDir(), "canary.txt")); !strings.Contains(text, canary) {
+	if text := readThroughPage(t, b, ws, "file://"+filepath.Join(b.UserDataDir(), "canary.txt")); !strings.Contains(text, canary) {
 		t.Fatalf("own profile file not readable through the page (the test would prove nothing): %q", text)
 	}
 	for _, name := range []string{"secret", "table.db"} {
-		text := readThroughPage(t, ws, "file://"+filepath.Join(secretDir, name))
+		text := readThroughPage(t, b, ws, "file://"+filepath.Join(secretDir, name))
 		if strings.Contains(text, secret) {
 			t.Errorf("the browser read root's %s: %q", name, text)
 		} else {

@@ -103,10 +103,10 @@ func TestPerBrowserUIDs(t *testing.T) {
 	if err := os.Chown(path, aUID, aUID); err != nil {
 		t.Fatal(err)
 	}
-	if text := readThroughPage(t, pageWS(t, a), "file://"+path); !strings.Contains(text, canary) {
+	if text := readThroughPage(t, a, pageWS(t, a), "file://"+path); !strings.Contains(text, canary) {
 		t.Fatalf("a cannot read its own profile (the test would prove nothing): %q", text)
 	}
-	if text := readThroughPage(t, pageWS(t, b), "file://"+path); strings.Contains(text, canary) {
+	if text := readThroughPage(t, b, pageWS(t, b), "file://"+path); strings.Contains(text, canary) {
 		t.Errorf("browser b read browser a's profile: %q", text)
 	}
 

@@ -52,9 +52,12 @@ type Request struct {
 
 // Target is where an authorized connection goes and whom to tell.
 type Target struct {
-	// URL is the browser target's WebSocket URL on loopback, or, when
-	// Forward is set, the owning node's CDP endpoint for this session.
+	// URL is the browser target's WebSocket URL, or, when Forward is
+	// set, the owning node's CDP endpoint for this session.
 	URL string
+	// HTTPClient dials URL; nil: http.DefaultClient. A local browser's
+	// endpoints are reachable only through its own client.
+	HTTPClient *http.Client
 	// Forward marks a session whose browser runs in another process: the
 	// connection is relayed as is to URL, dialled with Header; the owner
 	// filters the commands, logs and counts them, so this process does
@@ -192,7 +195,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-	up, resp, err := websocket.Dial(dctx, t.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPHeader: t.Header})
+	up, resp, err := websocket.Dial(dctx, t.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPHeader: t.Header, HTTPClient: t.HTTPClient})
 	dcancel()
 	if err != nil {
 		if t.Forward && resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusNotFound) {

@@ -32,7 +32,7 @@ func (h *Handler) serveSocket(w http.ResponseWriter, r *http.Request, sessionID 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-	up, _, err := websocket.Dial(dctx, g.Target.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPHeader: g.Target.Header})
+	up, _, err := websocket.Dial(dctx, g.Target.URL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPHeader: g.Target.Header, HTTPClient: g.Target.HTTPClient})
 	dcancel()
 	if err != nil {
 		h.opts.Logger.WarnContext(r.Context(), "live: browser unreachable", "session", sessionID, "err", err)

@@ -485,13 +485,8 @@ func TestCDPAttacks(t *testing.T) {
 // browser-UI targets (chrome://omnibox-popup in every window).
 func browserUITargets(t *testing.T, st *stack, id string) []string {
 	t.Helper()
-	dl := sessionDownloadDir(t, st, id)
-	port, err := os.ReadFile(filepath.Join(filepath.Dir(dl), "profile", "DevToolsActivePort"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, _ := strings.Cut(string(port), "\n")
-	resp, err := http.Get("http://127.0.0.1:" + p + "/json/list")
+	b := st.launched.byDownloadDir(t, sessionDownloadDir(t, st, id))
+	resp, err := b.HTTPClient().Get("http://devtools.invalid/json/list")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,43 @@ type stack struct {
 	workDir string
 	blobs   *blob.Dir
 	table   string // the sessions table
+
+	launched *launched // every browser the stack started
+}
+
+// launched is a Provider that keeps the browsers it launched, so that a
+// test can reach a browser's own DevTools endpoints, which no tenant
+// reaches.
+type launched struct {
+	p browser.Provider
+
+	mu       sync.Mutex
+	browsers []browser.Browser
+}
+
+// Launch implements browser.Provider.
+func (l *launched) Launch(ctx context.Context, opts browser.LaunchOptions) (browser.Browser, error) {
+	b, err := l.p.Launch(ctx, opts)
+	if err == nil {
+		l.mu.Lock()
+		l.browsers = append(l.browsers, b)
+		l.mu.Unlock()
+	}
+	return b, err
+}
+
+// byDownloadDir returns the launched browser whose download dir is dir.
+func (l *launched) byDownloadDir(t testing.TB, dir string) browser.Browser {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range l.browsers {
+		if b.DownloadDir() == dir {
+			return b
+		}
+	}
+	t.Fatalf("no launched browser downloads into %s", dir)
+	return nil
 }
 
 func newStack(t *testing.T, concurrency int, opts sessions.Options) *stack {
@@ -122,10 +159,11 @@ func newStackWith(t testing.TB, concurrency int, opts sessions.Options, so stack
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var provider browser.Provider = chromium
+	st.launched = &launched{p: chromium}
+	var provider browser.Provider = st.launched
 	var pool *browser.Pool
 	if so.Pool > 0 {
-		pool = browser.NewPool(ctx, chromium, so.Pool, nil)
+		pool = browser.NewPool(ctx, st.launched, so.Pool, nil)
 		provider = pool
 	}
 	st.repo = sessions.NewRepo(client, names, clk.now)

@@ -79,7 +79,7 @@ func (m *Manager) firstPage(ctx context.Context, id string) (string, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	raw, err := browser.Call(cctx, l.b.WebSocketURL(), "Target.getTargets", nil)
+	raw, err := browser.Call(cctx, l.b, "Target.getTargets", nil)
 	if err != nil {
 		return "", fmt.Errorf("sessions: list pages: %w", err)
 	}
@@ -118,7 +118,7 @@ func (m *Manager) Pages(ctx context.Context, p auth.Principal, id string) (Sessi
 	// that /json/list leaves out (Playwright's, chromedp's).
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	raw, err := browser.Call(cctx, l.b.WebSocketURL(), "Target.getTargets", nil)
+	raw, err := browser.Call(cctx, l.b, "Target.getTargets", nil)
 	if err != nil {
 		return x, nil, fmt.Errorf("sessions: list pages: %w", err)
 	}

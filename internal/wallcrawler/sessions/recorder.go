@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
 
 // The session inspector's recording: while a session runs, the node that
@@ -158,20 +160,20 @@ type recorder struct {
 	lastKept time.Time
 }
 
-// startRecorder connects to the browser at wsURL and records until stop.
+// startRecorder connects to browser b and records until stop.
 // A failure to connect is kept in the recording's Error.
-func startRecorder(parent context.Context, wsURL string, lim RecordLimits, now func() time.Time, log *slog.Logger) *recorder {
+func startRecorder(parent context.Context, b browser.Browser, lim RecordLimits, now func() time.Time, log *slog.Logger) *recorder {
 	ctx, cancel := context.WithCancel(parent)
 	r := &recorder{lim: lim.withDefaults(), log: log, now: now, cancel: cancel, done: make(chan struct{}),
 		requests: map[string]int{}, pages: map[string]string{}}
-	go r.run(ctx, wsURL)
+	go r.run(ctx, b)
 	return r
 }
 
-func (r *recorder) run(ctx context.Context, wsURL string) {
+func (r *recorder) run(ctx context.Context, b browser.Browser) {
 	defer close(r.done)
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, _, err := websocket.Dial(dctx, wsURL, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	conn, _, err := websocket.Dial(dctx, b.WebSocketURL(), &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPClient: b.HTTPClient()})
 	dcancel()
 	if err != nil {
 		r.mu.Lock()

@@ -26,7 +26,7 @@ func (m *Manager) startRecording(l *live) {
 	if l.stopping || l.rec != nil {
 		return
 	}
-	l.rec = startRecorder(m.base, l.b.WebSocketURL(), m.o.Record, m.now, m.log)
+	l.rec = startRecorder(m.base, l.b, m.o.Record, m.now, m.log)
 }
 
 // takeRecorder detaches the recorder of l, if any.

@@ -57,10 +57,11 @@ func (m *Manager) local(l *live, pageID string) cdp.Target {
 	sessionID := l.id
 	target := l.b.WebSocketURL()
 	if pageID != "" {
-		target = "ws://" + l.b.DebugAddr() + "/devtools/page/" + pageID
+		target = l.b.PageWebSocketURL(pageID)
 	}
 	return cdp.Target{
 		URL:         target,
+		HTTPClient:  l.b.HTTPClient(),
 		DownloadDir: l.b.DownloadDir(),
 		Log:         l.log,
 		Opened: func() {

@@ -219,7 +219,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	}
 	h := api.New(s.auth, &api.Options{
 		Logger: log, Contexts: s.contexts, Uploads: uploader, Sessions: s.manager,
-		CDP: cdp.NewProxyWith(s.manager, log, cfg.MaxCDPClients), Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors,
+		CDP: cdp.NewProxyWith(s.manager, cdp.ProxyOptions{Logger: log, MaxClients: cfg.MaxCDPClients}), Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors,
 	})
 	s.handler = http.StripPrefix("/wallcrawler", h)
 	return s, nil

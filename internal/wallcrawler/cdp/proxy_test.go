@@ -83,7 +83,7 @@ func check429(t *testing.T, code int, body string, max string) {
 func TestProxyMaxClients(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	browser := echoBrowser(t)
-	owner := httptest.NewServer(NewProxyWith(fakeResolver{Target{URL: "ws" + strings.TrimPrefix(browser.URL, "http")}}, log, 2))
+	owner := httptest.NewServer(NewProxyWith(fakeResolver{Target{URL: "ws" + strings.TrimPrefix(browser.URL, "http")}}, ProxyOptions{Logger: log, MaxClients: 2}))
 	t.Cleanup(owner.Close)
 	for i := range 2 {
 		if code, body := dialStatus(t, owner.URL+"/cdp/s1"); code != http.StatusSwitchingProtocols {
@@ -99,7 +99,7 @@ func TestProxyMaxClients(t *testing.T) {
 	}
 
 	// Another process forwards s1's clients to the owner, which counts them.
-	fwd := httptest.NewServer(NewProxyWith(fakeResolver{Target{URL: "ws" + strings.TrimPrefix(owner.URL, "http") + "/cdp/s1", Forward: true}}, log, 2))
+	fwd := httptest.NewServer(NewProxyWith(fakeResolver{Target{URL: "ws" + strings.TrimPrefix(owner.URL, "http") + "/cdp/s1", Forward: true}}, ProxyOptions{Logger: log, MaxClients: 2}))
 	t.Cleanup(fwd.Close)
 	code, body = dialStatus(t, fwd.URL+"/cdp/s1")
 	check429(t, code, body, "2")

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -62,6 +63,9 @@ type Target struct {
 	Forward bool
 	// Header is sent when dialling URL (the node-to-node credential).
 	Header http.Header
+	// Project is the id of the session's project: the connection counts
+	// against its share (ProxyOptions.Projects).
+	Project string
 	// DownloadDir is the session's download directory on the host: the
 	// only place from which commands may hand files to pages, and where
 	// every download goes (see Filter). "" refuses both.
@@ -91,6 +95,7 @@ type Proxy struct {
 	countInterval time.Duration
 	maxClients    int
 	writeTimeout  time.Duration
+	projects      *ProjectConns
 
 	mu      sync.Mutex
 	clients map[string]int // session id → connections being set up or relayed
@@ -129,6 +134,9 @@ type ProxyOptions struct {
 	// nothing to write is never cut, however long it stays quiet.
 	// Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Projects caps one project's connections, its sessions' together
+	// (shared with the live view); nil: no cap per project.
+	Projects *ProjectConns
 }
 
 // NewProxy returns a Proxy resolving sessions through res with the
@@ -148,7 +156,7 @@ func NewProxyWith(res Resolver, o ProxyOptions) *Proxy {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Proxy{res: res, log: o.Logger, countInterval: 5 * time.Second, maxClients: o.MaxClients, writeTimeout: o.WriteTimeout, clients: map[string]int{}}
+	return &Proxy{res: res, log: o.Logger, countInterval: 5 * time.Second, maxClients: o.MaxClients, writeTimeout: o.WriteTimeout, projects: o.Projects, clients: map[string]int{}}
 }
 
 // acquire takes one of the session's client slots; false when all are
@@ -217,6 +225,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.release(id)
+	// The project's share, after the session's: one project cannot take
+	// the whole pool of upgraded connections, whatever its sessions.
+	if !p.projects.Acquire(t.Project) {
+		p.projects.Refuse(r.Context(), w, p.log, t.Project)
+		return
+	}
+	defer p.projects.Release(t.Project)
 	// Dial the browser first so a dead browser is an HTTP error, not a
 	// WebSocket that closes at once.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
@@ -232,10 +247,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if t.Forward && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-			// The owner counts the session's clients of every process.
+			// The owner counts the session's clients of every process, and
+			// its project's connections: its message says which cap.
 			p.log.InfoContext(r.Context(), "cdp: owner refused a forwarded connection", "session", id, "status", resp.StatusCode)
 			w.Header().Set("Retry-After", "1")
-			httpError(w, http.StatusTooManyRequests, p.tooMany())
+			httpError(w, http.StatusTooManyRequests, ownerMessage(resp, p.tooMany()))
 			return
 		}
 		p.log.WarnContext(r.Context(), "cdp: browser unreachable", "session", id, "forward", t.Forward, "err", err)
@@ -461,6 +477,21 @@ func (p *pendingMap) response(l *Log, b []byte) {
 		res = m.Error
 	}
 	l.respond(seq, time.Now(), res, b)
+}
+
+// ownerMessage returns the message of the owner's refusal resp when it is
+// in Browserbase's error shape, else fallback. (coder/websocket leaves the
+// first 1024 bytes of a refused handshake's body readable.)
+func ownerMessage(resp *http.Response, fallback string) string {
+	var e struct {
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if json.Unmarshal(b, &e) != nil || e.StatusCode != resp.StatusCode || e.Message == "" {
+		return fallback
+	}
+	return e.Message
 }
 
 func httpError(w http.ResponseWriter, status int, msg string) {

@@ -98,3 +98,41 @@ func TestViewerCutsNonReader(t *testing.T) {
 		t.Fatal("the viewer's socket ended but the page's connection stayed open for 20 s")
 	}
 }
+
+// TestViewerMaxConnsPerProject: a viewer of a project that holds all its
+// connections (here taken by its CDP clients) is answered 429 in
+// Browserbase's shape before the upgrade; the HTML page is not counted.
+func TestViewerMaxConnsPerProject(t *testing.T) {
+	page, _ := screencastPage(t)
+	projects := cdp.NewProjectConns(1)
+	if !projects.Acquire("a") {
+		t.Fatal("acquire")
+	}
+	h := New(grantAll{cdp.Target{URL: "ws" + strings.TrimPrefix(page.URL, "http"), Project: "a"}},
+		&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Projects: projects})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, srv.URL+"/live/s1/ws?token=x", nil)
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("a viewer over the project's cap was upgraded")
+	}
+	if resp == nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(body), `"statusCode":429`) || !strings.Contains(string(body), cdp.MaxConnsPerProjectSetting) {
+		t.Fatalf("viewer over the cap: %d %q, want 429 naming %s with Retry-After", resp.StatusCode, body, cdp.MaxConnsPerProjectSetting)
+	}
+	res, err := http.Get(srv.URL + "/live/s1?token=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the live view's page with the project's share taken: %d", res.StatusCode)
+	}
+}

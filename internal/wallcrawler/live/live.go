@@ -62,6 +62,10 @@ type Options struct {
 	// not: a page that draws nothing sends nothing. Default
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Projects caps one project's viewers, counted with its CDP clients
+	// (the CDP proxy is given the same); nil: no cap. A viewer over the
+	// cap is answered 429 before the upgrade.
+	Projects *cdp.ProjectConns
 }
 
 // Handler serves the live view (paths relative to /wallcrawler).
@@ -147,6 +151,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ViewOnly = true
 	}
 	if socket {
+		p := g.Target.Project
+		if !h.opts.Projects.Acquire(p) {
+			h.opts.Projects.Refuse(r.Context(), w, h.opts.Logger, p)
+			return
+		}
+		defer h.opts.Projects.Release(p)
 		h.serveSocket(w, r, sessionID, g)
 		return
 	}

@@ -129,7 +129,9 @@ func (s *serving) startWallcrawler(ctx context.Context) (system, map[string]any,
 	if host, _, _ := net.SplitHostPort(c.Listen); c.DynamoDBEndpoint != "" && c.AdvertiseURL == "" && (host == "" || net.ParseIP(host).IsUnspecified()) {
 		s.log.Warn("--listen is a wildcard address: set --advertise-url so that the other processes can forward CDP connections here", "listen", c.Listen)
 	}
-	wc, err := wallcrawler.New(ctx, c.Wallcrawler, wallcrawler.Deps{DynamoDB: s.client, Streams: s.streams, Blobs: blobs, Uploader: uploader,
+	wcfg := c.Wallcrawler
+	wcfg.MaxConnsPerProject = c.WallcrawlerConnsPerProject()
+	wc, err := wallcrawler.New(ctx, wcfg, wallcrawler.Deps{DynamoDB: s.client, Streams: s.streams, Blobs: blobs, Uploader: uploader,
 		DataDir: c.DataDir, NodeID: nodeID(c), AdvertiseURL: advertiseURL(c), Origin: s.origin, Policy: s.policy, Logger: s.log})
 	if err != nil {
 		return nil, nil, err

@@ -217,9 +217,14 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	if uploader == nil {
 		uploader = signer
 	}
+	// One count per project for its CDP clients and its live viewers;
+	// cfg.MaxConnsPerProject 0 caps nothing (quarry serve resolves the
+	// setting's default before it gets here).
+	projects := cdp.NewProjectConns(cfg.MaxConnsPerProject)
 	h := api.New(s.auth, &api.Options{
 		Logger: log, Contexts: s.contexts, Uploads: uploader, Sessions: s.manager,
-		CDP: cdp.NewProxyWith(s.manager, log, cfg.MaxCDPClients), Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors,
+		CDP:    cdp.NewProxyWith(s.manager, cdp.ProxyOptions{Logger: log, MaxClients: cfg.MaxCDPClients, Projects: projects}),
+		Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors, Projects: projects,
 	})
 	s.handler = http.StripPrefix("/wallcrawler", h)
 	return s, nil

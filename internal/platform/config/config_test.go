@@ -76,6 +76,16 @@ func TestLoad(t *testing.T) {
 		{name: "max CDP clients default", check: func(c *Config) bool { return c.Wallcrawler.MaxCDPClients == 32 }},
 		{name: "max CDP clients from env", env: map[string]string{"QUARRY_WALLCRAWLER_MAX_CDP_CLIENTS": "4"}, check: func(c *Config) bool { return c.Wallcrawler.MaxCDPClients == 4 }},
 		{name: "max CDP clients zero", args: []string{"--wallcrawler-max-cdp-clients", "0"}, wantErr: "--wallcrawler-max-cdp-clients 0: want 1 to 1024"},
+		{name: "conns per project default: half of max-conns", check: func(c *Config) bool {
+			return c.Wallcrawler.MaxConnsPerProject == 0 && c.WallcrawlerConnsPerProject() == 512
+		}},
+		{name: "conns per project default: half of max-upgraded-conns", args: []string{"--max-upgraded-conns", "81"},
+			check: func(c *Config) bool { return c.WallcrawlerConnsPerProject() == 40 }},
+		{name: "conns per project default: at least 1", args: []string{"--max-upgraded-conns", "1"},
+			check: func(c *Config) bool { return c.WallcrawlerConnsPerProject() == 1 }},
+		{name: "conns per project set", env: map[string]string{"QUARRY_WALLCRAWLER_MAX_CONNS_PER_PROJECT": "7"},
+			check: func(c *Config) bool { return c.WallcrawlerConnsPerProject() == 7 }},
+		{name: "conns per project negative", args: []string{"--wallcrawler-max-conns-per-project", "-1"}, wantErr: "--wallcrawler-max-conns-per-project -1: want 0"},
 		{name: "public URL and trusted proxies", args: []string{"--public-url", "https://browsers.example.com"}, env: map[string]string{"QUARRY_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"},
 			check: func(c *Config) bool {
 				return c.PublicURL == "https://browsers.example.com" && c.TrustedProxies == "10.0.0.0/8, 127.0.0.1"

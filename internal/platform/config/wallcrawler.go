@@ -55,6 +55,13 @@ type Wallcrawler struct {
 	// (its pages' included, and those forwarded from other processes);
 	// one more is answered 429 (default 32).
 	MaxCDPClients int
+	// MaxConnsPerProject caps the WebSocket connections (CDP clients and
+	// live viewers) one project holds at once in this process, all its
+	// sessions together; one more is answered 429, so that the other
+	// projects keep the rest of the upgraded pool. 0: half of it, as
+	// Config.WallcrawlerConnsPerProject resolves it (what quarry serve
+	// hands Wallcrawler, which takes 0 as no cap).
+	MaxConnsPerProject int
 }
 
 func wallcrawlerDefaults() Wallcrawler {
@@ -78,6 +85,7 @@ func (w *Wallcrawler) fields() []field {
 		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &w.ContextMaxBytes},
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &w.ContextMaxEntries},
 		{flag: "wallcrawler-max-cdp-clients", usage: "most CDP connections open at once to one session (its pages' included); one more is answered 429, so that one tenant cannot take the listener's connections", num: &w.MaxCDPClients},
+		{flag: "wallcrawler-max-conns-per-project", usage: "most WebSocket connections (CDP and live view) one project may hold at once, all its sessions together; one more is answered 429, so that other projects keep the rest of max-upgraded-conns (0: half of max-upgraded-conns)", num: &w.MaxConnsPerProject},
 		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &w.Chromium},
 		{flag: "wallcrawler-user", usage: "user the browsers run as when quarry runs as root: a name or uid[:gid] (default: quarry-browser if it exists, else nobody)", str: &w.User},
 		{flag: "wallcrawler-uids", usage: "range of user ids, one per browser, when quarry runs as root (e.g. 200000-200999): sessions' browsers cannot read each other's files (default: one user for all, see wallcrawler-user)", str: &w.UIDs},
@@ -130,5 +138,23 @@ func (w *Wallcrawler) validate(dataDir string) []error {
 	if w.MaxCDPClients < 1 || w.MaxCDPClients > 1024 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-max-cdp-clients %d: want 1 to 1024", w.MaxCDPClients))
 	}
+	if w.MaxConnsPerProject < 0 || w.MaxConnsPerProject > 1_000_000 {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-max-conns-per-project %d: want 0 (half of --max-upgraded-conns) to 1000000", w.MaxConnsPerProject))
+	}
 	return errs
+}
+
+// WallcrawlerConnsPerProject returns the cap on one project's WebSocket
+// connections: Wallcrawler.MaxConnsPerProject, or when that is 0 half of
+// the upgraded pool (MaxUpgradedConns, or MaxConns when that is 0), and
+// at least 1.
+func (c *Config) WallcrawlerConnsPerProject() int {
+	if c.Wallcrawler.MaxConnsPerProject > 0 {
+		return c.Wallcrawler.MaxConnsPerProject
+	}
+	pool := c.MaxUpgradedConns
+	if pool <= 0 {
+		pool = c.MaxConns
+	}
+	return max(1, pool/2)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/origin"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
+	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/live"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
@@ -74,6 +75,9 @@ type Options struct {
 	// (/live/..., served when Sessions is set): who may embed it in a
 	// frame. Default "*": any origin.
 	LiveFrameAncestors string
+	// Projects caps one project's live viewers, counted with its CDP
+	// clients (the CDP proxy is given the same); nil: no cap.
+	Projects *cdp.ProjectConns
 }
 
 // Handler serves the Wallcrawler API. Every request must carry a valid API
@@ -103,7 +107,7 @@ func New(store *auth.Store, opts *Options) *Handler {
 		h.opts.Usage = sessionUsage{h.opts.Sessions}
 	}
 	if h.opts.Sessions != nil {
-		h.live = live.New(h.opts.Sessions, &live.Options{FrameAncestors: h.opts.LiveFrameAncestors, Logger: h.opts.Logger})
+		h.live = live.New(h.opts.Sessions, &live.Options{FrameAncestors: h.opts.LiveFrameAncestors, Logger: h.opts.Logger, Projects: h.opts.Projects})
 	}
 	h.registerContextRoutes()
 	h.registerSessionRoutes()

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -65,6 +66,9 @@ type Target struct {
 	Forward bool
 	// Header is sent when dialling URL (the node-to-node credential).
 	Header http.Header
+	// Project is the id of the session's project: the connection counts
+	// against its share (ProxyOptions.Projects).
+	Project string
 	// DownloadDir is the session's download directory on the host: the
 	// only place from which commands may hand files to pages, and where
 	// every download goes (see Filter). "" refuses both.
@@ -93,6 +97,8 @@ type Proxy struct {
 	log           *slog.Logger
 	countInterval time.Duration
 	maxClients    int
+	writeTimeout  time.Duration
+	projects      *ProjectConns
 
 	mu      sync.Mutex
 	clients map[string]int // session id → connections being set up or relayed
@@ -104,24 +110,56 @@ const DefaultMaxClients = 32
 // MaxClientsSetting names the setting of the cap in the 429 message.
 const MaxClientsSetting = "--wallcrawler-max-cdp-clients"
 
-// NewProxy returns a Proxy resolving sessions through res, allowing
-// DefaultMaxClients clients per session.
-func NewProxy(res Resolver, logger *slog.Logger) *Proxy {
-	return NewProxyWith(res, logger, DefaultMaxClients)
+// DefaultWriteTimeout is the default bound on writing one message to
+// either side of a relay (see ProxyOptions.WriteTimeout).
+const DefaultWriteTimeout = 30 * time.Second
+
+// MinWriteRate is the rate, in bytes per second, below which a peer
+// falls behind a message's write deadline: a write may take the write
+// timeout plus one second per MinWriteRate bytes of the message (the
+// listener's --write-timeout allows the same rate).
+const MinWriteRate = 64 << 10
+
+// ProxyOptions configures a Proxy. Zero values mean defaults.
+type ProxyOptions struct {
+	// Logger receives the proxy's errors and refusals; default
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxClients caps the connections open at once to one session, its
+	// pages' included: one more is answered 429 before the WebSocket
+	// upgrade, so that no tenant can take the process's connections and
+	// file descriptors for itself. Default DefaultMaxClients.
+	MaxClients int
+	// WriteTimeout bounds writing one message to the client or to the
+	// browser, plus one second per MinWriteRate bytes of it: a peer that
+	// stops reading (its buffers full) fails the write, which ends the
+	// relay and frees its goroutines and connections. A connection with
+	// nothing to write is never cut, however long it stays quiet.
+	// Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// Projects caps one project's connections, its sessions' together
+	// (shared with the live view); nil: no cap per project.
+	Projects *ProjectConns
 }
 
-// NewProxyWith is NewProxy allowing maxClients (DefaultMaxClients when not
-// positive) connections at once to one session, its pages' included: one
-// more is answered 429 before the WebSocket upgrade, so that no tenant can
-// take the process's connections and file descriptors for itself.
-func NewProxyWith(res Resolver, logger *slog.Logger, maxClients int) *Proxy {
-	if logger == nil {
-		logger = slog.Default()
+// NewProxy returns a Proxy resolving sessions through res with the
+// default options.
+func NewProxy(res Resolver, logger *slog.Logger) *Proxy {
+	return NewProxyWith(res, ProxyOptions{Logger: logger})
+}
+
+// NewProxyWith returns a Proxy resolving sessions through res with o.
+func NewProxyWith(res Resolver, o ProxyOptions) *Proxy {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	if maxClients <= 0 {
-		maxClients = DefaultMaxClients
+	if o.MaxClients <= 0 {
+		o.MaxClients = DefaultMaxClients
 	}
-	return &Proxy{res: res, log: logger, countInterval: 5 * time.Second, maxClients: maxClients, clients: map[string]int{}}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	return &Proxy{res: res, log: o.Logger, countInterval: 5 * time.Second, maxClients: o.MaxClients, writeTimeout: o.WriteTimeout, projects: o.Projects, clients: map[string]int{}}
 }
 
 // acquire takes one of the session's client slots; false when all are
@@ -190,6 +228,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.release(id)
+	// The project's share, after the session's: one project cannot take
+	// the whole pool of upgraded connections, whatever its sessions.
+	if !p.projects.Acquire(t.Project) {
+		p.projects.Refuse(r.Context(), w, p.log, t.Project)
+		return
+	}
+	defer p.projects.Release(t.Project)
 	// Dial the browser first so a dead browser is an HTTP error, not a
 	// WebSocket that closes at once.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
@@ -205,10 +250,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if t.Forward && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-			// The owner counts the session's clients of every process.
+			// The owner counts the session's clients of every process, and
+			// its project's connections: its message says which cap.
 			p.log.InfoContext(r.Context(), "cdp: owner refused a forwarded connection", "session", id, "status", resp.StatusCode)
 			w.Header().Set("Retry-After", "1")
-			httpError(w, http.StatusTooManyRequests, p.tooMany())
+			httpError(w, http.StatusTooManyRequests, ownerMessage(resp, p.tooMany()))
 			return
 		}
 		p.log.WarnContext(r.Context(), "cdp: browser unreachable", "session", id, "forward", t.Forward, "err", err)
@@ -264,10 +310,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	errc := make(chan error, 2)
 	if t.Forward {
 		// Relayed unchanged: the owning node filters, logs and counts.
-		var ignored atomic.Int64
-		noop := func([]byte) {}
-		go func() { errc <- pump(ctx, down, up, &ignored, noop) }()
-		go func() { errc <- pump(ctx, up, down, &ignored, noop) }()
+		go func() { errc <- pump(ctx, down, up, p.writeTimeout) }()
+		go func() { errc <- pump(ctx, up, down, p.writeTimeout) }()
 	} else {
 		p.relay(ctx, t, id, down, up, &relayed, errc)
 	}
@@ -285,7 +329,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) relay(ctx context.Context, t Target, id string, down, up *websocket.Conn, relayed *atomic.Int64, errc chan<- error) {
 	pending := &pendingMap{m: map[int64]int64{}}
 	c := &commands{
-		filter: NewFilter(t.DownloadDir), log: p.log.With("session", id), n: relayed,
+		filter: NewFilter(t.DownloadDir), log: p.log.With("session", id), n: relayed, writeTimeout: p.writeTimeout,
 		request: func(b []byte) { pending.request(t.Log, b) }, response: func(b []byte) { pending.response(t.Log, b) },
 	}
 	go func() { errc <- c.pump(ctx, down, up) }()
@@ -305,7 +349,7 @@ func (c *commands) answers(ctx context.Context, up, down *websocket.Conn) error 
 		out, send := c.filter.Observe(data)
 		for _, cmd := range send {
 			c.log.InfoContext(ctx, "cdp: browser UI target detached", "command", string(cmd))
-			if err := up.Write(ctx, websocket.MessageText, cmd); err != nil {
+			if err := write(ctx, up, c.writeTimeout, websocket.MessageText, cmd); err != nil {
 				return err
 			}
 		}
@@ -313,25 +357,34 @@ func (c *commands) answers(ctx context.Context, up, down *websocket.Conn) error 
 			continue
 		}
 		c.response(out)
-		if err := down.Write(ctx, typ, out); err != nil {
+		if err := write(ctx, down, c.writeTimeout, typ, out); err != nil {
 			return err
 		}
 	}
 }
 
-// pump copies messages from src to dst until either fails.
-func pump(ctx context.Context, src, dst *websocket.Conn, n *atomic.Int64, observe func([]byte)) error {
+// pump copies messages from src to dst until either fails, each write
+// bounded by write.
+func pump(ctx context.Context, src, dst *websocket.Conn, timeout time.Duration) error {
 	for {
 		typ, data, err := src.Read(ctx)
 		if err != nil {
 			return err
 		}
-		n.Add(int64(len(data)))
-		observe(data)
-		if err := dst.Write(ctx, typ, data); err != nil {
+		if err := write(ctx, dst, timeout, typ, data); err != nil {
 			return err
 		}
 	}
+}
+
+// write sends one message on c within timeout plus one second per
+// MinWriteRate bytes of it. Past that the library closes c: its peer has
+// stopped reading, and the relay ends rather than wait on it for ever.
+// Reads have no such bound: a client may stay quiet as long as it likes.
+func write(ctx context.Context, c *websocket.Conn, timeout time.Duration, typ websocket.MessageType, b []byte) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout+time.Duration(len(b))*time.Second/MinWriteRate)
+	defer cancel()
+	return c.Write(wctx, typ, b)
 }
 
 // commands relays the client's messages to the browser through a Filter.
@@ -339,6 +392,8 @@ type commands struct {
 	filter *Filter
 	log    *slog.Logger
 	n      *atomic.Int64
+	// writeTimeout bounds each write (see write).
+	writeTimeout time.Duration
 	// request and response observe the commands relayed (or refused) and
 	// the answers; they feed the session log.
 	request, response func([]byte)
@@ -364,13 +419,13 @@ func (c *commands) pump(ctx context.Context, down, up *websocket.Conn) error {
 			c.request(data)
 			c.response(v.Reply)
 			c.n.Add(int64(len(v.Reply)))
-			if err := down.Write(ctx, websocket.MessageText, v.Reply); err != nil {
+			if err := write(ctx, down, c.writeTimeout, websocket.MessageText, v.Reply); err != nil {
 				return err
 			}
 			continue
 		}
 		c.request(v.Forward)
-		if err := up.Write(ctx, typ, v.Forward); err != nil {
+		if err := write(ctx, up, c.writeTimeout, typ, v.Forward); err != nil {
 			return err
 		}
 	}
@@ -425,6 +480,21 @@ func (p *pendingMap) response(l *Log, b []byte) {
 		res = m.Error
 	}
 	l.respond(seq, time.Now(), res, b)
+}
+
+// ownerMessage returns the message of the owner's refusal resp when it is
+// in Browserbase's error shape, else fallback. (coder/websocket leaves the
+// first 1024 bytes of a refused handshake's body readable.)
+func ownerMessage(resp *http.Response, fallback string) string {
+	var e struct {
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if json.Unmarshal(b, &e) != nil || e.StatusCode != resp.StatusCode || e.Message == "" {
+		return fallback
+	}
+	return e.Message
 }
 
 func httpError(w http.ResponseWriter, status int, msg string) {

@@ -23,9 +23,8 @@ import (
 // Messages from the viewer are JSON text messages (see input); a view-only
 // viewer's are read and dropped.
 
-// writeTimeout bounds one write to the viewer; a viewer that cannot take a
-// frame that long is disconnected.
-const writeTimeout = 10 * time.Second
+// DefaultWriteTimeout is the default of Options.WriteTimeout.
+const DefaultWriteTimeout = 10 * time.Second
 
 // serveSocket relays the screencast of g's page to one viewer.
 func (h *Handler) serveSocket(w http.ResponseWriter, r *http.Request, sessionID string, g sessions.LiveGrant) {
@@ -55,7 +54,7 @@ func (h *Handler) serveSocket(w http.ResponseWriter, r *http.Request, sessionID 
 	if g.Target.Closed != nil {
 		defer g.Target.Closed()
 	}
-	c := &viewer{up: up, down: down, viewOnly: g.ViewOnly}
+	c := &viewer{up: up, down: down, viewOnly: g.ViewOnly, timeout: h.opts.WriteTimeout}
 	if err := c.sendJSON(ctx, map[string]any{"type": "mode", "viewOnly": g.ViewOnly}); err != nil {
 		return
 	}
@@ -78,6 +77,7 @@ func (h *Handler) serveSocket(w http.ResponseWriter, r *http.Request, sessionID 
 type viewer struct {
 	up, down *websocket.Conn
 	viewOnly bool
+	timeout  time.Duration // bounds each write, to either side
 	nextID   atomic.Int64
 	upMu     sync.Mutex // serializes writes to up
 	downMu   sync.Mutex // serializes writes to down
@@ -96,7 +96,9 @@ func (c *viewer) call(ctx context.Context, method string, params any) error {
 	}
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
-	return c.up.Write(ctx, websocket.MessageText, b)
+	wctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return c.up.Write(wctx, websocket.MessageText, b)
 }
 
 func (c *viewer) sendJSON(ctx context.Context, v any) error {
@@ -110,7 +112,7 @@ func (c *viewer) sendJSON(ctx context.Context, v any) error {
 func (c *viewer) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
 	c.downMu.Lock()
 	defer c.downMu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	return c.down.Write(wctx, typ, b)
 }

@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
@@ -55,6 +56,16 @@ type Options struct {
 	Logger *slog.Logger
 	// JPEGQuality is the screencast's JPEG quality, 1 to 100; default 70.
 	JPEGQuality int
+	// WriteTimeout bounds one write to the viewer (a frame) or to the
+	// page (a command): a viewer that stops reading, or a page that
+	// does, is disconnected rather than held for ever. A quiet viewer is
+	// not: a page that draws nothing sends nothing. Default
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// Projects caps one project's viewers, counted with its CDP clients
+	// (the CDP proxy is given the same); nil: no cap. A viewer over the
+	// cap is answered 429 before the upgrade.
+	Projects *cdp.ProjectConns
 }
 
 // Handler serves the live view (paths relative to /wallcrawler).
@@ -77,6 +88,9 @@ func New(res Resolver, opts *Options) *Handler {
 	}
 	if h.opts.JPEGQuality <= 0 || h.opts.JPEGQuality > 100 {
 		h.opts.JPEGQuality = 70
+	}
+	if h.opts.WriteTimeout <= 0 {
+		h.opts.WriteTimeout = DefaultWriteTimeout
 	}
 	return h
 }
@@ -137,6 +151,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ViewOnly = true
 	}
 	if socket {
+		p := g.Target.Project
+		if !h.opts.Projects.Acquire(p) {
+			h.opts.Projects.Refuse(r.Context(), w, h.opts.Logger, p)
+			return
+		}
+		defer h.opts.Projects.Release(p)
 		h.serveSocket(w, r, sessionID, g)
 		return
 	}

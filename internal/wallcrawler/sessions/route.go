@@ -18,7 +18,9 @@ import (
 // the target is that process's CDP endpoint (the session's NodeURL),
 // dialled with a node-to-node token: the owner applies the filter and
 // counts the bytes. A connection that was itself forwarded (req.NodeToken
-// set) must carry a valid node token and is never forwarded again.
+// set) must carry a valid node token and is never forwarded again. Either
+// way the target names the project of the signingKey, whose share of
+// connections it counts against.
 func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, error) {
 	sessionID, pageID := req.SessionID, req.PageID
 	c, err := m.d.Tokens.Verify(req.SigningKey)
@@ -43,9 +45,13 @@ func (m *Manager) Resolve(ctx context.Context, req cdp.Request) (cdp.Target, err
 		if req.NodeToken != "" {
 			return cdp.Target{}, cdp.ErrNotFound // one hop at most
 		}
-		return m.forward(ctx, req)
+		t, err := m.forward(ctx, req)
+		t.Project = c.ProjectID
+		return t, err
 	}
-	return m.local(l, pageID), nil
+	t := m.local(l, pageID)
+	t.Project = c.ProjectID
+	return t, nil
 }
 
 // local returns the target of page pageID ("" for the browser itself) of

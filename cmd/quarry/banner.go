@@ -185,6 +185,11 @@ func browserFacts(w *wallcrawler.System, c *config.Config) string {
 	} else {
 		b.WriteString(", Chromium sandbox OFF")
 	}
+	if cf.Netns {
+		b.WriteString(", own network each")
+	} else {
+		b.WriteString(", host network (confinement degraded)")
+	}
 	if c.Wallcrawler.Pool > 0 {
 		fmt.Fprintf(&b, ", %d kept warm", c.Wallcrawler.Pool)
 	}

@@ -40,6 +40,11 @@ func TestServeBanner(t *testing.T) {
 	t.Run("text", func(t *testing.T) {
 		t.Parallel()
 		chromium := testenv.Chromium(t)
+		// As root, quarry gives every browser a network namespace.
+		netFacts := `host network \(confinement degraded\)`
+		if os.Geteuid() == 0 {
+			netFacts = `own network each`
+		}
 		api, ddbAddr := freeAddr(t), freeAddr(t)
 		dataDir := t.TempDir()
 		out := runServe(t, api, "--ddb-listen", ddbAddr, "--data-dir", dataDir).String()
@@ -58,7 +63,7 @@ func TestServeBanner(t *testing.T) {
 			`^    store +embedded .* in ` + regexp.QuoteMeta(filepath.Join(dataDir, "ddb")) + `$`,
 			`^    DataShelf +SQLite ` + regexp.QuoteMeta(filepath.Join(dataDir, "datashelf.db")) + `; blobs in ` + regexp.QuoteMeta(filepath.Join(dataDir, "blobs")) + `$`,
 			`^    Wallcrawler +tables in the embedded store; blobs in ` + regexp.QuoteMeta(filepath.Join(dataDir, "wallcrawler", "blobs")) + `$`,
-			`^      browsers +` + regexp.QuoteMeta(chromium) + ` as .*\(uid \d+\), Chromium sandbox (on|OFF)`,
+			`^      browsers +` + regexp.QuoteMeta(chromium) + ` as .*\(uid \d+\), Chromium sandbox (on|OFF), ` + netFacts,
 			`^    EECAR +tables in the embedded store; blobs in .*; built-in local embedder$`,
 			`^    Checks +tables in the embedded store; email alerts off`,
 			`^  network policy +public addresses only  \(--allow-networks`,

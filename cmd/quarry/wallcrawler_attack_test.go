@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/quarrydb/quarry/internal/testenv"
+	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
 // cdpClient is a raw Chrome DevTools Protocol client over one WebSocket:
@@ -438,4 +442,49 @@ func TestBrowserEgressConfinement(t *testing.T) {
 	if refused < 5 {
 		t.Errorf("quarry_egress_refused_total = %v after the attacks, want at least 5", refused)
 	}
+
+	// A process in the browser's network namespace (a browser taken over
+	// past Chromium's sandbox) reaches none of quarry's listeners, nor
+	// the loopback canary, without the proxy in between.
+	if os.Geteuid() != 0 {
+		return // no namespaces without the privilege; /healthz says so
+	}
+	root, err := wallcrawler.DefaultBrowserRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := browserPID(t, root)
+	for name, addr := range map[string]string{"API": api, "DynamoDB endpoint": store, "canary": canary.Listener.Addr().String()} {
+		h, p, _ := net.SplitHostPort(addr)
+		cmd := exec.Command("nsenter", fmt.Sprintf("--net=/proc/%d/ns/net", pid), "--", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%s", h, p))
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("a process in the browser's namespace connected to quarry's %s %s", name, addr)
+		} else if !strings.Contains(string(out), "unreachable") && !strings.Contains(string(out), "refused") {
+			t.Errorf("nsenter to %s: %v: %s", addr, err, out)
+		}
+	}
+}
+
+// browserPID returns the pid of the main process of a browser working in
+// the browser dir root.
+func browserPID(t *testing.T, root string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		// The main process is the one started with the pipe switch;
+		// its profile is inside the browser dir.
+		if err == nil && bytes.Contains(cmdline, []byte("--remote-debugging-pipe")) && bytes.Contains(cmdline, []byte("--user-data-dir="+root+"/")) {
+			return pid
+		}
+	}
+	t.Fatalf("no browser runs in %s", root)
+	return 0
 }

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	if err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: cfg.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: cfg.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL, ServeEgress: s.egress.Serve})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)
@@ -170,7 +170,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	} else {
 		cf := chromium.Confinement()
 		s.browserPath, s.browserCf = chromium.Path(), cf
-		s.confinement = map[string]any{"browserUser": cf.User, "uid": cf.UID, "gid": cf.GID, "switched": cf.Switched, "sandbox": cf.Sandbox}
+		s.confinement = map[string]any{"browserUser": cf.User, "uid": cf.UID, "gid": cf.GID, "switched": cf.Switched, "sandbox": cf.Sandbox, "netns": cf.Netns}
 		if len(cf.Warnings) > 0 {
 			s.confinement["warnings"] = cf.Warnings
 		}

@@ -311,13 +311,14 @@ type limitListener struct {
 	sem chan struct{}
 }
 
+// The slot is taken after Accept, so that listeners waiting for a
+// connection (one per browser namespace) hold none.
 func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
 		return nil, err
 	}
+	l.sem <- struct{}{}
 	return &releaseConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 

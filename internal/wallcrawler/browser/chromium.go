@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,6 +61,15 @@ type ChromiumOptions struct {
 	// anywhere on its own. Empty: the browser connects directly (tests and
 	// library use; quarry serve always sets it).
 	ProxyServer string
+	// ServeEgress, when set, serves the egress proxy of ProxyServer on
+	// another listener until that listener is closed (egress.Proxy.Serve).
+	// With it, and when quarry has CAP_SYS_ADMIN, every browser runs in a
+	// network namespace of its own whose only interface is its loopback:
+	// the provider opens a listener there, hands it to ServeEgress, and
+	// the browser's proxy is that listener instead of ProxyServer, its one
+	// way out. Without the privilege, browsers share the host's network
+	// and Confinement says so.
+	ServeEgress func(net.Listener) error
 	// StartTimeout bounds a launch: it fails when CDP does not answer in time
 	// (and the process group is killed). Default 20s.
 	StartTimeout time.Duration
@@ -73,6 +83,7 @@ type Chromium struct {
 	workDir      string
 	extraArgs    []string
 	proxyServer  string
+	serveEgress  func(net.Listener) error
 	startTimeout time.Duration
 	logger       *slog.Logger
 	confinement  Confinement
@@ -136,6 +147,7 @@ func NewChromium(opts ChromiumOptions) (*Chromium, error) {
 		workDir:      workDir,
 		extraArgs:    append([]string(nil), opts.ExtraArgs...),
 		proxyServer:  opts.ProxyServer,
+		serveEgress:  opts.ServeEgress,
 		startTimeout: timeout,
 		logger:       logger,
 		confinement:  Confinement{User: runAs.Name, UID: runAs.UID, GID: runAs.GID, Switched: switched},
@@ -155,6 +167,13 @@ func (c *Chromium) confine() {
 	if cf.UID == 0 {
 		cf.Warnings = append(cf.Warnings, "browsers run as root: a tenant who breaks out of Chromium's renderer has root's access to this machine (run quarry as root with a browser user, or as an unprivileged user)")
 	}
+	if c.serveEgress != nil && c.proxyServer != "" {
+		ok, reason := probeNetns()
+		cf.Netns = ok
+		if !ok {
+			cf.Warnings = append(cf.Warnings, "browsers share the host's network namespace: "+reason+"; a browser taken over beyond Chromium's sandbox can connect to every address of this machine the egress proxy would refuse it (quarry's API and DynamoDB endpoint, local services)")
+		}
+	}
 	ok, reason := c.probeSandbox(context.Background())
 	cf.Sandbox = ok
 	if !ok {
@@ -164,7 +183,7 @@ func (c *Chromium) confine() {
 		c.logger.Warn("browser confinement: "+w, "browser_user", cf.User, "uid", cf.UID, "sandbox", cf.Sandbox)
 	}
 	if len(cf.Warnings) == 0 {
-		c.logger.Info("browsers confined", "browser_user", cf.User, "uid", cf.UID, "gid", cf.GID, "switched", cf.Switched, "sandbox", cf.Sandbox)
+		c.logger.Info("browsers confined", "browser_user", cf.User, "uid", cf.UID, "gid", cf.GID, "switched", cf.Switched, "sandbox", cf.Sandbox, "netns", cf.Netns)
 	}
 }
 
@@ -265,7 +284,7 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 		}
 		return nil, fmt.Errorf("browser: launch %s: %w", id, err)
 	}
-	b.logger.Info("browser launched", "pid", b.pid, "user_data_dir", b.userDataDir, "elapsed", time.Since(start))
+	b.logger.Info("browser launched", "pid", b.pid, "netns", b.netns != nil, "user_data_dir", b.userDataDir, "elapsed", time.Since(start))
 	return b, nil
 }
 
@@ -325,7 +344,17 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	if !c.confinement.Sandbox {
 		args = append(args, "--no-sandbox")
 	}
-	args = append(args, egressArgs(c.proxyServer)...)
+	proxy := c.proxyServer
+	if c.confinement.Netns {
+		ns, err := newNetns()
+		if err != nil {
+			return err
+		}
+		b.netns = ns
+		go func() { _ = c.serveEgress(ns.egress) }()
+		proxy = "http://" + ns.egress.Addr().String()
+	}
+	args = append(args, egressArgs(proxy)...)
 	args = append(args, c.extraArgs...)
 	args = append(args, "about:blank")
 
@@ -353,7 +382,11 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		return fmt.Errorf("pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = cmd.Start()
+	if b.netns != nil {
+		err = b.netns.run(cmd.Start)
+	} else {
+		err = cmd.Start()
+	}
 	closeAll(pw, cmdIn, cmdOut)
 	if err != nil {
 		closeAll(pr, toBrowser, fromBrowser)
@@ -496,6 +529,7 @@ type chromiumBrowser struct {
 	logger      *slog.Logger
 	output      *tailBuffer
 	devtools    *devtools    // the DevTools connection over the pipes
+	netns       *netns       // its network namespace; nil: the host's
 	listener    *memListener // where HTTPClient's connections arrive
 	client      *http.Client // reaches the DevTools endpoints
 
@@ -602,6 +636,9 @@ func (b *chromiumBrowser) wait() {
 		b.err = fmt.Errorf("browser %s (pid %d) exited: %w", b.id, b.pid, err)
 		b.logger.Warn("browser exited unexpectedly", "pid", b.pid, "err", err, "output", b.output.String())
 	}
+	if b.netns != nil {
+		b.netns.Close() // its way out ends with the browser
+	}
 	close(b.done)
 }
 
@@ -615,6 +652,9 @@ func (b *chromiumBrowser) exitErr() error {
 
 // abort kills a browser whose launch failed and removes its work dir.
 func (b *chromiumBrowser) abort() {
+	if b.cmd == nil && b.netns != nil {
+		b.netns.Close()
+	}
 	if b.cmd != nil {
 		b.closeRequested.Store(true)
 		_ = syscall.Kill(-b.pid, syscall.SIGKILL)

@@ -112,6 +112,9 @@ type Confinement struct {
 	PerBrowserUIDs string `json:"perBrowserUids,omitempty"`
 	// Sandbox reports that Chromium's own sandbox is on (no --no-sandbox).
 	Sandbox bool `json:"sandbox"`
+	// Netns reports that every browser runs in a network namespace of
+	// its own, whose one way out is the egress proxy.
+	Netns bool `json:"netns"`
 	// Warnings name what is missing for full confinement and what it
 	// means; empty when browsers run as an unprivileged user with their
 	// sandbox.

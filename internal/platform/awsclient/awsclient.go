@@ -18,7 +18,9 @@ import (
 )
 
 // Config loads the AWS environment's configuration for region; without
-// credentials it signs anonymously (local endpoints accept any).
+// credentials it signs anonymously (local endpoints accept any). A client
+// made from it sends through PlainBodyClient when its option function
+// wraps its HTTP client with PlainBodies, as DynamoDB's does.
 func Config(ctx context.Context, region string) (aws.Config, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region),
 		awsconfig.WithRetryer(boundedRetryer), awsconfig.WithHTTPClient(boundedHTTPClient()))
@@ -61,11 +63,15 @@ func boundedHTTPClient() *awshttp.BuildableClient {
 		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = sdkHeaderTimeout })
 }
 
-// DynamoDB returns a client of the DynamoDB endpoint at endpoint.
+// DynamoDB returns a client of the DynamoDB endpoint at endpoint, its
+// requests sent through PlainBodyClient.
 func DynamoDB(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
 	cfg, err := Config(ctx, region)
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.HTTPClient = PlainBodies(o.HTTPClient)
+	}), nil
 }

@@ -20,9 +20,10 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 )
 
-// isolateAWSEnv makes Config read static credentials and no shared file,
+// isolateAWSEnv makes loadConfig read static credentials and no shared file,
 // instance metadata or CA bundle of the machine running the test.
 func isolateAWSEnv(t *testing.T) {
 	t.Helper()
@@ -116,14 +117,7 @@ func TestSDKRequestBodyDrainsAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Beneath the wrapper: the client's own copy of the bounded client.
-	if pc, ok := c.Options().HTTPClient.(PlainBodyClient); ok {
-		if b, ok := pc.Next.(*awshttp.BuildableClient); !ok {
-			t.Errorf("beneath PlainBodyClient: %T, want an *awshttp.BuildableClient", pc.Next)
-		} else if d, h := b.GetDialer().Timeout, b.GetTransport().ResponseHeaderTimeout; d != sdkDialTimeout || h != sdkHeaderTimeout {
-			t.Errorf("beneath PlainBodyClient: dial timeout %v, response header timeout %v; want %v, %v", d, h, sdkDialTimeout, sdkHeaderTimeout)
-		}
-	}
+	checkBounded(t, c.Options().HTTPClient)
 	capture := &captureDoer{}
 	if err := putItem(ctx, c, captureBelow(t, capture)); err != nil {
 		t.Fatalf("PutItem: %v", err)
@@ -142,11 +136,11 @@ func TestSDKRequestBodyDrainsAfterClose(t *testing.T) {
 	}
 }
 
-// TestConfigCustomCABundle checks that the client DynamoDB builds still
+// TestCustomCABundle checks that the client DynamoDB builds still
 // honours AWS_CA_BUNDLE, which the SDK applies only to the
 // *awshttp.BuildableClient given to the loader, and sends through
 // PlainBodyClient.
-func TestConfigCustomCABundle(t *testing.T) {
+func TestCustomCABundle(t *testing.T) {
 	isolateAWSEnv(t)
 	srv := startDynamoDB(t, true)
 	bundle := filepath.Join(t.TempDir(), "ca.pem")
@@ -204,6 +198,51 @@ func TestPlainBodiesPassesOtherBodies(t *testing.T) {
 	}
 	if _, ok := got[3].(io.WriterTo); ok {
 		t.Errorf("a body with WriteTo reached the client beneath as %T, which offers WriteTo", got[3])
+	}
+}
+
+// checkBounded checks that hc is a PlainBodyClient over the bounded
+// client of this package (a service client's own copy of it).
+func checkBounded(t *testing.T, hc aws.HTTPClient) {
+	t.Helper()
+	pc, ok := hc.(PlainBodyClient)
+	if !ok {
+		t.Errorf("the client's HTTPClient is %T, want a PlainBodyClient", hc)
+		return
+	}
+	b, ok := pc.Next.(*awshttp.BuildableClient)
+	if !ok {
+		t.Errorf("beneath PlainBodyClient: %T, want an *awshttp.BuildableClient", pc.Next)
+		return
+	}
+	if d, h := b.GetDialer().Timeout, b.GetTransport().ResponseHeaderTimeout; d != sdkDialTimeout || h != sdkHeaderTimeout {
+		t.Errorf("beneath PlainBodyClient: dial timeout %v, response header timeout %v; want %v, %v", d, h, sdkDialTimeout, sdkHeaderTimeout)
+	}
+}
+
+// TestDynamoDBStreamsPlainBodies checks that the streams client sends
+// through PlainBodyClient over the bounded client, to the endpoint given
+// or, without one, to the SDK's.
+func TestDynamoDBStreamsPlainBodies(t *testing.T) {
+	isolateAWSEnv(t)
+	srv := startDynamoDB(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := DynamoDBStreams(ctx, srv.URL, "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBounded(t, c.Options().HTTPClient)
+	if _, err := c.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{}); err != nil {
+		t.Errorf("ListStreams: %v", err)
+	}
+	def, err := DynamoDBStreams(ctx, "", "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBounded(t, def.Options().HTTPClient)
+	if e := def.Options().BaseEndpoint; e != nil {
+		t.Errorf("without an endpoint the client's BaseEndpoint is %q, want none", *e)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
@@ -55,15 +54,11 @@ func streamsClient(ctx context.Context, c *config.Config, store *ddb.Store) (*dy
 	if store != nil {
 		return ddb.NewStreamsClient(store), nil
 	}
-	cfg, err := awsclient.Config(ctx, c.Region)
-	if err != nil {
-		return nil, err
+	// AWS's streams endpoint differs from DynamoDB's; other stores
+	// (quarry, Alternator) serve both on one endpoint.
+	endpoint := c.DynamoDBEndpoint
+	if strings.Contains(endpoint, "amazonaws.com") {
+		endpoint = ""
 	}
-	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		// AWS's streams endpoint differs from DynamoDB's; other stores
-		// (quarry, Alternator) serve both on one endpoint.
-		if c.DynamoDBEndpoint != "" && !strings.Contains(c.DynamoDBEndpoint, "amazonaws.com") {
-			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
-		}
-	}), nil
+	return awsclient.DynamoDBStreams(ctx, endpoint, c.Region)
 }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/quarrydb/quarry/internal/platform/awsclient"
 )
 
 // SocketName is the admin channel's socket, in the data directory.
@@ -88,7 +90,10 @@ func Serve(dataDir string, h http.Handler, log *slog.Logger) (stop func(context.
 
 // Client returns a DynamoDB client of the store of the quarry process
 // that holds dataDir, through its admin channel. It fails, naming the
-// directory, when no process answers there.
+// directory, when no process answers there. Its requests go through
+// awsclient.PlainBodyClient, which keeps net/http from closing the
+// channel's connection under a response: with one attempt that would
+// report as failed a write the store has applied.
 func Client(ctx context.Context, dataDir, region string) (*dynamodb.Client, error) {
 	path := filepath.Join(dataDir, SocketName)
 	dial := func(ctx context.Context, _, _ string) (conn net.Conn, err error) {
@@ -103,7 +108,7 @@ func Client(ctx context.Context, dataDir, region string) (*dynamodb.Client, erro
 		Region:       region,
 		BaseEndpoint: aws.String("http://quarry-admin"),
 		Credentials:  aws.AnonymousCredentials{},
-		HTTPClient:   &http.Client{Transport: &http.Transport{DialContext: dial, DisableCompression: true}},
+		HTTPClient:   awsclient.PlainBodies(&http.Client{Transport: &http.Transport{DialContext: dial, DisableCompression: true}}),
 		// One attempt: a channel that does not answer will not start to.
 		RetryMaxAttempts: 1,
 	})

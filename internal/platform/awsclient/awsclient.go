@@ -15,11 +15,15 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 )
 
-// Config loads the AWS environment's configuration for region; without
-// credentials it signs anonymously (local endpoints accept any).
-func Config(ctx context.Context, region string) (aws.Config, error) {
+// loadConfig loads the AWS environment's configuration for region;
+// without credentials it signs anonymously (local endpoints accept any).
+// Every client made from it wraps its HTTP client with PlainBodies in its
+// option function; it stays unexported so that no client of this
+// configuration is made elsewhere without.
+func loadConfig(ctx context.Context, region string) (aws.Config, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region),
 		awsconfig.WithRetryer(boundedRetryer), awsconfig.WithHTTPClient(boundedHTTPClient()))
 	if err != nil {
@@ -61,11 +65,31 @@ func boundedHTTPClient() *awshttp.BuildableClient {
 		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = sdkHeaderTimeout })
 }
 
-// DynamoDB returns a client of the DynamoDB endpoint at endpoint.
+// DynamoDB returns a client of the DynamoDB endpoint at endpoint, its
+// requests sent through PlainBodyClient.
 func DynamoDB(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
-	cfg, err := Config(ctx, region)
+	cfg, err := loadConfig(ctx, region)
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.HTTPClient = PlainBodies(o.HTTPClient)
+	}), nil
+}
+
+// DynamoDBStreams returns a client of the DynamoDB Streams endpoint at
+// endpoint (empty: the SDK's endpoint of AWS for region), its requests
+// sent through PlainBodyClient.
+func DynamoDBStreams(ctx context.Context, endpoint, region string) (*dynamodbstreams.Client, error) {
+	cfg, err := loadConfig(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		o.HTTPClient = PlainBodies(o.HTTPClient)
+	}), nil
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/quarrydb/quarry/internal/platform/awsclient"
 )
 
 // S3Options configures an S3 store.
@@ -49,7 +51,8 @@ type S3Options struct {
 	// timeout of DefaultS3DialTimeout and a response-header timeout of
 	// ResponseHeaderTimeout, so that a silent endpoint fails a call
 	// instead of holding it (and a node's start) for the operating
-	// system's TCP timeouts.
+	// system's TCP timeouts. Either way the requests go through
+	// awsclient.PlainBodyClient.
 	HTTPClient aws.HTTPClient
 	// ResponseHeaderTimeout bounds the wait for a response's headers once
 	// a request is sent, for the default HTTPClient; default
@@ -141,6 +144,7 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
 		o.UsePathStyle = opts.PathStyle
+		o.HTTPClient = awsclient.PlainBodies(o.HTTPClient)
 		// Checksums only where the API requires them: the SDK's default
 		// (a CRC trailer in aws-chunked encoding on every upload, and in
 		// presigned URLs) is refused by several S3-compatible services.

@@ -15,8 +15,11 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/quarrydb/quarry/internal/platform/awsclient"
 	"github.com/quarrydb/quarry/internal/testenv"
 )
 
@@ -473,5 +476,43 @@ func TestS3SilentEndpoint(t *testing.T) {
 			t.Fatalf("%s waited for the caller's deadline: %v", name, err)
 		}
 		t.Logf("%s: %v", name, err)
+	}
+}
+
+// TestS3PlainBodies checks that the S3 client sends through
+// awsclient.PlainBodyClient, over its bounded default client or the one
+// the caller gives.
+func TestS3PlainBodies(t *testing.T) {
+	// The SDK refuses a CA bundle with a client other than its own.
+	t.Setenv("AWS_CA_BUNDLE", "")
+	given := &http.Client{}
+	for name, hc := range map[string]aws.HTTPClient{"default": nil, "given": given} {
+		s, err := NewS3(context.Background(), S3Options{
+			Bucket: testBucket, Endpoint: "http://127.0.0.1:1", Region: "us-east-1", PathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""),
+			HTTPClient:  hc,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, ok := s.client.Options().HTTPClient.(awsclient.PlainBodyClient)
+		if !ok {
+			t.Errorf("%s: the client's HTTPClient is %T, want an awsclient.PlainBodyClient", name, s.client.Options().HTTPClient)
+			continue
+		}
+		if hc != nil {
+			if pc.Next != hc {
+				t.Errorf("%s: beneath PlainBodyClient: %#v, want the given client", name, pc.Next)
+			}
+			continue
+		}
+		b, ok := pc.Next.(*awshttp.BuildableClient)
+		if !ok {
+			t.Errorf("%s: beneath PlainBodyClient: %T, want an *awshttp.BuildableClient", name, pc.Next)
+			continue
+		}
+		if d, h := b.GetDialer().Timeout, b.GetTransport().ResponseHeaderTimeout; d != DefaultS3DialTimeout || h != DefaultS3HeaderTimeout {
+			t.Errorf("%s: dial timeout %v, response header timeout %v; want %v, %v", name, d, h, DefaultS3DialTimeout, DefaultS3HeaderTimeout)
+		}
 	}
 }

@@ -85,6 +85,24 @@ func TestHostileBodies(t *testing.T) {
 		})
 	}
 
+	// A chunked body (no Content-Length) one byte over the limit: the
+	// length is known only by reading, and the read stops at the limit.
+	t.Run("chunked, over the limit", func(t *testing.T) {
+		body := io.MultiReader(strings.NewReader(`{"ExclusiveStartTableName":"`), strings.NewReader(strings.Repeat("a", 16<<20+1-len(`{"ExclusiveStartTableName":"`)-2)), strings.NewReader(`"}`))
+		req := request(open2, -1, "", "", "", false)
+		req.Body = io.NopCloser(body)
+		req.TransferEncoding = []string{"chunked"}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "Request size exceeded") {
+			t.Errorf("got %d %.200s, want 400 with the request-size error", resp.StatusCode, b)
+		}
+	})
+
 	withBody := []struct {
 		name       string
 		signedOver string // the body the hash is computed over

@@ -293,3 +293,35 @@ func TestHistoryExpires(t *testing.T) {
 		t.Fatalf("the check itself: %v", err)
 	}
 }
+
+// TestClaimRefusesStaleDue: a scheduler holding a due time that another
+// scheduler has already claimed and recorded may not claim with it, even
+// once the next period is due: its claim would run that period on a stale
+// view of the schedule (two runs in one period with another scheduler
+// that claims the next period by its true due time).
+func TestClaimRefusesStaleDue(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, -1)
+	t0 := e.clock.now()
+	period, lease := 10*time.Second, 5*time.Second
+	c := e.check(t, period, t0)
+	if _, err := e.st.Claim(ctx, c.ID, "a", t0, t0, lease); err != nil {
+		t.Fatalf("a's claim: %v", err)
+	}
+	if err := e.st.Complete(ctx, c.ID, "a", outcome(t0, "UP", 0)); err != nil {
+		t.Fatalf("a's record: %v", err)
+	}
+	for _, at := range []time.Duration{time.Second, period, period + lease + time.Second} {
+		got, err := e.st.Claim(ctx, c.ID, "b", t0, t0.Add(at), lease)
+		if !errors.Is(err, store.ErrLost) {
+			t.Fatalf("b's claim with the stale due time at +%s: %v, want ErrLost", at, err)
+		}
+		if !got.NextRunAt.Equal(t0.Add(period)) || got.LeaseOwner != "" {
+			t.Fatalf("refused claim changed the check: next %v owner %q", got.NextRunAt, got.LeaseOwner)
+		}
+	}
+	// The true due time still claims.
+	if _, err := e.st.Claim(ctx, c.ID, "b", t0.Add(period), t0.Add(period), lease); err != nil {
+		t.Fatalf("b's claim with the true due time: %v", err)
+	}
+}

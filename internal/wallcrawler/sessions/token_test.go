@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 func TestNodeTokens(t *testing.T) {
@@ -19,6 +21,14 @@ func TestNodeTokens(t *testing.T) {
 	for name, check := range map[string]func() error{
 		"other session": func() error { _, err := tk.VerifyNode(tok, "sess_2", ""); return err },
 		"other page":    func() error { _, err := tk.VerifyNode(tok, "sess_1", "PAGE"); return err },
+		"another page of the same length": func() error {
+			p1, err := tk.SignNode("node-a", "sess_1", "PAGE1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tk.VerifyNode(p1, "sess_1", "PAGE2")
+			return err
+		},
 		"other secret": func() error {
 			_, err := NewTokens([]byte("another-secret-entirely-000000"), nil).VerifyNode(tok, "sess_1", "")
 			return err
@@ -66,5 +76,38 @@ func TestLiveTokens(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if _, err := tok.VerifyLive(short); err == nil {
 		t.Fatal("a live-view token outlives its session")
+	}
+}
+
+// TestSigningKeySubjectIsTheSession: a signingKey signed with the
+// installation's secret whose subject names another session than its
+// sessionId claim is refused (a token minted for one session must not be
+// read as another's by code that trusts either claim).
+func TestSigningKeySubjectIsTheSession(t *testing.T) {
+	now := time.Now()
+	secret := []byte("shared-secret-of-the-installation")
+	tk := NewTokens(secret, func() time.Time { return now })
+	mint := func(session, subject string) string {
+		c := Claims{SessionID: session, ProjectID: "p", RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: tokenIssuer, Subject: subject, Audience: jwt.ClaimStrings{tokenAudience},
+			ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now),
+		}}
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	if _, err := tk.Verify(mint("sess_1", "sess_1")); err != nil {
+		t.Fatalf("a well-formed signingKey: %v", err)
+	}
+	for name, tok := range map[string]string{
+		"sub names another session": mint("sess_1", "sess_2"),
+		"no sub":                    mint("sess_1", ""),
+		"no sessionId":              mint("", "sess_1"),
+	} {
+		if _, err := tk.Verify(tok); !errors.Is(err, ErrBadToken) {
+			t.Errorf("%s: %v, want ErrBadToken", name, err)
+		}
 	}
 }

@@ -47,8 +47,8 @@ func (a guardArea) Mount(m *http.ServeMux, k *Kit) error {
 }
 
 func (guardArea) Nav(*http.Request, Session) template.HTML { return "" }
-func (guardArea) PublicNav() template.HTML                { return "" }
-func (guardArea) Card(Session) template.HTML              { return "" }
+func (guardArea) PublicNav() template.HTML                 { return "" }
+func (guardArea) Card(Session) template.HTML               { return "" }
 
 // realmAuth accepts one credential per realm.
 type realmAuth struct{ cred, id string }

@@ -199,7 +199,7 @@ func TestChannelPayloads(t *testing.T) {
 			return map[string]string{"routingKey": testRoutingKey, "apiUrl": b, "severity": "error"}
 		}, func(t *testing.T, r received) {
 			m := r.json(t)
-			if r.Path != "/v2/enqueue" || m["routing_key"] != testRoutingKey || m["event_action"] != "trigger" || m["dedup_key"] != "quarry-checks/abcdef" ||
+			if r.Path != "/v2/enqueue" || m["routing_key"] != testRoutingKey || m["event_action"] != "trigger" || m["dedup_key"] != "quarry-checks-abcdef" ||
 				dig(m, "payload", "summary") != a.Message || dig(m, "payload", "source") != a.URL || dig(m, "payload", "severity") != "error" ||
 				dig(m, "payload", "timestamp") != "2024-06-29T14:05:00Z" {
 				t.Fatalf("path %s body %s", r.Path, r.Body)
@@ -209,7 +209,7 @@ func TestChannelPayloads(t *testing.T) {
 			return map[string]string{"apiKey": "0b1c2d3e-genie", "apiUrl": b}
 		}, func(t *testing.T, r received) {
 			m := r.json(t)
-			if r.Path != "/v2/alerts" || r.Header.Get("Authorization") != "GenieKey 0b1c2d3e-genie" || m["alias"] != "quarry-checks/abcdef" ||
+			if r.Path != "/v2/alerts" || r.Header.Get("Authorization") != "GenieKey 0b1c2d3e-genie" || m["alias"] != "quarry-checks-abcdef" ||
 				m["message"] != "DOWN: https://example.com/shop?item=1" || m["priority"] != "P3" || m["description"] != a.Message ||
 				dig(m, "details", "checkId") != "abcdef" {
 				t.Fatalf("path %s headers %v body %s", r.Path, r.Header, r.Body)
@@ -291,8 +291,8 @@ func TestIncidentsResolveWithTheSameKey(t *testing.T) {
 			t.Fatalf("%d requests", len(reqs))
 		}
 		alias := reqs[0].json(t)["alias"].(string)
-		if reqs[0].Path != "/v2/alerts" || reqs[1].Path != "/v2/alerts/quarry-checks%2Fabcdef/close" || reqs[1].Query != "identifierType=alias" ||
-			alias != "quarry-checks/abcdef" || reqs[1].Header.Get("Authorization") != "GenieKey genie-key" || reqs[1].json(t)["source"] == nil {
+		if reqs[0].Path != "/v2/alerts" || reqs[1].Path != "/v2/alerts/quarry-checks-abcdef/close" || reqs[1].Query != "identifierType=alias" ||
+			alias != "quarry-checks-abcdef" || reqs[1].Header.Get("Authorization") != "GenieKey genie-key" || reqs[1].json(t)["source"] == nil {
 			t.Fatalf("create %s %s\nclose %s?%s %s", reqs[0].Path, reqs[0].Body, reqs[1].Path, reqs[1].Query, reqs[1].Body)
 		}
 	})

@@ -276,7 +276,7 @@ func gotifyExtras(a Alert) map[string]any {
 // dedupKey is the incident key of a check at PagerDuty (dedup_key) and
 // Opsgenie (alias): the same for the alert that opens the incident and
 // the one that resolves it.
-func dedupKey(a Alert) string { return "quarry-checks/" + a.CheckID }
+func dedupKey(a Alert) string { return "quarry-checks-" + a.CheckID }
 
 // pagerDutyPayload is an Events API v2 event: trigger on a problem,
 // resolve on a recovery, keyed by the check.

@@ -337,7 +337,7 @@ func TestCheckAlertsItsChannels(t *testing.T) {
 	n.finished(t, 1)
 	slack.none(t)
 	legacy.none(t)
-	if trig["event_action"] != "trigger" || trig["dedup_key"] != "quarry-checks/"+own {
+	if trig["event_action"] != "trigger" || trig["dedup_key"] != "quarry-checks-"+own {
 		t.Fatalf("trigger %v", trig)
 	}
 

@@ -80,7 +80,8 @@ func New(ctx context.Context, cfg config.Checks, deps Deps) (*System, error) {
 	}
 	fo := fetch.Options{UserAgent: "quarry-checks/1 (+https://github.com/quarrydb/quarry)", Policy: deps.Policy}
 	prober := probe.New(probe.Options{Fetch: fo})
-	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log), CurrentTarget: scheduler.CurrentTarget(st)}
+	aopts := alert.Options{Logger: log, HTTPClient: fetch.New(fo).Client(), OnResult: scheduler.RecordDeliveries(st, log), CurrentTarget: scheduler.CurrentTarget(st),
+		OnChannelResult: scheduler.RecordChannelDeliveries(st, log)}
 	if cfg.SMTP != "" {
 		aopts.SMTP = &alert.SMTPConfig{Addr: cfg.SMTP, From: cfg.SMTPFrom, Username: cfg.SMTPUser, Password: cfg.SMTPPassword}
 	}
@@ -90,7 +91,7 @@ func New(ctx context.Context, cfg config.Checks, deps Deps) (*System, error) {
 		retention = -1 // no history
 	}
 	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: leaseOwner(deps.NodeID), RunTimeout: cfg.RunTimeout, Retention: retention, Logger: log})
-	h := api.New(st, prober, sched, api.Options{MinDelay: cfg.MinInterval, EmailEnabled: aopts.SMTP != nil, Logger: log})
+	h := api.New(st, prober, sched, api.Options{MinDelay: cfg.MinInterval, EmailEnabled: aopts.SMTP != nil, Channels: dispatcher, Logger: log})
 	return &System{api: h, store: st, sched: sched, alerts: dispatcher, prober: prober, handler: http.StripPrefix("/checks", h), log: log}, nil
 }
 

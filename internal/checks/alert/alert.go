@@ -1,8 +1,10 @@
 // Package alert delivers check alerts (state changes of scheduled web
-// monitors) to their owners by signed webhook and by email.
+// monitors) to their owners by signed webhook, by email and through
+// notification channels (Slack, Discord, Teams, Telegram, ntfy, Gotify,
+// PagerDuty, Opsgenie, and webhook and email channels).
 //
 // A Dispatcher queues alerts with Send and delivers them from a pool of
-// workers started by Run. Each channel (webhook, email) of a Target is
+// workers started by Run. Each channel (webhook, email, Channels) of a Target is
 // delivered independently with exponential backoff and retries; the outcome
 // of every channel is reported once through Options.OnResult.
 package alert
@@ -13,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,7 +104,12 @@ type Target struct {
 	WebhookSecret string
 	// Email is the recipient address; "" means no email.
 	Email string
+	// Channels are notification channels the alert also goes to.
+	Channels []Channel
 }
+
+// empty reports whether t names no channel at all.
+func (t Target) empty() bool { return t.WebhookURL == "" && t.Email == "" && len(t.Channels) == 0 }
 
 // SMTPConfig configures email delivery through net/smtp.
 type SMTPConfig struct {
@@ -149,8 +157,12 @@ type Options struct {
 	// the target it had.
 	CurrentTarget func(ctx context.Context, a Alert) (Target, error)
 	// OnResult is called once per channel when its delivery finishes
-	// (err nil means delivered). It may be called concurrently.
+	// (err nil means delivered). It may be called concurrently. For a
+	// notification channel, channel is its Label.
 	OnResult func(a Alert, channel string, attempts int, err error)
+	// OnChannelResult, when set, is also called once per notification
+	// channel (Target.Channels) when its delivery finishes.
+	OnChannelResult func(a Alert, ch Channel, attempts int, err error)
 }
 
 // Dispatcher queues and delivers alerts. Create it with New.
@@ -211,10 +223,10 @@ func New(opts Options) *Dispatcher {
 // logged warning (and OnResult reporting ErrEmailDisabled) when SMTP is not
 // configured; Send returns nil then.
 func (d *Dispatcher) Send(a Alert, t Target) error {
-	if t.WebhookURL == "" && t.Email == "" {
+	if t.empty() {
 		return ErrNoTarget
 	}
-	if t.WebhookURL == "" && d.opts.SMTP == nil {
+	if t.WebhookURL == "" && len(t.Channels) == 0 && d.opts.SMTP == nil {
 		d.emailDisabled(a)
 		return nil
 	}
@@ -289,13 +301,17 @@ func (d *Dispatcher) work(ctx context.Context) {
 // is called once per channel. The returned error joins the channels' errors
 // (nil when all were delivered).
 func (d *Dispatcher) Deliver(ctx context.Context, a Alert, t Target) error {
-	if t.WebhookURL == "" && t.Email == "" {
+	if t.empty() {
 		return ErrNoTarget
 	}
 	var (
 		wg                  sync.WaitGroup
 		webhookErr, mailErr error
+		chErrs              = make([]error, len(t.Channels))
 	)
+	for i, ch := range t.Channels {
+		wg.Go(func() { chErrs[i] = d.deliverNotification(ctx, a, t, ch) })
+	}
 	if t.WebhookURL != "" {
 		wg.Go(func() {
 			cur := d.retargeter(a, t)
@@ -326,7 +342,31 @@ func (d *Dispatcher) Deliver(ctx context.Context, a Alert, t Target) error {
 		}
 	}
 	wg.Wait()
-	return errors.Join(webhookErr, mailErr)
+	return errors.Join(append([]error{webhookErr, mailErr}, chErrs...)...)
+}
+
+// deliverNotification delivers a to the notification channel ch of t with
+// retries; each retry sends to the channel as it is now (its config
+// changed, or ErrTargetRemoved when it is gone).
+func (d *Dispatcher) deliverNotification(ctx context.Context, a Alert, t Target, ch Channel) error {
+	cur := d.retargeter(a, t)
+	attempts, err := d.retry(ctx, a, ch.Label(), func(ctx context.Context) error {
+		now := cur(ctx).Channels
+		i := slices.IndexFunc(now, func(c Channel) bool { return c.ID == ch.ID })
+		if i < 0 {
+			return permanent(ErrTargetRemoved)
+		}
+		ch = now[i]
+		return d.sendChannel(ctx, a, ch)
+	})
+	if err != nil {
+		err = fmt.Errorf("%s: %w", ch.Label(), err)
+	}
+	d.opts.OnResult(a, ch.Label(), attempts, err)
+	if d.opts.OnChannelResult != nil {
+		d.opts.OnChannelResult(a, ch, attempts, err)
+	}
+	return err
 }
 
 // retargeter returns the target for each attempt of one channel's

@@ -39,8 +39,12 @@ var (
 	ErrSignatureMismatch = errors.New("alert: webhook signature mismatch")
 )
 
-// HTTPStatusError is a webhook response with a non-2xx status.
+// HTTPStatusError is a webhook's or provider's response with a non-2xx
+// status.
 type HTTPStatusError struct {
+	// Service names who responded: "" for the alert webhook, else the
+	// channel type ("slack", "pagerduty", …).
+	Service string
 	// StatusCode is the response status.
 	StatusCode int
 	// Body is the start of the response body.
@@ -49,10 +53,14 @@ type HTTPStatusError struct {
 
 // Error implements error.
 func (e *HTTPStatusError) Error() string {
-	if e.Body == "" {
-		return fmt.Sprintf("webhook responded %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	who := e.Service
+	if who == "" {
+		who = "webhook"
 	}
-	return fmt.Sprintf("webhook responded %d %s: %q", e.StatusCode, http.StatusText(e.StatusCode), e.Body)
+	if e.Body == "" {
+		return fmt.Sprintf("%s responded %d %s", who, e.StatusCode, http.StatusText(e.StatusCode))
+	}
+	return fmt.Sprintf("%s responded %d %s: %q", who, e.StatusCode, http.StatusText(e.StatusCode), e.Body)
 }
 
 // SignWebhook returns the X-Checks-Signature value for body sent at ts:

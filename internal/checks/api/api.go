@@ -40,6 +40,9 @@ type Options struct {
 	// EmailEnabled says email alerts can be delivered (an SMTP server is
 	// configured with --checks-smtp); without it an alert email is refused.
 	EmailEnabled bool
+	// Channels sends the test messages of POST /v1/me/channels/{id}/test;
+	// nil answers 503 there.
+	Channels ChannelTester
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -81,6 +84,7 @@ func New(st *store.Store, val Validator, sched Scheduler, o Options) *Handler {
 	h.mux.HandleFunc("POST /v1/checks/{id}/resume", h.resume)
 	h.mux.HandleFunc("POST /v1/checks/{id}/run", h.runNow)
 	h.mux.HandleFunc("GET /v1/checks/{id}/results", h.results)
+	h.channelRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -168,8 +172,15 @@ func (h *Handler) validDelay(d int64) error {
 	return nil
 }
 
+// createInput is the body of create: a check and the notification
+// channels its alerts go to (none: the user's defaults).
+type createInput struct {
+	checkInput
+	Channels []string `json:"channels"`
+}
+
 func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
-	var in checkInput
+	var in createInput
 	if !jsonhttp.Decode(w, r, &in, 64<<10, true) {
 		return
 	}
@@ -191,8 +202,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		in.Attributes = map[string]any{}
 	}
 	u := user(r)
+	if err := h.checkChannels(r.Context(), u.ID, in.Channels); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	first := h.o.Now().Add(jitter(time.Duration(*in.DelayMs) * time.Millisecond))
-	c, err := h.st.CreateCheck(r.Context(), store.Check{UserID: u.ID, URL: *in.URL, Type: in.CheckType, DelayMs: *in.DelayMs, Attributes: in.Attributes}, first)
+	c, err := h.st.CreateCheck(r.Context(), store.Check{UserID: u.ID, URL: *in.URL, Type: in.CheckType, DelayMs: *in.DelayMs, Attributes: in.Attributes, Channels: in.Channels}, first)
 	if err != nil {
 		h.fail(w, r, err)
 		return

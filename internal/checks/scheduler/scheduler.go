@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -594,7 +595,7 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 		} else if ctx.Err() == nil {
 			s.log.Warn("checks: alert targets not re-read; using those read at the run", "check", id, "err", err)
 		}
-		s.sendAlert(c, u, ev, out)
+		s.sendAlert(ctx, c, u, ev, out)
 	}
 	return true
 }
@@ -630,9 +631,12 @@ func isAlertCondition(c string) bool {
 	return false
 }
 
-func (s *Scheduler) sendAlert(c store.Check, u store.User, event string, out store.Outcome) {
-	t := alert.Target{WebhookURL: u.WebhookURL, WebhookSecret: u.WebhookSecret, Email: u.AlertEmail}
-	if t.WebhookURL == "" && t.Email == "" {
+func (s *Scheduler) sendAlert(ctx context.Context, c store.Check, u store.User, event string, out store.Outcome) {
+	t, err := target(ctx, s.st, c, u)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("checks: alert channels not read; alerting the webhook and email only", "check", c.ID, "err", err)
+	}
+	if t.WebhookURL == "" && t.Email == "" && len(t.Channels) == 0 {
 		return
 	}
 	var b [8]byte
@@ -701,7 +705,68 @@ func CurrentTarget(st *store.Store) func(ctx context.Context, a alert.Alert) (al
 		if err != nil {
 			return alert.Target{}, err
 		}
-		return alert.Target{WebhookURL: u.WebhookURL, WebhookSecret: u.WebhookSecret, Email: u.AlertEmail}, nil
+		c, err := st.GetCheck(ctx, a.UserID, a.CheckID)
+		if errors.Is(err, store.ErrNotFound) {
+			c = store.Check{ID: a.CheckID, UserID: a.UserID} // deleted meanwhile: the user's defaults
+		} else if err != nil {
+			return alert.Target{}, err
+		}
+		return target(ctx, st, c, u)
+	}
+}
+
+// target is where an alert of check c of user u goes: the check's own
+// notification channels when it names any that exist; otherwise the
+// user's default channels and the webhook and email of PUT /v1/me/alerts.
+// When the channels cannot be read it returns the webhook and email
+// with the error.
+func target(ctx context.Context, st *store.Store, c store.Check, u store.User) (alert.Target, error) {
+	legacy := alert.Target{WebhookURL: u.WebhookURL, WebhookSecret: u.WebhookSecret, Email: u.AlertEmail}
+	chs, err := st.AlertChannels(ctx, c)
+	if err != nil {
+		return legacy, err
+	}
+	t := legacy
+	if ownChannels(c, chs) {
+		t = alert.Target{}
+	}
+	for _, ch := range chs {
+		t.Channels = append(t.Channels, alert.Channel{ID: ch.ID, Type: ch.Type, Name: ch.Name, Config: ch.Config})
+	}
+	return t, nil
+}
+
+// ownChannels reports whether chs are channels c names itself (not the
+// user's defaults it fell back to).
+func ownChannels(c store.Check, chs []store.Channel) bool {
+	for _, ch := range chs {
+		if slices.Contains(c.Channels, ch.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// RecordChannelDeliveries returns an alert.Options.OnChannelResult that
+// records each notification channel's delivery outcome on the channel
+// (store.RecordChannelDelivery), shown by the channels API.
+func RecordChannelDeliveries(st *store.Store, log *slog.Logger) func(a alert.Alert, ch alert.Channel, attempts int, err error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(a alert.Alert, ch alert.Channel, attempts int, err error) {
+		if errors.Is(err, alert.ErrTargetRemoved) {
+			return
+		}
+		failure := ""
+		if err != nil {
+			failure = err.Error()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if rerr := st.RecordChannelDelivery(ctx, a.UserID, ch.ID, time.Now(), failure); rerr != nil {
+			log.Warn("checks: channel delivery outcome not recorded", "channel", ch.ID, "delivery", failure, "err", rerr)
+		}
 	}
 }
 

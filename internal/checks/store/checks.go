@@ -39,6 +39,9 @@ type Check struct {
 	LastAlertAt      string `json:"lastAlertAt,omitempty"`
 	LastAlertError   string `json:"lastAlertError,omitempty"`
 	LastAlertErrorAt string `json:"lastAlertErrorAt,omitempty"`
+	// Channels are the ids of the notification channels its alerts go
+	// to (an extension; none: the user's default channels).
+	Channels []string `json:"channels,omitempty"`
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -60,7 +63,32 @@ func parseCheck(it map[string]av) Check {
 		LeaseUntil: fromMs(ddbitem.Int(it, "leaseUntil")), FailCount: int(ddbitem.Int(it, "failCount")),
 		AlertState: ddbitem.String(it, "alertState"), FailureReason: ddbitem.String(it, "failureReason"),
 		LastAlertAt: ddbitem.String(it, "lastAlertAt"), LastAlertError: ddbitem.String(it, "lastAlertError"), LastAlertErrorAt: ddbitem.String(it, "lastAlertErrorAt"),
+		Channels: stringList(it, "channels"),
 	}
+}
+
+// stringList reads a list of strings (nil when absent).
+func stringList(it map[string]av, k string) []string {
+	l, ok := it[k].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(l.Value))
+	for _, v := range l.Value {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			out = append(out, s.Value)
+		}
+	}
+	return out
+}
+
+// listValue is a list of strings as an attribute.
+func listValue(ss []string) av {
+	l := make([]av, len(ss))
+	for i, s := range ss {
+		l[i] = ddbitem.S(s)
+	}
+	return &types.AttributeValueMemberL{Value: l}
 }
 
 // CreateCheck writes a new ACTIVE check for a user, in one transaction
@@ -78,6 +106,15 @@ func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (C
 	if err != nil {
 		return Check{}, err
 	}
+	item := map[string]av{
+		"PK": ddbitem.S(id), "SK": ddbitem.S(skCheck), "userid": ddbitem.S(c.UserID), "url": ddbitem.S(c.URL),
+		"checkType": ddbitem.S(c.Type), "delayMs": ddbitem.N(c.DelayMs), "status": ddbitem.S(CheckActive),
+		"attributes": attrs, "createdAt": ddbitem.S(now), "updatedAt": ddbitem.S(now),
+		"nextRunAt": ddbitem.N(ms(c.NextRunAt)), "failCount": ddbitem.N(0),
+	}
+	if len(c.Channels) > 0 {
+		item["channels"] = listValue(c.Channels)
+	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName:                 aws.String(s.names.Users),
@@ -88,13 +125,8 @@ func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (C
 			ExpressionAttributeValues: map[string]av{":zero": ddbitem.N(0), ":one": ddbitem.N(1), ":active": ddbitem.S(UserActive)},
 		}},
 		{Put: &types.Put{
-			TableName: aws.String(s.names.Checks),
-			Item: map[string]av{
-				"PK": ddbitem.S(id), "SK": ddbitem.S(skCheck), "userid": ddbitem.S(c.UserID), "url": ddbitem.S(c.URL),
-				"checkType": ddbitem.S(c.Type), "delayMs": ddbitem.N(c.DelayMs), "status": ddbitem.S(CheckActive),
-				"attributes": attrs, "createdAt": ddbitem.S(now), "updatedAt": ddbitem.S(now),
-				"nextRunAt": ddbitem.N(ms(c.NextRunAt)), "failCount": ddbitem.N(0),
-			},
+			TableName:           aws.String(s.names.Checks),
+			Item:                item,
 			ConditionExpression: aws.String("attribute_not_exists(PK)"),
 		}},
 	}})

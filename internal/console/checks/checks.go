@@ -153,6 +153,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/checks/statuspage", a.statusSettings)
 	m.HandleFunc("POST /console/checks/statuspage", a.statusSet)
 	m.HandleFunc("GET /console/status/{token}", a.statusPublic)
+	a.mountChannels(m)
 	return nil
 }
 

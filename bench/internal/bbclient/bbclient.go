@@ -79,7 +79,13 @@ type Msg struct {
 // Dial opens a CDP connection to url (a session's connectUrl or a
 // browser's WebSocket URL).
 func Dial(ctx context.Context, url string) (*CDP, error) {
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	return DialWith(ctx, nil, url)
+}
+
+// DialWith is Dial through client (nil: http.DefaultClient), such as a
+// local browser's own HTTPClient.
+func DialWith(ctx context.Context, client *http.Client, url string) (*CDP, error) {
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPClient: client})
 	if err != nil {
 		return nil, err
 	}

@@ -582,10 +582,15 @@ func TestLifecycle(t *testing.T) {
 		if r.code != 200 || len(runs) != 2 {
 			t.Fatalf("results = %d %s, want 2 runs", r.code, r.raw)
 		}
+		// The newest run missed the keyword: DOWN, with the reason.
 		for i, want := range []bool{false, true} {
 			res, _ := runs[i]["result"].(map[string]any)
-			if res["status"] != "UP" || res["keywordFound"] != want || res["httpStatus"] != float64(200) {
-				t.Errorf("run %d: %v, want UP, keywordFound %v, httpStatus 200", i, res, want)
+			status := map[bool]string{true: "UP", false: "DOWN"}[want]
+			if res["status"] != status || res["keywordFound"] != want || res["httpStatus"] != float64(200) {
+				t.Errorf("run %d: %v, want %s, keywordFound %v, httpStatus 200", i, res, status, want)
+			}
+			if !want && res["error"] != `keyword "Sold out" not found` {
+				t.Errorf("run %d: error %v", i, res["error"])
 			}
 			if rt, ok := res["responseTime"].(float64); !ok || rt < 0 {
 				t.Errorf("run %d: responseTime %v", i, res["responseTime"])
@@ -654,7 +659,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("run after PATCH: %d runs", n)
 		}
 		last, _ := check(t)["lastResult"].(map[string]any)
-		if last["keywordFound"] != true || last["status"] != "UP" {
+		// opposite: true and the keyword on the page: DOWN.
+		if last["keywordFound"] != true || last["status"] != "DOWN" || last["condition"] != "keyword-present" {
 			t.Fatalf("lastResult after PATCH %v", last)
 		}
 	})

@@ -117,8 +117,10 @@ type Spec struct {
 
 // Result is one run's outcome; it becomes the check's lastResult.
 type Result struct {
-	// Status is StatusUp or StatusDown. For EBAY, UP when the page was
-	// fetched (2xx) and a price parsed, DOWN otherwise.
+	// Status is StatusUp or StatusDown. For AVAILABILITY, UP when the
+	// status is expected and the keyword condition (if any) holds, DOWN
+	// otherwise; for EBAY, UP when the page was fetched (2xx) and a price
+	// parsed, DOWN otherwise.
 	Status string
 	// ResponseTime is the time in milliseconds until the body was read
 	// (until the failure when there is no response).
@@ -291,11 +293,18 @@ func (p *Prober) Run(ctx context.Context, s Spec) (res Result) {
 	return res
 }
 
-// evalAvailability fills the status and alert fields of an AVAILABILITY run.
+// evalAvailability fills the status and alert fields of an AVAILABILITY
+// run. Every failed condition (an unexpected status, a keyword missing or,
+// with opposite, present) makes the run DOWN with its reason in Error, so
+// that the run counts as down wherever UP/DOWN is read (lastResult, the
+// history, the daily uptimes); Condition tells the failures apart.
 func evalAvailability(res *Result, ps spec, resp *fetch.Response) {
 	if !ps.statusExpected(resp.Status) {
 		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionDown
 		res.Error = fmt.Sprintf("status %d", resp.Status)
+		if ps.expected != nil {
+			res.Error += ", expected " + ps.expectedText()
+		}
 		return
 	}
 	res.Status, res.Condition = StatusUp, ConditionOK
@@ -304,9 +313,14 @@ func evalAvailability(res *Result, ps spec, resp *fetch.Response) {
 	}
 	switch found := *res.KeywordFound; {
 	case !ps.opposite && !found:
-		res.Alerting, res.Condition = true, ConditionKeywordMissing
+		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionKeywordMissing
+		res.Error = fmt.Sprintf("keyword %q not found", ps.keyword)
+		if resp.Truncated {
+			res.Error += fmt.Sprintf(" in the first %d bytes", len(resp.Body))
+		}
 	case ps.opposite && found:
-		res.Alerting, res.Condition = true, ConditionKeywordPresent
+		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionKeywordPresent
+		res.Error = fmt.Sprintf("keyword %q found, expected absent", ps.keyword)
 	}
 }
 

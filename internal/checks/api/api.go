@@ -168,6 +168,17 @@ func (h *Handler) validDelay(d int64) error {
 	return nil
 }
 
+// validTarget validates a check's spec. A host that does not resolve now
+// is accepted (probe.ErrUnresolved): the check runs DOWN with the DNS
+// reason until it resolves, and every run applies the network policy to
+// the addresses it connects to.
+func (h *Handler) validTarget(ctx context.Context, s probe.Spec) error {
+	if err := h.val.Validate(ctx, s); err != nil && !errors.Is(err, probe.ErrUnresolved) {
+		return err
+	}
+	return nil
+}
+
 func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	var in checkInput
 	if !jsonhttp.Decode(w, r, &in, 64<<10, true) {
@@ -183,7 +194,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec := probe.Spec{Type: in.CheckType, URL: *in.URL, Attributes: in.Attributes}
-	if err := h.val.Validate(r.Context(), spec); err != nil {
+	if err := h.validTarget(r.Context(), spec); err != nil {
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -264,7 +275,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 	if in.Attributes != nil {
 		spec.Attributes = in.Attributes
 	}
-	if err := h.val.Validate(r.Context(), spec); err != nil {
+	if err := h.validTarget(r.Context(), spec); err != nil {
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -359,6 +370,7 @@ func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
 // address (allow it with --allow-networks=127.0.0.1:3000)".
 func plainReason(err error) string {
 	msg := strings.TrimPrefix(err.Error(), probe.ErrInvalid.Error()+": ")
+	msg = strings.TrimPrefix(msg, probe.ErrUnresolved.Error()+": ")
 	msg = strings.TrimPrefix(msg, store.ErrInvalid.Error()+": ")
 	msg = strings.Replace(msg, fetch.ErrBlocked.Error()+": ", "", 1)
 	msg = strings.Replace(msg, fetch.ErrNotHTTP.Error()+": scheme", "want an http:// or https:// URL, not the scheme", 1)

@@ -96,8 +96,16 @@ const (
 	hopCeiling = 10 * time.Minute
 )
 
-// ErrInvalid is wrapped by every error Validate returns.
+// ErrInvalid is wrapped by the errors of Validate for a check that can
+// never run: a malformed spec or a refused address.
 var ErrInvalid = errors.New("probe: invalid check")
+
+// ErrUnresolved is wrapped (instead of ErrInvalid) by Validate's error
+// when the spec is valid but its URL's host does not resolve now: a check
+// may be created on it (the name may resolve later; each run resolves it
+// again and applies the network policy at connect time), while a target
+// that must work at once, such as a webhook, may be refused.
+var ErrUnresolved = errors.New("probe: host does not resolve")
 
 // Spec is what a run needs from a check item.
 type Spec struct {
@@ -222,12 +230,17 @@ func (p *Prober) Close() { p.f.Close() }
 // http or https URL with a host whose addresses the fetcher may connect to
 // (this resolves the host name), well-typed attributes, and a positive
 // threshold for EBAY. Errors wrap ErrInvalid (and fetch.ErrBlocked or
-// fetch.ErrNotHTTP where they apply).
+// fetch.ErrNotHTTP where they apply), or ErrUnresolved alone when
+// everything is valid but the host name does not resolve now.
 func (p *Prober) Validate(ctx context.Context, s Spec) error {
 	if _, err := parseSpec(s); err != nil {
 		return err
 	}
 	if err := p.f.Validate(ctx, s.URL); err != nil {
+		var de *net.DNSError
+		if errors.As(err, &de) && !errors.Is(err, fetch.ErrBlocked) {
+			return fmt.Errorf("%w: url: %w", ErrUnresolved, err)
+		}
 		return fmt.Errorf("%w: url: %w", ErrInvalid, err)
 	}
 	return nil
@@ -383,7 +396,7 @@ func (p *Prober) failure(parent context.Context, ps spec, err error, handshakeFa
 		res.Error = "connection reset"
 	case handshakeFailed || isTLSError(err):
 		res.Error = "TLS error: " + err.Error()
-	case isDNSNotFound(err):
+	case isDNSError(err):
 		res.Error = "host not found: " + err.Error()
 	default:
 		res.Error = err.Error()
@@ -425,9 +438,11 @@ func isTLSError(err error) bool {
 		errors.As(err, &insecure) || errors.As(err, &critical) || errors.As(err, &roots)
 }
 
-func isDNSNotFound(err error) bool {
+// isDNSError reports whether err is a failed name lookup (not found, or
+// no answer from the resolver).
+func isDNSError(err error) bool {
 	var de *net.DNSError
-	return errors.As(err, &de) && de.IsNotFound
+	return errors.As(err, &de)
 }
 
 // isHTML reports whether resp's body is HTML, by Content-Type or, when

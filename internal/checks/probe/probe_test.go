@@ -456,7 +456,6 @@ func TestValidate(t *testing.T) {
 		{"no host", Spec{Type: TypeAvailability, URL: "http:///path"}, false},
 		{"empty url", Spec{Type: TypeAvailability, URL: ""}, false},
 		{"unparsable url", Spec{Type: TypeAvailability, URL: "http://exa mple.com/%zz"}, false},
-		{"unknown host", Spec{Type: TypeAvailability, URL: "https://nowhere.test/"}, false},
 		{"negative timeout", Spec{Type: TypeAvailability, URL: good, Timeout: -time.Second}, false},
 		{"keyword not string", Spec{Type: TypeAvailability, URL: good, Attributes: map[string]any{"keyword": float64(3)}}, false},
 		{"keyword blank", Spec{Type: TypeAvailability, URL: good, Attributes: map[string]any{"keyword": "  "}}, false},
@@ -525,6 +524,33 @@ func TestResponseTimeUsesClock(t *testing.T) {
 		res := p.Run(context.Background(), Spec{Type: TypeAvailability, URL: srv.URL + path})
 		if res.ResponseTime != 1234 {
 			t.Fatalf("%s: ResponseTime = %d, want 1234", path, res.ResponseTime)
+		}
+	}
+}
+
+// TestUnresolvedHostIsAcceptedAndRunsDown: a well-formed URL whose host
+// does not resolve now is not invalid (Validate answers ErrUnresolved, not
+// ErrInvalid: it may resolve later); its runs are DOWN with the DNS
+// reason, not permanent failures. Refused literal addresses and names
+// resolving to refused addresses stay invalid.
+func TestUnresolvedHostIsAcceptedAndRunsDown(t *testing.T) {
+	p := New(Options{Fetch: fetch.Options{Resolver: fakeResolver{"inside.test": {"10.1.2.3"}}}})
+	t.Cleanup(p.Close)
+	ctx := context.Background()
+	for _, typ := range []string{TypeAvailability, TypeEbay} {
+		s := Spec{Type: typ, URL: "https://nowhere.test/itm/1", Attributes: map[string]any{"threshold": float64(10)}, Timeout: 5 * time.Second}
+		err := p.Validate(ctx, s)
+		if !errors.Is(err, ErrUnresolved) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nowhere.test") {
+			t.Errorf("%s: Validate = %v, want ErrUnresolved naming the host", typ, err)
+		}
+		res := p.Run(ctx, s)
+		if res.Status != StatusDown || res.Permanent || res.Condition != ConditionDown || !strings.HasPrefix(res.Error, "host not found: ") {
+			t.Errorf("%s: run %+v, want DOWN, host not found, not permanent", typ, res)
+		}
+	}
+	for _, u := range []string{"http://10.0.0.1/", "http://inside.test/", "http://169.254.169.254/"} {
+		if err := p.Validate(ctx, Spec{Type: TypeAvailability, URL: u}); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnresolved) {
+			t.Errorf("Validate(%s) = %v, want ErrInvalid", u, err)
 		}
 	}
 }

@@ -75,7 +75,9 @@ func TestConsoleChecksDetail(t *testing.T) {
 	var hooks atomic.Int32
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hooks.Add(1)
+		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusGone)
+		io.WriteString(w, "<!DOCTYPE html>\n<html><head><title>410</title></head><body><h1>receiver error page</h1><p>"+strings.Repeat("lorem ipsum ", 40)+"</p></body></html>")
 	}))
 	defer receiver.Close()
 	port := strings.TrimPrefix(target.URL, "http://127.0.0.1:")
@@ -135,9 +137,15 @@ func TestConsoleChecksDetail(t *testing.T) {
 	down.Store(false)
 	d.open("/console/checks/", "#checks svg.strip")
 	row := d.text("#checks")
-	for _, want := range []string{"%", "delivery failed", "410"} {
+	for _, want := range []string{"%", "delivery failed", "webhook responded 410 Gone"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("dashboard row lacks %q:\n%s", want, row)
+		}
+	}
+	// The receiver's error page is cut off: the row shows the status line.
+	for _, unwanted := range []string{"receiver error page", "lorem", "DOCTYPE", "<html"} {
+		if strings.Contains(row, unwanted) || strings.Contains(d.eval(`document.querySelector("#checks").innerHTML`), unwanted) {
+			t.Errorf("dashboard row shows the receiver's page (%q):\n%s", unwanted, row)
 		}
 	}
 	if n := d.eval(`String(document.querySelectorAll("#checks svg.strip rect.down").length)`); n == "0" {

@@ -32,11 +32,13 @@ var _ Backend = (*Adapter)(nil)
 // through api (nil makes the dashboard read-only: writes fail).
 func Adapt(st *checksstore.Store, api *checksapi.Handler) *Adapter { return &Adapter{st: st, api: api} }
 
+// consoleCheck is c as the pages show it, its failure texts cut to their
+// status line (failureLine).
 func consoleCheck(c checksstore.Check) Check {
 	last, _ := c.LastResult["status"].(string)
 	return Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status,
-		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: c.FailureReason,
-		LastAlertAt: c.LastAlertAt, LastAlertError: c.LastAlertError, LastAlertErrorAt: c.LastAlertErrorAt}
+		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: failureLine(c.FailureReason),
+		LastAlertAt: c.LastAlertAt, LastAlertError: failureLine(c.LastAlertError), LastAlertErrorAt: c.LastAlertErrorAt}
 }
 
 // mapErr turns the store's sentinels into the console's.
@@ -83,7 +85,8 @@ func runs(rs []checksstore.Run) []Run {
 		ms, _ := r.Result["responseTime"].(float64)
 		run := Run{At: at, Up: status == "UP", ResponseTimeMs: int64(ms), Key: r.At}
 		if !run.Up {
-			run.Error, _ = r.Result["error"].(string)
+			e, _ := r.Result["error"].(string)
+			run.Error = failureLine(e)
 		}
 		out = append(out, run)
 	}
@@ -193,7 +196,7 @@ func (k *Adapter) Alerts(ctx context.Context, userID string) (AlertTargets, erro
 		return AlertTargets{}, mapErr(err)
 	}
 	return AlertTargets{WebhookURL: u.WebhookURL, HasSecret: u.WebhookSecret != "", Email: u.AlertEmail,
-		LastAlertAt: u.LastAlertAt, LastAlertError: u.LastAlertError, LastAlertErrorAt: u.LastAlertErrorAt}, nil
+		LastAlertAt: u.LastAlertAt, LastAlertError: failureLine(u.LastAlertError), LastAlertErrorAt: u.LastAlertErrorAt}, nil
 }
 
 // SetAlerts implements Backend through PUT /v1/me/alerts.

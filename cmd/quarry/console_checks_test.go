@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -75,7 +76,9 @@ func TestConsoleChecksDetail(t *testing.T) {
 	var hooks atomic.Int32
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hooks.Add(1)
+		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusGone)
+		io.WriteString(w, "<!DOCTYPE html>\n<html><head><title>410</title></head><body><h1>receiver error page</h1><p>"+strings.Repeat("lorem ipsum ", 40)+"</p></body></html>")
 	}))
 	defer receiver.Close()
 	port := strings.TrimPrefix(target.URL, "http://127.0.0.1:")
@@ -135,9 +138,15 @@ func TestConsoleChecksDetail(t *testing.T) {
 	down.Store(false)
 	d.open("/console/checks/", "#checks svg.strip")
 	row := d.text("#checks")
-	for _, want := range []string{"%", "delivery failed", "410"} {
+	for _, want := range []string{"%", "delivery failed", "webhook responded 410 Gone"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("dashboard row lacks %q:\n%s", want, row)
+		}
+	}
+	// The receiver's error page is cut off: the row shows the status line.
+	for _, unwanted := range []string{"receiver error page", "lorem", "DOCTYPE", "<html"} {
+		if strings.Contains(row, unwanted) || strings.Contains(d.eval(`document.querySelector("#checks").innerHTML`), unwanted) {
+			t.Errorf("dashboard row shows the receiver's page (%q):\n%s", unwanted, row)
 		}
 	}
 	if n := d.eval(`String(document.querySelectorAll("#checks svg.strip rect.down").length)`); n == "0" {
@@ -256,4 +265,185 @@ func fetchStatus(t *testing.T, hc *http.Client, u string, want int) (string, htt
 		t.Fatalf("GET %s = %d, want %d", u, resp.StatusCode, want)
 	}
 	return string(b), resp.Header
+}
+
+// TestConsoleChecksManage drives the dashboard's management in Chromium:
+// the create form at the top (its interval refused in seconds, names and
+// tags), a check whose keyword is missing shown DOWN on the dashboard and
+// the public status page, both by name; search and the tag and status
+// filters; the edit page (the API's message, the typed values kept);
+// clone; bulk pause, resume and delete (after a confirmation); and the
+// bulk and edit forms refused without their CSRF token.
+func TestConsoleChecksManage(t *testing.T) {
+	t.Parallel()
+	s := startChecksServer(t)
+	base := "http://" + s.api
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html><body>hello</body></html>")
+	}))
+	defer target.Close()
+	token := s.createUser("dora@example.com")
+	code, blog := s.do("POST", "/v1/checks", token, map[string]any{"name": "Blog", "tags": []string{"staging"},
+		"url": target.URL + "/blog", "checkType": "AVAILABILITY", "delayMs": 1000, "attributes": map[string]any{"keyword": "sold out"}})
+	if code != 201 {
+		t.Fatalf("create the blog check: %d %v", code, blog)
+	}
+	blogID := blog["id"].(string)
+
+	d := newDriver(t, base)
+	d.signIn("checks", token)
+	d.open("/console/checks/", "#create-check")
+	if got := d.eval(`String(document.querySelector("#create-check").compareDocumentPosition(document.querySelector("#checks")) & Node.DOCUMENT_POSITION_FOLLOWING)`); got == "0" {
+		t.Error("the create form is not above the checks")
+	}
+	d.run("interval too short", chromedp.SetValue(chromedp.CSS("#name"), "Shop front"), chromedp.SetValue(chromedp.CSS("#url"), target.URL+"/shop"),
+		chromedp.SetValue(chromedp.CSS("#keyword"), "hello"), chromedp.SetValue(chromedp.CSS("#tags"), "prod, eu"),
+		chromedp.SetValue(chromedp.CSS("#delay"), "0.5"), d.submit("#create"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if got := d.text("#error"); !strings.Contains(got, "interval must be between 1 and 2592000 seconds") || strings.Contains(got, "delayMs") {
+		t.Errorf("interval refused as %q, want it in seconds", got)
+	}
+	if got := d.eval(`document.querySelector("#name").value + "|" + document.querySelector("#tags").value`); got != "Shop front|prod, eu" {
+		t.Errorf("the form lost what was typed: %q", got)
+	}
+	d.run("create", chromedp.SetValue(chromedp.CSS("#delay"), "1"), d.submit("#create"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := d.text("#check-name"); got != "Shop front" {
+		t.Errorf("the new check's page is titled %q", got)
+	}
+	shopID := strings.TrimPrefix(d.eval(`location.pathname`), "/console/checks/")
+
+	// The blog's keyword is missing: DOWN with the reason, by name.
+	waitLong(t, "both checks' first runs", 20*time.Second, func() bool {
+		_, a := s.do("GET", "/v1/checks/"+blogID, token, nil)
+		_, b := s.do("GET", "/v1/checks/"+shopID, token, nil)
+		return a["lastResult"] != nil && b["lastResult"] != nil
+	})
+	d.open("/console/checks/", "#checks svg.strip")
+	row := d.text(`#checks tr[data-id="` + blogID + `"]`)
+	if !strings.Contains(row, "Blog") || !strings.Contains(row, "DOWN") || strings.Contains(row, "UP") {
+		t.Errorf("the blog's row: %q, want Blog, DOWN", row)
+	}
+	if row := d.text(`#checks tr[data-id="` + shopID + `"]`); !strings.Contains(row, "Shop front") || !strings.Contains(row, "prod") || !strings.Contains(row, "UP") {
+		t.Errorf("the shop's row: %q", row)
+	}
+	d.open("/console/checks/"+blogID, "#runs")
+	if got := d.text("#runs"); !strings.Contains(got, `keyword "sold out" not found`) {
+		t.Errorf("the blog's history lacks the reason:\n%s", got)
+	}
+
+	// Search and filters.
+	rows := func() string {
+		return d.eval(`Array.from(document.querySelectorAll("#checks a.check-name")).map(a => a.textContent).join("|")`)
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"q=shop", "Shop front"},
+		{"q=BLOG", "Blog"},
+		{"tag=staging", "Blog"},
+		{"tag=eu", "Shop front"},
+		{"status=DOWN", "Blog"},
+		{"status=UP", "Shop front"},
+		{"status=PAUSED", ""},
+		{"", "Blog|Shop front"},
+	} {
+		d.open("/console/checks/?"+tc.query, "#checks")
+		if got := rows(); got != tc.want {
+			t.Errorf("?%s lists %q, want %q", tc.query, got, tc.want)
+		}
+	}
+	d.open("/console/checks/", "#filter")
+	d.run("filter form", chromedp.SetValue(chromedp.CSS("#q"), "front"), d.submit("#apply-filter"), chromedp.WaitVisible(chromedp.CSS("#clear-filter")))
+	if got := rows(); got != "Shop front" {
+		t.Errorf("the filter form lists %q", got)
+	}
+
+	// Edit: the API's message with the typed values kept, then saved.
+	d.open("/console/checks/"+shopID+"/edit", "#edit-check")
+	if got := d.eval(`document.querySelector("#name").value + "|" + document.querySelector("#tags").value + "|" + document.querySelector("#delay").value + "|" + document.querySelector("#keyword").value`); got != "Shop front|eu, prod|1|hello" {
+		t.Errorf("the edit form holds %q", got)
+	}
+	long := strings.Repeat("x", 40)
+	d.run("bad tag", chromedp.SetValue(chromedp.CSS("#tags"), "eu, "+long), chromedp.SetValue(chromedp.CSS("#name"), "Shop EU"),
+		d.submit("#save"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if got := d.text("#error"); !strings.Contains(got, "must be at most 32 characters") {
+		t.Errorf("bad tag refused as %q", got)
+	}
+	if got := d.eval(`document.querySelector("#name").value`); got != "Shop EU" {
+		t.Errorf("the edit form lost the typed name: %q", got)
+	}
+	if _, m := s.do("GET", "/v1/checks/"+shopID, token, nil); m["name"] != "Shop front" {
+		t.Errorf("a refused edit changed the check: %v", m["name"])
+	}
+	d.run("save", chromedp.SetValue(chromedp.CSS("#tags"), "eu"), chromedp.SetValue(chromedp.CSS("#delay"), "2"),
+		d.submit("#save"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := d.text("#check-name"); got != "Shop EU" {
+		t.Errorf("after the edit the page is titled %q", got)
+	}
+	if _, m := s.do("GET", "/v1/checks/"+shopID, token, nil); m["name"] != "Shop EU" || fmt.Sprint(m["tags"]) != "[eu]" || m["delayMs"] != float64(2000) {
+		t.Errorf("after the edit: %v", m)
+	} else if a, _ := m["attributes"].(map[string]any); a["keyword"] != "hello" {
+		t.Errorf("the edit lost the keyword: %v", m["attributes"])
+	}
+
+	// Clone: the create form prefilled.
+	d.run("clone", chromedp.Click(chromedp.CSS("#clone")), chromedp.WaitVisible(chromedp.CSS("#create-check")))
+	if got := d.eval(`[ "#name", "#url", "#keyword", "#tags", "#delay" ].map(s => document.querySelector(s).value).join("|")`); got != "Shop EU (copy)|"+target.URL+"/shop|hello|eu|2" {
+		t.Errorf("the clone form holds %q", got)
+	}
+
+	// The public status page shows the names.
+	d.open("/console/checks/statuspage", "#status-on")
+	d.run("status on", d.submit("#status-on"), chromedp.WaitVisible(chromedp.CSS("#status-url")))
+	body, _ := fetchStatus(t, &http.Client{}, d.text("#status-url"), 200)
+	if !strings.Contains(body, "Blog") || !strings.Contains(body, "Shop EU") || strings.Contains(body, "127.0.0.1") {
+		t.Errorf("the status page does not show the names:\n%s", body)
+	}
+	if !regexp.MustCompile(`(?s)Blog.*?class="status down">DOWN<`).MatchString(body) {
+		t.Errorf("the status page does not show the blog DOWN:\n%s", body)
+	}
+
+	// Bulk pause, resume and delete.
+	tick := func(ids ...string) {
+		for _, id := range ids {
+			d.run("tick "+id, chromedp.Click(chromedp.CSS(`#checks tr[data-id="`+id+`"] input[type=checkbox]`)))
+		}
+	}
+	d.open("/console/checks/", "#bulk")
+	tick(blogID, shopID)
+	d.run("bulk pause", d.submit("#bulk-pause"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := d.text("#msg"); got != "2 checks paused." {
+		t.Errorf("bulk pause: %q", got)
+	}
+	for _, id := range []string{blogID, shopID} {
+		if _, m := s.do("GET", "/v1/checks/"+id, token, nil); m["status"] != "PAUSED" {
+			t.Errorf("%s after bulk pause: %v", id, m["status"])
+		}
+	}
+	tick(shopID)
+	d.run("bulk resume", d.submit("#bulk-resume"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if _, m := s.do("GET", "/v1/checks/"+shopID, token, nil); m["status"] != "ACTIVE" || d.text("#msg") != "1 check resumed." {
+		t.Errorf("bulk resume: %v, %q", m["status"], d.text("#msg"))
+	}
+	tick(blogID, shopID)
+	d.run("bulk delete", d.submit("#bulk-delete"), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	if _, m := s.do("GET", "/v1/checks/"+blogID, token, nil); m["id"] != blogID {
+		t.Error("bulk delete did not wait for the confirmation")
+	}
+	d.run("confirm", d.submit("#confirm"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := d.text("#msg"); got != "2 checks deleted." {
+		t.Errorf("bulk delete: %q", got)
+	}
+	for _, id := range []string{blogID, shopID} {
+		if code, _ := s.do("GET", "/v1/checks/"+id, token, nil); code != 404 {
+			t.Errorf("%s after bulk delete: %d", id, code)
+		}
+	}
+
+	// Without their CSRF token the forms are refused.
+	hc := httpSignIn(t, base, "checks", token)
+	_, other := s.do("POST", "/v1/checks", token, map[string]any{"url": target.URL, "checkType": "AVAILABILITY", "delayMs": 60000})
+	otherID := other["id"].(string)
+	postNoCSRF(t, hc, base+"/console/checks/bulk", url.Values{"action": {"delete"}, "id": {otherID}, "confirm": {"yes"}})
+	postNoCSRF(t, hc, base+"/console/checks/"+otherID+"/edit", url.Values{"name": {"x"}, "url": {target.URL}, "type": {"AVAILABILITY"}, "delay": {"60"}})
+	if _, m := s.do("GET", "/v1/checks/"+otherID, token, nil); m["id"] != otherID || m["name"] != "127.0.0.1" {
+		t.Errorf("a form without its CSRF token changed the check: %v", m)
+	}
 }

@@ -366,7 +366,7 @@ func TestConsole(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#url"), target.URL+"/", chromedp.NodeVisible),
 		chromedp.SetValue(chromedp.CSS("#delay"), "0.2"),
 		submit("#create-check button"), chromedp.WaitVisible(chromedp.CSS("#error")))
-	if got := text("#error"); !strings.Contains(got, "delayMs must be between 1000") {
+	if got := text("#error"); !strings.Contains(got, "interval must be between 1 and 2592000 seconds (30 days), not 0.2") || strings.Contains(got, "delayMs") {
 		t.Errorf("bad interval: %q", got)
 	}
 	run("create check", chromedp.SetValue(chromedp.CSS("#delay"), "1"),

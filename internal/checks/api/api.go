@@ -7,13 +7,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/quarrydb/quarry/internal/checks/probe"
 	"github.com/quarrydb/quarry/internal/checks/store"
@@ -159,15 +164,135 @@ func (h *Handler) setAlerts(w http.ResponseWriter, r *http.Request) {
 
 // checkInput is the body of create and update.
 type checkInput struct {
-	URL        *string        `json:"url"`
-	CheckType  string         `json:"checkType"`
-	DelayMs    *int64         `json:"delayMs"`
-	Attributes map[string]any `json:"attributes"`
+	Name       *string         `json:"name"`
+	Tags       json.RawMessage `json:"tags"`
+	URL        *string         `json:"url"`
+	CheckType  string          `json:"checkType"`
+	DelayMs    *int64          `json:"delayMs"`
+	Attributes map[string]any  `json:"attributes"`
 }
+
+// Limits of names and tags.
+const (
+	// MaxNameRunes is the longest check name.
+	MaxNameRunes = 100
+	// MaxTags is the most tags a check may carry.
+	MaxTags = 10
+	// MaxTagRunes is the longest tag.
+	MaxTagRunes = 32
+)
+
+// DelayBounds are the shortest and longest periods a check may have.
+func (h *Handler) DelayBounds() (lo, hi time.Duration) { return h.o.MinDelay, maxDelay }
 
 func (h *Handler) validDelay(d int64) error {
 	if d < h.o.MinDelay.Milliseconds() || d > maxDelay.Milliseconds() {
-		return fmt.Errorf("%w: delayMs must be between %d and %d", store.ErrInvalid, h.o.MinDelay.Milliseconds(), maxDelay.Milliseconds())
+		return fmt.Errorf("%w: delayMs must be between %d and %d (%s to %s)", store.ErrInvalid,
+			h.o.MinDelay.Milliseconds(), maxDelay.Milliseconds(), human(h.o.MinDelay), human(maxDelay))
+	}
+	return nil
+}
+
+// human writes a period as people say it: "10 s", "1 min", "30 days".
+func human(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		if d == 24*time.Hour {
+			return "1 day"
+		}
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+// validName trims a name and checks it: at most MaxNameRunes characters,
+// none of them a control character. "" means none (the URL's host).
+func validName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if n := utf8.RuneCountInString(name); n > MaxNameRunes {
+		return "", fmt.Errorf("%w: name must be at most %d characters (it has %d)", store.ErrInvalid, MaxNameRunes, n)
+	}
+	if strings.IndexFunc(name, unicode.IsControl) >= 0 || !utf8.ValidString(name) {
+		return "", fmt.Errorf("%w: name must not contain control characters", store.ErrInvalid)
+	}
+	return name, nil
+}
+
+// validTags decodes and checks tags: a list of at most MaxTags strings,
+// each 1 to MaxTagRunes characters once trimmed, with no comma or control
+// character. Duplicates (ignoring case) are kept once; the result is
+// sorted. null and [] mean no tags.
+func validTags(raw json.RawMessage) ([]string, error) {
+	var list []any
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("%w: tags must be a list of strings, such as [\"prod\", \"eu\"]", store.ErrInvalid)
+	}
+	if len(list) > MaxTags {
+		return nil, fmt.Errorf("%w: tags: at most %d tags (got %d)", store.ErrInvalid, MaxTags, len(list))
+	}
+	var out []string
+	for i, v := range list {
+		t, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: tags[%d] must be a string, not %s", store.ErrInvalid, i, jsonType(v))
+		}
+		t = strings.TrimSpace(t)
+		switch n := utf8.RuneCountInString(t); {
+		case n == 0:
+			return nil, fmt.Errorf("%w: tags[%d] is empty", store.ErrInvalid, i)
+		case n > MaxTagRunes:
+			return nil, fmt.Errorf("%w: tags[%d] must be at most %d characters (%q has %d)", store.ErrInvalid, i, MaxTagRunes, t, n)
+		case strings.ContainsRune(t, ','):
+			return nil, fmt.Errorf("%w: tags[%d] %q must not contain a comma (give each tag as its own string)", store.ErrInvalid, i, t)
+		case strings.IndexFunc(t, unicode.IsControl) >= 0 || !utf8.ValidString(t):
+			return nil, fmt.Errorf("%w: tags[%d] must not contain control characters", store.ErrInvalid, i)
+		}
+		if !slices.ContainsFunc(out, func(have string) bool { return strings.EqualFold(have, t) }) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// jsonType names a decoded JSON value's type for error messages.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// view is a check as the API answers it: its name defaults to the URL's
+// host, and tags is a list even when empty.
+func view(c store.Check) store.Check {
+	c.Name = c.DisplayName()
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	return c
+}
+
+// validTarget validates a check's spec. A host that does not resolve now
+// is accepted (probe.ErrUnresolved): the check runs DOWN with the DNS
+// reason until it resolves, and every run applies the network policy to
+// the addresses it connects to.
+func (h *Handler) validTarget(ctx context.Context, s probe.Spec) error {
+	if err := h.val.Validate(ctx, s); err != nil && !errors.Is(err, probe.ErrUnresolved) {
+		return err
 	}
 	return nil
 }
@@ -193,8 +318,24 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	var name string
+	if in.Name != nil {
+		var err error
+		if name, err = validName(*in.Name); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	var tags []string
+	if in.Tags != nil {
+		var err error
+		if tags, err = validTags(in.Tags); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	spec := probe.Spec{Type: in.CheckType, URL: *in.URL, Attributes: in.Attributes}
-	if err := h.val.Validate(r.Context(), spec); err != nil {
+	if err := h.validTarget(r.Context(), spec); err != nil {
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -207,7 +348,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	first := h.o.Now().Add(jitter(time.Duration(*in.DelayMs) * time.Millisecond))
-	c, err := h.st.CreateCheck(r.Context(), store.Check{UserID: u.ID, URL: *in.URL, Type: in.CheckType, DelayMs: *in.DelayMs, Attributes: in.Attributes, Channels: in.Channels}, first)
+	c, err := h.st.CreateCheck(r.Context(), store.Check{UserID: u.ID, Name: name, Tags: tags, URL: *in.URL, Type: in.CheckType,
+		DelayMs: *in.DelayMs, Attributes: in.Attributes, Channels: in.Channels}, first)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -215,7 +357,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	jsonhttp.Write(w, http.StatusCreated, c)
+	jsonhttp.Write(w, http.StatusCreated, view(c))
 }
 
 // jitter spreads first runs over the period (at most a minute) so that
@@ -230,16 +372,46 @@ func jitter(period time.Duration) time.Duration {
 	return time.Duration(binary.LittleEndian.Uint64(b[:]) % uint64(span))
 }
 
+// ParseFilter reads the list filters of a query: tag (repeatable: every
+// one), status (one of store.FilterStatuses, any case) and q. Errors wrap
+// store.ErrInvalid.
+func ParseFilter(q url.Values) (store.Filter, error) {
+	f := store.Filter{Status: strings.ToUpper(strings.TrimSpace(q.Get("status"))), Q: strings.TrimSpace(q.Get("q"))}
+	for _, t := range q["tag"] {
+		if t = strings.TrimSpace(t); t != "" {
+			f.Tags = append(f.Tags, t)
+		}
+	}
+	if f.Status != "" && !slices.Contains(store.FilterStatuses, f.Status) {
+		return store.Filter{}, fmt.Errorf("%w: status must be one of %s, not %q", store.ErrInvalid,
+			strings.Join(store.FilterStatuses, ", "), q.Get("status"))
+	}
+	return f, nil
+}
+
+// list answers the user's checks (through the user-check index), those
+// that ParseFilter's filters select. The filters are applied here rather
+// than as a DynamoDB FilterExpression: they read the same items either
+// way (a filter expression does not reduce what a query reads), and the
+// name's default and the case-insensitive match are the API's.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseFilter(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	cs, err := h.st.ListChecks(r.Context(), user(r).ID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if cs == nil {
-		cs = []store.Check{}
+	out := []store.Check{}
+	for _, c := range cs {
+		if f.Match(c) {
+			out = append(out, view(c))
+		}
 	}
-	jsonhttp.Write(w, http.StatusOK, cs)
+	jsonhttp.Write(w, http.StatusOK, out)
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
@@ -248,11 +420,22 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	jsonhttp.Write(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, view(c))
+}
+
+// update applies a PATCH: any of name, tags, url, checkType, delayMs and
+// attributes. The check as it would be after the change is validated as a
+// create is, and the change is one conditional write: a request with one
+// invalid field changes nothing.
+// patchInput is the body of a PATCH: any field of a check, and its
+// notification channels ([] returns it to the user's defaults).
+type patchInput struct {
+	checkInput
+	Channels *[]string `json:"channels"`
 }
 
 func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
-	var in checkInput
+	var in patchInput
 	if !jsonhttp.Decode(w, r, &in, 64<<10, true) {
 		return
 	}
@@ -262,33 +445,60 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if in.CheckType != "" && !strings.EqualFold(in.CheckType, cur.Type) {
-		jsonhttp.Error(w, http.StatusBadRequest, "checkType cannot be changed: create another check")
-		return
+	var p store.Patch
+	if in.Channels != nil {
+		if err := h.checkChannels(r.Context(), u.ID, *in.Channels); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Channels = in.Channels
+	}
+	if in.Name != nil {
+		name, err := validName(*in.Name)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Name = &name
+	}
+	if in.Tags != nil {
+		tags, err := validTags(in.Tags)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Tags = &tags
 	}
 	if in.DelayMs != nil {
 		if err := h.validDelay(*in.DelayMs); err != nil {
 			h.fail(w, r, err)
 			return
 		}
+		p.DelayMs = in.DelayMs
 	}
 	spec := probe.Spec{Type: cur.Type, URL: cur.URL, Attributes: cur.Attributes}
+	if in.CheckType != "" {
+		if typ := strings.ToUpper(in.CheckType); typ != cur.Type {
+			spec.Type, p.Type = typ, &typ
+		}
+	}
 	if in.URL != nil {
-		spec.URL = *in.URL
+		spec.URL, p.URL = *in.URL, in.URL
 	}
 	if in.Attributes != nil {
-		spec.Attributes = in.Attributes
+		spec.Attributes, p.Attributes = in.Attributes, in.Attributes
 	}
-	if err := h.val.Validate(r.Context(), spec); err != nil {
+	if err := h.validTarget(r.Context(), spec); err != nil {
 		jsonhttp.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p := store.Patch{URL: in.URL, DelayMs: in.DelayMs, Attributes: in.Attributes}
 	delay := cur.DelayMs
 	if in.DelayMs != nil {
 		delay = *in.DelayMs
 	}
-	if next, ok := store.NextRunAfterChange(cur, in.URL != nil && *in.URL != cur.URL, delay, h.o.Now()); ok {
+	// A new target (URL or type) is checked at once.
+	retarget := in.URL != nil && *in.URL != cur.URL || p.Type != nil
+	if next, ok := store.NextRunAfterChange(cur, retarget, delay, h.o.Now()); ok {
 		p.NextRunAt = &next
 	}
 	c, err := h.st.UpdateCheck(r.Context(), u.ID, cur.ID, p)
@@ -299,7 +509,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil && p.NextRunAt != nil && c.Status == store.CheckActive {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	jsonhttp.Write(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, view(c))
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
@@ -323,7 +533,7 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Remove(c.ID)
 	}
-	jsonhttp.Write(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, view(c))
 }
 
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
@@ -335,7 +545,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	jsonhttp.Write(w, http.StatusOK, c)
+	jsonhttp.Write(w, http.StatusOK, view(c))
 }
 
 func (h *Handler) runNow(w http.ResponseWriter, r *http.Request) {
@@ -347,7 +557,7 @@ func (h *Handler) runNow(w http.ResponseWriter, r *http.Request) {
 	if h.sched != nil {
 		h.sched.Schedule(c.ID, c.NextRunAt)
 	}
-	jsonhttp.Write(w, http.StatusAccepted, c)
+	jsonhttp.Write(w, http.StatusAccepted, view(c))
 }
 
 func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
@@ -374,6 +584,7 @@ func (h *Handler) results(w http.ResponseWriter, r *http.Request) {
 // address (allow it with --allow-networks=127.0.0.1:3000)".
 func plainReason(err error) string {
 	msg := strings.TrimPrefix(err.Error(), probe.ErrInvalid.Error()+": ")
+	msg = strings.TrimPrefix(msg, probe.ErrUnresolved.Error()+": ")
 	msg = strings.TrimPrefix(msg, store.ErrInvalid.Error()+": ")
 	msg = strings.Replace(msg, fetch.ErrBlocked.Error()+": ", "", 1)
 	msg = strings.Replace(msg, fetch.ErrNotHTTP.Error()+": scheme", "want an http:// or https:// URL, not the scheme", 1)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -582,10 +584,15 @@ func TestLifecycle(t *testing.T) {
 		if r.code != 200 || len(runs) != 2 {
 			t.Fatalf("results = %d %s, want 2 runs", r.code, r.raw)
 		}
+		// The newest run missed the keyword: DOWN, with the reason.
 		for i, want := range []bool{false, true} {
 			res, _ := runs[i]["result"].(map[string]any)
-			if res["status"] != "UP" || res["keywordFound"] != want || res["httpStatus"] != float64(200) {
-				t.Errorf("run %d: %v, want UP, keywordFound %v, httpStatus 200", i, res, want)
+			status := map[bool]string{true: "UP", false: "DOWN"}[want]
+			if res["status"] != status || res["keywordFound"] != want || res["httpStatus"] != float64(200) {
+				t.Errorf("run %d: %v, want %s, keywordFound %v, httpStatus 200", i, res, status, want)
+			}
+			if !want && res["error"] != `keyword "Sold out" not found` {
+				t.Errorf("run %d: error %v", i, res["error"])
 			}
 			if rt, ok := res["responseTime"].(float64); !ok || rt < 0 {
 				t.Errorf("run %d: responseTime %v", i, res["responseTime"])
@@ -654,7 +661,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("run after PATCH: %d runs", n)
 		}
 		last, _ := check(t)["lastResult"].(map[string]any)
-		if last["keywordFound"] != true || last["status"] != "UP" {
+		// opposite: true and the keyword on the page: DOWN.
+		if last["keywordFound"] != true || last["status"] != "DOWN" || last["condition"] != "keyword-present" {
 			t.Fatalf("lastResult after PATCH %v", last)
 		}
 	})
@@ -827,5 +835,55 @@ func TestScheduleChanges(t *testing.T) {
 				prev, prevDelay = after, step.delay
 			}
 		})
+	}
+}
+
+// noDNS is a resolver that knows no name.
+type noDNS struct{}
+
+func (noDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// TestUnresolvableHostAccepted: a check on a host that does not resolve
+// now is created (the URL is valid and not a refused address) and runs
+// DOWN with the DNS reason; a refused literal address is still a 400, and
+// so is a webhook that cannot be resolved (an alert target must work
+// when it is set).
+func TestUnresolvableHostAccepted(t *testing.T) {
+	e := newEnv(t)
+	_, token := e.user(t, "dns@example.com", store.TierPro)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prb := probe.New(probe.Options{Fetch: fetch.Options{Resolver: noDNS{}}})
+	t.Cleanup(prb.Close)
+	sched := scheduler.New(e.st, prb, nil, scheduler.Options{Owner: "dns", RunTimeout: 5 * time.Second, Logger: logger})
+	srv := httptest.NewServer(api.New(e.st, prb, sched, api.Options{Logger: logger}))
+	t.Cleanup(srv.Close)
+
+	r := call(t, srv.URL, "POST", "/v1/checks", token, map[string]any{"url": "https://not-yet.example/health", "checkType": "AVAILABILITY", "delayMs": 60000})
+	if r.code != http.StatusCreated {
+		t.Fatalf("create = %d %s, want 201", r.code, r.raw)
+	}
+	id := r.obj(t)["id"].(string)
+	if r := call(t, srv.URL, "PATCH", "/v1/checks/"+id, token, map[string]any{"url": "https://still-not.example/"}); r.code != 200 {
+		t.Fatalf("PATCH url = %d %s, want 200", r.code, r.raw)
+	}
+	if n := sched.RunDue(context.Background(), time.Now()); n != 1 {
+		t.Fatalf("ran %d, want 1", n)
+	}
+	last, _ := call(t, srv.URL, "GET", "/v1/checks/"+id, token, nil).obj(t)["lastResult"].(map[string]any)
+	if e, _ := last["error"].(string); last["status"] != "DOWN" || !strings.HasPrefix(e, "host not found: ") || !strings.Contains(e, "still-not.example") {
+		t.Fatalf("lastResult %v, want DOWN, host not found", last)
+	}
+	if got := call(t, srv.URL, "GET", "/v1/checks/"+id, token, nil).obj(t)["status"]; got != store.CheckActive {
+		t.Fatalf("check status %v, want ACTIVE (the host may resolve later)", got)
+	}
+	r = call(t, e.strict.URL, "POST", "/v1/checks", token, map[string]any{"url": "http://10.1.2.3/", "checkType": "AVAILABILITY", "delayMs": 60000})
+	if r.code != http.StatusBadRequest || !strings.Contains(r.errMsg(t), "--allow-networks") {
+		t.Fatalf("refused literal address: %d %s, want 400 naming --allow-networks", r.code, r.raw)
+	}
+	r = call(t, srv.URL, "PUT", "/v1/me/alerts", token, map[string]any{"webhookUrl": "https://hooks.example/x"})
+	if r.code != http.StatusBadRequest || r.errMsg(t) != `webhookUrl "https://hooks.example/x" cannot receive alerts: lookup hooks.example: no such host` {
+		t.Fatalf("unresolvable webhook: %d %s, want 400", r.code, r.raw)
 	}
 }

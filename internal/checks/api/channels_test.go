@@ -306,7 +306,7 @@ func TestCheckAlertsItsChannels(t *testing.T) {
 		return r.obj(t)["id"].(string)
 	}
 	pdID := create(map[string]any{"type": "pagerduty", "config": map[string]any{"routingKey": "R0123456789abcdef0123456789ABCDE", "apiUrl": pd.URL}})
-	slackID := create(map[string]any{"type": "slack", "default": true, "config": map[string]any{"url": slack.URL + "/services/x"}})
+	_ = create(map[string]any{"type": "slack", "default": true, "config": map[string]any{"url": slack.URL + "/services/x"}})
 	if r := call(t, n.srv.URL, "PUT", "/v1/me/alerts", token, map[string]any{"webhookUrl": legacy.URL}); r.code != 200 {
 		t.Fatalf("PUT alerts = %d %s", r.code, r.raw)
 	}
@@ -323,8 +323,15 @@ func TestCheckAlertsItsChannels(t *testing.T) {
 		t.Fatalf("created check's channels %v", r.obj(t)["channels"])
 	}
 	own := r.obj(t)["id"].(string)
-	if r := call(t, n.srv.URL, "PATCH", "/v1/checks/"+own, token, map[string]any{"channels": []string{slackID}}); r.code != 400 {
-		t.Fatalf("PATCH of channels = %d %s: want it refused, not ignored", r.code, r.raw)
+	if r := call(t, n.srv.URL, "PATCH", "/v1/checks/"+own, token, map[string]any{"channels": []string{"chn_nope"}}); r.code != 400 || !strings.Contains(r.errMsg(t), "chn_nope") {
+		t.Fatalf("PATCH to an unknown channel = %d %s", r.code, r.raw)
+	}
+	if r := call(t, n.srv.URL, "PATCH", "/v1/checks/"+own, token, map[string]any{"channels": []string{}}); r.code != 200 || r.obj(t)["channels"] != nil {
+		t.Fatalf("PATCH to no channels = %d %s: want them removed", r.code, r.raw)
+	}
+	r = call(t, n.srv.URL, "PATCH", "/v1/checks/"+own, token, map[string]any{"channels": []string{pdID}})
+	if chs, _ := r.obj(t)["channels"].([]any); r.code != 200 || len(chs) != 1 || chs[0] != pdID {
+		t.Fatalf("PATCH of channels = %d %s", r.code, r.raw)
 	}
 
 	// Down: the check with channels pages PagerDuty only.

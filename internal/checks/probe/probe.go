@@ -96,8 +96,16 @@ const (
 	hopCeiling = 10 * time.Minute
 )
 
-// ErrInvalid is wrapped by every error Validate returns.
+// ErrInvalid is wrapped by the errors of Validate for a check that can
+// never run: a malformed spec or a refused address.
 var ErrInvalid = errors.New("probe: invalid check")
+
+// ErrUnresolved is wrapped (instead of ErrInvalid) by Validate's error
+// when the spec is valid but its URL's host does not resolve now: a check
+// may be created on it (the name may resolve later; each run resolves it
+// again and applies the network policy at connect time), while a target
+// that must work at once, such as a webhook, may be refused.
+var ErrUnresolved = errors.New("probe: host does not resolve")
 
 // Spec is what a run needs from a check item.
 type Spec struct {
@@ -117,8 +125,10 @@ type Spec struct {
 
 // Result is one run's outcome; it becomes the check's lastResult.
 type Result struct {
-	// Status is StatusUp or StatusDown. For EBAY, UP when the page was
-	// fetched (2xx) and a price parsed, DOWN otherwise.
+	// Status is StatusUp or StatusDown. For AVAILABILITY, UP when the
+	// status is expected and the keyword condition (if any) holds, DOWN
+	// otherwise; for EBAY, UP when the page was fetched (2xx) and a price
+	// parsed, DOWN otherwise.
 	Status string
 	// ResponseTime is the time in milliseconds until the body was read
 	// (until the failure when there is no response).
@@ -220,12 +230,17 @@ func (p *Prober) Close() { p.f.Close() }
 // http or https URL with a host whose addresses the fetcher may connect to
 // (this resolves the host name), well-typed attributes, and a positive
 // threshold for EBAY. Errors wrap ErrInvalid (and fetch.ErrBlocked or
-// fetch.ErrNotHTTP where they apply).
+// fetch.ErrNotHTTP where they apply), or ErrUnresolved alone when
+// everything is valid but the host name does not resolve now.
 func (p *Prober) Validate(ctx context.Context, s Spec) error {
 	if _, err := parseSpec(s); err != nil {
 		return err
 	}
 	if err := p.f.Validate(ctx, s.URL); err != nil {
+		var de *net.DNSError
+		if errors.As(err, &de) && !errors.Is(err, fetch.ErrBlocked) {
+			return fmt.Errorf("%w: url: %w", ErrUnresolved, err)
+		}
 		return fmt.Errorf("%w: url: %w", ErrInvalid, err)
 	}
 	return nil
@@ -291,11 +306,18 @@ func (p *Prober) Run(ctx context.Context, s Spec) (res Result) {
 	return res
 }
 
-// evalAvailability fills the status and alert fields of an AVAILABILITY run.
+// evalAvailability fills the status and alert fields of an AVAILABILITY
+// run. Every failed condition (an unexpected status, a keyword missing or,
+// with opposite, present) makes the run DOWN with its reason in Error, so
+// that the run counts as down wherever UP/DOWN is read (lastResult, the
+// history, the daily uptimes); Condition tells the failures apart.
 func evalAvailability(res *Result, ps spec, resp *fetch.Response) {
 	if !ps.statusExpected(resp.Status) {
 		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionDown
 		res.Error = fmt.Sprintf("status %d", resp.Status)
+		if ps.expected != nil {
+			res.Error += ", expected " + ps.expectedText()
+		}
 		return
 	}
 	res.Status, res.Condition = StatusUp, ConditionOK
@@ -304,9 +326,14 @@ func evalAvailability(res *Result, ps spec, resp *fetch.Response) {
 	}
 	switch found := *res.KeywordFound; {
 	case !ps.opposite && !found:
-		res.Alerting, res.Condition = true, ConditionKeywordMissing
+		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionKeywordMissing
+		res.Error = fmt.Sprintf("keyword %q not found", ps.keyword)
+		if resp.Truncated {
+			res.Error += fmt.Sprintf(" in the first %d bytes", len(resp.Body))
+		}
 	case ps.opposite && found:
-		res.Alerting, res.Condition = true, ConditionKeywordPresent
+		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionKeywordPresent
+		res.Error = fmt.Sprintf("keyword %q found, expected absent", ps.keyword)
 	}
 }
 
@@ -369,7 +396,7 @@ func (p *Prober) failure(parent context.Context, ps spec, err error, handshakeFa
 		res.Error = "connection reset"
 	case handshakeFailed || isTLSError(err):
 		res.Error = "TLS error: " + err.Error()
-	case isDNSNotFound(err):
+	case isDNSError(err):
 		res.Error = "host not found: " + err.Error()
 	default:
 		res.Error = err.Error()
@@ -411,9 +438,11 @@ func isTLSError(err error) bool {
 		errors.As(err, &insecure) || errors.As(err, &critical) || errors.As(err, &roots)
 }
 
-func isDNSNotFound(err error) bool {
+// isDNSError reports whether err is a failed name lookup (not found, or
+// no answer from the resolver).
+func isDNSError(err error) bool {
 	var de *net.DNSError
-	return errors.As(err, &de) && de.IsNotFound
+	return errors.As(err, &de)
 }
 
 // isHTML reports whether resp's body is HTML, by Content-Type or, when

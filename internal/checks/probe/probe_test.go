@@ -129,17 +129,22 @@ func TestRunAvailability(t *testing.T) {
 		{name: "expected number", path: "/status/418", attrs: map[string]any{"expectedStatus": float64(418)},
 			status: StatusUp, http: 418, condition: ConditionOK},
 		{name: "expected excludes 200", path: "/ok", attrs: map[string]any{"expectedStatus": []any{float64(201)}},
-			status: StatusDown, http: 200, alerting: true, condition: ConditionDown, errHas: "status 200"},
+			status: StatusDown, http: 200, alerting: true, condition: ConditionDown, errHas: "status 200, expected 201"},
+		{name: "expected list names every code", path: "/status/500", attrs: map[string]any{"expectedStatus": []any{float64(200), float64(301)}},
+			status: StatusDown, http: 500, alerting: true, condition: ConditionDown, errHas: "status 500, expected 200 or 301"},
 		{name: "keyword present", path: "/ok", attrs: map[string]any{"keyword": "operational"},
 			status: StatusUp, http: 200, keyword: ptr(true), condition: ConditionOK},
 		{name: "keyword case-insensitive across tags and spaces", path: "/ok", attrs: map[string]any{"keyword": "EXAMPLE domain"},
 			status: StatusUp, http: 200, keyword: ptr(true), condition: ConditionOK},
-		{name: "keyword absent", path: "/ok", attrs: map[string]any{"keyword": "maintenance"},
-			status: StatusUp, http: 200, keyword: ptr(false), alerting: true, condition: ConditionKeywordMissing},
+		{name: "keyword absent is down", path: "/ok", attrs: map[string]any{"keyword": "maintenance"},
+			status: StatusDown, http: 200, keyword: ptr(false), alerting: true, condition: ConditionKeywordMissing,
+			errHas: `keyword "maintenance" not found`},
 		{name: "keyword only in script is not text", path: "/ok", attrs: map[string]any{"keyword": "needle"},
-			status: StatusUp, http: 200, keyword: ptr(false), alerting: true, condition: ConditionKeywordMissing},
-		{name: "opposite and present", path: "/ok", attrs: map[string]any{"keyword": "Operational", "opposite": true},
-			status: StatusUp, http: 200, keyword: ptr(true), alerting: true, condition: ConditionKeywordPresent},
+			status: StatusDown, http: 200, keyword: ptr(false), alerting: true, condition: ConditionKeywordMissing,
+			errHas: `keyword "needle" not found`},
+		{name: "opposite and present is down", path: "/ok", attrs: map[string]any{"keyword": "Operational", "opposite": true},
+			status: StatusDown, http: 200, keyword: ptr(true), alerting: true, condition: ConditionKeywordPresent,
+			errHas: `keyword "Operational" found, expected absent`},
 		{name: "opposite and absent", path: "/ok", attrs: map[string]any{"keyword": "error", "opposite": true},
 			status: StatusUp, http: 200, keyword: ptr(false), condition: ConditionOK},
 		{name: "plain text searched raw", path: "/text", attrs: map[string]any{"keyword": "<b>bold</b>"},
@@ -261,8 +266,10 @@ func TestRunHugeBody(t *testing.T) {
 		Attributes: map[string]any{"keyword": "FARNEEDLE"}, Timeout: 10 * time.Second})
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
-	if res.Status != StatusUp || res.HTTPStatus != 200 || res.Error != "" {
-		t.Fatalf("got %+v, want UP (a cut body is not an error)", res)
+	// The cut body is searched, not refused: the keyword beyond the cap is
+	// missing, and the reason says how much was read.
+	if res.Status != StatusDown || res.HTTPStatus != 200 || !strings.Contains(res.Error, `not found in the first 1048576 bytes`) {
+		t.Fatalf("got %+v, want DOWN, keyword not found in the first 1 MiB", res)
 	}
 	if res.KeywordFound == nil || *res.KeywordFound || res.Condition != ConditionKeywordMissing {
 		t.Fatalf("keyword beyond the 1 MiB cap found: %+v", res)
@@ -449,7 +456,6 @@ func TestValidate(t *testing.T) {
 		{"no host", Spec{Type: TypeAvailability, URL: "http:///path"}, false},
 		{"empty url", Spec{Type: TypeAvailability, URL: ""}, false},
 		{"unparsable url", Spec{Type: TypeAvailability, URL: "http://exa mple.com/%zz"}, false},
-		{"unknown host", Spec{Type: TypeAvailability, URL: "https://nowhere.test/"}, false},
 		{"negative timeout", Spec{Type: TypeAvailability, URL: good, Timeout: -time.Second}, false},
 		{"keyword not string", Spec{Type: TypeAvailability, URL: good, Attributes: map[string]any{"keyword": float64(3)}}, false},
 		{"keyword blank", Spec{Type: TypeAvailability, URL: good, Attributes: map[string]any{"keyword": "  "}}, false},
@@ -518,6 +524,33 @@ func TestResponseTimeUsesClock(t *testing.T) {
 		res := p.Run(context.Background(), Spec{Type: TypeAvailability, URL: srv.URL + path})
 		if res.ResponseTime != 1234 {
 			t.Fatalf("%s: ResponseTime = %d, want 1234", path, res.ResponseTime)
+		}
+	}
+}
+
+// TestUnresolvedHostIsAcceptedAndRunsDown: a well-formed URL whose host
+// does not resolve now is not invalid (Validate answers ErrUnresolved, not
+// ErrInvalid: it may resolve later); its runs are DOWN with the DNS
+// reason, not permanent failures. Refused literal addresses and names
+// resolving to refused addresses stay invalid.
+func TestUnresolvedHostIsAcceptedAndRunsDown(t *testing.T) {
+	p := New(Options{Fetch: fetch.Options{Resolver: fakeResolver{"inside.test": {"10.1.2.3"}}}})
+	t.Cleanup(p.Close)
+	ctx := context.Background()
+	for _, typ := range []string{TypeAvailability, TypeEbay} {
+		s := Spec{Type: typ, URL: "https://nowhere.test/itm/1", Attributes: map[string]any{"threshold": float64(10)}, Timeout: 5 * time.Second}
+		err := p.Validate(ctx, s)
+		if !errors.Is(err, ErrUnresolved) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nowhere.test") {
+			t.Errorf("%s: Validate = %v, want ErrUnresolved naming the host", typ, err)
+		}
+		res := p.Run(ctx, s)
+		if res.Status != StatusDown || res.Permanent || res.Condition != ConditionDown || !strings.HasPrefix(res.Error, "host not found: ") {
+			t.Errorf("%s: run %+v, want DOWN, host not found, not permanent", typ, res)
+		}
+	}
+	for _, u := range []string{"http://10.0.0.1/", "http://inside.test/", "http://169.254.169.254/"} {
+		if err := p.Validate(ctx, Spec{Type: TypeAvailability, URL: u}); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnresolved) {
+			t.Errorf("Validate(%s) = %v, want ErrInvalid", u, err)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package probe
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,6 +29,19 @@ func (s spec) statusExpected(status int) bool {
 		}
 	}
 	return false
+}
+
+// expectedText lists the expected statuses for an error message:
+// "200", "200 or 301", "200, 201 or 301".
+func (s spec) expectedText() string {
+	parts := make([]string, len(s.expected))
+	for i, e := range s.expected {
+		parts[i] = strconv.Itoa(e)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 // parseSpec checks everything about s that needs no network. Errors wrap

@@ -804,21 +804,18 @@ func Transition(prev, cur string) (string, bool) {
 	return "recovered", true
 }
 
-// Message is an alert's one-line text.
+// Message is an alert's one-line text: whether the check is DOWN (with
+// the run's reason) or UP again, then what changed.
 func Message(event, url string, r map[string]any) string {
 	switch event {
-	case "down":
+	case "down", "keyword-missing", "keyword-present":
 		return fmt.Sprintf("%s is DOWN: %v", url, r["error"])
 	case "up":
 		return fmt.Sprintf("%s is UP again (%vms)", url, r["responseTime"])
-	case "keyword-missing":
-		return fmt.Sprintf("%s no longer contains the keyword", url)
 	case "keyword-found":
-		return fmt.Sprintf("%s contains the keyword again", url)
-	case "keyword-present":
-		return fmt.Sprintf("%s now contains the keyword", url)
+		return fmt.Sprintf("%s is UP again (%vms): the keyword is found", url, r["responseTime"])
 	case "keyword-gone":
-		return fmt.Sprintf("%s no longer contains the keyword", url)
+		return fmt.Sprintf("%s is UP again (%vms): the keyword is gone", url, r["responseTime"])
 	case "price-below-threshold":
 		return fmt.Sprintf("%s: price %v %v is below your threshold", url, r["price"], r["currency"])
 	case "price-above-threshold":

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -546,6 +548,9 @@ func TestAlertsOnChangesOnly(t *testing.T) {
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
+	// The dispatcher delivers alerts concurrently: they may arrive in
+	// either order, so they are compared in the order of their runs.
+	sort.Slice(got, func(i, j int) bool { return got[i].At.Before(got[j].At) })
 	if len(got) != 2 || got[0].Event != "down" || got[1].Event != "up" {
 		t.Fatalf("alerts %+v, want down then up", got)
 	}
@@ -625,5 +630,101 @@ func TestStopLetsRunsInFlightFinish(t *testing.T) {
 	if got.LeaseOwner != "" || got.LastResult == nil || !got.NextRunAt.Equal(due.Add(30*time.Second)) {
 		t.Fatalf("after a stop during the run: lease %q, last result %v, nextRunAt %v (want none, a result, %v)",
 			got.LeaseOwner, got.LastResult, got.NextRunAt, due.Add(30*time.Second))
+	}
+}
+
+// sentAlerts is an Alerter that keeps what it is given.
+type sentAlerts struct {
+	mu  sync.Mutex
+	got []alert.Alert
+}
+
+func (s *sentAlerts) Send(a alert.Alert, _ alert.Target) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, a)
+	return nil
+}
+
+// TestFailedConditionsAreDownEverywhere runs checks whose keyword or
+// status condition fails: each failed run is DOWN with its reason in
+// lastResult, the run history, the daily rollup (not up) and the alert,
+// whose event names the condition.
+func TestFailedConditionsAreDownEverywhere(t *testing.T) {
+	tests := []struct {
+		name   string
+		attrs  map[string]any
+		event  string // the alert of the failed run, its condition
+		reason string
+	}{
+		{"keyword missing", map[string]any{"keyword": "sold out"}, "keyword-missing", `keyword "sold out" not found`},
+		{"keyword present with opposite", map[string]any{"keyword": "in stock", "opposite": true}, "keyword-present", `keyword "in stock" found, expected absent`},
+		{"unexpected status", map[string]any{"expectedStatus": []any{float64(201)}}, "down", "status 200, expected 201"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			tg := newTarget(t)
+			ctx := context.Background()
+			if _, err := e.st.SetAlerts(ctx, e.user.ID, "https://hooks.example/x", "", ""); err != nil {
+				t.Fatal(err)
+			}
+			t0 := e.clock.now()
+			c := e.check(t, tg.URL, 10*time.Second, t0, tc.attrs)
+			var al sentAlerts
+			s := e.sched(t, "a", &al, nil)
+			if n := s.RunDue(ctx, t0); n != 1 {
+				t.Fatalf("ran %d", n)
+			}
+			got, err := e.st.GetCheck(ctx, "", c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LastResult["status"] != "DOWN" || got.LastResult["error"] != tc.reason || got.LastResult["condition"] != tc.event {
+				t.Errorf("lastResult %v, want DOWN with %q", got.LastResult, tc.reason)
+			}
+			runs, err := e.st.Results(ctx, e.user.ID, c.ID, 10)
+			if err != nil || len(runs) != 1 || runs[0].Result["status"] != "DOWN" || runs[0].Result["error"] != tc.reason {
+				t.Errorf("history %+v %v, want one DOWN run with %q", runs, err, tc.reason)
+			}
+			days, err := e.st.Days(ctx, e.user.ID, c.ID, t0.Add(-24*time.Hour))
+			if err != nil || len(days) != 1 || days[0].Runs != 1 || days[0].Up != 0 {
+				t.Errorf("rollup %+v %v, want 1 run, 0 up", days, err)
+			}
+			al.mu.Lock()
+			defer al.mu.Unlock()
+			if len(al.got) < 1 {
+				t.Fatalf("no alert")
+			}
+			a := al.got[0]
+			if a.Event != tc.event || a.Result["status"] != "DOWN" || a.Result["error"] != tc.reason ||
+				!strings.Contains(a.Message, "is DOWN: "+tc.reason) {
+				t.Errorf("alert %s %v %q, want %s, DOWN, %q", a.Event, a.Result, a.Message, tc.event, tc.reason)
+			}
+		})
+	}
+}
+
+// TestMessage: every alert says in its first words whether the check is
+// DOWN or UP, and why.
+func TestMessage(t *testing.T) {
+	down := map[string]any{"status": "DOWN", "error": `keyword "x" not found`}
+	up := map[string]any{"status": "UP", "responseTime": int64(42)}
+	tests := []struct {
+		event string
+		r     map[string]any
+		want  string
+	}{
+		{"down", map[string]any{"status": "DOWN", "error": "status 503"}, "https://a.example/ is DOWN: status 503"},
+		{"keyword-missing", down, `https://a.example/ is DOWN: keyword "x" not found`},
+		{"keyword-present", map[string]any{"status": "DOWN", "error": `keyword "x" found, expected absent`}, `https://a.example/ is DOWN: keyword "x" found, expected absent`},
+		{"up", up, "https://a.example/ is UP again (42ms)"},
+		{"keyword-found", up, "https://a.example/ is UP again (42ms): the keyword is found"},
+		{"keyword-gone", up, "https://a.example/ is UP again (42ms): the keyword is gone"},
+	}
+	for _, tc := range tests {
+		if got := scheduler.Message(tc.event, "https://a.example/", tc.r); got != tc.want {
+			t.Errorf("Message(%s) = %q, want %q", tc.event, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +19,13 @@ import (
 
 // Check is a CHECK item.
 type Check struct {
-	ID             string         `json:"id"`
-	UserID         string         `json:"userid"`
+	ID     string `json:"id"`
+	UserID string `json:"userid"`
+	// Name is the name the user gave the check, "" when none (the API
+	// and the console then show DisplayName: the URL's host).
+	Name string `json:"name"`
+	// Tags are the user's labels of the check, sorted; nil when none.
+	Tags           []string       `json:"tags"`
 	URL            string         `json:"url"`
 	Type           string         `json:"checkType"`
 	DelayMs        int64          `json:"delayMs"`
@@ -44,7 +51,33 @@ type Check struct {
 	Channels []string `json:"channels,omitempty"`
 }
 
+// DisplayName is the check's name, or its URL's host when it has none.
+func (c Check) DisplayName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	if u, err := url.Parse(c.URL); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return c.URL
+}
+
 func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// tagsValue is the tags attribute: a string set (DynamoDB has no empty
+// set: no tags is no attribute).
+func tagsValue(tags []string) av { return &types.AttributeValueMemberSS{Value: tags} }
+
+// stringSet reads a string set attribute, sorted; nil when absent.
+func stringSet(it map[string]av, k string) []string {
+	ss, ok := it[k].(*types.AttributeValueMemberSS)
+	if !ok || len(ss.Value) == 0 {
+		return nil
+	}
+	out := slices.Clone(ss.Value)
+	slices.Sort(out)
+	return out
+}
 
 func fromMs(v int64) time.Time {
 	if v == 0 {
@@ -55,7 +88,8 @@ func fromMs(v int64) time.Time {
 
 func parseCheck(it map[string]av) Check {
 	return Check{
-		ID: ddbitem.String(it, "PK"), UserID: ddbitem.String(it, "userid"), URL: ddbitem.String(it, "url"), Type: ddbitem.String(it, "checkType"),
+		ID: ddbitem.String(it, "PK"), UserID: ddbitem.String(it, "userid"), Name: ddbitem.String(it, "name"), Tags: stringSet(it, "tags"),
+		URL: ddbitem.String(it, "url"), Type: ddbitem.String(it, "checkType"),
 		DelayMs: ddbitem.Int(it, "delayMs"), Status: ddbitem.String(it, "status"), Attributes: anyMap(it, "attributes"),
 		CreatedAt: ddbitem.String(it, "createdAt"), UpdatedAt: ddbitem.String(it, "updatedAt"),
 		LastExecutedAt: ddbitem.String(it, "lastExecutedAt"), LastResult: anyMap(it, "lastResult"),
@@ -114,6 +148,15 @@ func (s *Store) CreateCheck(ctx context.Context, c Check, firstRun time.Time) (C
 	}
 	if len(c.Channels) > 0 {
 		item["channels"] = listValue(c.Channels)
+	}
+	if c.Name != "" {
+		item["name"] = ddbitem.S(c.Name)
+	}
+	if len(c.Tags) > 0 {
+		c.Tags = slices.Sorted(slices.Values(c.Tags))
+		item["tags"] = tagsValue(c.Tags)
+	} else {
+		c.Tags = nil
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
@@ -191,9 +234,18 @@ func (s *Store) ListChecks(ctx context.Context, userID string) ([]Check, error) 
 
 // Patch is a partial update of a check; nil fields are left alone.
 type Patch struct {
-	URL        *string
+	// Name: "" removes the name (the check is shown by its host).
+	Name *string
+	// Tags: empty removes them all.
+	Tags *[]string
+	URL  *string
+	// Type changes the check type (it also resets the unparseable count).
+	Type       *string
 	DelayMs    *int64
 	Attributes map[string]any
+	// Channels: empty removes them (the check alerts the user's default
+	// channels again).
+	Channels *[]string
 	// NextRunAt, when set, moves the check's next run (a schedule change:
 	// see NextRunAfterChange); it is published to other processes'
 	// schedulers through the schedule change log.
@@ -221,16 +273,40 @@ func NextRunAfterChange(cur Check, urlChanged bool, newDelayMs int64, now time.T
 	return next, true
 }
 
-// UpdateCheck applies a patch to a user's check. A changed URL or
-// attributes clear the alert state (the new target starts afresh).
+// UpdateCheck applies a patch to a user's check in one conditional
+// write: every field of the patch is written, or none. A changed URL,
+// type or attributes clear the alert state (the new target starts
+// afresh).
 func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Check, error) {
 	update := "SET updatedAt = :now"
 	values := map[string]av{":now": ddbitem.S(ddbitem.FormatTime(s.now())), ":u": ddbitem.S(userID)}
-	remove := ""
+	var removes []string
+	clearAlert := false
+	if p.Name != nil {
+		if *p.Name == "" {
+			removes = append(removes, "#name")
+		} else {
+			update += ", #name = :name"
+			values[":name"] = ddbitem.S(*p.Name)
+		}
+	}
+	if p.Tags != nil {
+		if len(*p.Tags) == 0 {
+			removes = append(removes, "#tags")
+		} else {
+			update += ", #tags = :tags"
+			values[":tags"] = tagsValue(*p.Tags)
+		}
+	}
 	if p.URL != nil {
 		update += ", #url = :url"
 		values[":url"] = ddbitem.S(*p.URL)
-		remove = " REMOVE alertState"
+		clearAlert = true
+	}
+	if p.Type != nil {
+		update += ", checkType = :type, failCount = :zero"
+		values[":type"], values[":zero"] = ddbitem.S(*p.Type), ddbitem.N(0)
+		clearAlert = true
 	}
 	if p.DelayMs != nil {
 		update += ", delayMs = :d"
@@ -243,13 +319,27 @@ func (s *Store) UpdateCheck(ctx context.Context, userID, id string, p Patch) (Ch
 		}
 		update += ", attributes = :a"
 		values[":a"] = a
-		remove = " REMOVE alertState"
+		clearAlert = true
+	}
+	if p.Channels != nil {
+		if len(*p.Channels) == 0 {
+			removes = append(removes, "channels")
+		} else {
+			update += ", channels = :ch"
+			values[":ch"] = listValue(*p.Channels)
+		}
 	}
 	if p.NextRunAt != nil {
 		update += ", nextRunAt = :next"
 		values[":next"] = ddbitem.N(ms(*p.NextRunAt))
 	}
-	c, err := s.updateCheck(ctx, id, update+remove, "userid = :u", values, map[string]string{"#url": "url"})
+	if clearAlert {
+		removes = append(removes, "alertState")
+	}
+	if len(removes) > 0 {
+		update += " REMOVE " + strings.Join(removes, ", ")
+	}
+	c, err := s.updateCheck(ctx, id, update, "userid = :u", values, map[string]string{"#url": "url", "#name": "name", "#tags": "tags"})
 	if err != nil || p.NextRunAt == nil {
 		return c, err
 	}
@@ -352,4 +442,58 @@ func (s *Store) DeleteCheck(ctx context.Context, userID, id string) error {
 		return fmt.Errorf("checks: delete check: %w", err)
 	}
 	return nil
+}
+
+// Filter selects a user's checks. Zero fields select everything.
+type Filter struct {
+	// Tags: the check carries every one of them (compared ignoring case).
+	Tags []string
+	// Status: one of FilterStatuses. ACTIVE, PAUSED and FAILED are the
+	// check's status; UP and DOWN the last run's status of an ACTIVE
+	// check; PENDING an ACTIVE check that has not run yet.
+	Status string
+	// Q: a substring of the check's name (DisplayName) or URL, ignoring
+	// case.
+	Q string
+}
+
+// FilterStatuses are the values of Filter.Status.
+var FilterStatuses = []string{"UP", "DOWN", "PENDING", CheckActive, CheckPaused, CheckFailed}
+
+// State is what a check is now, as the status filter and the pages see
+// it: PAUSED or FAILED, else the last run's UP or DOWN, or PENDING before
+// the first run.
+func (c Check) State() string {
+	if c.Status != CheckActive {
+		return c.Status
+	}
+	if st, _ := c.LastResult["status"].(string); st != "" {
+		return st
+	}
+	return "PENDING"
+}
+
+// Match reports whether c is selected by f.
+func (f Filter) Match(c Check) bool {
+	for _, t := range f.Tags {
+		if !slices.ContainsFunc(c.Tags, func(have string) bool { return strings.EqualFold(have, t) }) {
+			return false
+		}
+	}
+	switch f.Status {
+	case "":
+	case CheckActive:
+		if c.Status != CheckActive {
+			return false
+		}
+	default:
+		if c.State() != f.Status {
+			return false
+		}
+	}
+	if q := strings.ToLower(f.Q); q != "" &&
+		!strings.Contains(strings.ToLower(c.DisplayName()), q) && !strings.Contains(strings.ToLower(c.URL), q) {
+		return false
+	}
+	return true
 }

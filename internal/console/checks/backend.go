@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"time"
 
 	checksapi "github.com/quarrydb/quarry/internal/checks/api"
@@ -32,11 +33,19 @@ var _ Backend = (*Adapter)(nil)
 // through api (nil makes the dashboard read-only: writes fail).
 func Adapt(st *checksstore.Store, api *checksapi.Handler) *Adapter { return &Adapter{st: st, api: api} }
 
+// consoleCheck is c as the pages show it, its failure texts cut to their
+// status line (failureLine).
 func consoleCheck(c checksstore.Check) Check {
 	last, _ := c.LastResult["status"].(string)
-	return Check{ID: c.ID, URL: c.URL, Type: c.Type, DelayMs: c.DelayMs, Status: c.Status,
-		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: c.FailureReason,
-		LastAlertAt: c.LastAlertAt, LastAlertError: c.LastAlertError, LastAlertErrorAt: c.LastAlertErrorAt}
+	kw, _ := c.Attributes["keyword"].(string)
+	th := ""
+	if v, ok := c.Attributes["threshold"].(float64); ok {
+		th = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return Check{ID: c.ID, Name: c.DisplayName(), OwnName: c.Name, Tags: c.Tags, URL: c.URL, Type: c.Type,
+		Keyword: kw, Threshold: th, DelayMs: c.DelayMs, Status: c.Status,
+		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: failureLine(c.FailureReason),
+		LastAlertAt: c.LastAlertAt, LastAlertError: failureLine(c.LastAlertError), LastAlertErrorAt: c.LastAlertErrorAt}
 }
 
 // mapErr turns the store's sentinels into the console's.
@@ -50,15 +59,22 @@ func mapErr(err error) error {
 	return err
 }
 
-// Checks implements Backend.
-func (k *Adapter) Checks(ctx context.Context, userID string) ([]Check, error) {
+// Checks implements Backend, selecting as the API's list filters do
+// (store.Filter).
+func (k *Adapter) Checks(ctx context.Context, userID string, f Filter) ([]Check, error) {
 	cs, err := k.st.ListChecks(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Check, len(cs))
-	for i, c := range cs {
-		out[i] = consoleCheck(c)
+	sf := checksstore.Filter{Status: f.Status, Q: f.Q}
+	if f.Tag != "" {
+		sf.Tags = []string{f.Tag}
+	}
+	out := make([]Check, 0, len(cs))
+	for _, c := range cs {
+		if sf.Match(c) {
+			out = append(out, consoleCheck(c))
+		}
 	}
 	return out, nil
 }
@@ -83,7 +99,8 @@ func runs(rs []checksstore.Run) []Run {
 		ms, _ := r.Result["responseTime"].(float64)
 		run := Run{At: at, Up: status == "UP", ResponseTimeMs: int64(ms), Key: r.At}
 		if !run.Up {
-			run.Error, _ = r.Result["error"].(string)
+			e, _ := r.Result["error"].(string)
+			run.Error = failureLine(e)
 		}
 		out = append(out, run)
 	}
@@ -161,14 +178,69 @@ func (k *Adapter) call(ctx context.Context, userID, method, path string, body an
 	return nil
 }
 
+// interval checks a period typed in seconds against the API's bounds, so
+// that the refusal is worded in seconds (the API's is in milliseconds).
+func (k *Adapter) interval(ms int64) error {
+	if k.api == nil {
+		return nil
+	}
+	lo, hi := k.api.DelayBounds()
+	if ms < lo.Milliseconds() || ms > hi.Milliseconds() {
+		longest := hi.String()
+		if day := 24 * time.Hour; hi%day == 0 {
+			longest = fmt.Sprintf("%d days", hi/day)
+		}
+		return fmt.Errorf("interval must be between %s and %s seconds (%s), not %s", seconds(lo.Milliseconds()), seconds(hi.Milliseconds()), longest, seconds(ms))
+	}
+	return nil
+}
+
+// body is the API request body of a create or edit form; attrs are the
+// check's attributes the form does not show (kept on an edit).
+func body(in CheckInput, attrs map[string]any) map[string]any {
+	a := map[string]any{}
+	for k, v := range attrs {
+		a[k] = v
+	}
+	delete(a, "keyword")
+	delete(a, "threshold")
+	if in.Keyword != "" {
+		a["keyword"] = in.Keyword
+	}
+	if in.Threshold > 0 {
+		a["threshold"] = in.Threshold
+	}
+	tags := in.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return map[string]any{"name": in.Name, "tags": tags, "url": in.URL, "checkType": in.Type, "delayMs": in.DelayMs, "attributes": a}
+}
+
 // Create implements Backend.
 func (k *Adapter) Create(ctx context.Context, userID string, in CheckInput) (Check, error) {
-	body := map[string]any{"url": in.URL, "checkType": in.Type, "delayMs": in.DelayMs}
-	if in.Keyword != "" {
-		body["attributes"] = map[string]any{"keyword": in.Keyword}
+	if err := k.interval(in.DelayMs); err != nil {
+		return Check{}, err
 	}
 	var c checksstore.Check
-	if err := k.call(ctx, userID, http.MethodPost, "/v1/checks", body, &c); err != nil {
+	if err := k.call(ctx, userID, http.MethodPost, "/v1/checks", body(in, nil), &c); err != nil {
+		return Check{}, err
+	}
+	return consoleCheck(c), nil
+}
+
+// Update implements Backend through PATCH: the attributes the form does
+// not show (expectedStatus, opposite, …) are kept.
+func (k *Adapter) Update(ctx context.Context, userID, id string, in CheckInput) (Check, error) {
+	if err := k.interval(in.DelayMs); err != nil {
+		return Check{}, err
+	}
+	cur, err := k.st.GetCheck(ctx, userID, id)
+	if err != nil {
+		return Check{}, mapErr(err)
+	}
+	var c checksstore.Check
+	if err := k.call(ctx, userID, http.MethodPatch, "/v1/checks/"+url.PathEscape(id), body(in, cur.Attributes), &c); err != nil {
 		return Check{}, err
 	}
 	return consoleCheck(c), nil
@@ -193,7 +265,7 @@ func (k *Adapter) Alerts(ctx context.Context, userID string) (AlertTargets, erro
 		return AlertTargets{}, mapErr(err)
 	}
 	return AlertTargets{WebhookURL: u.WebhookURL, HasSecret: u.WebhookSecret != "", Email: u.AlertEmail,
-		LastAlertAt: u.LastAlertAt, LastAlertError: u.LastAlertError, LastAlertErrorAt: u.LastAlertErrorAt}, nil
+		LastAlertAt: u.LastAlertAt, LastAlertError: failureLine(u.LastAlertError), LastAlertErrorAt: u.LastAlertErrorAt}, nil
 }
 
 // SetAlerts implements Backend through PUT /v1/me/alerts.

@@ -2,7 +2,9 @@
 // their checks, their status, uptime over 24 hours, 7 and 30 days, a
 // status strip and a response-time sparkline, their last alert and
 // delivery failure; a check's page with a response-time chart and its
-// paginated run history; create, pause, resume, run now and delete; the
+// paginated run history; create (the form at the top of the dashboard),
+// edit, clone, pause, resume, run now and delete, and pause, resume and
+// delete in bulk; search and filters (tag, state, text); the
 // alert targets, with the Checks API's own validation messages; and the
 // user's public status page (status.go). Backend is Checks as the pages
 // see it; Adapt makes one of Checks' store and API.
@@ -30,9 +32,16 @@ import (
 
 // Check is a check as the dashboard shows it.
 type Check struct {
-	ID             string
+	ID string
+	// Name is the check's name, its URL's host when the user gave none.
+	Name string
+	// OwnName is the name the user gave, "" when none.
+	OwnName        string
+	Tags           []string
 	URL            string
 	Type           string
+	Keyword        string // attributes.keyword, "" when none
+	Threshold      string // attributes.threshold as typed, "" when none
 	DelayMs        int64
 	Status         string // ACTIVE, PAUSED, FAILED
 	LastExecutedAt string
@@ -56,23 +65,39 @@ type Run struct {
 	Key string
 }
 
-// CheckInput is the create form.
+// CheckInput is the create and edit form.
 type CheckInput struct {
+	Name    string // "" for none (the URL's host)
+	Tags    []string
 	URL     string
 	Type    string
 	DelayMs int64
-	Keyword string // attributes.keyword; "" for none
+	Keyword string // attributes.keyword (AVAILABILITY); "" for none
+	// Threshold is attributes.threshold (EBAY); 0 for none.
+	Threshold float64
 }
+
+// Filter selects the checks the dashboard lists; zero fields select all.
+type Filter struct {
+	Tag    string
+	Status string // UP, DOWN, PENDING, PAUSED, FAILED
+	Q      string // in the name or URL
+}
+
+// filterStatuses are the states the dashboard filters on.
+var filterStatuses = []string{"UP", "DOWN", "PENDING", "PAUSED", "FAILED"}
 
 // Backend is what the dashboard needs of Checks, for one user at a
 // time: the user id is the session's, so one user never reaches another's
 // checks. Errors of Create and Act are shown to the user as they are (the
 // Checks API's validation messages).
 type Backend interface {
-	Checks(ctx context.Context, userID string) ([]Check, error)
+	Checks(ctx context.Context, userID string, f Filter) ([]Check, error)
 	Check(ctx context.Context, userID, id string) (Check, error)
 	Runs(ctx context.Context, userID, id string, limit int) ([]Run, error)
 	Create(ctx context.Context, userID string, in CheckInput) (Check, error)
+	// Update replaces what the edit form sets of a check (PATCH).
+	Update(ctx context.Context, userID, id string, in CheckInput) (Check, error)
 	// Act is pause, resume, run or delete.
 	Act(ctx context.Context, userID, id, action string) error
 	// RunsBefore is a page of a check's history, newest first: the runs
@@ -141,12 +166,15 @@ func (*Area) Card(s console.Session) template.HTML {
 // Mount implements console.Area.
 func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	a.k = k
-	if err := k.Pages(templates, nil); err != nil {
+	if err := k.Pages(templates, template.FuncMap{"seconds": seconds}); err != nil {
 		return err
 	}
 	m.HandleFunc("GET /console/checks/{$}", a.checksList)
 	m.HandleFunc("POST /console/checks/{$}", a.checksCreate)
+	m.HandleFunc("POST /console/checks/bulk", a.checksBulk)
 	m.HandleFunc("GET /console/checks/{id}", a.checkPage)
+	m.HandleFunc("GET /console/checks/{id}/edit", a.editPage)
+	m.HandleFunc("POST /console/checks/{id}/edit", a.editSave)
 	m.HandleFunc("POST /console/checks/{id}/{action}", a.checkAct)
 	m.HandleFunc("GET /console/checks/alerts", a.alertsPage)
 	m.HandleFunc("POST /console/checks/alerts", a.alertsSave)
@@ -171,14 +199,20 @@ type checkRow struct {
 }
 
 type checksData struct {
-	Rows  []checkRow
-	Total int    // the user's checks
-	Page  int    // 1-based
-	Prev  string // the previous page's number, "" on the first
-	Next  string // the next page's number, "" on the last
-	Form  url.Values
-	Error string
-	Msg   string
+	Rows     []checkRow
+	Total    int    // the checks the filter selects
+	Page     int    // 1-based
+	Prev     string // the previous page's number, "" on the first
+	Next     string // the next page's number, "" on the last
+	Form     url.Values
+	Error    string // the create form's
+	Msg      string
+	Filter   Filter
+	Filtered bool     // a filter is set
+	Tags     []string // every tag of the user's checks, for the filter
+	Statuses []string
+	// BulkError says which checks a bulk action could not change.
+	BulkError string
 }
 
 // checksPerPage is the dashboard's page size.
@@ -270,25 +304,79 @@ func percent(up, n int64) string {
 }
 
 func (a *Area) checksList(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "checks"); !ok {
+	ss, ok := a.k.Require(w, r, "checks")
+	if !ok {
 		return
 	}
-	a.checksPage(w, r, http.StatusOK, checksData{Form: url.Values{"type": {"AVAILABILITY"}, "delay": {"60"}}, Msg: checkMessage(r)})
+	q := r.URL.Query()
+	form := url.Values{"type": {"AVAILABILITY"}, "delay": {"60"}}
+	if id := q.Get("clone"); id != "" {
+		ck, err := a.b.Check(r.Context(), ss.Subject, id)
+		if err != nil {
+			a.k.NotFoundOr(w, r, err)
+			return
+		}
+		form = formOf(ck)
+		if ck.OwnName != "" {
+			form.Set("name", ck.OwnName+" (copy)")
+		}
+	}
+	a.checksPage(w, r, http.StatusOK, checksData{Form: form, Msg: checkMessage(r), BulkError: q.Get("error")})
 }
 
 func checkMessage(r *http.Request) string {
+	q := r.URL.Query()
+	if n := q.Get("n"); n != "" {
+		verb := map[string]string{"pause": "paused", "resume": "resumed", "delete": "deleted"}[q.Get("msg")]
+		if verb == "" {
+			return ""
+		}
+		if n == "1" {
+			return "1 check " + verb + "."
+		}
+		return n + " checks " + verb + "."
+	}
 	return map[string]string{"created": "Check created.", "pause": "Check paused.", "resume": "Check resumed.",
-		"run": "Check queued to run now.", "delete": "Check deleted."}[r.URL.Query().Get("msg")]
+		"run": "Check queued to run now.", "delete": "Check deleted.", "saved": "Check saved."}[q.Get("msg")]
+}
+
+// filterOf reads the dashboard's filter from the query.
+func filterOf(q url.Values) Filter {
+	f := Filter{Tag: strings.TrimSpace(q.Get("tag")), Status: strings.ToUpper(q.Get("status")), Q: strings.TrimSpace(q.Get("q"))}
+	if !slices.Contains(filterStatuses, f.Status) {
+		f.Status = ""
+	}
+	return f
 }
 
 func (a *Area) checksPage(w http.ResponseWriter, r *http.Request, status int, d checksData) {
 	ss, _ := a.k.Session(w, r)
-	cks, err := a.b.Checks(r.Context(), ss.Subject)
+	d.Filter = filterOf(r.URL.Query())
+	d.Filtered = d.Filter != Filter{}
+	d.Statuses = filterStatuses
+	all, err := a.b.Checks(r.Context(), ss.Subject, Filter{})
 	if err != nil {
 		a.k.Failure(w, r, err)
 		return
 	}
-	slices.SortFunc(cks, func(a, b Check) int { return cmp.Or(strings.Compare(a.URL, b.URL), strings.Compare(a.ID, b.ID)) })
+	for _, ck := range all {
+		for _, t := range ck.Tags {
+			if !slices.ContainsFunc(d.Tags, func(have string) bool { return strings.EqualFold(have, t) }) {
+				d.Tags = append(d.Tags, t)
+			}
+		}
+	}
+	slices.SortFunc(d.Tags, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	cks := all
+	if d.Filtered {
+		if cks, err = a.b.Checks(r.Context(), ss.Subject, d.Filter); err != nil {
+			a.k.Failure(w, r, err)
+			return
+		}
+	}
+	slices.SortFunc(cks, func(a, b Check) int {
+		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.URL, b.URL), strings.Compare(a.ID, b.ID))
+	})
 	d.Total = len(cks)
 	d.Page = 1
 	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n > 1 && (n-1)*checksPerPage < len(cks) {
@@ -311,25 +399,163 @@ func (a *Area) checksPage(w http.ResponseWriter, r *http.Request, status int, d 
 	a.k.Render(w, r, status, "checks", d)
 }
 
+// formOf is the create and edit form's values for ck.
+func formOf(ck Check) url.Values {
+	return url.Values{"name": {ck.OwnName}, "url": {ck.URL}, "type": {ck.Type}, "keyword": {ck.Keyword},
+		"threshold": {ck.Threshold}, "delay": {seconds(ck.DelayMs)}, "tags": {strings.Join(ck.Tags, ", ")}}
+}
+
+// seconds writes a period in ms as seconds ("60", "0.5").
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) }
+
+// inputOf reads the create and edit form; msg is what is wrong with it.
+func inputOf(f url.Values) (in CheckInput, msg string) {
+	in = CheckInput{Name: strings.TrimSpace(f.Get("name")), URL: strings.TrimSpace(f.Get("url")),
+		Type: strings.ToUpper(strings.TrimSpace(f.Get("type")))}
+	for _, t := range strings.Split(f.Get("tags"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			in.Tags = append(in.Tags, t)
+		}
+	}
+	secs, err := strconv.ParseFloat(strings.TrimSpace(f.Get("delay")), 64)
+	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
+		return in, "The interval must be a number of seconds."
+	}
+	in.DelayMs = int64(math.Round(secs * 1000))
+	switch in.Type {
+	case "EBAY":
+		th := strings.TrimSpace(f.Get("threshold"))
+		if th == "" {
+			return in, "An EBAY check needs a price threshold."
+		}
+		if in.Threshold, err = strconv.ParseFloat(th, 64); err != nil || !(in.Threshold > 0) || math.IsInf(in.Threshold, 0) {
+			return in, "The price threshold must be a number above 0."
+		}
+	default:
+		in.Keyword = strings.TrimSpace(f.Get("keyword"))
+	}
+	return in, ""
+}
+
 func (a *Area) checksCreate(w http.ResponseWriter, r *http.Request) {
 	ss, ok := a.k.Require(w, r, "checks")
 	if !ok {
 		return
 	}
 	f := r.PostForm
-	in := CheckInput{URL: strings.TrimSpace(f.Get("url")), Type: f.Get("type"), Keyword: f.Get("keyword")}
-	secs, err := strconv.ParseFloat(strings.TrimSpace(f.Get("delay")), 64)
-	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
-		a.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: "The interval must be a number of seconds."})
+	in, msg := inputOf(f)
+	if msg != "" {
+		a.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: msg})
 		return
 	}
-	in.DelayMs = int64(secs * 1000)
 	ck, err := a.b.Create(r.Context(), ss.Subject, in)
 	if err != nil {
 		a.checksPage(w, r, http.StatusBadRequest, checksData{Form: f, Error: err.Error()})
 		return
 	}
 	http.Redirect(w, r, "/console/checks/"+url.PathEscape(ck.ID)+"?msg=created", http.StatusSeeOther)
+}
+
+type editData struct {
+	Check Check
+	Form  url.Values
+	Error string
+}
+
+func (a *Area) editPage(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "checks")
+	if !ok {
+		return
+	}
+	ck, err := a.b.Check(r.Context(), ss.Subject, r.PathValue("id"))
+	if err != nil {
+		a.k.NotFoundOr(w, r, err)
+		return
+	}
+	a.k.Render(w, r, http.StatusOK, "edit", editData{Check: ck, Form: formOf(ck)})
+}
+
+func (a *Area) editSave(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "checks")
+	if !ok {
+		return
+	}
+	ck, err := a.b.Check(r.Context(), ss.Subject, r.PathValue("id"))
+	if err != nil {
+		a.k.NotFoundOr(w, r, err)
+		return
+	}
+	f := r.PostForm
+	in, msg := inputOf(f)
+	if msg == "" {
+		if _, err := a.b.Update(r.Context(), ss.Subject, ck.ID, in); errors.Is(err, console.ErrNotFound) {
+			a.k.NotFound(w, r)
+			return
+		} else if err != nil {
+			msg = err.Error()
+		}
+	}
+	if msg != "" {
+		a.k.Render(w, r, http.StatusBadRequest, "edit", editData{Check: ck, Form: f, Error: msg})
+		return
+	}
+	http.Redirect(w, r, "/console/checks/"+url.PathEscape(ck.ID)+"?msg=saved", http.StatusSeeOther)
+}
+
+// maxBulk bounds the checks one bulk action changes.
+const maxBulk = 200
+
+// checksBulk pauses, resumes or deletes the checks ticked on the
+// dashboard (id, repeated; or ids, comma-separated, from the delete
+// confirmation), each through the API; deleting asks first.
+func (a *Area) checksBulk(w http.ResponseWriter, r *http.Request) {
+	ss, ok := a.k.Require(w, r, "checks")
+	if !ok {
+		return
+	}
+	f := r.PostForm
+	action := f.Get("action")
+	if action != "pause" && action != "resume" && action != "delete" {
+		a.k.NotFound(w, r)
+		return
+	}
+	var ids []string
+	for _, id := range append(f["id"], strings.Split(f.Get("ids"), ",")...) {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	back := "/console/checks/"
+	if len(ids) == 0 {
+		http.Redirect(w, r, back+"?"+url.Values{"error": {"No check selected."}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	if len(ids) > maxBulk {
+		ids = ids[:maxBulk]
+	}
+	if action == "delete" && f.Get("confirm") != "yes" {
+		a.k.Confirm(w, r, console.Confirm{Title: fmt.Sprintf("Delete %d checks?", len(ids)),
+			Message: "These checks and their history will be deleted: " + strings.Join(ids, ", ") + ".",
+			Action:  r.URL.Path, Fields: map[string]string{"action": "delete", "ids": strings.Join(ids, ",")}, Back: back})
+		return
+	}
+	done := 0
+	var failed []string
+	for _, id := range ids {
+		if err := a.b.Act(r.Context(), ss.Subject, id, action); err != nil {
+			if errors.Is(err, console.ErrNotFound) {
+				err = errors.New("not found")
+			}
+			failed = append(failed, id+": "+err.Error())
+			continue
+		}
+		done++
+	}
+	v := url.Values{"msg": {action}, "n": {strconv.Itoa(done)}}
+	if len(failed) > 0 {
+		v.Set("error", fmt.Sprintf("%d not changed: %s", len(failed), strings.Join(failed, "; ")))
+	}
+	http.Redirect(w, r, back+"?"+v.Encode(), http.StatusSeeOther)
 }
 
 type checkData struct {

@@ -130,10 +130,12 @@ func (a *Area) statusSet(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/checks/statuspage?msg="+action, http.StatusSeeOther)
 }
 
-// statusRow is what a status page shows of a check: nothing that could be
-// a secret (no path, query, credentials, keyword, threshold or id).
+// statusRow is what a status page shows of a check: its name (the user
+// chose it to be shown; by default the URL's host) and nothing else that
+// could be a secret (no path, query, credentials, keyword, threshold, tag
+// or id).
 type statusRow struct {
-	Host     string
+	Name     string
 	Type     string
 	State    string // UP, DOWN, PAUSED, FAILED, or PENDING before a run
 	Uptime   string
@@ -155,6 +157,15 @@ func hostOf(raw string) string {
 		return "(invalid URL)"
 	}
 	return u.Hostname()
+}
+
+// publicName is the name a status page shows: the check's own name, else
+// its URL's host.
+func publicName(ck Check) string {
+	if ck.OwnName != "" {
+		return ck.OwnName
+	}
+	return hostOf(ck.URL)
 }
 
 func (a *Area) statusPublic(w http.ResponseWriter, r *http.Request) {
@@ -189,12 +200,12 @@ func (a *Area) statusPublic(w http.ResponseWriter, r *http.Request) {
 // statusBody renders a user's status page, with no session in it (it is
 // cached and shown to anyone).
 func (a *Area) statusBody(ctx context.Context, userID string, now time.Time) ([]byte, error) {
-	cks, err := a.b.Checks(ctx, userID)
+	cks, err := a.b.Checks(ctx, userID, Filter{})
 	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(cks, func(a, b Check) int {
-		return cmp.Or(strings.Compare(hostOf(a.URL), hostOf(b.URL)), strings.Compare(a.Type, b.Type), strings.Compare(a.ID, b.ID))
+		return cmp.Or(strings.Compare(strings.ToLower(publicName(a)), strings.ToLower(publicName(b))), strings.Compare(a.Type, b.Type), strings.Compare(a.ID, b.ID))
 	})
 	d := statusData{Updated: now.UTC().Format("2006-01-02 15:04 MST")}
 	if len(cks) > statusMaxChecks {
@@ -210,7 +221,7 @@ func (a *Area) statusBody(ctx context.Context, userID string, now time.Time) ([]
 		if ck.Status == "ACTIVE" {
 			state = cmp.Or(ck.LastStatus, "PENDING")
 		}
-		d.Rows = append(d.Rows, statusRow{Host: hostOf(ck.URL), Type: ck.Type, State: state, Uptime: row.Uptime,
+		d.Rows = append(d.Rows, statusRow{Name: publicName(ck), Type: ck.Type, State: state, Uptime: row.Uptime,
 			Uptime7: row.Uptime7, Uptime30: row.Uptime30, Strip: row.Strip.public()})
 	}
 	return a.k.RenderPublic("status", d)

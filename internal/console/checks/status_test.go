@@ -28,7 +28,7 @@ func (b publicBackend) StatusPageUser(_ context.Context, token string) (string, 
 	return "u1", nil
 }
 
-func (b publicBackend) Checks(context.Context, string) ([]Check, error) {
+func (b publicBackend) Checks(context.Context, string, Filter) ([]Check, error) {
 	return []Check{{ID: "c1", URL: "https://shop.example/health", Type: "AVAILABILITY", Status: "ACTIVE", LastStatus: "DOWN"}}, nil
 }
 

@@ -156,9 +156,9 @@ type Endpoint struct {
 // the order the index shows them.
 var Endpoints = []Endpoint{
 	{"GET", "/api/navigation", "the navigation tree {items}"},
-	{"GET", "/api/categories", "categories: navId, parentId, limit, offset -> {items, total, pagination}"},
+	{"GET", "/api/categories", "categories (navId, parentId, limit, offset): {items, total, pagination}"},
 	{"GET", "/api/categories/{id}", "one category"},
-	{"GET", "/api/products", "products: categoryId, q, author, isbn, format, condition, minPrice, maxPrice, available, active, hasSpec, spec.<key>, sort, limit, offset or cursor -> {items, total, pagination}"},
+	{"GET", "/api/products", "products (categoryId, q, author, isbn, format, condition, minPrice, maxPrice, available, active, hasSpec, spec.KEY, sort, limit, offset or cursor): {items, total, pagination}"},
 	{"GET", "/api/products/{id}", "one product"},
 	{"GET", "/images/{key}", "a mirrored product image"},
 	{"POST", "/api/scraper/enqueue", "signed: enqueue a crawl job {url, type, priority}"},

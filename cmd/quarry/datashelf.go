@@ -41,6 +41,7 @@ func dataShelfBlobDir(c *config.Config) string { return filepath.Join(c.DataDir,
 
 // dataShelfUsage lists the datashelf subcommands.
 const dataShelfUsage = `usage: quarry datashelf crawl [flags] URL
+       quarry datashelf demo [--shop-listen ADDR] [--products N] [--exit] [flags]
        quarry datashelf jobs [flags]
        quarry datashelf maintain [--ops analyze,vacuum,reindex] [flags]
        quarry datashelf export [--table product|category] [--format csv|jsonl] [--out FILE] [flags]
@@ -51,7 +52,7 @@ const dataShelfUsage = `usage: quarry datashelf crawl [flags] URL
 // subcommand accepts.
 var dataShelfStoreFlags = []string{"data-dir", "datashelf-db", "log-level", "log-format", "region", "blob-s3-bucket", "blob-s3-endpoint", "blob-s3-region", "blob-s3-path-style", "allow-networks"}
 
-// cmdDataShelf runs `quarry datashelf crawl|jobs|maintain|export|check`.
+// cmdDataShelf runs `quarry datashelf crawl|demo|jobs|maintain|export|check`.
 func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, dataShelfUsage)
@@ -59,6 +60,8 @@ func cmdDataShelf(ctx context.Context, args []string, getenv func(string) string
 	}
 	switch args[0] {
 	case "crawl", "jobs":
+	case "demo":
+		return cmdDataShelfDemo(ctx, args[1:], getenv, stderr)
 	case "maintain", "export", "check":
 		return cmdDataShelfAdmin(ctx, args[0], args[1:], getenv, stdout, stderr)
 	default:

@@ -24,6 +24,7 @@ Usage:
   quarry serve [flags]        run the HTTP API and the embedded DynamoDB endpoint
   quarry ddb serve [flags]    run only the DynamoDB-compatible store
   quarry datashelf crawl URL  crawl a bookshop into DataShelf (live progress; exits when the queue drains)
+  quarry datashelf demo       serve a demo bookshop on loopback and crawl it into DataShelf
   quarry datashelf jobs       print DataShelf's job queue statistics
   quarry datashelf maintain|export|check
                               DataShelf's maintenance (ANALYZE, VACUUM, REINDEX),

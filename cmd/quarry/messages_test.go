@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMistakeMessages runs the command line's common mistakes and checks
@@ -93,5 +96,41 @@ func TestMistakeMessages(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"serve", "-h"}, func(string) string { return "" }, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-allow-networks") {
 		t.Fatalf("serve -h: exit %d, output:\n%s", code, stderr.String())
+	}
+}
+
+// TestPortInUseNamesFlag starts quarry serve and ddb serve on an address
+// something else already holds: each must fail at once, naming the flag
+// that sets the address and how to choose another, not only the system
+// call's "bind: address already in use".
+func TestPortInUseNamesFlag(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	busy := held.Addr().String()
+	for _, tt := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"serve's store endpoint", []string{"serve", "--systems", "datashelf", "--listen", freeAddr(t), "--ddb-listen", busy, "--data-dir", t.TempDir()}, "--ddb-listen"},
+		{"serve's HTTP API", []string{"serve", "--systems", "datashelf", "--listen", busy, "--ddb-listen", freeAddr(t), "--data-dir", t.TempDir()}, "--listen"},
+		{"ddb serve", []string{"ddb", "serve", "--listen", busy, "--data-dir", t.TempDir()}, "--listen"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if code := run(ctx, tt.args, noEnv, &stdout, &stderr); code == 0 {
+				t.Fatalf("exit 0 on a port in use; stderr:\n%s", stderr.String())
+			}
+			want := fmt.Sprintf("%s %s: address already in use (another quarry running? choose another with %s ADDR)", tt.flag, busy, tt.flag)
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+			}
+		})
 	}
 }

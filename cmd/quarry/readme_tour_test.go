@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,26 +20,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The README's five-minute tour, run as written. The sh blocks between the
+// The README's tour, run as written. The sh blocks between the
 // "<!-- tour: begin -->" and "<!-- tour: end -->" comments of README.md are
 // run by bash, one block after another in one working directory (variables
-// carry over, as in the reader's shell), with only the substitutions the
-// README lists:
+// carry over, as in the reader's shell), with only the substitutions
+// docs/development.md lists:
 //
-//   - localhost:8080 and 127.0.0.1:8000 become free ports of this test;
+//   - localhost:8080, 127.0.0.1:8000 and 127.0.0.1:8090 (the demo shop)
+//     become free ports of this test;
 //   - `make build` is not run: the test builds bin/quarry itself;
-//   - https://example.com/ becomes a loopback page (with "Example Domain"
-//     on it), and `bin/quarry serve` gets `--allow-networks` for it (and
-//     the two ports), since this machine may be offline;
 //   - when the AWS CLI is not installed, its lines are skipped (logged), and
 //     the table and item they would create are created through the SDK, so
 //     the wire-protocol lines still run;
 //   - when Chromium is not installed, the Wallcrawler block is skipped
 //     (logged).
 //
-// A `# {…}` comment after a command (on its last line, or on the line
-// below) is the command's output, with … standing for anything; each is
-// checked.
+// The tour reaches no other host: its pages are the demo shop's, on
+// loopback. A `# {…}` comment after a command (on its last line, or on the
+// line below) is the command's output, with … standing for anything; each
+// is checked. What a block leaves running in the background (quarry
+// serve, the demo) is stopped, with its process group, at the end.
 
 const (
 	tourBegin = "<!-- tour: begin -->"
@@ -152,27 +150,26 @@ func TestReadmeTour(t *testing.T) {
 		t.Logf("chromium is not installed: the Wallcrawler block is skipped")
 	}
 
-	// The loopback page that stands in for https://example.com/.
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, "<!doctype html><html><head><title>Example Domain</title></head><body><h1>Example Domain</h1></body></html>")
-	}))
-	defer page.Close()
-	pageAddr := page.Listener.Addr().String()
-	api, store := freeAddr(t), freeAddr(t)
+	api, store, shop := freeAddr(t), freeAddr(t), freeAddr(t)
 	_, apiPort, _ := net.SplitHostPort(api)
 	_, storePort, _ := net.SplitHostPort(store)
+	_, shopPort, _ := net.SplitHostPort(shop)
 
 	text := string(readme)
 	text = strings.NewReplacer(
 		"localhost:8080", "localhost:"+apiPort,
 		"127.0.0.1:8080", "127.0.0.1:"+apiPort,
 		"127.0.0.1:8000", "127.0.0.1:"+storePort,
-		"https://example.com/", "http://"+pageAddr+"/",
+		"127.0.0.1:8090", "127.0.0.1:"+shopPort,
 	).Replace(text)
 	blocks, err := tourBlocks(text)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		if strings.Contains(strings.Join(b, "\n"), "https://") {
+			t.Fatalf("README.md's tour names an https:// address; it must run offline:\n%s", strings.Join(b, "\n"))
+		}
 	}
 	if len(blocks) < 5 {
 		t.Fatalf("the tour has %d sh blocks; the markers are misplaced", len(blocks))
@@ -206,10 +203,15 @@ func TestReadmeTour(t *testing.T) {
 		"AWS_PAGER=",
 		asQuarryEnv+"=1")
 
-	// The server started by the tour outlives its block: it is stopped,
-	// with its process group, at the end.
+	// The processes the tour starts in the background outlive their
+	// blocks: their process groups are stopped at the end, quarry serve's
+	// last.
+	var demoGroups []int
 	serverGroup := 0
 	defer func() {
+		for _, g := range demoGroups {
+			_ = syscall.Kill(-g, syscall.SIGTERM)
+		}
 		if serverGroup == 0 {
 			return
 		}
@@ -249,8 +251,8 @@ func TestReadmeTour(t *testing.T) {
 			case first == "make build" || strings.HasPrefix(first, "make build "):
 				t.Logf("block %d: %q not run: the test built bin/quarry", bi+1, first)
 				continue
-			case strings.HasPrefix(first, "bin/quarry serve &") || strings.HasPrefix(first, "bin/quarry serve  "):
-				c.text = strings.Replace(c.text, "bin/quarry serve", fmt.Sprintf("bin/quarry serve --listen 127.0.0.1:%s --ddb-listen 127.0.0.1:%s --allow-networks %s", apiPort, storePort, pageAddr), 1)
+			case strings.HasPrefix(first, "bin/quarry serve "):
+				c.text = strings.Replace(c.text, "bin/quarry serve", fmt.Sprintf("bin/quarry serve --listen 127.0.0.1:%s --ddb-listen 127.0.0.1:%s", apiPort, storePort), 1)
 			case strings.HasPrefix(first, "aws ") && awsErr != nil:
 				t.Logf("block %d: skipped (no aws): %s", bi+1, first)
 				if strings.HasPrefix(first, "aws dynamodb create-table") {
@@ -282,8 +284,11 @@ func TestReadmeTour(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(script.String(), "bin/quarry serve ") && serverGroup == 0 {
+		switch {
+		case strings.Contains(script.String(), "bin/quarry serve ") && serverGroup == 0:
 			serverGroup = cmd.Process.Pid
+		case strings.Contains(script.String(), "bin/quarry datashelf demo"):
+			demoGroups = append(demoGroups, cmd.Process.Pid)
 		}
 		runErr := cmd.Wait()
 		cancel()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/datashelf/fixture"
 	"github.com/quarrydb/quarry/internal/testenv"
 	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
@@ -256,5 +257,148 @@ func TestBrowserbaseSDK(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("server logs:\n%s", logs.String())
+	}
+}
+
+// docSnippetMarker precedes the js block of docs/wallcrawler.md that
+// TestWallcrawlerDocSnippet runs.
+const docSnippetMarker = "<!-- sdk snippet:"
+
+// wallcrawlerDocSnippet returns the js block after docSnippetMarker in
+// docs/wallcrawler.md.
+func wallcrawlerDocSnippet(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "wallcrawler.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), docSnippetMarker)
+	if !ok {
+		t.Fatalf("docs/wallcrawler.md has no %q marker", docSnippetMarker)
+	}
+	_, block, ok := strings.Cut(after, "```js\n")
+	if !ok {
+		t.Fatal("docs/wallcrawler.md has no js block after its snippet marker")
+	}
+	block, _, ok = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("docs/wallcrawler.md's snippet is not terminated")
+	}
+	return block
+}
+
+// TestWallcrawlerDocSnippet runs docs/wallcrawler.md's SDK and Playwright
+// snippet as written, with the test's ports for 8080 and 8090: saved as
+// demo.mjs in a scratch folder beside a node_modules of the two packages,
+// as the page says to install them. On the demo shop it prints the shop's
+// title; on an address the network policy refuses it fails with the 403,
+// and in both cases it releases its session (no RUNNING session is left).
+func TestWallcrawlerDocSnippet(t *testing.T) {
+	t.Parallel()
+	node, peers := sdkPeers(t)
+	snippet := wallcrawlerDocSnippet(t)
+	for _, s := range []string{"127.0.0.1:8080", "127.0.0.1:8090", "project_acme", "process.env.KEY", "finally"} {
+		if !strings.Contains(snippet, s) {
+			t.Fatalf("the snippet no longer mentions %q; update this test with it:\n%s", s, snippet)
+		}
+	}
+	shop := httptest.NewServer(fixture.New(fixture.Options{Products: 5, Seed: 1, CrawlDelay: -1}).Handler())
+	defer shop.Close()
+	refused := freeAddr(t) // loopback, not allowed
+
+	dir := t.TempDir()
+	api, store := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", dir, "--allow-networks", shop.Listener.Addr().String()}, noEnv, &logs, &logs)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("quarry serve did not stop within a minute")
+		}
+		if t.Failed() {
+			t.Logf("server logs:\n%s", logs.String())
+		}
+	}()
+	waitFor(t, "listeners", func() bool {
+		return strings.Contains(logs.String(), "listening on "+api) && strings.Contains(logs.String(), "listening on "+store)
+	})
+	cli := func(args ...string) string {
+		t.Helper()
+		var out, errs syncBuffer
+		if code := run(context.Background(), append(args, "--data-dir", dir), noEnv, &out, &errs); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	cli("wallcrawler", "project", "create", "--name", "Acme", "--id", "project_acme", "--concurrency", "3")
+	key := cli("wallcrawler", "key", "create", "--project", "project_acme")
+
+	running := func() string {
+		req, _ := http.NewRequest("GET", "http://"+api+"/wallcrawler/v1/sessions?status=RUNNING", nil)
+		req.Header.Set("X-BB-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var list []struct {
+			ID string `json:"id"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+			t.Fatalf("list sessions: %v", err)
+		}
+		ids := make([]string, len(list))
+		for i, s := range list {
+			ids[i] = s.ID
+		}
+		return strings.Join(ids, " ")
+	}
+
+	for _, tt := range []struct {
+		name, target string
+		ok           bool
+		want         string // in stdout when ok, else in stderr
+	}{
+		{"the demo shop", shop.Listener.Addr().String(), true, "Used Books"},
+		{"a refused address", refused, false, "goto: HTTP 403"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			scratch := t.TempDir()
+			if err := os.Symlink(filepath.Join(peers, "node_modules"), filepath.Join(scratch, "node_modules")); err != nil {
+				t.Fatal(err)
+			}
+			script := strings.NewReplacer("127.0.0.1:8080", api, "127.0.0.1:8090", tt.target).Replace(snippet)
+			if err := os.WriteFile(filepath.Join(scratch, "demo.mjs"), []byte(script), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			nctx, ncancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer ncancel()
+			cmd := exec.CommandContext(nctx, node, "demo.mjs")
+			cmd.Dir = scratch
+			cmd.Env = append(os.Environ(), "KEY="+key, "NODE_PATH=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if tt.ok != (err == nil) {
+				t.Fatalf("node demo.mjs: %v, want success %v\nstdout %s\nstderr %s", err, tt.ok, stdout.String(), stderr.String())
+			}
+			out := stdout.String()
+			if !tt.ok {
+				out = stderr.String()
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("output lacks %q:\nstdout %s\nstderr %s", tt.want, stdout.String(), stderr.String())
+			}
+			if ids := running(); ids != "" {
+				t.Errorf("sessions still RUNNING after the snippet: %s", ids)
+			}
+		})
 	}
 }

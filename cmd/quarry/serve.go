@@ -229,7 +229,7 @@ func listenAndBanner(lc *lifecycle.Lifecycle, s *serving, mux http.Handler, stor
 	c, log := s.c, s.log
 	var ddbSrv *httpserver.Server
 	if c.DDBListen != "off" && store != nil {
-		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Handler: store.Handler(), Logger: log,
+		ddbSrv = &httpserver.Server{Name: "ddb", Addr: c.DDBListen, Flag: "--ddb-listen", Handler: store.Handler(), Logger: log,
 			Limits: limits(c, c.DDBMaxConns), Busy: ddbBusy()}
 		if err := ddbSrv.Listen(); err != nil {
 			return err
@@ -239,7 +239,7 @@ func listenAndBanner(lc *lifecycle.Lifecycle, s *serving, mux http.Handler, stor
 	apiLimits.MaxUpgradedConns = c.MaxUpgradedConns // WebSockets: CDP, live view
 	apiLimits.MaxConnsPerClient = c.MaxConnsPerClient
 	apiLimits.SharedClient = s.origin.TrustedAddr
-	api := &httpserver.Server{Name: "api", Addr: c.Listen, Handler: mux, Logger: log, Limits: apiLimits}
+	api := &httpserver.Server{Name: "api", Addr: c.Listen, Flag: "--listen", Handler: mux, Logger: log, Limits: apiLimits}
 	if err := api.Listen(); err != nil {
 		if ddbSrv != nil {
 			_ = ddbSrv.Close()
@@ -301,7 +301,7 @@ func cmdDDBServe(ctx context.Context, args []string, getenv func(string) string,
 	}
 	lc := lifecycle.New(ctx, log)
 	lc.OnStop("store", func(context.Context) error { return store.Close() })
-	if err := listen(lc, &httpserver.Server{Name: "ddb", Addr: c.Listen, Handler: handler, Logger: log,
+	if err := listen(lc, &httpserver.Server{Name: "ddb", Addr: c.Listen, Flag: "--listen", Handler: handler, Logger: log,
 		Limits: limits(c, c.DDBMaxConns), Busy: ddbBusy()}); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 		defer cancel()

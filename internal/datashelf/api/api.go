@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
@@ -117,6 +119,7 @@ func New(opts Options) http.Handler {
 	public("GET /images/{key...}", s.getImage)
 	mux.Handle("POST /api/scraper/enqueue", s.signed(s.enqueue))
 	mux.Handle("GET /api/scraper/status", s.signed(s.status))
+	public("GET /{$}", s.index)
 
 	// Method-less patterns catch the other methods so that 405s are JSON.
 	for path, allow := range map[string]string{
@@ -128,6 +131,7 @@ func New(opts Options) http.Handler {
 		"/images/{key...}":     "GET, HEAD",
 		"/api/scraper/enqueue": "POST",
 		"/api/scraper/status":  "GET, HEAD",
+		"/{$}":                 "GET, HEAD",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
@@ -139,6 +143,46 @@ func New(opts Options) http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "endpoint not found")
 	})
 	return s.recoverPanics(mux)
+}
+
+// Endpoint is one entry of the API's index: a route and what it answers.
+type Endpoint struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	About  string `json:"about"`
+}
+
+// Endpoints lists the API's routes, relative to where it is mounted, in
+// the order the index shows them.
+var Endpoints = []Endpoint{
+	{"GET", "/api/navigation", "the navigation tree {items}"},
+	{"GET", "/api/categories", "categories (navId, parentId, limit, offset): {items, total, pagination}"},
+	{"GET", "/api/categories/{id}", "one category"},
+	{"GET", "/api/products", "products (categoryId, q, author, isbn, format, condition, minPrice, maxPrice, available, active, hasSpec, spec.KEY, sort, limit, offset or cursor): {items, total, pagination}"},
+	{"GET", "/api/products/{id}", "one product"},
+	{"GET", "/images/{key}", "a mirrored product image"},
+	{"POST", "/api/scraper/enqueue", "signed: enqueue a crawl job {url, type, priority}"},
+	{"GET", "/api/scraper/status", "signed: queue statistics"},
+}
+
+// index answers the root of the API with its endpoints, their paths as
+// the client addressed them: the mount prefix (such as /datashelf) is the
+// part of the request URI that http.StripPrefix took away.
+func (s *server) index(w http.ResponseWriter, r *http.Request) {
+	prefix := ""
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && strings.HasSuffix(u.Path, r.URL.Path) {
+		prefix = strings.TrimSuffix(u.Path, r.URL.Path)
+	}
+	eps := make([]Endpoint, len(Endpoints))
+	for i, e := range Endpoints {
+		e.Path = prefix + e.Path
+		eps[i] = e
+	}
+	writeJSON(w, r, http.StatusOK, cachePublic, map[string]any{
+		"service":   "datashelf",
+		"endpoints": eps,
+		"docs":      "docs/datashelf.md#api in quarry's repository",
+	})
 }
 
 // recoverPanics turns a handler panic into a logged 500 instead of a dropped

@@ -850,3 +850,35 @@ func TestNonceBound(t *testing.T) {
 		t.Fatalf("after expiry: %d", c)
 	}
 }
+
+// TestIndex asks the API's root: it lists the endpoints under the prefix
+// the API is mounted at, and each listed endpoint is one the API serves
+// (not the catch-all's 404).
+func TestIndex(t *testing.T) {
+	b := setup(t, 0)
+	w := b.get(t, "/")
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		t.Fatalf("GET /datashelf/ = %d %s: %s", w.Code, w.Header().Get("Content-Type"), w.Body.String())
+	}
+	idx := decode[struct {
+		Service   string         `json:"service"`
+		Endpoints []api.Endpoint `json:"endpoints"`
+	}](t, w)
+	if idx.Service != "datashelf" || len(idx.Endpoints) != len(api.Endpoints) {
+		t.Fatalf("index %+v, want service datashelf and %d endpoints", idx, len(api.Endpoints))
+	}
+	for _, e := range idx.Endpoints {
+		if !strings.HasPrefix(e.Path, "/datashelf/") || e.About == "" {
+			t.Errorf("endpoint %+v: want a path under /datashelf/ and what it answers", e)
+			continue
+		}
+		target := strings.NewReplacer("{id}", b.products[0].ID, "{key}", "images/ab/missing.jpg").Replace(e.Path)
+		w := b.do(t, httptest.NewRequest(e.Method, target, strings.NewReader("{}")))
+		if w.Code == http.StatusNotFound && strings.Contains(w.Body.String(), "endpoint not found") {
+			t.Errorf("%s %s is listed but not served", e.Method, target)
+		}
+	}
+	if w := b.do(t, httptest.NewRequest("POST", "/datashelf/", nil)); w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /datashelf/ = %d, want 405", w.Code)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -152,6 +153,10 @@ type Server struct {
 	// that each listener answers in its clients' error shape (nil:
 	// DefaultBusy).
 	Busy *BusyAnswer
+	// Flag is the command-line flag that sets Addr (such as "--listen"):
+	// when set, a failure to bind names it, and an address in use says
+	// how to choose another.
+	Flag string
 
 	ln  net.Listener
 	srv *http.Server
@@ -162,7 +167,7 @@ type Server struct {
 func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
-		return fmt.Errorf("%s: listen %s: %w", s.Name, s.Addr, err)
+		return s.listenError(err)
 	}
 	lim := s.Limits.withDefaults()
 	busy := s.Busy
@@ -182,6 +187,30 @@ func (s *Server) Listen() error {
 	}
 	return nil
 }
+
+// listenError says why Listen could not bind, naming the flag that sets
+// the address when Flag is set. It wraps err, so errors.Is finds
+// syscall.EADDRINUSE.
+func (s *Server) listenError(err error) error {
+	switch {
+	case s.Flag == "":
+		return fmt.Errorf("%s: listen %s: %w", s.Name, s.Addr, err)
+	case errors.Is(err, syscall.EADDRINUSE):
+		return &listenErr{msg: fmt.Sprintf("%s %s: address already in use (another quarry running? choose another with %s ADDR)", s.Flag, s.Addr, s.Flag), err: err}
+	default:
+		return fmt.Errorf("%s %s: %w", s.Flag, s.Addr, err)
+	}
+}
+
+// listenErr is a bind failure told in the command line's words; the
+// system's own wording is left out of its message but kept for errors.Is.
+type listenErr struct {
+	msg string
+	err error
+}
+
+func (e *listenErr) Error() string { return e.msg }
+func (e *listenErr) Unwrap() error { return e.err }
 
 // BoundAddr returns the address the listener is bound to.
 func (s *Server) BoundAddr() string { return s.ln.Addr().String() }

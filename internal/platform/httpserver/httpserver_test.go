@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,5 +48,30 @@ func TestHealthDetails(t *testing.T) {
 				t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
 			}
 		})
+	}
+}
+
+// TestListenInUseNamesFlag checks a bind failure's message: with Flag set
+// it names the flag and how to choose another address, and errors.Is still
+// finds EADDRINUSE.
+func TestListenInUseNamesFlag(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	addr := held.Addr().String()
+	s := &Server{Name: "api", Addr: addr, Flag: "--listen", Handler: http.NotFoundHandler(), Logger: slog.New(slog.DiscardHandler)}
+	err = s.Listen()
+	want := "--listen " + addr + ": address already in use (another quarry running? choose another with --listen ADDR)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Listen on a port in use: %v, want %q", err, want)
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("errors.Is(%v, EADDRINUSE) is false", err)
+	}
+	s = &Server{Name: "api", Addr: addr, Handler: http.NotFoundHandler(), Logger: slog.New(slog.DiscardHandler)}
+	if err := s.Listen(); err == nil || !strings.HasPrefix(err.Error(), "api: listen "+addr+": ") {
+		t.Errorf("Listen without Flag: %v", err)
 	}
 }

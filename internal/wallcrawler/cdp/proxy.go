@@ -184,7 +184,7 @@ func (p *Proxy) release(id string) {
 
 // tooMany is the 429 message of a session whose clients are all taken.
 func (p *Proxy) tooMany() string {
-	return fmt.Sprintf("Too many CDP connections to this session: at most %d at once (%s)", p.maxClients, MaxClientsSetting)
+	return fmt.Sprintf("Too many CDP connections to the session: at most %d at once (%s)", p.maxClients, MaxClientsSetting)
 }
 
 // ServeHTTP authorizes and relays one WebSocket connection. The token

@@ -85,12 +85,16 @@ func New(ctx context.Context, cfg config.Checks, deps Deps) (*System, error) {
 	if cfg.SMTP != "" {
 		aopts.SMTP = &alert.SMTPConfig{Addr: cfg.SMTP, From: cfg.SMTPFrom, Username: cfg.SMTPUser, Password: cfg.SMTPPassword}
 	}
+	// A delivered alert leaves the outbox through the scheduler that
+	// queued it (made below).
+	var sched *scheduler.Scheduler
+	aopts.OnDone = func(a alert.Alert) { sched.AlertDone(a) }
 	dispatcher := alert.New(aopts)
 	retention := cfg.Retention
 	if retention == 0 {
 		retention = -1 // no history
 	}
-	sched := scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: leaseOwner(deps.NodeID), RunTimeout: cfg.RunTimeout, Retention: retention, Logger: log})
+	sched = scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: leaseOwner(deps.NodeID), RunTimeout: cfg.RunTimeout, Retention: retention, Logger: log})
 	h := api.New(st, prober, sched, api.Options{MinDelay: cfg.MinInterval, EmailEnabled: aopts.SMTP != nil, Channels: dispatcher, Logger: log})
 	return &System{api: h, store: st, sched: sched, alerts: dispatcher, prober: prober, handler: http.StripPrefix("/checks", h), log: log}, nil
 }

@@ -163,6 +163,11 @@ type Options struct {
 	// OnChannelResult, when set, is also called once per notification
 	// channel (Target.Channels) when its delivery finishes.
 	OnChannelResult func(a Alert, ch Channel, attempts int, err error)
+	// OnDone, when set, is called once per alert sent (Send) when every
+	// channel has its outcome, delivered or given up, or when Send drops
+	// it (email disabled); not when Run stops first, so that an alert
+	// kept elsewhere (the Checks outbox) is delivered again later.
+	OnDone func(a Alert)
 }
 
 // Dispatcher queues and delivers alerts. Create it with New.
@@ -228,6 +233,7 @@ func (d *Dispatcher) Send(a Alert, t Target) error {
 	}
 	if t.WebhookURL == "" && len(t.Channels) == 0 && d.opts.SMTP == nil {
 		d.emailDisabled(a)
+		d.done(a)
 		return nil
 	}
 	d.mu.RLock()
@@ -292,7 +298,17 @@ func (d *Dispatcher) work(ctx context.Context) {
 			if err := d.Deliver(ctx, j.alert, j.target); err != nil {
 				d.opts.Logger.Warn("alert delivery failed", "alert", j.alert.ID, "check", j.alert.CheckID, "err", err)
 			}
+			if ctx.Err() == nil {
+				d.done(j.alert)
+			}
 		}
+	}
+}
+
+// done reports a finished alert to OnDone.
+func (d *Dispatcher) done(a Alert) {
+	if d.opts.OnDone != nil {
+		d.opts.OnDone(a)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,6 +79,14 @@ type Options struct {
 	// OnRun, when set, is told of each run: the check, when it was due and
 	// when it started (lateness = started - due).
 	OnRun func(id string, due, started time.Time)
+	// AlertClaim is how long this process's claim on an alert it is
+	// delivering lasts without renewal (see store's alert outbox): after a
+	// crash, another process delivers the alert within AlertClaim +
+	// AlertSweep. Default 15s.
+	AlertClaim time.Duration
+	// AlertSweep is how often claims are renewed and alerts whose claim
+	// ran out (their process died) are delivered; default 5s.
+	AlertSweep time.Duration
 }
 
 // Scheduler runs the checks of one store. Create it with New.
@@ -103,6 +112,9 @@ type Scheduler struct {
 	// slowClaim is the slowest recent claim (decaying), for the derived
 	// lookahead.
 	slowClaim time.Duration
+	// alerts are the outbox keys of the alerts this process is
+	// delivering, whose claims it renews.
+	alerts map[string]struct{}
 }
 
 // claim is a run claimed and not yet started.
@@ -158,6 +170,12 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	if o.UserCache <= 0 {
 		o.UserCache = 5 * time.Second
 	}
+	if o.AlertClaim <= 0 {
+		o.AlertClaim = 15 * time.Second
+	}
+	if o.AlertSweep <= 0 {
+		o.AlertSweep = 5 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -168,7 +186,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		st: st, run: r, al: a, o: o, log: o.Logger,
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{},
-		ahead: map[string]claim{},
+		ahead: map[string]claim{}, alerts: map[string]struct{}{},
 	}
 }
 
@@ -292,6 +310,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	refresh := time.NewTicker(s.o.Refresh)
 	defer refresh.Stop()
+	sweep := time.NewTicker(s.o.AlertSweep)
+	defer sweep.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	// Runs started go on when ctx ends, for StopGrace, so that a stop
@@ -322,6 +342,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("checks: scheduler refresh", "err", err)
 			}
+		case <-sweep.C:
+			s.SweepAlerts(ctx, s.o.Now())
 		case <-s.wake:
 		case <-timer.C:
 		}
@@ -578,6 +600,13 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 	res := s.run.Run(rctx, probe.Spec{Type: c.Type, URL: c.URL, Attributes: c.Attributes, Timeout: s.o.RunTimeout})
 	cancel()
 	out := s.outcome(c, res, now)
+	var a *alert.Alert
+	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
+		a = s.newAlert(c, ev, out)
+		if err := s.outbox(&out, *a); err != nil {
+			s.log.Warn("checks: alert not encoded; sent at most once", "check", id, "err", err)
+		}
+	}
 	if err := s.st.Complete(ctx, id, s.o.Owner, out); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("checks: record run", "check", id, "err", err)
@@ -587,7 +616,10 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 	if out.Fail != "" {
 		keep = false
 	}
-	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
+	if a != nil {
+		if out.Alert != nil {
+			s.holdAlert(out.Alert.Key)
+		}
 		// The alert targets are read afresh (not from the status cache):
 		// a change of targets applies to the very next alert.
 		if fresh, err := s.st.GetUser(ctx, c.UserID); err == nil {
@@ -595,9 +627,116 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 		} else if ctx.Err() == nil {
 			s.log.Warn("checks: alert targets not re-read; using those read at the run", "check", id, "err", err)
 		}
-		s.sendAlert(ctx, c, u, ev, out)
+		s.sendAlert(ctx, c, u, *a)
 	}
 	return true
+}
+
+// newAlert is the alert of check c's run out, which changed its state to
+// event.
+func (s *Scheduler) newAlert(c store.Check, event string, out store.Outcome) *alert.Alert {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &alert.Alert{
+		ID: "alt_" + hex.EncodeToString(b[:]), CheckID: c.ID, UserID: c.UserID, URL: c.URL, CheckType: c.Type,
+		Event: event, Previous: c.AlertState, Message: Message(event, c.URL, out.Result),
+		Result: out.Result, At: out.At,
+	}
+}
+
+// outbox puts a into out, to be written to the alert outbox with the run,
+// claimed by this process.
+func (s *Scheduler) outbox(out *store.Outcome, a alert.Alert) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	out.Alert = &store.PendingAlert{Key: store.AlertKey(a.At, a.ID), CheckID: a.CheckID, Alert: b}
+	out.AlertClaim = s.o.Now().Add(s.o.AlertClaim)
+	return nil
+}
+
+// holdAlert notes an outbox alert this process delivers (its claim is
+// renewed by SweepAlerts).
+func (s *Scheduler) holdAlert(k string) {
+	s.mu.Lock()
+	s.alerts[k] = struct{}{}
+	s.mu.Unlock()
+}
+
+// dropAlert forgets an outbox alert; reports whether it was held.
+func (s *Scheduler) dropAlert(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.alerts[k]
+	delete(s.alerts, k)
+	return ok
+}
+
+// AlertDone removes a delivered alert from the outbox (the alert
+// dispatcher's Options.OnDone): every channel has its outcome.
+func (s *Scheduler) AlertDone(a alert.Alert) {
+	k := store.AlertKey(a.At, a.ID)
+	if !s.dropAlert(k) {
+		return // not from the outbox (sent at most once)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.st.DoneAlert(ctx, k, s.o.Owner); err != nil {
+		s.log.Warn("checks: delivered alert left in the outbox; it may be delivered again", "alert", a.ID, "err", err)
+	}
+}
+
+// SweepAlerts renews this process's claims on the alerts it delivers and
+// delivers the outbox alerts whose claims ran out at now: those of a
+// process that died between recording a run and delivering its alert.
+func (s *Scheduler) SweepAlerts(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	held := make([]string, 0, len(s.alerts))
+	for k := range s.alerts {
+		held = append(held, k)
+	}
+	s.mu.Unlock()
+	until := now.Add(s.o.AlertClaim)
+	if err := s.st.RenewAlerts(ctx, s.o.Owner, held, until); err != nil && ctx.Err() == nil {
+		s.log.Warn("checks: renew alert claims", "err", err)
+	}
+	if s.al == nil {
+		return
+	}
+	due, err := s.st.DueAlerts(ctx, now, 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("checks: sweep alerts", "err", err)
+		}
+		return
+	}
+	for _, p := range due {
+		if _, err := s.st.ClaimAlert(ctx, p.Key, s.o.Owner, now, until); err != nil {
+			continue // another process took it, or it was delivered
+		}
+		var a alert.Alert
+		if err := json.Unmarshal(p.Alert, &a); err != nil {
+			s.log.Error("checks: unreadable alert in the outbox; dropped", "key", p.Key, "err", err)
+			_ = s.st.DoneAlert(ctx, p.Key, s.o.Owner)
+			continue
+		}
+		s.holdAlert(p.Key)
+		c, err := s.st.GetCheck(ctx, "", a.CheckID)
+		if errors.Is(err, store.ErrNotFound) {
+			c = store.Check{ID: a.CheckID, UserID: a.UserID, URL: a.URL, Type: a.CheckType}
+		} else if err != nil {
+			s.dropAlert(p.Key) // its claim runs out: swept again later
+			continue
+		}
+		u, err := s.st.GetUser(ctx, a.UserID)
+		if err != nil {
+			s.dropAlert(p.Key)
+			continue
+		}
+		s.log.Info("checks: delivering an alert its process left", "alert", a.ID, "check", a.CheckID, "left_by", p.Owner)
+		s.sendAlert(ctx, c, u, a)
+	}
 }
 
 // outcome turns a probe result into what the run leaves on the check.
@@ -631,23 +770,22 @@ func isAlertCondition(c string) bool {
 	return false
 }
 
-func (s *Scheduler) sendAlert(ctx context.Context, c store.Check, u store.User, event string, out store.Outcome) {
+// sendAlert queues a for delivery to the targets of check c's user u.
+// An alert with no target is done at once; one the dispatcher cannot
+// queue stays in the outbox, unclaimed when its claim runs out, and is
+// delivered by a later sweep.
+func (s *Scheduler) sendAlert(ctx context.Context, c store.Check, u store.User, a alert.Alert) {
 	t, err := target(ctx, s.st, c, u)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("checks: alert channels not read; alerting the webhook and email only", "check", c.ID, "err", err)
 	}
 	if t.WebhookURL == "" && t.Email == "" && len(t.Channels) == 0 {
+		s.AlertDone(a)
 		return
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	a := alert.Alert{
-		ID: "alt_" + hex.EncodeToString(b[:]), CheckID: c.ID, UserID: c.UserID, URL: c.URL, CheckType: c.Type,
-		Event: event, Previous: c.AlertState, Message: Message(event, c.URL, out.Result),
-		Result: out.Result, At: out.At,
-	}
 	if err := s.al.Send(a, t); err != nil {
-		s.log.Warn("checks: alert not queued", "check", c.ID, "event", event, "err", err)
+		s.dropAlert(store.AlertKey(a.At, a.ID))
+		s.log.Warn("checks: alert not queued; the outbox keeps it", "check", c.ID, "event", a.Event, "err", err)
 	}
 }
 

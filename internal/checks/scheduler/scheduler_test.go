@@ -728,3 +728,97 @@ func TestMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertSurvivesItsProcess: a process records a DOWN run, queues its
+// alert and dies before delivering it. While it lives, its renewed claim
+// keeps the alert its own; once the claim runs out, another process's
+// sweep delivers the alert, under the same id (the receiver's key to drop
+// a duplicate), exactly once, and the outbox is then empty.
+func TestAlertSurvivesItsProcess(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	got := map[string]int{} // alert id → deliveries
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.Header.Get("X-Checks-Alert-Id")]++
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	if _, err := e.st.SetAlerts(ctx, e.user.ID, hook.URL, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	t0 := e.clock.now()
+	e.check(t, tg.URL, 10*time.Second, t0, nil)
+	claim := 15 * time.Second
+	var dead sentAlerts // a's dispatcher: queued in memory, never delivered
+	a := e.schedWith(t, &dead, scheduler.Options{Owner: "a", AlertClaim: claim})
+	var b *scheduler.Scheduler
+	d := alert.New(alert.Options{Logger: e.log, OnDone: func(al alert.Alert) { b.AlertDone(al) }})
+	b = e.schedWith(t, d, scheduler.Options{Owner: "b", AlertClaim: claim})
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = d.Run(dctx) }()
+
+	e.clock.set(t0)
+	if n := a.RunDue(ctx, t0); n != 1 {
+		t.Fatalf("first run: %d", n)
+	}
+	tg.down.Store(true)
+	down := t0.Add(10 * time.Second)
+	e.clock.set(down)
+	if n := a.RunDue(ctx, down); n != 1 {
+		t.Fatalf("down run: %d", n)
+	}
+	dead.mu.Lock()
+	if len(dead.got) != 1 || dead.got[0].Event != "down" {
+		dead.mu.Unlock()
+		t.Fatalf("a queued %+v, want the down alert", dead.got)
+	}
+	id := dead.got[0].ID
+	dead.mu.Unlock()
+
+	delivered := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[id]
+	}
+	// a lives: it renews its claim before it runs out; b finds nothing.
+	a.SweepAlerts(ctx, down.Add(claim-time.Second))
+	b.SweepAlerts(ctx, down.Add(claim+time.Second))
+	time.Sleep(200 * time.Millisecond)
+	if n := delivered(); n != 0 {
+		t.Fatalf("b delivered a live process's alert %d times", n)
+	}
+	// a dies: its claim runs out, b delivers the alert.
+	b.SweepAlerts(ctx, down.Add(2*claim))
+	deadline := time.Now().Add(10 * time.Second)
+	for delivered() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := delivered(); n != 1 {
+		t.Fatalf("the dead process's alert %s was delivered %d times by the survivor, want 1 (deliveries %v)", id, n, got)
+	}
+	// Delivered and removed: later sweeps deliver nothing again.
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		left, err := e.st.DueAlerts(ctx, down.Add(time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivered alert is still in the outbox: %+v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.SweepAlerts(ctx, down.Add(3*claim))
+	a.SweepAlerts(ctx, down.Add(4*claim))
+	time.Sleep(200 * time.Millisecond)
+	if n := delivered(); n != 1 || len(got) != 1 {
+		t.Fatalf("deliveries %v, want the one alert once", got)
+	}
+}

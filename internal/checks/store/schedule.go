@@ -204,12 +204,18 @@ type Outcome struct {
 	Fail string
 	// Retention keeps the run in the history for this long (0: not kept).
 	Retention time.Duration
+	// Alert, when set, is the alert the run raises: written to the outbox
+	// with the record, claimed by the recording owner until AlertClaim.
+	Alert      *PendingAlert
+	AlertClaim time.Time
 }
 
 // Complete records a run: lastResult, lastExecutedAt, alertState and the
 // failure state, conditioned on the caller still holding the lease (so an
-// alert transition is recorded once), and, when o.Retention > 0, a history
-// item and the run's count in its day's rollup (see Day).
+// alert transition is recorded once), when o.Retention > 0 a history item
+// and the run's count in its day's rollup (see Day), and the alert the run
+// raises in the outbox: all in one transaction, so that an alert state
+// is never recorded without its alert, nor an alert without its run.
 func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error {
 	res, err := mapValue(o.Result)
 	if err != nil {
@@ -240,6 +246,9 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 			},
 		}})
 		items = append(items, s.dayUpdate(id, o))
+	}
+	if o.Alert != nil {
+		items = append(items, s.alertPut(*o.Alert, owner, o.AlertClaim))
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {

@@ -238,6 +238,7 @@ func listenAndBanner(lc *lifecycle.Lifecycle, s *serving, mux http.Handler, stor
 	apiLimits := limits(c, c.MaxConns)
 	apiLimits.MaxUpgradedConns = c.MaxUpgradedConns // WebSockets: CDP, live view
 	apiLimits.MaxConnsPerClient = c.MaxConnsPerClient
+	apiLimits.MaxRequestsPerCredential = c.MaxRequestsPerCredential
 	apiLimits.SharedClient = s.origin.TrustedAddr
 	api := &httpserver.Server{Name: "api", Addr: c.Listen, Flag: "--listen", Handler: mux, Logger: log, Limits: apiLimits}
 	if err := api.Listen(); err != nil {

@@ -112,6 +112,9 @@ type Config struct {
 	// is answered 429, so that a flood from one address leaves the rest of
 	// MaxConns to the others. 0: no cap per address.
 	MaxConnsPerClient int
+	// MaxRequestsPerCredential caps the API requests in flight carrying
+	// one credential (token or API key); 0: no cap.
+	MaxRequestsPerCredential int
 	// DDBMaxConns caps the connections open at once on the DynamoDB
 	// endpoint (`quarry ddb serve`'s --listen included).
 	DDBMaxConns int
@@ -165,13 +168,14 @@ func Defaults() Config {
 		DDBCacheMB:      64,
 		DDBSyncInterval: 250 * time.Microsecond,
 
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		MaxConns:          1024,
-		MaxConnsPerClient: 256,
-		DDBMaxConns:       1024,
+		ReadHeaderTimeout:        10 * time.Second,
+		ReadTimeout:              30 * time.Second,
+		IdleTimeout:              120 * time.Second,
+		WriteTimeout:             30 * time.Second,
+		MaxConns:                 1024,
+		MaxConnsPerClient:        256,
+		MaxRequestsPerCredential: 64,
+		DDBMaxConns:              1024,
 
 		EmulateStreamDelay: 10 * time.Second,
 
@@ -237,6 +241,7 @@ func (c *Config) fields(which []string) []field {
 		{flag: "write-timeout", usage: "longest time to send a response, on both listeners, plus 1s per 64 KiB sent (a client reading slower is cut off; WebSockets are not affected)", dur: &c.WriteTimeout},
 		{flag: "max-conns", usage: "most ordinary connections open at once on the HTTP API; more are answered 503 (WebSockets leave this pool once upgraded, see max-upgraded-conns)", num: &c.MaxConns},
 		{flag: "max-conns-per-client", usage: "most ordinary connections one client address may hold at once on the HTTP API; more are answered 429 (a --trusted-proxies address is not bounded; 0: no cap per address)", num: &c.MaxConnsPerClient},
+		{flag: "max-requests-per-credential", usage: "most HTTP API requests in flight carrying one credential (an Authorization token or X-BB-API-Key), from any address; more are answered 429 (0: no cap)", num: &c.MaxRequestsPerCredential},
 		{flag: "max-upgraded-conns", usage: "most WebSocket connections (CDP, live view) open at once on the HTTP API, apart from max-conns; more upgrades are answered 503 (0: as many as max-conns)", num: &c.MaxUpgradedConns},
 	})...)
 	all = append(all, group(GroupNetwork, []field{
@@ -473,6 +478,9 @@ func (c *Config) Validate() error {
 		if n.v < 1 || n.v > 1_000_000 {
 			errs = append(errs, fmt.Errorf("config: --%s %d: want 1 to 1000000", n.name, n.v))
 		}
+	}
+	if c.MaxRequestsPerCredential < 0 || c.MaxRequestsPerCredential > 1_000_000 {
+		errs = append(errs, fmt.Errorf("config: --max-requests-per-credential %d: want 0 (no cap) to 1000000", c.MaxRequestsPerCredential))
 	}
 	if c.MaxConnsPerClient < 0 || c.MaxConnsPerClient > 1_000_000 {
 		errs = append(errs, fmt.Errorf("config: --max-conns-per-client %d: want 0 (no cap per address) to 1000000", c.MaxConnsPerClient))

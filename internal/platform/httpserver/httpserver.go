@@ -71,6 +71,10 @@ type Limits struct {
 	// clients (a trusted reverse proxy), which MaxConnsPerClient then does
 	// not bound; nil: none is.
 	SharedClient func(netip.Addr) bool
+	// MaxRequestsPerCredential caps the requests in flight that carry one
+	// credential (Authorization or X-BB-API-Key), whatever address they
+	// come from: over it a request is answered 429 at once. Zero: no cap.
+	MaxRequestsPerCredential int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -177,8 +181,12 @@ func (s *Server) Listen() error {
 	ll := newLimitListener(ln, lim.MaxConns, lim.MaxUpgradedConns, busy, s.Logger.With("server", s.Name))
 	ll.perClient, ll.shared = int64(lim.MaxConnsPerClient), lim.SharedClient
 	s.ln = ll
+	h := s.Handler
+	if lim.MaxRequestsPerCredential > 0 {
+		h = (&perCredential{max: lim.MaxRequestsPerCredential, n: map[string]int{}}).wrap(h)
+	}
 	s.srv = &http.Server{
-		Handler:           ll.gate(WriteDeadline(BodyDeadline(s.Handler, lim.ReadTimeout), lim.WriteTimeout)),
+		Handler:           ll.gate(WriteDeadline(BodyDeadline(h, lim.ReadTimeout), lim.WriteTimeout)),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),

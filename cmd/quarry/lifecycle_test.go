@@ -49,7 +49,7 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 				t.Cleanup(func() { ln.Close() })
 				return []string{"--listen", ln.Addr().String()}, nil
 			},
-			want: "api: listen",
+			want: "address already in use (another quarry running? choose another with --listen ADDR)",
 		},
 		{
 			name: "DataShelf PostgreSQL fails",

@@ -250,10 +250,9 @@ func (l *alertLog) of(id string) []string {
 // runs once per period cluster-wide (never twice in one period, never
 // skipped); that a state change alerts exactly once cluster-wide; and
 // that after one node is SIGKILLed the survivors run all its checks: a
-// check the dead node was running stays leased for scheduler.Lease of
-// --checks-run-timeout (4 s here, shorter than the period, so every check
-// still runs at its next due time); the test allows two periods and the
-// lease. Only the checks node-c held when it died (runs in flight or
+// check the dead node was running stays leased until its lease, no
+// longer renewed, runs out (scheduler.DefaultRunLease); the test allows
+// two periods and the lease. Only the checks node-c held when it died (runs in flight or
 // claimed ahead of their due time) may lack that one period.
 func TestClusterProcsChecks(t *testing.T) {
 	if testing.Short() {
@@ -274,7 +273,7 @@ func TestClusterProcsChecks(t *testing.T) {
 		// period of runs can take much longer than 6 s.
 		wait = 2 * time.Minute
 	)
-	lease := scheduler.Lease(runTimeout)
+	lease := scheduler.DefaultRunLease
 	targets := &runLog{runs: map[int][]time.Time{}, down: make([]atomic.Bool, checks), slow: 30, delay: runTimeout * 3 / 4}
 	site := httptest.NewServer(targets)
 	defer site.Close()

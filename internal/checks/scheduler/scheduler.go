@@ -46,9 +46,14 @@ type Options struct {
 	// Refresh is how often the ACTIVE set is reloaded (checks created,
 	// paused or deleted by other processes); default 10s.
 	Refresh time.Duration
-	// RunTimeout bounds one run; default 30s. A claimed run holds its
-	// check's lease for Lease(RunTimeout).
+	// RunTimeout bounds one run; default 30s.
 	RunTimeout time.Duration
+	// RunLease is how long a claim holds its check without renewal; the
+	// running process renews the leases of its runs in flight every
+	// RunLease/3, so a run may last its whole RunTimeout, while the checks
+	// of a process that died are claimed by the others RunLease after
+	// their last renewal. Default DefaultRunLease.
+	RunLease time.Duration
 	// StopGrace is how long the runs in flight when Run's context ends
 	// may go on to finish and record themselves; default 5s (within
 	// quarry serve's default --shutdown-timeout of 10s). A run cut off by
@@ -115,6 +120,9 @@ type Scheduler struct {
 	// alerts are the outbox keys of the alerts this process is
 	// delivering, whose claims it renews.
 	alerts map[string]struct{}
+	// running are the checks whose runs are in flight here, with their
+	// start, whose leases RenewRuns extends.
+	running map[string]time.Time
 }
 
 // claim is a run claimed and not yet started.
@@ -155,6 +163,9 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	if o.RunTimeout <= 0 {
 		o.RunTimeout = 30 * time.Second
 	}
+	if o.RunLease <= 0 {
+		o.RunLease = DefaultRunLease
+	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = 5 * time.Second
 	}
@@ -186,7 +197,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		st: st, run: r, al: a, o: o, log: o.Logger,
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{},
-		ahead: map[string]claim{}, alerts: map[string]struct{}{},
+		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
 	}
 }
 
@@ -312,6 +323,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer refresh.Stop()
 	sweep := time.NewTicker(s.o.AlertSweep)
 	defer sweep.Stop()
+	renew := time.NewTicker(s.o.RunLease / 3)
+	defer renew.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	// Runs started go on when ctx ends, for StopGrace, so that a stop
@@ -344,6 +357,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 		case <-sweep.C:
 			s.SweepAlerts(ctx, s.o.Now())
+		case <-renew.C:
+			s.RenewRuns(ctx, s.o.Now())
 		case <-s.wake:
 		case <-timer.C:
 		}
@@ -450,12 +465,31 @@ func (s *Scheduler) startDue(ctx, runCtx context.Context, now time.Time) time.Du
 	}
 }
 
-// Lease is how long a claimed run holds its check: twice the run's
-// timeout from the run's start (its due time when claimed ahead), so
-// that the run and its record fit in it. When the process running a
-// check dies, no other process runs that check until the lease ends (60 s
-// with the default 30 s timeout); after that the next claim takes it over.
-func Lease(runTimeout time.Duration) time.Duration { return 2 * runTimeout }
+// DefaultRunLease is Options.RunLease's default: how long a claim holds a
+// check without its process renewing it.
+const DefaultRunLease = 10 * time.Second
+
+// RenewRuns extends, to now + RunLease, the leases of the runs in flight
+// here that started at least RunLease/3 before now: a run outlives its
+// claim's lease only while this process lives. A lease another process
+// took over (this one was cut off from the store for a whole lease) is
+// not extended; the run's record is then refused, so the period is
+// recorded once.
+func (s *Scheduler) RenewRuns(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	var ids []string
+	for id, start := range s.running {
+		if now.Sub(start) >= s.o.RunLease/3 {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if err := s.st.RenewRun(ctx, id, s.o.Owner, now.Add(s.o.RunLease)); err != nil && ctx.Err() == nil {
+			s.log.Warn("checks: renew a run's lease", "check", id, "err", err)
+		}
+	}
+}
 
 // RunDue claims the checks due within the lookahead of now and runs,
 // synchronously, those due at now, including those claimed ahead by
@@ -540,7 +574,7 @@ func (s *Scheduler) unpark(id string) bool {
 // fails the check is rescheduled (or removed).
 func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ahead time.Duration) (store.Check, bool) {
 	t0 := time.Now()
-	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, Lease(s.o.RunTimeout))
+	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, s.o.RunLease)
 	s.noteClaim(time.Since(t0))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -596,9 +630,17 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 	if s.o.OnRun != nil {
 		s.o.OnRun(id, due, started)
 	}
+	s.mu.Lock()
+	s.running[id] = started
+	s.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, s.o.RunTimeout)
 	res := s.run.Run(rctx, probe.Spec{Type: c.Type, URL: c.URL, Attributes: c.Attributes, Timeout: s.o.RunTimeout})
 	cancel()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}()
 	out := s.outcome(c, res, now)
 	var a *alert.Alert
 	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {

@@ -822,3 +822,63 @@ func TestAlertSurvivesItsProcess(t *testing.T) {
 		t.Fatalf("deliveries %v, want the one alert once", got)
 	}
 }
+
+// TestRunLeaseFollowsItsProcess: a run longer than its claim's lease
+// keeps its check while its process renews the lease, so no other
+// process runs the check meanwhile; the check of a process that died
+// mid-run is taken over at its next period once the short lease ran out,
+// not after the run's whole timeout.
+func TestRunLeaseFollowsItsProcess(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	var hits atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		<-release
+		fmt.Fprint(w, "ok")
+	}))
+	defer slow.Close()
+	defer close(release)
+	t0 := e.clock.now()
+	period, lease := 10*time.Second, 3*time.Second
+	c := e.check(t, slow.URL, period, t0, nil)
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "a", RunLease: lease, Lookahead: -1})
+	b := e.schedWith(t, nil, scheduler.Options{Owner: "b", RunLease: lease, Lookahead: -1})
+
+	go a.RunDue(ctx, t0)
+	waitHits := func(n int64) {
+		deadline := time.Now().Add(10 * time.Second)
+		for hits.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHits(1)
+	// a lives, its run hangs: it renews the lease past the next period.
+	next := t0.Add(period)
+	for at := t0.Add(lease / 2); !at.After(next); at = at.Add(lease / 2) {
+		a.RenewRuns(ctx, at)
+	}
+	b.Schedule(c.ID, next)
+	go b.RunDue(ctx, next.Add(time.Second))
+	time.Sleep(300 * time.Millisecond)
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("another process ran the check while its process lived and renewed the lease (%d runs)", n)
+	}
+
+	// A process dies mid-run (its run hangs, it renews nothing): its lease
+	// runs out after lease, and the check is run again at its next period.
+	d := e.check(t, slow.URL+"/d", period, t0, nil)
+	dead := e.schedWith(t, nil, scheduler.Options{Owner: "dead", RunLease: lease, Lookahead: -1})
+	go dead.RunDue(ctx, t0)
+	waitHits(2)
+	if hits.Load() != 2 {
+		t.Fatalf("the dying process's run did not start (%d runs)", hits.Load())
+	}
+	b.Schedule(d.ID, next)
+	go b.RunDue(ctx, next)
+	waitHits(3)
+	if n := hits.Load(); n != 3 {
+		t.Fatalf("at the next period, %s after the dead process's claim, the check was not taken over (%d runs)", period, n)
+	}
+}

@@ -171,6 +171,25 @@ func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.
 	return c, nil
 }
 
+// RenewRun extends owner's lease on check id's run in flight until
+// until; ErrLost when another owner holds the check now (the run's record
+// will be refused).
+func (s *Store) RenewRun(ctx context.Context, id, owner string, until time.Time) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+		UpdateExpression:          aws.String("SET leaseUntil = :until"),
+		ConditionExpression:       aws.String("leaseOwner = :me"),
+		ExpressionAttributeValues: map[string]av{":me": ddbitem.S(owner), ":until": ddbitem.N(ms(until))},
+	})
+	if ddbitem.ConditionFailed(err) {
+		return fmt.Errorf("%w: check %s", ErrLost, id)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: renew the lease of %s: %w", id, err)
+	}
+	return nil
+}
+
 // Unclaim gives back a run claimed (ClaimAhead) but not started: when the
 // check still stands as the claim left it (owner holds the lease,
 // nextRunAt is next, the value the claim returned), nextRunAt goes back

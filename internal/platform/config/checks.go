@@ -12,9 +12,9 @@ type Checks struct {
 	TablePrefix string
 	// MinInterval is the shortest period a check may have.
 	MinInterval time.Duration
-	// RunTimeout bounds one run of a check; the run holds its check's
-	// lease for twice as long, so a process that dies mid-run delays that
-	// check by at most 2 × RunTimeout.
+	// RunTimeout bounds one run of a check; its process renews the run's
+	// short lease meanwhile, so a process that dies mid-run delays that
+	// check by about the lease (scheduler.Options.RunLease), not this.
 	RunTimeout time.Duration
 	// Retention keeps each run in a check's history this long.
 	Retention time.Duration
@@ -40,7 +40,7 @@ func (k *Checks) fields() []field {
 	return group(GroupChecks, []field{
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &k.TablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &k.MinInterval},
-		{flag: "checks-run-timeout", usage: "bound of one run of a check; a run holds its check's lease for twice this, the longest a check waits when the process running it dies", dur: &k.RunTimeout},
+		{flag: "checks-run-timeout", usage: "bound of one run of a check (its process renews the run's 10 s lease meanwhile; the checks of a process that dies are taken over within about 10 s)", dur: &k.RunTimeout},
 		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &k.Retention},
 		{flag: "checks-free-limit", usage: "checkLimit of the FREE tier", num: &k.FreeLimit},
 		{flag: "checks-pro-limit", usage: "checkLimit of the PRO tier", num: &k.ProLimit},

@@ -120,11 +120,11 @@ func (s *Store) DueAlerts(ctx context.Context, now time.Time, limit int) ([]Pend
 func (s *Store) ClaimAlert(ctx context.Context, k, owner string, now, until time.Time) (PendingAlert, error) {
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.names.Checks), Key: key(pkAlerts, k),
-		UpdateExpression:          aws.String("SET #o = :me, claimUntil = :until"),
-		ConditionExpression:       aws.String("attribute_exists(PK) AND claimUntil < :now"),
-		ExpressionAttributeNames:  map[string]string{"#o": "owner"},
-		ExpressionAttributeValues: map[string]av{":me": ddbitem.S(owner), ":until": ddbitem.N(ms(until)), ":now": ddbitem.N(ms(now))},
-		ReturnValues:              types.ReturnValueAllNew,
+		UpdateExpression:                    aws.String("SET #o = :me, claimUntil = :until"),
+		ConditionExpression:                 aws.String("attribute_exists(PK) AND claimUntil < :now"),
+		ExpressionAttributeNames:            map[string]string{"#o": "owner"},
+		ExpressionAttributeValues:           map[string]av{":me": ddbitem.S(owner), ":until": ddbitem.N(ms(until)), ":now": ddbitem.N(ms(now))},
+		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException

@@ -321,10 +321,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	refresh := time.NewTicker(s.o.Refresh)
 	defer refresh.Stop()
-	sweep := time.NewTicker(s.o.AlertSweep)
-	defer sweep.Stop()
-	renew := time.NewTicker(s.o.RunLease / 3)
-	defer renew.Stop()
+	// Lease renewals and the alert sweep have loops of their own: their
+	// store calls never delay a run's start.
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	bg.Go(func() { every(ctx, s.o.RunLease/3, func() { s.RenewRuns(ctx, s.o.Now()) }) })
+	bg.Go(func() { every(ctx, s.o.AlertSweep, func() { s.SweepAlerts(ctx, s.o.Now()) }) })
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	// Runs started go on when ctx ends, for StopGrace, so that a stop
@@ -355,10 +357,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("checks: scheduler refresh", "err", err)
 			}
-		case <-sweep.C:
-			s.SweepAlerts(ctx, s.o.Now())
-		case <-renew.C:
-			s.RenewRuns(ctx, s.o.Now())
 		case <-s.wake:
 		case <-timer.C:
 		}
@@ -462,6 +460,20 @@ func (s *Scheduler) startDue(ctx, runCtx context.Context, now time.Time) time.Du
 			}
 		}()
 		now = s.o.Now()
+	}
+}
+
+// every calls f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
 	}
 }
 

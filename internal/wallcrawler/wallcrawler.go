@@ -197,7 +197,8 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 		Tokens:   sessions.NewTokens(secret, nil),
 		Notifier: sessions.NewNotifier(deps.DynamoDB, deps.Streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: s.browserRoot, IdleGrace: cfg.IdleGrace, Logger: log,
-		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew})
+		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew,
+		UploadMaxBytes: cfg.UploadMaxBytes, UploadQuota: cfg.UploadQuota})
 	if n, err := s.manager.Reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("wallcrawler: reconcile sessions: %w", err)
 	} else if n > 0 {

@@ -32,6 +32,7 @@ func (h *Handler) registerSessionRoutes() {
 	h.mux.HandleFunc("GET /v1/sessions/{id}/debug", h.debugSession)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/logs", h.sessionLogs)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/downloads", h.sessionDownloads)
+	h.mux.HandleFunc("POST /v1/sessions/{id}/uploads", h.uploadFile)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/recording", h.sessionRecording)
 	// Browserbase's HLS replays and MP4 recording downloads: not kept.
 	for _, route := range []string{"GET /v1/sessions/{id}/replays", "GET /v1/sessions/{id}/replays/{page}",

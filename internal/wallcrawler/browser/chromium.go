@@ -258,6 +258,7 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 		id:          id,
 		workDir:     filepath.Join(c.workDir, id),
 		downloadDir: filepath.Join(c.workDir, id, "downloads"),
+		uploadDir:   filepath.Join(c.workDir, id, "uploads"),
 		userDataDir: opts.UserDataDir,
 		logger:      c.logger.With("browser", id),
 		output:      newTailBuffer(stderrTail),
@@ -270,6 +271,7 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 		return nil, fmt.Errorf("browser: launch: user data dir: %w", err)
 	}
 	b.user = User{Name: c.confinement.User, UID: c.confinement.UID, GID: c.confinement.GID}
+	b.switched = c.confinement.Switched
 	if c.uids != nil {
 		if b.user, err = c.uids.take(); err != nil {
 			return nil, fmt.Errorf("browser: launch: %w", err)
@@ -293,7 +295,7 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 
-	dirs := []string{b.workDir, b.downloadDir, b.userDataDir}
+	dirs := []string{b.workDir, b.downloadDir, b.uploadDir, b.userDataDir}
 	for _, d := range homeDirs {
 		dirs = append(dirs, filepath.Join(b.workDir, d))
 	}
@@ -430,11 +432,16 @@ func closeAll(files ...*os.File) {
 // downloads or profile dir for a symbolic link quarry would then follow,
 // while the download dir, the HOME subdirectories and the profile (which
 // must be reachable by the user; a restored one was unpacked by quarry)
-// become the user's, recursively.
+// become the user's, recursively. The upload dir stays quarry's too, mode
+// 0711: the browser user opens the files quarry hands it there (each its
+// own, mode 0400) but can neither list nor write the directory.
 func (c *Chromium) handOver(b *chromiumBrowser) error {
 	u := b.user
 	if err := os.Chmod(b.workDir, 0o711); err != nil {
 		return fmt.Errorf("work dir: %w", err)
+	}
+	if err := os.Chmod(b.uploadDir, 0o711); err != nil {
+		return fmt.Errorf("upload dir: %w", err)
 	}
 	mine := []string{b.downloadDir}
 	for _, d := range homeDirs {
@@ -520,9 +527,11 @@ type chromiumBrowser struct {
 	workDir     string
 	userDataDir string
 	downloadDir string
+	uploadDir   string // files uploaded for the session (StoreUpload)
 	wsURL       string
 	pid         int
 	user        User     // the user its processes run as
+	switched    bool     // user is not quarry's own: files are handed to it
 	uids        *uidPool // where user came from; nil: the provider's one user
 	retries     int      // launch attempts that failed before this one
 	cmd         *exec.Cmd

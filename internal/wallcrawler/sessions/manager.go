@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
@@ -96,6 +97,9 @@ type Deps struct {
 	Browsers browser.Provider
 	Tokens   *Tokens
 	Notifier *Notifier
+	// Egress points browsers' connections at their sessions' upstream
+	// proxies; nil: sessions with proxies are refused.
+	Egress EgressRoutes
 }
 
 // Manager runs sessions: it creates them (taking a concurrency slot,
@@ -128,7 +132,8 @@ type live struct {
 	profileDir    string // restored profile to delete at the end ("" if the provider owns it)
 	context       *contexts.Context
 	persist       bool
-	rec           *recorder // the inspector's recording (guarded by mu); nil before READY
+	rec           *recorder     // the inspector's recording (guarded by mu); nil before READY
+	route         *egress.Route // its browser's way out when the session has proxies; nil otherwise
 
 	// uploadMu serializes the session's uploads, so that each is checked
 	// against the quota with the others' sizes known.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -155,5 +156,54 @@ func TestBrowserbaseSDKUploads(t *testing.T) {
 	}
 	if res.AfterRefusals != "" {
 		t.Errorf("after the refusals the input holds %q", res.AfterRefusals)
+	}
+}
+
+// TestBrowserbaseSDKProxies creates sessions with proxies through the
+// stock SDK (testdata/browserbase_sdk_proxies.mjs): proxies: true is the
+// SDK's BadRequestError naming what is supported; a session with an
+// external proxy loads a loopback page through it (the proxy sees the
+// request with its credentials), and the session the SDK retrieves does
+// not show them.
+func TestBrowserbaseSDKProxies(t *testing.T) {
+	t.Parallel()
+	node, peers := sdkPeers(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "browserbase_sdk_proxies.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<title>px</title>via=%s", r.Header.Get("X-Via"))
+	}))
+	defer site.Close()
+	up := newTenantProxy(t)
+	s := startSDKServe(t, "--allow-networks", site.Listener.Addr().String()+","+up.Listener.Addr().String())
+	password := fmt.Sprint("pw-", time.Now().UnixNano())
+	var res struct {
+		Step, Error string
+		PoolRefused *struct {
+			Threw, IsBadRequest bool
+			Status              int
+			Message             string
+		}
+		SessionJSON, Body string
+	}
+	runNode(t, node, script, &res, "KEY="+s.key, "BASE_URL=http://"+s.api+"/wallcrawler", "PROJECT="+s.project,
+		"PAGE_URL="+site.URL+"/sdk", "PROXY="+up.Listener.Addr().String(), "PROXY_PASSWORD="+password, "PEERS_DIR="+peers)
+	if res.Error != "" {
+		t.Fatalf("SDK step %s failed: %s", res.Step, res.Error)
+	}
+	if p := res.PoolRefused; p == nil || !p.Threw || !p.IsBadRequest || p.Status != 400 || !strings.Contains(p.Message, `"type":"external"`) {
+		t.Errorf("proxies: true: %+v, want a BadRequestError naming external proxies", p)
+	}
+	if res.Body != "via=tenant-proxy" {
+		t.Errorf("page body %q, want it loaded through the tenant's proxy", res.Body)
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("tenant:"+password))
+	if seen := up.log(); !strings.Contains(seen, "GET "+site.URL+"/sdk "+auth) {
+		t.Errorf("the tenant's proxy saw:\n%s", seen)
+	}
+	if res.SessionJSON == "" || strings.Contains(res.SessionJSON, password) {
+		t.Errorf("retrieved session %s", res.SessionJSON)
 	}
 }

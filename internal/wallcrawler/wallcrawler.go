@@ -97,6 +97,8 @@ type System struct {
 	// egressLn is its listener.
 	egressDone chan struct{}
 	egressLn   net.Listener
+	// routes are the browsers' egress routes (their sessions' proxies).
+	routes routes
 	// browserRoot holds the browsers' work dirs and restored profiles;
 	// ownRoot: it is the default one, removed at Close when empty.
 	browserRoot string
@@ -160,7 +162,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	if err != nil {
 		return nil, fmt.Errorf("wallcrawler: %w", err)
 	}
-	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: cfg.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL, ServeEgress: s.egress.Serve})
+	chromium, err := browser.NewChromium(browser.ChromiumOptions{Path: cfg.Chromium, WorkDir: workDir, User: runAs, UIDs: uids, Logger: log, ProxyServer: proxyURL, ServeEgress: s.serveBrowserEgress(deps.Policy)})
 	if err != nil {
 		// Sessions cannot start, but projects, keys and contexts work.
 		log.Warn("no browser: sessions will fail to start", "err", err)
@@ -194,10 +196,11 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	poll := 250 * time.Millisecond
 	s.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: s.auth, Contexts: s.contexts, Blobs: deps.Blobs, Browsers: provider,
-		Tokens:   sessions.NewTokens(secret, nil),
+		Tokens: sessions.NewTokens(secret, nil), Egress: &s.routes,
 		Notifier: sessions.NewNotifier(deps.DynamoDB, deps.Streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: s.browserRoot, IdleGrace: cfg.IdleGrace, Logger: log,
-		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew})
+		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew,
+		UploadMaxBytes: cfg.UploadMaxBytes, UploadQuota: cfg.UploadQuota})
 	if n, err := s.manager.Reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("wallcrawler: reconcile sessions: %w", err)
 	} else if n > 0 {

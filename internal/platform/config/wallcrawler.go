@@ -31,6 +31,12 @@ type Wallcrawler struct {
 	// ContextMaxEntries caps the entries of one context archive (default
 	// 100,000).
 	ContextMaxEntries int
+	// UploadMaxBytes caps one file uploaded to a session (POST
+	// /v1/sessions/{id}/uploads; default 50 MiB).
+	UploadMaxBytes int64
+	// UploadQuota caps the files uploaded to one session, all together
+	// (default 200 MiB).
+	UploadQuota int64
 	// Chromium is the browser binary; empty: chromium on PATH.
 	Chromium string
 	// User is the account browsers run as when quarry runs as root: a user
@@ -70,6 +76,8 @@ func wallcrawlerDefaults() Wallcrawler {
 		Lease:             15 * time.Second,
 		ContextMaxBytes:   1 << 30,
 		ContextMaxEntries: 100_000,
+		UploadMaxBytes:    50 << 20,
+		UploadQuota:       200 << 20,
 		MaxCDPClients:     32,
 	}
 }
@@ -84,6 +92,8 @@ func (w *Wallcrawler) fields() []field {
 		{flag: "wallcrawler-lease-renew", usage: "how often a process renews its lease (0: a third of wallcrawler-lease)", dur: &w.LeaseRenew},
 		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &w.ContextMaxBytes},
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &w.ContextMaxEntries},
+		{flag: "wallcrawler-upload-max-bytes", usage: "most bytes of one file uploaded to a session (bytes, or a size like 50MiB); a bigger one is answered 413", size: &w.UploadMaxBytes},
+		{flag: "wallcrawler-upload-quota", usage: "most bytes of the files uploaded to one session, all together (bytes, or a size like 200MiB); past it an upload is answered 413", size: &w.UploadQuota},
 		{flag: "wallcrawler-max-cdp-clients", usage: "most CDP connections open at once to one session (its pages' included); one more is answered 429, so that one tenant cannot take the listener's connections", num: &w.MaxCDPClients},
 		{flag: "wallcrawler-max-conns-per-project", usage: "most WebSocket connections (CDP and live view) one project may hold at once, all its sessions together; one more is answered 429, so that other projects keep the rest of max-upgraded-conns (0: half of max-upgraded-conns)", num: &w.MaxConnsPerProject},
 		{flag: "chromium", usage: "Chromium binary for Wallcrawler (default: chromium on PATH)", str: &w.Chromium},
@@ -134,6 +144,12 @@ func (w *Wallcrawler) validate(dataDir string) []error {
 	}
 	if w.ContextMaxEntries < 1 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-context-max-entries %d: must be at least 1", w.ContextMaxEntries))
+	}
+	if w.UploadMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-upload-max-bytes %d: must be at least 1", w.UploadMaxBytes))
+	}
+	if w.UploadQuota < w.UploadMaxBytes {
+		errs = append(errs, fmt.Errorf("config: --wallcrawler-upload-quota %d: want at least --wallcrawler-upload-max-bytes %d", w.UploadQuota, w.UploadMaxBytes))
 	}
 	if w.MaxCDPClients < 1 || w.MaxCDPClients > 1024 {
 		errs = append(errs, fmt.Errorf("config: --wallcrawler-max-cdp-clients %d: want 1 to 1024", w.MaxCDPClients))

@@ -119,6 +119,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	p.srv = &http.Server{
 		Handler:           p,
+		ConnContext:       connContext,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
@@ -169,6 +170,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Port() == "" {
 		r.URL.Host = net.JoinHostPort(r.URL.Hostname(), "80")
 	}
+	if route := routeOf(r.Context()); route != nil {
+		if u, i := route.match(r.URL.Hostname()); u != nil {
+			p.forwardThrough(w, r, route, u, i)
+			return
+		}
+	}
 	p.forward.ServeHTTP(w, r)
 }
 
@@ -179,10 +186,23 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress: CONNECT needs host:port", http.StatusBadRequest)
 		return
 	}
-	up, err := p.dial(r.Context(), "tcp", target)
+	host, _, _ := net.SplitHostPort(target)
+	route := routeOf(r.Context())
+	u, _ := route.match(host)
+	var up net.Conn
+	var err error
+	if u != nil {
+		up, err = p.dialThrough(r.Context(), u, target)
+	} else {
+		up, err = p.dial(r.Context(), "tcp", target)
+	}
 	if err != nil {
 		p.refuse(w, target, err)
 		return
+	}
+	var counted *atomic.Int64 // the route's count of bytes through its upstream
+	if u != nil {
+		counted = &route.bytes
 	}
 	rc := http.NewResponseController(w)
 	down, brw, err := rc.Hijack()
@@ -203,12 +223,12 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		// Bytes the client sent after its CONNECT header (a TLS
 		// ClientHello, typically) sit in brw's reader.
-		p.relay(up, brw.Reader)
+		p.relay(up, brw.Reader, counted)
 		closeWrite(up)
 		done <- struct{}{}
 	}()
 	go func() {
-		p.relay(down, up)
+		p.relay(down, up, counted)
 		closeWrite(down)
 		done <- struct{}{}
 	}()
@@ -216,20 +236,24 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	<-done
 }
 
-// relay copies src to dst, counting bytes as they pass.
-func (p *Proxy) relay(dst io.Writer, src io.Reader) {
-	_, _ = io.Copy(countingWriter{dst, &p.bytes}, src)
+// relay copies src to dst, counting bytes as they pass (also into also,
+// when not nil).
+func (p *Proxy) relay(dst io.Writer, src io.Reader, also *atomic.Int64) {
+	_, _ = io.Copy(countingWriter{dst, &p.bytes, also}, src)
 }
 
-// countingWriter counts the bytes written through it.
+// countingWriter counts the bytes written through it into n (and also).
 type countingWriter struct {
 	io.Writer
-	n *atomic.Int64
+	n, also *atomic.Int64
 }
 
 func (w countingWriter) Write(b []byte) (int, error) {
 	n, err := w.Writer.Write(b)
 	w.n.Add(int64(n))
+	if w.also != nil {
+		w.also.Add(int64(n))
+	}
 	return n, err
 }
 
@@ -293,15 +317,19 @@ func (p *Proxy) refuse(w http.ResponseWriter, target string, err error) {
 	http.Error(w, "quarry egress could not reach "+target+": "+msg, http.StatusBadGateway)
 }
 
-// countingBody counts the bytes read from a forwarded response body.
+// countingBody counts the bytes read from a forwarded response body into
+// n (and also, when not nil).
 type countingBody struct {
 	io.ReadCloser
-	n *atomic.Int64
+	n, also *atomic.Int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.n.Add(int64(n))
+	if b.also != nil {
+		b.also.Add(int64(n))
+	}
 	return n, err
 }
 

@@ -32,6 +32,7 @@ func (h *Handler) registerSessionRoutes() {
 	h.mux.HandleFunc("GET /v1/sessions/{id}/debug", h.debugSession)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/logs", h.sessionLogs)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/downloads", h.sessionDownloads)
+	h.mux.HandleFunc("POST /v1/sessions/{id}/uploads", h.uploadFile)
 	h.mux.HandleFunc("GET /v1/sessions/{id}/recording", h.sessionRecording)
 	// Browserbase's HLS replays and MP4 recording downloads: not kept.
 	for _, route := range []string{"GET /v1/sessions/{id}/replays", "GET /v1/sessions/{id}/replays/{page}",
@@ -150,24 +151,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// proxiesOff reports whether a proxies value asks for no proxy: absent,
-// null, false, "none" or an empty list.
-func proxiesOff(raw json.RawMessage) bool {
-	switch strings.TrimSpace(string(raw)) {
-	case "", "null", "false", `"none"`, "[]":
-		return true
-	}
-	return false
-}
-
 func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 	pr, _ := auth.PrincipalFrom(r.Context())
 	var req createRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
-	if !proxiesOff(req.Proxies) {
-		writeError(w, http.StatusBadRequest, "proxies are not supported by this server: omit them or pass false")
+	proxies, msg := parseProxies(req.Proxies)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
 	if req.ExtensionID != "" {
@@ -176,6 +168,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	in := sessions.CreateInput{
 		ProjectID: req.ProjectID, KeepAlive: req.KeepAlive, Region: req.Region, UserMetadata: req.UserMetadata,
+		Proxies: proxies,
 	}
 	if req.Timeout != nil {
 		if *req.Timeout <= 0 {

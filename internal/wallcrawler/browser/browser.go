@@ -9,6 +9,7 @@ package browser
 
 import (
 	"context"
+	"io"
 	"net/http"
 )
 
@@ -68,6 +69,15 @@ type Browser interface {
 	// DownloadDir returns the directory into which the browser's downloads
 	// are saved (inside the work dir).
 	DownloadDir() string
+	// UploadDir returns the directory holding the files uploaded for the
+	// session (inside the work dir): readable by the browser's user, never
+	// writable by it.
+	UploadDir() string
+	// StoreUpload writes src into the upload directory as name (its last
+	// path element; see UploadName) and returns the file's path and size.
+	// More than limit bytes fail with ErrUploadTooLarge and keep nothing;
+	// a file of the same name is replaced.
+	StoreUpload(name string, src io.Reader, limit int64) (path string, size int64, err error)
 	// Done returns a channel that is closed when the process has exited
 	// (crash or Close).
 	Done() <-chan struct{}

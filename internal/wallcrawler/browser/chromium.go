@@ -62,19 +62,35 @@ type ChromiumOptions struct {
 	// library use; quarry serve always sets it).
 	ProxyServer string
 	// ServeEgress, when set, serves the egress proxy of ProxyServer on
-	// another listener until that listener is closed (egress.Proxy.Serve).
-	// With it, and when quarry has CAP_SYS_ADMIN, every browser runs in a
-	// network namespace of its own whose only interface is its loopback:
-	// the provider opens a listener there, hands it to ServeEgress, and
-	// the browser's proxy is that listener instead of ProxyServer, its one
-	// way out. Without the privilege, browsers share the host's network
-	// and Confinement says so.
-	ServeEgress func(net.Listener) error
+	// another listener, one per browser, until that listener is closed
+	// (when the browser ends): every browser gets a way out of its own, so
+	// that the egress knows whose connection it serves (a session's
+	// upstream proxies, egress.Proxy.ServeRoute). When quarry has
+	// CAP_SYS_ADMIN, every browser runs in a network namespace of its own
+	// whose only interface is its loopback, and the listener is opened
+	// there: the browser's one way out. Without the privilege, browsers
+	// share the host's network (Confinement says so) and the listener is a
+	// port of the host's loopback (EgressListener.HostNetwork), reachable
+	// by any local process.
+	ServeEgress func(net.Listener, EgressListener) error
 	// StartTimeout bounds a launch: it fails when CDP does not answer in time
 	// (and the process group is killed). Default 20s.
 	StartTimeout time.Duration
 	// Logger receives lifecycle logs. Default: discard.
 	Logger *slog.Logger
+}
+
+// EgressListener says whose way out a listener handed to
+// ChromiumOptions.ServeEgress is.
+type EgressListener struct {
+	// Browser is the id of the browser (Browser.ID) whose connections
+	// arrive there.
+	Browser string
+	// HostNetwork: the listener is a port of the host's loopback (no
+	// network namespace), which any local process can reach; the server
+	// should refuse it as a destination (fetch.Policy.Reserve) while it
+	// serves.
+	HostNetwork bool
 }
 
 // Chromium is a Provider that launches local headless Chromium processes.
@@ -83,7 +99,7 @@ type Chromium struct {
 	workDir      string
 	extraArgs    []string
 	proxyServer  string
-	serveEgress  func(net.Listener) error
+	serveEgress  func(net.Listener, EgressListener) error
 	startTimeout time.Duration
 	logger       *slog.Logger
 	confinement  Confinement
@@ -258,6 +274,7 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 		id:          id,
 		workDir:     filepath.Join(c.workDir, id),
 		downloadDir: filepath.Join(c.workDir, id, "downloads"),
+		uploadDir:   filepath.Join(c.workDir, id, "uploads"),
 		userDataDir: opts.UserDataDir,
 		logger:      c.logger.With("browser", id),
 		output:      newTailBuffer(stderrTail),
@@ -270,6 +287,7 @@ func (c *Chromium) launch(ctx context.Context, opts LaunchOptions) (*chromiumBro
 		return nil, fmt.Errorf("browser: launch: user data dir: %w", err)
 	}
 	b.user = User{Name: c.confinement.User, UID: c.confinement.UID, GID: c.confinement.GID}
+	b.switched = c.confinement.Switched
 	if c.uids != nil {
 		if b.user, err = c.uids.take(); err != nil {
 			return nil, fmt.Errorf("browser: launch: %w", err)
@@ -293,7 +311,7 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 
-	dirs := []string{b.workDir, b.downloadDir, b.userDataDir}
+	dirs := []string{b.workDir, b.downloadDir, b.uploadDir, b.userDataDir}
 	for _, d := range homeDirs {
 		dirs = append(dirs, filepath.Join(b.workDir, d))
 	}
@@ -345,14 +363,23 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		args = append(args, "--no-sandbox")
 	}
 	proxy := c.proxyServer
-	if c.confinement.Netns {
+	switch {
+	case c.serveEgress != nil && c.confinement.Netns:
 		ns, err := newNetns()
 		if err != nil {
 			return err
 		}
 		b.netns = ns
-		go func() { _ = c.serveEgress(ns.egress) }()
+		go func() { _ = c.serveEgress(ns.egress, EgressListener{Browser: b.id}) }()
 		proxy = "http://" + ns.egress.Addr().String()
+	case c.serveEgress != nil:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("egress listener: %w", err)
+		}
+		b.egressLn = ln
+		go func() { _ = c.serveEgress(ln, EgressListener{Browser: b.id, HostNetwork: true}) }()
+		proxy = "http://" + ln.Addr().String()
 	}
 	args = append(args, egressArgs(proxy)...)
 	args = append(args, c.extraArgs...)
@@ -430,11 +457,16 @@ func closeAll(files ...*os.File) {
 // downloads or profile dir for a symbolic link quarry would then follow,
 // while the download dir, the HOME subdirectories and the profile (which
 // must be reachable by the user; a restored one was unpacked by quarry)
-// become the user's, recursively.
+// become the user's, recursively. The upload dir stays quarry's too, mode
+// 0711: the browser user opens the files quarry hands it there (each its
+// own, mode 0400) but can neither list nor write the directory.
 func (c *Chromium) handOver(b *chromiumBrowser) error {
 	u := b.user
 	if err := os.Chmod(b.workDir, 0o711); err != nil {
 		return fmt.Errorf("work dir: %w", err)
+	}
+	if err := os.Chmod(b.uploadDir, 0o711); err != nil {
+		return fmt.Errorf("upload dir: %w", err)
 	}
 	mine := []string{b.downloadDir}
 	for _, d := range homeDirs {
@@ -520,9 +552,11 @@ type chromiumBrowser struct {
 	workDir     string
 	userDataDir string
 	downloadDir string
+	uploadDir   string // files uploaded for the session (StoreUpload)
 	wsURL       string
 	pid         int
 	user        User     // the user its processes run as
+	switched    bool     // user is not quarry's own: files are handed to it
 	uids        *uidPool // where user came from; nil: the provider's one user
 	retries     int      // launch attempts that failed before this one
 	cmd         *exec.Cmd
@@ -530,6 +564,7 @@ type chromiumBrowser struct {
 	output      *tailBuffer
 	devtools    *devtools    // the DevTools connection over the pipes
 	netns       *netns       // its network namespace; nil: the host's
+	egressLn    net.Listener // its way out on the host's loopback, without netns
 	listener    *memListener // where HTTPClient's connections arrive
 	client      *http.Client // reaches the DevTools endpoints
 
@@ -639,6 +674,9 @@ func (b *chromiumBrowser) wait() {
 	if b.netns != nil {
 		b.netns.Close() // its way out ends with the browser
 	}
+	if b.egressLn != nil {
+		_ = b.egressLn.Close()
+	}
 	close(b.done)
 }
 
@@ -654,6 +692,9 @@ func (b *chromiumBrowser) exitErr() error {
 func (b *chromiumBrowser) abort() {
 	if b.cmd == nil && b.netns != nil {
 		b.netns.Close()
+	}
+	if b.cmd == nil && b.egressLn != nil {
+		_ = b.egressLn.Close()
 	}
 	if b.cmd != nil {
 		b.closeRequested.Store(true)

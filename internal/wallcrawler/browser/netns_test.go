@@ -56,7 +56,8 @@ func TestBrowserNetworkNamespace(t *testing.T) {
 	}
 	go proxy.Serve(proxyLn)
 	t.Cleanup(func() { proxy.Close() })
-	c.proxyServer, c.serveEgress = "http://"+proxyLn.Addr().String(), proxy.Serve
+	c.proxyServer = "http://" + proxyLn.Addr().String()
+	c.serveEgress = func(l net.Listener, _ EgressListener) error { return proxy.Serve(l) }
 	c.confine()
 	if !c.Confinement().Netns {
 		t.Fatalf("Confinement().Netns = false: %v", c.Confinement().Warnings)
@@ -129,5 +130,65 @@ func TestBrowserNetworkNamespace(t *testing.T) {
 	text, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
 	if err != nil || !strings.Contains(text, "HOST-CANARY") {
 		t.Fatalf("page through the egress proxy: %q (%v)", text, err)
+	}
+}
+
+// TestBrowserEgressListenerWithoutNetns: without network namespaces every
+// browser still gets a way out of its own, a port of the host's loopback
+// handed to ServeEgress with its id, so that the egress knows whose
+// connections it serves; pages load through it, and the port closes with
+// the browser.
+func TestBrowserEgressListenerWithoutNetns(t *testing.T) {
+	c, _ := newTestProvider(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><body>VIA-OWN-PORT</body></html>")
+	}))
+	t.Cleanup(site.Close)
+	proxy, err := egress.New(egress.Options{Dialer: &fetch.Dialer{Policy: fetch.AllowAllPolicy()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	got := make(chan EgressListener, 1)
+	c.proxyServer = "http://127.0.0.1:1" // shared: must not be the browser's way out
+	c.serveEgress = func(l net.Listener, el EgressListener) error {
+		got <- el
+		return proxy.Serve(l)
+	}
+	c.confinement.Netns = false
+	b := launch(t, c, LaunchOptions{})
+	var el EgressListener
+	select {
+	case el = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeEgress not called")
+	}
+	if el.Browser != b.ID() || !el.HostNetwork {
+		t.Fatalf("ServeEgress got %+v, want browser %s on the host network", el, b.ID())
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.PID()))
+	var way string
+	for _, a := range strings.Split(string(cmdline), "\x00") {
+		if v, ok := strings.CutPrefix(a, "--proxy-server=http://"); ok {
+			way = v
+		}
+	}
+	if way == "" || way == "127.0.0.1:1" {
+		t.Fatalf("browser proxy %q: want a port of its own", way)
+	}
+	ctx := browserCtx(t, b)
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.URL)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
+	if err != nil || !strings.Contains(text, "VIA-OWN-PORT") {
+		t.Fatalf("page through its own port: %q (%v)", text, err)
+	}
+	if err := b.Kill(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", way, 2*time.Second); err == nil {
+		c.Close()
+		t.Fatalf("the browser's egress port %s still answers after it ended", way)
 	}
 }

@@ -96,22 +96,38 @@ type Filter struct {
 	// downloadDir is the session's download directory, cleaned and with
 	// symlinks resolved; "" when the session has none.
 	downloadDir string
+	// uploadDir is the session's upload directory, cleaned and with
+	// symlinks resolved; "" when the session has none.
+	uploadDir string
 	// targets is what the connection knows of browser-UI targets
 	// (targets.go); commands addressed to them are refused.
 	targets *targets
 }
 
+// BrowserbaseUploadDir is where Browserbase's browsers keep the files of
+// the Session Uploads API: clients name an uploaded file
+// /tmp/.uploads/<name> in DOM.setFileInputFiles. The Filter maps that
+// directory to the session's own upload directory.
+const BrowserbaseUploadDir = "/tmp/.uploads"
+
 // NewFilter returns a Filter for a session whose downloads go to
-// downloadDir ("" for none: then file and download commands are refused).
-func NewFilter(downloadDir string) *Filter {
-	if downloadDir == "" {
-		return &Filter{targets: newTargets()}
+// downloadDir and whose uploaded files are in uploadDir ("" for none:
+// download commands are refused without a download directory, and file
+// commands without either).
+func NewFilter(downloadDir, uploadDir string) *Filter {
+	return &Filter{downloadDir: realDir(downloadDir), uploadDir: realDir(uploadDir), targets: newTargets()}
+}
+
+// realDir returns dir cleaned and with symlinks resolved ("" for "").
+func realDir(dir string) string {
+	if dir == "" {
+		return ""
 	}
-	dir := filepath.Clean(downloadDir)
+	dir = filepath.Clean(dir)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	return &Filter{downloadDir: dir, targets: newTargets()}
+	return dir
 }
 
 // Observe reads a browser→client message for what it says about
@@ -270,6 +286,7 @@ func (f *Filter) check(c command, depth int) ([]byte, string, error) {
 			return nil, "", fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	var mapped []string // file params whose Browserbase upload paths were mapped
 	for _, name := range r.files {
 		raw, ok := lookup(c.params, name)
 		if !ok {
@@ -279,10 +296,21 @@ func (f *Filter) check(c command, depth int) ([]byte, string, error) {
 		if err := json.Unmarshal(raw, &files); err != nil {
 			return nil, "", fmt.Errorf("%s is not a list of strings", name)
 		}
-		for _, file := range files {
-			if err := f.inDownloads(file); err != nil {
+		changed := false
+		for i, file := range files {
+			if host, ok := f.mapUpload(file); ok {
+				files[i], changed = host, true
+			}
+			if err := f.sessionFile(files[i]); err != nil {
 				return nil, "", fmt.Errorf("%s: %w", name, err)
 			}
+		}
+		if changed {
+			v, _ := json.Marshal(files)
+			if err := setParam(c.params, name, v); err != nil {
+				return nil, "", fmt.Errorf("%s: %w", name, err)
+			}
+			mapped = append(mapped, name)
 		}
 	}
 	for _, name := range r.absent {
@@ -301,6 +329,13 @@ func (f *Filter) check(c command, depth int) ([]byte, string, error) {
 	}
 	if r.nested {
 		return f.rewriteNested(c, depth)
+	}
+	if len(mapped) > 0 {
+		out, err := c.encode()
+		if err != nil {
+			return nil, "", err
+		}
+		return out, strings.Join(mapped, ", ") + ": " + BrowserbaseUploadDir + "/ → the session's upload directory", nil
 	}
 	return nil, "", nil
 }
@@ -470,18 +505,59 @@ func (f *Filter) inDownloads(p string) error {
 	if f.downloadDir == "" {
 		return errors.New("the session has no download directory")
 	}
+	if !within(f.downloadDir, p) {
+		return fmt.Errorf("%q is not a file in the session's download directory", p)
+	}
+	return nil
+}
+
+// sessionFile checks that the host path p, once cleaned and with symlinks
+// resolved, names something inside the session's download or upload
+// directory, the only files a command may hand to a page. The path must
+// exist.
+func (f *Filter) sessionFile(p string) error {
+	if f.downloadDir == "" && f.uploadDir == "" {
+		return errors.New("the session has no download or upload directory")
+	}
 	if !filepath.IsAbs(p) {
 		return fmt.Errorf("%q is not an absolute path", p)
 	}
 	real, err := filepath.EvalSymlinks(filepath.Clean(p))
 	if err != nil {
-		return fmt.Errorf("%q is not a file in the session's download directory", p)
+		return fmt.Errorf("%q is not a file in the session's download or upload directory", p)
 	}
-	rel, err := filepath.Rel(f.downloadDir, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return fmt.Errorf("%q is outside the session's download directory", p)
+	if (f.downloadDir != "" && inside(f.downloadDir, real)) || (f.uploadDir != "" && inside(f.uploadDir, real)) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%q is outside the session's download and upload directories", p)
+}
+
+// within reports whether the absolute path p exists and, cleaned and with
+// every symbolic link resolved, is dir (already resolved) or inside it.
+func within(dir, p string) bool {
+	if !filepath.IsAbs(p) {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(p))
+	return err == nil && inside(dir, real)
+}
+
+// inside reports whether the resolved path real is dir or inside it.
+func inside(dir, real string) bool {
+	rel, err := filepath.Rel(dir, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// mapUpload returns the host path of a Browserbase upload path
+// (BrowserbaseUploadDir/<name>) in the session's upload directory, and
+// whether p was one. The result is checked like any other path: a name
+// with ".." that cleans to outside the directory is refused there.
+func (f *Filter) mapUpload(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, BrowserbaseUploadDir+"/")
+	if !ok || f.uploadDir == "" {
+		return "", false
+	}
+	return filepath.Join(f.uploadDir, rest), true
 }
 
 // checkURL accepts the URLs a command may load or navigate to: "" (the
@@ -573,6 +649,29 @@ func lookup(params map[string]json.RawMessage, path string) (json.RawMessage, bo
 		}
 		path = rest
 	}
+}
+
+// setParam replaces the value at a dotted param path that lookup found
+// (each step but the last an object).
+func setParam(params map[string]json.RawMessage, path string, v json.RawMessage) error {
+	name, rest, more := strings.Cut(path, ".")
+	if !more {
+		params[name] = v
+		return nil
+	}
+	var inner map[string]json.RawMessage
+	if err := json.Unmarshal(params[name], &inner); err != nil || inner == nil {
+		return fmt.Errorf("%s is not an object", name)
+	}
+	if err := setParam(inner, rest, v); err != nil {
+		return err
+	}
+	b, err := json.Marshal(inner)
+	if err != nil {
+		return err
+	}
+	params[name] = b
+	return nil
 }
 
 func isNull(raw json.RawMessage) bool {

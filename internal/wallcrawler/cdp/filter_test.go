@@ -31,7 +31,23 @@ func filterDirs(t testing.TB) (*Filter, *strings.Replacer) {
 	if err := os.Symlink(dir, filepath.Join(root, "dl-link")); err != nil {
 		t.Fatal(err)
 	}
-	return NewFilter(dir), strings.NewReplacer("{dir}", dir, "{root}", root, "{secret}", secret)
+	// The session's upload directory, and another session's beside it.
+	up, other := filepath.Join(root, "uploads"), filepath.Join(root, "other", "uploads")
+	for _, d := range []string{up, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "cv.pdf"), []byte("x"), 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(up, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(other, "cv.pdf"), filepath.Join(up, "other.pdf")); err != nil {
+		t.Fatal(err)
+	}
+	return NewFilter(dir, up), strings.NewReplacer("{dir}", dir, "{root}", root, "{secret}", secret, "{up}", up, "{other}", other)
 }
 
 // Outcomes of a filter test case.
@@ -116,7 +132,7 @@ func TestFilter(t *testing.T) {
 		{"method case", `{"id":13,"method":"page.NAVIGATE","params":{"url":"file:///etc/passwd"}}`, refuse, "file:"},
 
 		// Host files into pages.
-		{"file input outside", `{"id":20,"method":"DOM.setFileInputFiles","params":{"files":["/etc/passwd"],"nodeId":3}}`, refuse, "outside the session's download directory"},
+		{"file input outside", `{"id":20,"method":"DOM.setFileInputFiles","params":{"files":["/etc/passwd"],"nodeId":3}}`, refuse, "outside the session's download and upload directories"},
 		{"file input dotdot", `{"id":20,"method":"DOM.setFileInputFiles","params":{"files":["{dir}/../secret.txt"],"nodeId":3}}`, refuse, "outside"},
 		{"file input symlink out", `{"id":20,"method":"DOM.setFileInputFiles","params":{"files":["{dir}/report.txt","{dir}/link.txt"],"nodeId":3}}`, refuse, "outside"},
 		{"file input missing", `{"id":20,"method":"DOM.setFileInputFiles","params":{"files":["{dir}/nope.txt"],"nodeId":3}}`, refuse, "not a file in"},
@@ -126,6 +142,24 @@ func TestFilter(t *testing.T) {
 		{"drag file outside", `{"id":21,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":{"items":[],"files":["{secret}"],"dragOperationsMask":1}}}`, refuse, "data.files"},
 		{"drag data not object", `{"id":21,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":["{secret}"]}}`, refuse, ""},
 		{"file chooser outside", `{"id":22,"method":"Page.handleFileChooser","params":{"action":"accept","files":["/etc/shadow"]}}`, refuse, "outside"},
+
+		// Uploaded files: the session's own, by host path or as Browserbase
+		// names them; nothing outside its upload directory.
+		{"file input uploaded", `{"id":23,"method":"DOM.setFileInputFiles","params":{"files":["{up}/cv.pdf"],"nodeId":3}}`, forward, ""},
+		{"file input browserbase path", `{"id":23,"method":"DOM.setFileInputFiles","params":{"files":["/tmp/.uploads/cv.pdf"],"nodeId":3},"sessionId":"S"}`, rewrite,
+			`{"id":23,"method":"DOM.setFileInputFiles","params":{"files":["{up}/cv.pdf"],"nodeId":3},"sessionId":"S"}`},
+		{"drag browserbase path", `{"id":23,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":{"items":[],"files":["/tmp/.uploads/cv.pdf","{dir}/report.txt"],"dragOperationsMask":1}}}`, rewrite,
+			`{"id":23,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":{"items":[],"files":["{up}/cv.pdf","{dir}/report.txt"],"dragOperationsMask":1}}}`},
+		{"file chooser browserbase path", `{"id":23,"method":"Page.handleFileChooser","params":{"action":"accept","files":["/tmp/.uploads/cv.pdf"]}}`, rewrite,
+			`{"id":23,"method":"Page.handleFileChooser","params":{"action":"accept","files":["{up}/cv.pdf"]}}`},
+		{"file input other session", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["{other}/cv.pdf"],"nodeId":3}}`, refuse, "outside the session's download and upload directories"},
+		{"file input upload dotdot", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["{up}/../other/uploads/cv.pdf"],"nodeId":3}}`, refuse, "outside"},
+		{"file input browserbase dotdot", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["/tmp/.uploads/../other/uploads/cv.pdf"],"nodeId":3}}`, refuse, "outside"},
+		{"file input browserbase escape", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["/tmp/.uploads/../../../../../../etc/passwd"],"nodeId":3}}`, refuse, "outside"},
+		{"file input upload symlink out", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["{up}/link.txt"],"nodeId":3}}`, refuse, "outside"},
+		{"file input upload symlink other", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["/tmp/.uploads/other.pdf"],"nodeId":3}}`, refuse, "outside"},
+		{"file input browserbase missing", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["/tmp/.uploads/nope.pdf"],"nodeId":3}}`, refuse, "not a file in"},
+		{"file input browserbase dir itself", `{"id":24,"method":"DOM.setFileInputFiles","params":{"files":["/tmp/.uploads"],"nodeId":3}}`, refuse, ""},
 
 		// Downloads.
 		{"download elsewhere", `{"id":30,"method":"Browser.setDownloadBehavior","params":{"behavior":"allowAndName","browserContextId":"C","downloadPath":"/tmp/playwright-artifacts-x","eventsEnabled":true}}`, rewrite,
@@ -284,12 +318,12 @@ func nest(n int, msg string) string {
 }
 
 func TestFilterWithoutDownloadDir(t *testing.T) {
-	f := NewFilter("")
+	f := NewFilter("", "")
 	for _, in := range []string{
 		`{"id":1,"method":"DOM.setFileInputFiles","params":{"files":["/tmp"],"nodeId":1}}`,
 		`{"id":1,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow","downloadPath":"/tmp"}}`,
 	} {
-		if v := f.Apply([]byte(in)); v.Forward != nil || !strings.Contains(string(v.Reply), "no download directory") {
+		if v := f.Apply([]byte(in)); v.Forward != nil || !strings.Contains(string(v.Reply), "no download") {
 			t.Errorf("%s: %+v", in, v)
 		}
 	}
@@ -389,7 +423,7 @@ func FuzzFilter(f *testing.F) {
 // TestFilterBrowserUI checks that what the browser says about browser-UI
 // targets hides them and refuses the commands addressed to them.
 func TestFilterBrowserUI(t *testing.T) {
-	f := NewFilter("")
+	f := NewFilter("", "")
 	ui := `{"targetId":"UI1","type":"browser_ui","title":"Omnibox Popup","url":"chrome://omnibox-popup.top-chrome/","attached":false}`
 	page := `{"targetId":"P1","type":"page","title":"","url":"about:blank","attached":false}`
 	for _, c := range []struct{ name, in, out string }{
@@ -425,7 +459,7 @@ func TestFilterBrowserUI(t *testing.T) {
 		}
 	}
 	// The auto-attach of a browser-UI target is undone by the proxy.
-	f2 := NewFilter("")
+	f2 := NewFilter("", "")
 	_, send := f2.Observe([]byte(`{"method":"Target.attachedToTarget","sessionId":"PARENT","params":{"sessionId":"S1","targetInfo":` + ui + `,"waitingForDebugger":true}}`))
 	if len(send) != 2 || !strings.Contains(string(send[0]), `"Runtime.runIfWaitingForDebugger"`) || !strings.Contains(string(send[0]), `"sessionId":"S1"`) ||
 		!strings.Contains(string(send[1]), `"Target.detachFromTarget"`) || !strings.Contains(string(send[1]), `"sessionId":"PARENT"`) || !strings.Contains(string(send[1]), `"id":-10737418`) {

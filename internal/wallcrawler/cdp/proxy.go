@@ -73,6 +73,10 @@ type Target struct {
 	// only place from which commands may hand files to pages, and where
 	// every download goes (see Filter). "" refuses both.
 	DownloadDir string
+	// UploadDir is the session's upload directory on the host: files there
+	// may be handed to pages too, also named as Browserbase names them
+	// (BrowserbaseUploadDir). "" for none.
+	UploadDir string
 	// Log receives command/response pairs; nil disables logging.
 	Log *Log
 	// Opened is called when a client connection is established; Closed
@@ -329,7 +333,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) relay(ctx context.Context, t Target, id string, down, up *websocket.Conn, relayed *atomic.Int64, errc chan<- error) {
 	pending := &pendingMap{m: map[int64]int64{}}
 	c := &commands{
-		filter: NewFilter(t.DownloadDir), log: p.log.With("session", id), n: relayed, writeTimeout: p.writeTimeout,
+		filter: NewFilter(t.DownloadDir, t.UploadDir), log: p.log.With("session", id), n: relayed, writeTimeout: p.writeTimeout,
 		request: func(b []byte) { pending.request(t.Log, b) }, response: func(b []byte) { pending.response(t.Log, b) },
 	}
 	go func() { errc <- c.pump(ctx, down, up) }()

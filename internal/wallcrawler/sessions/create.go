@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
+	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
@@ -30,6 +31,10 @@ type CreateInput struct {
 	Timeout      int
 	Region       string
 	UserMetadata map[string]any
+	// Proxies are the session's upstream proxies by host pattern (none:
+	// every connection goes straight out through the policy). They stay
+	// in this process's memory: never written to the session's item.
+	Proxies []egress.Upstream
 }
 
 // Create starts a session and returns it once READY. origin is the
@@ -136,6 +141,9 @@ func (m *Manager) validateCreate(ctx context.Context, p auth.Principal, in Creat
 	}
 	if !slices.Contains(Regions, in.Region) {
 		return in, project, nil, fmt.Errorf("%w: region must be one of %s", ErrInvalid, strings.Join(Regions, ", "))
+	}
+	if len(in.Proxies) > 0 && m.d.Egress == nil {
+		return in, project, nil, fmt.Errorf("%w: proxies need the egress proxy, which this server does not run", ErrInvalid)
 	}
 	if in.Width < 0 || in.Height < 0 || in.Width > 7680 || in.Height > 4320 {
 		return in, project, nil, fmt.Errorf("%w: viewport must be at most 7680x4320", ErrInvalid)
@@ -305,6 +313,12 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		return
 	}
 	l.b = b
+	if err := m.routeSession(l, in.Proxies); err != nil {
+		m.dropLive(ctx, l)
+		m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "route the browser's egress: "+err.Error())
+		done <- launchResult{err: err}
+		return
+	}
 	ready, err := m.markReady(ctx, l)
 	st.mark("ready")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
+	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
@@ -74,6 +75,10 @@ type Options struct {
 	// LeaseRenew is how often the lease is renewed; default a third of
 	// Lease. It must be shorter than Lease.
 	LeaseRenew time.Duration
+	// UploadMaxBytes caps one uploaded file (default
+	// DefaultUploadMaxBytes); UploadQuota caps the files uploaded to one
+	// session, all together (default DefaultUploadQuota).
+	UploadMaxBytes, UploadQuota int64
 	// Record bounds what the session inspector records of each session's
 	// pages (see RecordLimits); the zero value means the defaults.
 	Record RecordLimits
@@ -92,6 +97,9 @@ type Deps struct {
 	Browsers browser.Provider
 	Tokens   *Tokens
 	Notifier *Notifier
+	// Egress points browsers' connections at their sessions' upstream
+	// proxies; nil: sessions with proxies are refused.
+	Egress EgressRoutes
 }
 
 // Manager runs sessions: it creates them (taking a concurrency slot,
@@ -124,13 +132,20 @@ type live struct {
 	profileDir    string // restored profile to delete at the end ("" if the provider owns it)
 	context       *contexts.Context
 	persist       bool
-	rec           *recorder // the inspector's recording (guarded by mu); nil before READY
+	rec           *recorder     // the inspector's recording (guarded by mu); nil before READY
+	route         *egress.Route // its browser's way out when the session has proxies; nil otherwise
+
+	// uploadMu serializes the session's uploads, so that each is checked
+	// against the quota with the others' sizes known.
+	uploadMu sync.Mutex
 
 	mu        sync.Mutex
 	clients   int
 	idleSince time.Time
 	stopping  bool
 	usage     usageTrack
+	uploads   map[string]int64 // uploaded files by name: their sizes
+	uploaded  int64            // the sum of uploads
 }
 
 // NewManager returns a Manager. Call Reconcile before serving and Run for
@@ -156,6 +171,12 @@ func NewManager(d Deps, o Options) *Manager {
 	}
 	if o.LeaseRenew <= 0 || o.LeaseRenew >= o.Lease {
 		o.LeaseRenew = o.Lease / 3
+	}
+	if o.UploadMaxBytes <= 0 {
+		o.UploadMaxBytes = DefaultUploadMaxBytes
+	}
+	if o.UploadQuota <= 0 {
+		o.UploadQuota = DefaultUploadQuota
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -156,6 +156,7 @@ func (m *Manager) finishBrowser(ctx context.Context, l *live, st *steps) (cpu fl
 		m.log.Warn("wallcrawler: close browser", "session", l.id, "err", err)
 	}
 	st.mark("close")
+	m.countRouteBytes(ctx, l)
 	m.keep(ctx, l, persist, writeRecording)
 	st.mark("kept")
 	m.dropLive(ctx, l)
@@ -200,6 +201,9 @@ func (m *Manager) dropLive(ctx context.Context, l *live) {
 	if err := l.b.Kill(cctx); err != nil {
 		m.log.Warn("wallcrawler: kill browser", "session", l.id, "err", err)
 		return // still running: its files stay (the next start removes them)
+	}
+	if l.route != nil {
+		m.d.Egress.Drop(l.b.ID())
 	}
 	m.wg.Go(func() {
 		// The restored profile first: Remove gives the browser's user id

@@ -69,6 +69,7 @@ func (m *Manager) local(l *live, pageID string) cdp.Target {
 		URL:         target,
 		HTTPClient:  l.b.HTTPClient(),
 		DownloadDir: l.b.DownloadDir(),
+		UploadDir:   l.b.UploadDir(),
 		Log:         l.log,
 		Opened: func() {
 			l.mu.Lock()

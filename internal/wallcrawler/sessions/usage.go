@@ -104,6 +104,9 @@ func (m *Manager) SampleUsage(ctx context.Context) {
 		stopping := l.stopping
 		cpu, rss, ok := l.usage.add(u, now)
 		l.mu.Unlock()
+		if !stopping {
+			m.countRouteBytes(ctx, l)
+		}
 		if !ok || stopping {
 			continue
 		}

@@ -351,7 +351,7 @@ type egressProc struct {
 
 // serve hands l to the child, which serves the proxy on it (the
 // ServeEgress of a namespaced provider).
-func (e *egressProc) serve(l net.Listener) error {
+func (e *egressProc) serve(l net.Listener, _ browser.EgressListener) error {
 	f, err := l.(*net.TCPListener).File()
 	if err != nil {
 		return err

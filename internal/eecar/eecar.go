@@ -113,9 +113,13 @@ func (s *System) Routes() map[string]http.Handler {
 	return map[string]http.Handler{"/eecar/": jsonhttp.BoundedIDs(s.handler, jsonhttp.Error)}
 }
 
-// Run follows the table's stream (the search index, watch triggers) until
-// ctx ends, then waits for the webhooks in flight.
+// Run follows the table's stream (the search index, watch triggers) and
+// sweeps the webhook outbox until ctx ends, then waits for the webhooks in
+// flight.
 func (s *System) Run(ctx context.Context) error {
+	swept := make(chan struct{})
+	go func() { defer close(swept); s.hooks.Run(ctx) }()
+	defer func() { <-swept }()
 	err := s.market.Follow(ctx, s.client, s.streams, consumer.Options{
 		PollInterval: s.poll, RetryBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 		OnError: func(err error) { s.log.Warn("eecar: stream", "err", err) },

@@ -323,9 +323,9 @@ func (s *Store) notificationPut(n *Notification) (*types.Put, error) {
 	return &types.Put{TableName: aws.String(s.table), Item: it}, nil
 }
 
-// RecordTrigger writes WATCH#/TRIGGER#{partId} and the buyer's
-// notification in one transaction, once per (watch, part): it reports
-// false (and writes nothing) when the trigger exists already.
+// RecordTrigger writes WATCH#/TRIGGER#{partId}, the buyer's notification
+// and its webhook outbox item in one transaction, once per (watch, part):
+// it reports false (and writes nothing) when the trigger exists already.
 func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notification) (bool, Notification, error) {
 	t.NotifiedAt = ddbitem.FormatTime(s.Now())
 	tItem, err := marshal(t, map[string]av{"PK": ddbitem.S("WATCH#" + w.ID), "SK": ddbitem.S("TRIGGER#" + t.PartID)})
@@ -336,9 +336,14 @@ func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notific
 	if err != nil {
 		return false, n, err
 	}
+	wp, err := s.webhookPut(n)
+	if err != nil {
+		return false, n, err
+	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(s.table), Item: tItem, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Put: np},
+		{Put: wp},
 		{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key("WATCH#"+w.ID, "METADATA"),
 			UpdateExpression:          aws.String("SET triggeredAt = :t"),
@@ -347,7 +352,7 @@ func (s *Store) RecordTrigger(ctx context.Context, w Watch, t Trigger, n Notific
 			ExpressionAttributeValues: map[string]av{":t": ddbitem.S(t.NotifiedAt), ":a": ddbitem.S(WatchActive)},
 		}},
 	}})
-	if r := ddbitem.CancelReasons(err); len(r) == 3 && (r[0] == "ConditionalCheckFailed" || r[2] == "ConditionalCheckFailed") {
+	if r := ddbitem.CancelReasons(err); len(r) == 4 && (r[0] == "ConditionalCheckFailed" || r[3] == "ConditionalCheckFailed") {
 		return false, n, nil
 	}
 	if err != nil {
@@ -365,13 +370,18 @@ func (s *Store) Triggers(ctx context.Context, watchID string) ([]Trigger, error)
 	}, 0)
 }
 
-// Notify writes a notification.
+// Notify writes a notification and its webhook outbox item in one
+// transaction.
 func (s *Store) Notify(ctx context.Context, n Notification) (Notification, error) {
 	p, err := s.notificationPut(&n)
 	if err != nil {
 		return n, err
 	}
-	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item}); err != nil {
+	wp, err := s.webhookPut(n)
+	if err != nil {
+		return n, err
+	}
+	if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: p}, {Put: wp}}}); err != nil {
 		return n, fmt.Errorf("eecar: notify: %w", err)
 	}
 	return n, nil

@@ -120,3 +120,14 @@ fuzz:
 
 clean:
 	rm -rf bin .cache
+
+# Release files (scripts/dist.sh): DIST_ARCHES' archives and Debian
+# packages, and SHA256SUMS, into DIST_DIR.
+DIST_DIR    ?= dist
+DIST_ARCHES ?= amd64 arm64
+.PHONY: dist
+
+## dist: build dist/quarry_<version>_linux_{amd64,arm64}.tar.gz, the .deb
+## packages and SHA256SUMS, reproducibly (version, commit and date from git)
+dist:
+	@GO=$(GO) VERSION=$(VERSION) ARCHES="$(DIST_ARCHES)" DIST_DIR=$(DIST_DIR) bash scripts/dist.sh

@@ -125,9 +125,14 @@ clean:
 # packages, and SHA256SUMS, into DIST_DIR.
 DIST_DIR    ?= dist
 DIST_ARCHES ?= amd64 arm64
-.PHONY: dist
+.PHONY: dist image
 
 ## dist: build dist/quarry_<version>_linux_{amd64,arm64}.tar.gz, the .deb
 ## packages and SHA256SUMS, reproducibly (version, commit and date from git)
 dist:
 	@GO=$(GO) VERSION=$(VERSION) ARCHES="$(DIST_ARCHES)" DIST_DIR=$(DIST_DIR) bash scripts/dist.sh
+
+## image: build the container image quarry:<version> (Dockerfile), stamped as make dist stamps
+image:
+	eval "$$(VERSION=$(VERSION) bash scripts/version.sh)" && \
+	docker build --build-arg VERSION="$$VERSION" --build-arg COMMIT="$$COMMIT" --build-arg DATE="$$DATE" -t quarry:"$$FILE_VERSION" .

@@ -125,7 +125,7 @@ clean:
 # packages, and SHA256SUMS, into DIST_DIR.
 DIST_DIR    ?= dist
 DIST_ARCHES ?= amd64 arm64
-.PHONY: dist image
+.PHONY: dist image test-dist
 
 ## dist: build dist/quarry_<version>_linux_{amd64,arm64}.tar.gz, the .deb
 ## packages and SHA256SUMS, reproducibly (version, commit and date from git)
@@ -136,3 +136,9 @@ dist:
 image:
 	eval "$$(VERSION=$(VERSION) bash scripts/version.sh)" && \
 	docker build --build-arg VERSION="$$VERSION" --build-arg COMMIT="$$COMMIT" --build-arg DATE="$$DATE" -t quarry:"$$FILE_VERSION" .
+
+## test-dist: the packaging tests that build release files (two dist builds of
+## the host's architecture, one from an empty Go build cache; minutes, so not
+## part of make test)
+test-dist:
+	QUARRY_TEST_DIST=1 $(GO) test -count=1 -timeout 30m -v -run 'TestDist' ./packaging/

@@ -45,9 +45,13 @@ for arch in $ARCHES; do
 	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOFLAGS= \
 		"$GO" build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$stage/quarry" ./cmd/quarry
 	cp LICENSE README.md "$stage/"
-	# Tracked files only: what is in docs/ but not in git stays out.
-	git ls-files -z docs 2>/dev/null | xargs -0 -r cp --parents -t "$stage"
-	[ -d "$stage/docs" ] || cp -r docs "$stage/docs"
+	# In a git checkout, tracked files only: what is in docs/ but not in
+	# git stays out. Elsewhere (a copy without .git), all of docs/.
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git ls-files -z docs | xargs -0 -r cp --parents -t "$stage"
+	else
+		cp -r docs "$stage/docs"
+	fi
 	# Modes as the archive and the package record them, whatever the umask.
 	chmod -R u+rwX,go+rX,go-w "$stage"
 

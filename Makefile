@@ -120,3 +120,25 @@ fuzz:
 
 clean:
 	rm -rf bin .cache
+
+# Release files (scripts/dist.sh): DIST_ARCHES' archives and Debian
+# packages, and SHA256SUMS, into DIST_DIR.
+DIST_DIR    ?= dist
+DIST_ARCHES ?= amd64 arm64
+.PHONY: dist image test-dist
+
+## dist: build dist/quarry_<version>_linux_{amd64,arm64}.tar.gz, the .deb
+## packages and SHA256SUMS, reproducibly (version, commit and date from git)
+dist:
+	@GO=$(GO) VERSION=$(VERSION) ARCHES="$(DIST_ARCHES)" DIST_DIR=$(DIST_DIR) bash scripts/dist.sh
+
+## image: build the container image quarry:<version> (Dockerfile), stamped as make dist stamps
+image:
+	eval "$$(VERSION=$(VERSION) bash scripts/version.sh)" && \
+	docker build --build-arg VERSION="$$VERSION" --build-arg COMMIT="$$COMMIT" --build-arg DATE="$$DATE" -t quarry:"$$FILE_VERSION" .
+
+## test-dist: the packaging tests that build release files (two dist builds of
+## the host's architecture, one from an empty Go build cache; minutes, so not
+## part of make test)
+test-dist:
+	QUARRY_TEST_DIST=1 $(GO) test -count=1 -timeout 30m -v -run 'TestDist' ./packaging/

@@ -15,9 +15,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 const usage = `quarry — DataShelf, Wallcrawler, EECAR and Checks in one program.
 
 Usage:
@@ -38,7 +35,7 @@ Usage:
                               administer EECAR's companies and their API keys
   quarry admin token create|list|revoke
                               administer the console's operator tokens
-  quarry version              print the version
+  quarry version [--json]     print the version, commit and build date
 
 Run "quarry <command> -h" for a command's flags. Every flag can also be set
 with its QUARRY_* environment variable; flags win.
@@ -96,8 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "datashelf":
 		err = cmdDataShelf(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "quarry", version)
-		return 0
+		err = cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

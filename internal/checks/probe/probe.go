@@ -1,6 +1,6 @@
 // Package probe executes one run of a Checks monitor: it fetches the
 // check's URL through quarry's SSRF-safe fetcher, evaluates the check type
-// (AVAILABILITY or EBAY) and its attributes, and returns a Result that the
+// (AVAILABILITY, EBAY, TCP, TLS or DNS) and its attributes, and returns a Result that the
 // scheduler stores as the check's lastResult.
 //
 // A Prober is safe for concurrent use; create one and share it across all
@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -40,7 +41,19 @@ const (
 	// lowest total of an eBay search results page and compares it with a
 	// threshold.
 	TypeEbay = "EBAY"
+	// TypeTCP checks that a TCP connection to tcp://host:port opens.
+	TypeTCP = "TCP"
+	// TypeTLS checks that an https URL's host completes a TLS handshake
+	// with a certificate that verifies and does not expire soon.
+	TypeTLS = "TLS"
+	// TypeDNS checks that dns://name resolves (to an expected answer).
+	TypeDNS = "DNS"
 )
+
+// Types returns every check type, in the order the docs list them.
+func Types() []string {
+	return []string{TypeAvailability, TypeEbay, TypeTCP, TypeTLS, TypeDNS}
+}
 
 // Result statuses.
 const (
@@ -109,15 +122,18 @@ var ErrUnresolved = errors.New("probe: host does not resolve")
 
 // Spec is what a run needs from a check item.
 type Spec struct {
-	// Type is TypeAvailability or TypeEbay.
+	// Type is one of Types().
 	Type string
-	// URL is the absolute http or https URL to fetch.
+	// URL is the target: an absolute http or https URL (AVAILABILITY,
+	// EBAY; https for TLS), tcp://host:port (TCP) or dns://name (DNS).
 	URL string
 	// Attributes is the check's attributes map, as decoded from DynamoDB
 	// (strings, float64, bool, []any, map[string]any). Recognised keys:
 	// keyword (string), opposite (bool), expectedStatus (number or list of
-	// numbers), threshold (number > 0; required for EBAY). Other keys are
-	// ignored.
+	// numbers), threshold (number > 0; required for EBAY); for
+	// AVAILABILITY method, headers (object of strings), body (string),
+	// maxResponseMs, jsonPath and expected; daysBeforeExpiry (TLS);
+	// recordType and expected (DNS). Keys of other types are ignored.
 	Attributes map[string]any
 	// Timeout is the total timeout of the run; 0 means DefaultTimeout.
 	Timeout time.Duration
@@ -169,6 +185,9 @@ type Result struct {
 	// Unparseable is set (EBAY) when the page was fetched but no price
 	// could be parsed.
 	Unparseable bool
+	// CertExpiresAt is when the TLS check's certificate expires (UTC);
+	// zero when no certificate was received.
+	CertExpiresAt time.Time
 }
 
 // Options configures a Prober.
@@ -181,8 +200,11 @@ type Options struct {
 	// Fetch.Timeout is only a ceiling per hop; the run's timeout is
 	// Spec.Timeout.
 	Fetch fetch.Options
-	// Now is the clock used to measure ResponseTime; default time.Now.
+	// Now is the clock used to measure ResponseTime and to verify TLS
+	// certificates; default time.Now.
 	Now func() time.Time
+	// RootCAs verifies TLS checks' certificates; nil: the system's roots.
+	RootCAs *x509.CertPool
 }
 
 // Prober runs checks. It is safe for concurrent use.
@@ -190,6 +212,7 @@ type Prober struct {
 	f            *fetch.Fetcher
 	now          func() time.Time
 	maxRedirects int
+	roots        *x509.CertPool
 }
 
 // New returns a Prober for opts.
@@ -220,23 +243,35 @@ func New(opts Options) *Prober {
 	if now == nil {
 		now = time.Now
 	}
-	return &Prober{f: fetch.New(fo), now: now, maxRedirects: fo.MaxRedirects}
+	return &Prober{f: fetch.New(fo), now: now, maxRedirects: fo.MaxRedirects, roots: opts.RootCAs}
 }
 
 // Close releases idle connections.
 func (p *Prober) Close() { p.f.Close() }
 
-// Validate checks s when a check is created: a known type, an absolute
-// http or https URL with a host whose addresses the fetcher may connect to
-// (this resolves the host name), well-typed attributes, and a positive
+// Validate checks s when a check is created: a known type, a URL of the
+// type's form whose host's addresses the network policy lets the probe
+// connect to (this resolves the host name; a DNS check's name connects
+// nowhere and is not resolved), well-typed attributes, and a positive
 // threshold for EBAY. Errors wrap ErrInvalid (and fetch.ErrBlocked or
 // fetch.ErrNotHTTP where they apply), or ErrUnresolved alone when
 // everything is valid but the host name does not resolve now.
 func (p *Prober) Validate(ctx context.Context, s Spec) error {
-	if _, err := parseSpec(s); err != nil {
+	ps, err := parseSpec(s)
+	if err != nil {
 		return err
 	}
-	if err := p.f.Validate(ctx, s.URL); err != nil {
+	switch ps.typ {
+	case TypeDNS:
+		return nil
+	case TypeTCP:
+		_, port, _ := net.SplitHostPort(ps.addr)
+		n, _ := strconv.ParseUint(port, 10, 16)
+		_, err = p.f.Dialer().Resolve(ctx, "tcp", ps.host, uint16(n))
+	default:
+		err = p.f.Validate(ctx, s.URL)
+	}
+	if err != nil {
 		var de *net.DNSError
 		if errors.As(err, &de) && !errors.Is(err, fetch.ErrBlocked) {
 			return fmt.Errorf("%w: url: %w", ErrUnresolved, err)
@@ -272,8 +307,17 @@ func (p *Prober) Run(ctx context.Context, s Spec) (res Result) {
 		},
 	})
 
+	switch ps.typ {
+	case TypeTCP:
+		return p.runTCP(ctx, rctx, ps)
+	case TypeTLS:
+		return p.runTLS(ctx, rctx, ps)
+	case TypeDNS:
+		return p.runDNS(ctx, rctx, ps)
+	}
+
 	start := p.now()
-	resp, err := p.f.Get(rctx, s.URL)
+	resp, err := p.f.Do(rctx, fetch.Request{Method: ps.method, URL: s.URL, Header: ps.header, Body: ps.body})
 	elapsed := p.now().Sub(start)
 	if err != nil {
 		return p.failure(ctx, ps, err, handshakeFailed.Load(), elapsed)
@@ -307,8 +351,9 @@ func (p *Prober) Run(ctx context.Context, s Spec) (res Result) {
 }
 
 // evalAvailability fills the status and alert fields of an AVAILABILITY
-// run. Every failed condition (an unexpected status, a keyword missing or,
-// with opposite, present) makes the run DOWN with its reason in Error, so
+// run. Every failed condition (an unexpected status, a response slower
+// than maxResponseMs, a JSON value that is missing or not the expected
+// one, a keyword missing or, with opposite, present) makes the run DOWN with its reason in Error, so
 // that the run counts as down wherever UP/DOWN is read (lastResult, the
 // history, the daily uptimes); Condition tells the failures apart.
 func evalAvailability(res *Result, ps spec, resp *fetch.Response) {
@@ -319,6 +364,18 @@ func evalAvailability(res *Result, ps spec, resp *fetch.Response) {
 			res.Error += ", expected " + ps.expectedText()
 		}
 		return
+	}
+	if ps.maxResponseMs > 0 && res.ResponseTime > ps.maxResponseMs {
+		res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionDown
+		res.Error = fmt.Sprintf("response took %d ms, limit %d ms", res.ResponseTime, ps.maxResponseMs)
+		return
+	}
+	if ps.jsonPath != nil {
+		if msg := evalJSON(ps, resp.Body, resp.Truncated); msg != "" {
+			res.Status, res.Alerting, res.Condition = StatusDown, true, ConditionDown
+			res.Error = msg
+			return
+		}
 	}
 	res.Status, res.Condition = StatusUp, ConditionOK
 	if res.KeywordFound == nil {
@@ -375,7 +432,7 @@ func evalEbay(res *Result, ps spec, resp *fetch.Response, isHTML bool, q quote, 
 // handshake of the fetch failed.
 func (p *Prober) failure(parent context.Context, ps spec, err error, handshakeFailed bool, elapsed time.Duration) Result {
 	res := Result{Status: StatusDown, ResponseTime: elapsed.Milliseconds(), Condition: ConditionDown,
-		Alerting: ps.typ == TypeAvailability}
+		Alerting: ps.typ != TypeEbay}
 	switch {
 	case errors.Is(err, fetch.ErrBlocked):
 		res.Error = "address not allowed: " + err.Error()

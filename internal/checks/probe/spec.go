@@ -3,10 +3,49 @@ package probe
 import (
 	"fmt"
 	"math"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// Limits of the request attributes of AVAILABILITY checks: they are
+// stored in the check item and sent on every run.
+const (
+	// MaxHeaders is the number of attributes.headers a check may send.
+	MaxHeaders = 20
+	// MaxHeaderBytes bounds a header's value.
+	MaxHeaderBytes = 1024
+	// MaxBodyBytes bounds attributes.body.
+	MaxBodyBytes = 16 << 10
+	// MaxExpectedBytes bounds attributes.expected and attributes.jsonPath.
+	MaxExpectedBytes = 1024
+	// MaxResponseMs bounds attributes.maxResponseMs (10 minutes, the
+	// longest run timeout).
+	MaxResponseMs = 600_000
+	// DefaultDaysBeforeExpiry is attributes.daysBeforeExpiry of a TLS
+	// check that gives none.
+	DefaultDaysBeforeExpiry = 14
+	// MaxDaysBeforeExpiry bounds attributes.daysBeforeExpiry.
+	MaxDaysBeforeExpiry = 365
+)
+
+// methods are the values of attributes.method.
+var methods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// reservedHeaders are set by the HTTP client from the URL and the body;
+// attributes.headers may not name them.
+var reservedHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true, "Proxy-Connection": true,
+}
+
+// recordTypes are the values of attributes.recordType of DNS checks.
+var recordTypes = map[string]bool{"A": true, "AAAA": true, "CNAME": true, "MX": true, "TXT": true, "NS": true}
 
 // spec is a Spec with its attributes decoded and checked.
 type spec struct {
@@ -16,6 +55,23 @@ type spec struct {
 	opposite  bool
 	expected  []int // nil: any 2xx
 	threshold float64
+
+	// AVAILABILITY's request and response conditions.
+	method        string
+	header        http.Header
+	body          []byte
+	maxResponseMs int64    // 0: no limit
+	jsonPath      []string // nil: no JSON assertion
+	// want is attributes.expected as text (the JSON value at jsonPath,
+	// or a DNS answer); hasWant when it was given.
+	want    string
+	hasWant bool
+
+	// addr is the host:port a TCP or TLS check connects to, host its
+	// host; name the DNS check's name.
+	addr, host, name string
+	days             int    // TLS: daysBeforeExpiry
+	recordType       string // DNS
 }
 
 // statusExpected reports whether status counts as UP.
@@ -47,11 +103,9 @@ func (s spec) expectedText() string {
 // parseSpec checks everything about s that needs no network. Errors wrap
 // ErrInvalid.
 func parseSpec(s Spec) (spec, error) {
-	ps := spec{typ: s.Type, timeout: s.Timeout}
-	switch s.Type {
-	case TypeAvailability, TypeEbay:
-	default:
-		return ps, fmt.Errorf("%w: unknown check type %q", ErrInvalid, s.Type)
+	ps := spec{typ: s.Type, timeout: s.Timeout, method: http.MethodGet}
+	if !slices.Contains(Types(), s.Type) {
+		return ps, fmt.Errorf("%w: unknown check type %q (want one of %s)", ErrInvalid, s.Type, strings.Join(Types(), ", "))
 	}
 	if s.Timeout < 0 {
 		return ps, fmt.Errorf("%w: negative timeout %s", ErrInvalid, s.Timeout)
@@ -59,10 +113,31 @@ func parseSpec(s Spec) (spec, error) {
 	if ps.timeout == 0 {
 		ps.timeout = DefaultTimeout
 	}
+	a := s.Attributes
+	var err error
+	switch s.Type {
+	case TypeTCP:
+		ps.addr, ps.host, err = tcpTarget(s.URL)
+		return ps, err
+	case TypeTLS:
+		if err := parseTLS(&ps, s.URL, a); err != nil {
+			return ps, err
+		}
+		return ps, nil
+	case TypeDNS:
+		if err := parseDNS(&ps, s.URL, a); err != nil {
+			return ps, err
+		}
+		return ps, nil
+	}
 	if err := checkURL(s.URL); err != nil {
 		return ps, err
 	}
-	a := s.Attributes
+	if s.Type == TypeAvailability {
+		if err := parseRequest(&ps, a); err != nil {
+			return ps, err
+		}
+	}
 	if v, ok := a["keyword"]; ok && v != nil {
 		kw, ok := v.(string)
 		if !ok {

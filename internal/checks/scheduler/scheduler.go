@@ -41,7 +41,8 @@ type Alerter interface {
 type Options struct {
 	// Owner names this process in leases; default a random id.
 	Owner string
-	// Types are the check types to run; default AVAILABILITY and EBAY.
+	// Types are the check types to run; default every type
+	// (probe.Types).
 	Types []string
 	// Refresh is how often the ACTIVE set is reloaded (checks created,
 	// paused or deleted by other processes); default 10s.
@@ -155,7 +156,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		o.Owner = "sched-" + hex.EncodeToString(b[:])
 	}
 	if len(o.Types) == 0 {
-		o.Types = []string{probe.TypeAvailability, probe.TypeEbay}
+		o.Types = probe.Types()
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = 10 * time.Second
@@ -1017,7 +1018,7 @@ func Message(event, url string, r map[string]any) string {
 }
 
 // ResultMap is a run's lastResult: the document's fields (status,
-// responseTime, keywordFound) and ours.
+// responseTime, keywordFound) and ours (certExpiresAt for TLS checks).
 func ResultMap(r probe.Result, at time.Time) map[string]any {
 	m := map[string]any{
 		"status":       r.Status,
@@ -1042,6 +1043,9 @@ func ResultMap(r probe.Result, at time.Time) map[string]any {
 	}
 	if r.PriceSource != "" {
 		m["priceSource"] = r.PriceSource
+	}
+	if !r.CertExpiresAt.IsZero() {
+		m["certExpiresAt"] = r.CertExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z")
 	}
 	if r.Error != "" {
 		m["error"] = r.Error

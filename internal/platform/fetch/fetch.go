@@ -9,6 +9,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -244,6 +245,11 @@ func (f *Fetcher) Client() *http.Client {
 	return &http.Client{Transport: f.client.Transport, CheckRedirect: f.client.CheckRedirect, Timeout: f.o.Timeout}
 }
 
+// Dialer returns the dialer the fetcher connects through: its Policy,
+// Resolver and ConnectTimeout. Other protocols (a TCP or TLS probe) dial
+// through it to get the same address checks.
+func (f *Fetcher) Dialer() *Dialer { return f.dialer }
+
 // Close releases idle connections.
 func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
 
@@ -252,10 +258,37 @@ func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
 // ErrDisallowedByRobots, ErrTooManyRedirects, the ctx's error or
 // context.DeadlineExceeded (Options.Timeout), or a network error.
 func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
+	return f.Do(ctx, Request{URL: rawURL})
+}
+
+// Request is what Do sends: Get is Do of a Request with only URL.
+type Request struct {
+	// Method is the HTTP method; "" is GET.
+	Method string
+	// URL is the absolute http or https URL.
+	URL string
+	// Header is added to the fetcher's own headers (a User-Agent or
+	// Accept given here replaces the fetcher's). It is sent to URL's
+	// host (host:port) only: a redirect to another host drops it, as it
+	// may carry credentials.
+	Header http.Header
+	// Body is sent with the request (and again on a 307 or 308 redirect).
+	Body []byte
+}
+
+// Do fetches r as Get does, with r's method, headers and body. A 301, 302
+// or 303 redirect continues with a GET without body (a HEAD stays a
+// HEAD), as browsers do; a 307 or 308 repeats the method and body.
+func (f *Fetcher) Do(ctx context.Context, r Request) (*Response, error) {
+	rawURL := r.URL
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
+	if r.Method == "" {
+		r.Method = http.MethodGet
+	}
+	origin := u.Host
 	var spent time.Duration
 	redirects, retries := 0, 0
 	for {
@@ -271,7 +304,11 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
 				return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), ErrDisallowedByRobots)
 			}
 		}
-		resp, err := f.hop(ctx, u, f.o.MaxBodyBytes)
+		hr := r
+		if u.Host != origin {
+			hr.Header = nil
+		}
+		resp, err := f.hop(ctx, u, hr, f.o.MaxBodyBytes)
 		if err != nil {
 			return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
 		}
@@ -284,6 +321,10 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
 			next, err := redirectTarget(u, resp)
 			if err != nil {
 				return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+			}
+			if resp.Status != http.StatusTemporaryRedirect && resp.Status != http.StatusPermanentRedirect &&
+				r.Method != http.MethodHead {
+				r.Method, r.Body = http.MethodGet, nil
 			}
 			redirects++
 			u = next
@@ -299,10 +340,10 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
 	}
 }
 
-// hop performs one GET through u's host gate, reading at most limit bytes
-// of the body. A 429/503 Retry-After pauses the gate for every request to
-// the host.
-func (f *Fetcher) hop(ctx context.Context, u *url.URL, limit int64) (*Response, error) {
+// hop sends r's method, headers and body to u through u's host gate,
+// reading at most limit bytes of the body. A 429/503 Retry-After pauses
+// the gate for every request to the host.
+func (f *Fetcher) hop(ctx context.Context, u *url.URL, r Request, limit int64) (*Response, error) {
 	g := f.gateFor(u)
 	if err := g.acquire(ctx); err != nil {
 		return nil, err
@@ -311,12 +352,19 @@ func (f *Fetcher) hop(ctx context.Context, u *url.URL, limit int64) (*Response, 
 
 	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	var reqBody io.Reader
+	if r.Body != nil {
+		reqBody = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), reqBody)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("User-Agent", f.o.UserAgent)
 	req.Header.Set("Accept", "*/*")
+	for k, vs := range r.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
 	start := time.Now()
 	hr, err := f.client.Do(req)
 	if err != nil {

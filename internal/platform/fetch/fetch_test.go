@@ -584,3 +584,58 @@ func TestClientRefusesPrivateAddresses(t *testing.T) {
 		t.Fatalf("redirect followed: %d", resp.StatusCode)
 	}
 }
+
+// TestDoMethodHeadersBody: Do sends the method, headers and body; a 303
+// continues with a body-less GET, a 307 repeats the method and body, and
+// a redirect to another host drops the request's headers.
+func TestDoMethodHeadersBody(t *testing.T) {
+	type seen struct{ method, token, body string }
+	var mu sync.Mutex
+	var got []seen
+	record := func(r *http.Request) {
+		b := make([]byte, 64)
+		n, _ := r.Body.Read(b)
+		mu.Lock()
+		got = append(got, seen{r.Method, r.Header.Get("X-Token"), string(b[:n])})
+		mu.Unlock()
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { record(r) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		switch r.URL.Path {
+		case "/see-other":
+			http.Redirect(w, r, "/done", http.StatusSeeOther)
+		case "/temporary":
+			http.Redirect(w, r, "/done", http.StatusTemporaryRedirect)
+		case "/away":
+			http.Redirect(w, r, other.URL+"/there", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer srv.Close()
+	f := New(Options{AllowPrivate: true})
+	defer f.Close()
+	for _, tc := range []struct {
+		path string
+		want []seen
+	}{
+		{"/done", []seen{{"POST", "t1", "hello"}}},
+		{"/see-other", []seen{{"POST", "t1", "hello"}, {"GET", "t1", ""}}},
+		{"/temporary", []seen{{"POST", "t1", "hello"}, {"POST", "t1", "hello"}}},
+		{"/away", []seen{{"POST", "t1", "hello"}, {"POST", "", "hello"}}},
+	} {
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		resp, err := f.Do(context.Background(), Request{Method: "POST", URL: srv.URL + tc.path,
+			Header: http.Header{"X-Token": {"t1"}}, Body: []byte("hello")})
+		if err != nil || resp.Status != 200 {
+			t.Fatalf("%s: %v %+v", tc.path, err, resp)
+		}
+		mu.Lock()
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: requests %v, want %v", tc.path, got, tc.want)
+		}
+		mu.Unlock()
+	}
+}

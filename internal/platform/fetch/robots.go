@@ -266,7 +266,7 @@ func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (*robotsRules, ti
 		if err := f.checkURL(u); err != nil {
 			return disallow, robotsErrorTTL, nil
 		}
-		resp, err := f.hop(ctx, u, robotsMaxBytes)
+		resp, err := f.hop(ctx, u, Request{Method: "GET"}, robotsMaxBytes)
 		if err != nil {
 			if hop == 0 || ctx.Err() != nil {
 				// The host itself is blocked or unreachable: report that,

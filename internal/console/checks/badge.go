@@ -32,6 +32,7 @@ const (
 	badgeOrange = "#fe7d37"
 	badgeRed    = "#e05d44"
 	badgeGrey   = "#9f9f9f"
+	badgeBlue   = "#007ec6"
 	badgeLabel  = "#555"
 )
 
@@ -52,9 +53,12 @@ type badge struct {
 }
 
 // statusBadge is the badge of a check's state: UP, DOWN, PAUSED, FAILED,
-// or unknown before its first run.
+// maintenance (an active check in a maintenance window), or unknown
+// before its first run.
 func statusBadge(ck Check) badge {
 	switch {
+	case ck.Status == "ACTIVE" && ck.Maintenance:
+		return badge{"maintenance", badgeBlue}
 	case ck.Status == "PAUSED":
 		return badge{"PAUSED", badgeGrey}
 	case ck.Status == "FAILED":

@@ -53,6 +53,9 @@ type Check struct {
 	LastAlertAt      string
 	LastAlertError   string
 	LastAlertErrorAt string
+	// Maintenance is whether one of the user's maintenance windows covers
+	// the check now (its alerts are not sent).
+	Maintenance bool
 }
 
 // Run is one run of a check.

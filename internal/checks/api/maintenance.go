@@ -83,7 +83,7 @@ func (h *Handler) validMaintenance(r *http.Request, in maintenanceInput, now tim
 		case !end.After(start):
 			return m, invalid("end must be after start")
 		case end.Sub(start) > MaxMaintenanceDuration:
-			return m, invalid("a window lasts at most %s (this one lasts %s)", human(MaxMaintenanceDuration), end.Sub(start).Round(time.Minute))
+			return m, invalid("a window lasts at most %s (this one lasts %s)", human(MaxMaintenanceDuration), human(end.Sub(start).Round(time.Minute)))
 		case !end.After(now):
 			return m, invalid("end is in the past: the window would never apply")
 		}

@@ -85,7 +85,7 @@ func TestMaintenanceValidation(t *testing.T) {
 		{"bad end", map[string]any{"name": "x", "start": at(0), "end": "2026-13-01"}, "end: "},
 		{"end before start", map[string]any{"name": "x", "start": at(time.Hour), "end": at(0)}, "end must be after start"},
 		{"end equals start", map[string]any{"name": "x", "start": at(time.Hour), "end": at(time.Hour)}, "end must be after start"},
-		{"too long", map[string]any{"name": "x", "start": at(0), "end": at(31 * 24 * time.Hour)}, "at most 30 days"},
+		{"too long", map[string]any{"name": "x", "start": at(0), "end": at(31 * 24 * time.Hour)}, "a window lasts at most 30 days (this one lasts 31 days)"},
 		{"past", map[string]any{"name": "x", "start": at(-2 * time.Hour), "end": at(-time.Hour)}, "end is in the past"},
 		{"bad day", weekly("funday", "02:00", 60, "UTC"), `weekly.day: "funday" is not one of sun, mon`},
 		{"bad start time", weekly("sun", "25:00", 60, "UTC"), `weekly.start: "25:00"`},

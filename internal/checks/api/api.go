@@ -90,6 +90,7 @@ func New(st *store.Store, val Validator, sched Scheduler, o Options) *Handler {
 	h.mux.HandleFunc("POST /v1/checks/{id}/run", h.runNow)
 	h.mux.HandleFunc("GET /v1/checks/{id}/results", h.results)
 	h.channelRoutes()
+	h.maintenanceRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})

@@ -75,8 +75,9 @@ type Options struct {
 	// negative keeps none.
 	Retention time.Duration
 	// UserCache is how long a user's status is cached for deciding
-	// whether their checks run; default 5s. Alert targets are read afresh
-	// for every alert.
+	// whether their checks run, and their maintenance windows for
+	// deciding whether an alert is sent; default 5s. Alert targets are
+	// read afresh for every alert.
 	UserCache time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -110,6 +111,9 @@ type Scheduler struct {
 	index map[string]*entry
 	wake  chan struct{}
 	users map[string]cachedUser
+	// windows are users' maintenance windows, read when an alert is due
+	// (maintenance.go).
+	windows map[string]cachedWindows
 	// changesFrom is where the next Refresh reads the schedule change log
 	// from (zero: the first Refresh loads every check anyway).
 	changesFrom time.Time
@@ -197,7 +201,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	return &Scheduler{
 		st: st, run: r, al: a, o: o, log: o.Logger,
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
-		wake: make(chan struct{}, 1), users: map[string]cachedUser{},
+		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
 	}
 }
@@ -656,7 +660,7 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 	}()
 	out := s.outcome(c, res, now)
 	var a *alert.Alert
-	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil {
+	if ev, ok := Transition(c.AlertState, out.AlertState); ok && s.al != nil && !s.inMaintenance(ctx, c, ev, now) {
 		a = s.newAlert(c, ev, out)
 		if err := s.outbox(&out, *a); err != nil {
 			s.log.Warn("checks: alert not encoded; sent at most once", "check", id, "err", err)

@@ -25,13 +25,16 @@ import (
 type Adapter struct {
 	st  *checksstore.Store
 	api *checksapi.Handler
+	now func() time.Time
 }
 
 var _ Backend = (*Adapter)(nil)
 
 // Adapt returns the dashboard's view of Checks: reads from st, writes
 // through api (nil makes the dashboard read-only: writes fail).
-func Adapt(st *checksstore.Store, api *checksapi.Handler) *Adapter { return &Adapter{st: st, api: api} }
+func Adapt(st *checksstore.Store, api *checksapi.Handler) *Adapter {
+	return &Adapter{st: st, api: api, now: time.Now}
+}
 
 // consoleCheck is c as the pages show it, its failure texts cut to their
 // status line (failureLine).
@@ -66,6 +69,11 @@ func (k *Adapter) Checks(ctx context.Context, userID string, f Filter) ([]Check,
 	if err != nil {
 		return nil, err
 	}
+	ws, err := k.st.ListMaintenance(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	now := k.now()
 	sf := checksstore.Filter{Status: f.Status, Q: f.Q}
 	if f.Tag != "" {
 		sf.Tags = []string{f.Tag}
@@ -73,7 +81,9 @@ func (k *Adapter) Checks(ctx context.Context, userID string, f Filter) ([]Check,
 	out := make([]Check, 0, len(cs))
 	for _, c := range cs {
 		if sf.Match(c) {
-			out = append(out, consoleCheck(c))
+			ck := consoleCheck(c)
+			ck.Maintenance = checksstore.InMaintenance(ws, c, now)
+			out = append(out, ck)
 		}
 	}
 	return out, nil
@@ -85,7 +95,13 @@ func (k *Adapter) Check(ctx context.Context, userID, id string) (Check, error) {
 	if err != nil {
 		return Check{}, mapErr(err)
 	}
-	return consoleCheck(c), nil
+	ws, err := k.st.ListMaintenance(ctx, userID)
+	if err != nil {
+		return Check{}, err
+	}
+	ck := consoleCheck(c)
+	ck.Maintenance = checksstore.InMaintenance(ws, c, k.now())
+	return ck, nil
 }
 
 func runs(rs []checksstore.Run) []Run {

@@ -6,8 +6,9 @@
 // edit, clone, pause, resume, run now and delete, and pause, resume and
 // delete in bulk; search and filters (tag, state, text); the
 // alert targets, with the Checks API's own validation messages; and the
-// user's public status page (status.go). Backend is Checks as the pages
-// see it; Adapt makes one of Checks' store and API.
+// user's public status page (status.go) and its badges (badge.go).
+// Backend is Checks as the pages see it; Adapt makes one of Checks'
+// store and API.
 package checks
 
 import (
@@ -52,6 +53,9 @@ type Check struct {
 	LastAlertAt      string
 	LastAlertError   string
 	LastAlertErrorAt string
+	// Maintenance is whether one of the user's maintenance windows covers
+	// the check now (its alerts are not sent).
+	Maintenance bool
 }
 
 // Run is one run of a check.
@@ -137,11 +141,12 @@ type Area struct {
 	b      Backend
 	k      *console.Kit
 	status *console.PublicCache // rendered status pages by user id
+	badges *console.PublicCache // rendered badges by user id, check id and kind
 }
 
 // New returns the dashboard over b.
 func New(b Backend) *Area {
-	return &Area{b: b, status: console.NewPublicCache(statusCacheTTL)}
+	return &Area{b: b, status: console.NewPublicCache(statusCacheTTL), badges: console.NewPublicCache(badgeCacheTTL)}
 }
 
 // Name implements console.Area.
@@ -181,6 +186,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/checks/statuspage", a.statusSettings)
 	m.HandleFunc("POST /console/checks/statuspage", a.statusSet)
 	m.HandleFunc("GET /console/status/{token}", a.statusPublic)
+	m.HandleFunc("GET /console/status/{token}/badge/{checkId}/{kind}", a.statusBadgePublic)
 	a.mountChannels(m)
 	return nil
 }

@@ -137,7 +137,7 @@ func (a *Area) statusSet(w http.ResponseWriter, r *http.Request) {
 type statusRow struct {
 	Name     string
 	Type     string
-	State    string // UP, DOWN, PAUSED, FAILED, or PENDING before a run
+	State    string // UP, DOWN, PAUSED, FAILED, MAINTENANCE, or PENDING before a run
 	Uptime   string
 	Uptime7  string
 	Uptime30 string
@@ -218,7 +218,10 @@ func (a *Area) statusBody(ctx context.Context, userID string, now time.Time) ([]
 	for i, ck := range cks {
 		row := rows[i]
 		state := ck.Status
-		if ck.Status == "ACTIVE" {
+		switch {
+		case ck.Status == "ACTIVE" && ck.Maintenance:
+			state = "MAINTENANCE"
+		case ck.Status == "ACTIVE":
 			state = cmp.Or(ck.LastStatus, "PENDING")
 		}
 		d.Rows = append(d.Rows, statusRow{Name: publicName(ck), Type: ck.Type, State: state, Uptime: row.Uptime,

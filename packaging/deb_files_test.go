@@ -187,6 +187,7 @@ func TestMaintainerScripts(t *testing.T) {
 func TestDebVersion(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ version, deb string }{
+		{"1d03768", "0~git20261127154623.1d03768"}, // a hash, not a release
 		{"abc1234", "0~git20261127154623.abc1234"},
 		{"abc1234-dirty", "0~git20261127154623.abc1234.dirty"},
 		{"v1.2.0-rc1", "1.2.0~rc1"},

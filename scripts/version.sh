@@ -32,7 +32,9 @@ if [ -z "${DEB_VERSION:-}" ]; then
 		v=${BASH_REMATCH[1]}
 		suffix="+git${BASH_REMATCH[2]}.g${BASH_REMATCH[3]}"
 	fi
-	if [[ $v =~ ^[0-9] ]]; then
+	# A release tag is major.minor[.patch...]; a bare commit hash may
+	# start with a digit too, and is not one.
+	if [[ $v =~ ^[0-9]+\.[0-9]+ ]]; then
 		DEB_VERSION=${v//-/\~}$suffix
 		if [ -n "$dirty" ]; then
 			if [ -n "$suffix" ]; then DEB_VERSION+=.$dirty; else DEB_VERSION+=+$dirty; fi

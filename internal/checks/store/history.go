@@ -20,12 +20,14 @@ import (
 // "DAY#<YYYY-MM-DD>", counting the day's runs (runs, up) and summing their
 // response times (responseMs), written in the transaction that records a
 // run and expired by TTL DayRetention after the day. They let a check's
-// uptime over 7 and 30 days be read in one small Query, whatever the
-// run-history retention.
+// uptime over 7, 30 and 90 days (the public status page's daily bars) be
+// read in one small Query, whatever the run-history retention.
 const (
 	skDay = "DAY#"
-	// DayRetention is how long a daily rollup is kept after its day.
-	DayRetention = 32 * 24 * time.Hour
+	// DayRetention is how long a daily rollup is kept after its day: the
+	// status page's 90 daily bars, with two days of margin for time zones
+	// and the TTL sweep's delay.
+	DayRetention = 92 * 24 * time.Hour
 	dayLayout    = "2006-01-02"
 )
 

@@ -91,6 +91,7 @@ func New(st *store.Store, val Validator, sched Scheduler, o Options) *Handler {
 	h.mux.HandleFunc("GET /v1/checks/{id}/results", h.results)
 	h.channelRoutes()
 	h.maintenanceRoutes()
+	h.statusPageRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})

@@ -299,21 +299,61 @@ func (k *Adapter) SetAlerts(ctx context.Context, userID string, in AlertTargets)
 }
 
 // StatusPage implements Backend.
-func (k *Adapter) StatusPage(ctx context.Context, userID string) (string, error) {
+func (k *Adapter) StatusPage(ctx context.Context, userID string) (StatusPage, error) {
 	u, err := k.st.GetUser(ctx, userID)
 	if err != nil {
-		return "", mapErr(err)
+		return StatusPage{}, mapErr(err)
 	}
-	return u.StatusPage, nil
+	p, err := k.st.StatusPageSettings(ctx, userID)
+	if err != nil {
+		return StatusPage{}, mapErr(err)
+	}
+	return statusPageOf(u.StatusPage, p), nil
 }
 
-// SetStatusPage implements Backend.
-func (k *Adapter) SetStatusPage(ctx context.Context, userID string, on bool) (string, error) {
-	if !on {
-		return "", mapErr(k.st.DisableStatusPage(ctx, userID))
+func statusPageOf(token string, p checksstore.StatusPageSettings) StatusPage {
+	out := StatusPage{Enabled: token != "", Token: token, Title: p.Title, Description: p.Description}
+	for _, g := range p.Groups {
+		out.Groups = append(out.Groups, StatusGroup(g))
 	}
-	tok, err := k.st.EnableStatusPage(ctx, userID)
-	return tok, mapErr(err)
+	return out
+}
+
+// SetStatusPage implements Backend through PUT /v1/me/statuspage.
+func (k *Adapter) SetStatusPage(ctx context.Context, userID string, in StatusPage) (StatusPage, error) {
+	groups := make([]checksstore.StatusGroup, len(in.Groups))
+	for i, g := range in.Groups {
+		groups[i] = checksstore.StatusGroup(g)
+	}
+	body := map[string]any{"enabled": in.Enabled, "newToken": in.NewToken, "title": in.Title, "description": in.Description, "groups": groups}
+	var out struct {
+		Token string `json:"token"`
+		checksstore.StatusPageSettings
+	}
+	if err := k.call(ctx, userID, http.MethodPut, "/v1/me/statuspage", body, &out); err != nil {
+		return StatusPage{}, err
+	}
+	return statusPageOf(out.Token, out.StatusPageSettings), nil
+}
+
+// Incidents implements Backend.
+func (k *Adapter) Incidents(ctx context.Context, userID string) ([]Incident, error) {
+	l, err := k.st.ListIncidents(ctx, userID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]Incident, len(l))
+	for i, in := range l {
+		out[i] = Incident{ID: in.ID, Title: in.Title, Status: in.Status, CreatedAt: ddbitem.ParseTime(in.CreatedAt),
+			UpdatedAt: ddbitem.ParseTime(in.UpdatedAt)}
+		if in.ResolvedAt != "" {
+			out[i].ResolvedAt = ddbitem.ParseTime(in.ResolvedAt)
+		}
+		for _, u := range in.Updates {
+			out[i].Updates = append(out[i].Updates, IncidentUpdate{At: ddbitem.ParseTime(u.At), Status: u.Status, Message: u.Message})
+		}
+	}
+	return out, nil
 }
 
 // StatusPageUser implements Backend.

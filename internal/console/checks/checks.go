@@ -114,11 +114,16 @@ type Backend interface {
 	// SetAlerts replaces the user's alert targets through the API (its
 	// message is the error's); KeepSecret keeps the webhook secret.
 	SetAlerts(ctx context.Context, userID string, in AlertTargets) error
-	// StatusPage is the user's status page token ("" when off).
-	StatusPage(ctx context.Context, userID string) (string, error)
-	// SetStatusPage turns the status page on under a new token (the old
-	// URL dies) and returns it, or off (on false; returns "").
-	SetStatusPage(ctx context.Context, userID string, on bool) (string, error)
+	// StatusPage is the user's status page: on or off, its token and its
+	// settings.
+	StatusPage(ctx context.Context, userID string) (StatusPage, error)
+	// SetStatusPage replaces the user's status page through the API (its
+	// message is the error's) and returns it: Enabled keeps the token,
+	// or makes one when off; NewToken replaces it (the old URL dies).
+	SetStatusPage(ctx context.Context, userID string, in StatusPage) (StatusPage, error)
+	// Incidents are the user's incidents, open ones first, then newest
+	// first.
+	Incidents(ctx context.Context, userID string) ([]Incident, error)
 	// StatusPageUser returns the user id of a status page token, or
 	// console.ErrNotFound.
 	StatusPageUser(ctx context.Context, token string) (string, error)
@@ -171,7 +176,7 @@ func (*Area) Card(s console.Session) template.HTML {
 // Mount implements console.Area.
 func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	a.k = k
-	if err := k.Pages(templates, template.FuncMap{"seconds": seconds}); err != nil {
+	if err := k.Pages(templates, template.FuncMap{"seconds": seconds, "lines": lines}); err != nil {
 		return err
 	}
 	m.HandleFunc("GET /console/checks/{$}", a.checksList)

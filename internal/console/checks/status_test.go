@@ -28,6 +28,12 @@ func (b publicBackend) StatusPageUser(_ context.Context, token string) (string, 
 	return "u1", nil
 }
 
+func (b publicBackend) StatusPage(context.Context, string) (StatusPage, error) {
+	return StatusPage{Enabled: true, Token: "tok"}, nil
+}
+
+func (b publicBackend) Incidents(context.Context, string) ([]Incident, error) { return nil, nil }
+
 func (b publicBackend) Checks(context.Context, string, Filter) ([]Check, error) {
 	return []Check{{ID: "c1", URL: "https://shop.example/health", Type: "AVAILABILITY", Status: "ACTIVE", LastStatus: "DOWN"}}, nil
 }

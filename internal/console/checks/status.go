@@ -7,10 +7,9 @@ import (
 	"time"
 )
 
-// A Checks user's alert targets, and their public status page: opt-in, at
-// /console/status/{token} (a random token the user can replace or revoke),
-// read-only, showing for each check only its host, type, state, uptime and
-// status strip, cached for statusCacheTTL.
+// A Checks user's alert targets, and what the public status page
+// (statuspage.go) shares with the badges: its cache's lifetime, its bound
+// on checks and a check's public name (its own name, else its host).
 
 // AlertTargets are a user's alert targets and their delivery outcome.
 type AlertTargets struct {

@@ -48,18 +48,22 @@ import (
 )
 
 type config struct {
-	quarry     string
-	nodes      []int
-	checks     int
-	interval   time.Duration
-	duration   time.Duration
-	parts      int
-	writeRate  float64
-	searchers  int
-	out        string
-	workDir    string
-	skipChecks bool
-	skipEECAR  bool
+	quarry   string
+	nodes    []int
+	checks   int
+	interval time.Duration
+	// targetDelay is how long the target takes to answer each run.
+	targetDelay time.Duration
+	// maxInflight is each node's --checks-max-inflight (0: its default).
+	maxInflight int
+	duration    time.Duration
+	parts       int
+	writeRate   float64
+	searchers   int
+	out         string
+	workDir     string
+	skipChecks  bool
+	skipEECAR   bool
 }
 
 func main() {
@@ -69,6 +73,8 @@ func main() {
 	flag.StringVar(&nodes, "nodes", "1,3", "comma-separated node counts to compare")
 	flag.IntVar(&c.checks, "checks", 600, "checks")
 	flag.DurationVar(&c.interval, "interval", 5*time.Second, "period of every check")
+	flag.DurationVar(&c.targetDelay, "target-delay", 0, "how long the target takes to answer each run (a slow site: runs wait on it, not on the CPU)")
+	flag.IntVar(&c.maxInflight, "max-inflight", 0, "each node's --checks-max-inflight (0: quarry's default)")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "measured window of each part")
 	flag.IntVar(&c.parts, "parts", 200, "EECAR parts registered before the window")
 	flag.Float64Var(&c.writeRate, "write-rate", 5, "EECAR parts registered per second during the window, through the other nodes")
@@ -101,7 +107,7 @@ func main() {
 	loadBefore := report.LoadAvg()
 	var b strings.Builder
 	if !c.skipChecks {
-		fmt.Fprintf(&b, "\n### Checks: %d checks every %s, %s window\n\n", c.checks, c.interval, c.duration)
+		fmt.Fprintf(&b, "\n### Checks: %d checks every %s, %s window, target answers in %s, --checks-max-inflight %s\n\n", c.checks, c.interval, c.duration, c.targetDelay, inflight(c.maxInflight))
 		b.WriteString("| nodes | offered runs/s | runs/s | missed | lateness p50 | p99 | max |\n|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range c.nodes {
 			r, err := benchChecks(c, n)
@@ -322,6 +328,14 @@ func parallel(n, k int, f func(i int) error) error {
 	return first
 }
 
+// inflight names a -max-inflight value.
+func inflight(n int) string {
+	if n == 0 {
+		return "default"
+	}
+	return strconv.Itoa(n)
+}
+
 type checksResult struct {
 	rate          float64
 	missed        int
@@ -340,11 +354,18 @@ func benchChecks(c config, n int) (checksResult, error) {
 		mu.Lock()
 		runs[i] = append(runs[i], time.Now())
 		mu.Unlock()
+		if c.targetDelay > 0 {
+			time.Sleep(c.targetDelay)
+		}
 		io.WriteString(w, "ok")
 	}))
 	defer target.Close()
-	cl, err := startCluster(c, n, "checks", "--allow-networks", target.Listener.Addr().String(), "--checks-min-interval", "1s",
-		"--checks-pro-limit", strconv.Itoa(c.checks))
+	flags := []string{"--allow-networks", target.Listener.Addr().String(), "--checks-min-interval", "1s",
+		"--checks-pro-limit", strconv.Itoa(c.checks)}
+	if c.maxInflight > 0 {
+		flags = append(flags, "--checks-max-inflight", strconv.Itoa(c.maxInflight))
+	}
+	cl, err := startCluster(c, n, "checks", flags...)
 	if err != nil {
 		return checksResult{}, err
 	}

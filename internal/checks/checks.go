@@ -94,7 +94,7 @@ func New(ctx context.Context, cfg config.Checks, deps Deps) (*System, error) {
 	if retention == 0 {
 		retention = -1 // no history
 	}
-	sched = scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: leaseOwner(deps.NodeID), RunTimeout: cfg.RunTimeout, Retention: retention, Logger: log})
+	sched = scheduler.New(st, prober, dispatcher, scheduler.Options{Owner: leaseOwner(deps.NodeID), RunTimeout: cfg.RunTimeout, Retention: retention, Concurrency: cfg.MaxInflight, Logger: log})
 	h := api.New(st, prober, sched, api.Options{MinDelay: cfg.MinInterval, EmailEnabled: aopts.SMTP != nil, Channels: dispatcher, Logger: log})
 	return &System{api: h, store: st, sched: sched, alerts: dispatcher, prober: prober, handler: http.StripPrefix("/checks", h), log: log}, nil
 }

@@ -20,6 +20,10 @@ type Checks struct {
 	Retention time.Duration
 	// FreeLimit and ProLimit are the tiers' checkLimit.
 	FreeLimit, ProLimit int
+	// MaxInflight bounds this process's runs in flight (a run claimed
+	// ahead counts from its claim); due checks it has no room for are
+	// claimed by the other processes.
+	MaxInflight int
 	// SMTP (host:port) enables email alerts, sent from SMTPFrom,
 	// authenticated with SMTPUser/SMTPPassword when set.
 	SMTP, SMTPFrom, SMTPUser, SMTPPassword string
@@ -33,6 +37,7 @@ func checksDefaults() Checks {
 		Retention:   7 * 24 * time.Hour,
 		FreeLimit:   5,
 		ProLimit:    100,
+		MaxInflight: 512,
 	}
 }
 
@@ -42,6 +47,7 @@ func (k *Checks) fields() []field {
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &k.MinInterval},
 		{flag: "checks-run-timeout", usage: "bound of one run of a check (its process renews the run's 10 s lease meanwhile; the checks of a process that dies are taken over within about 10 s)", dur: &k.RunTimeout},
 		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &k.Retention},
+		{flag: "checks-max-inflight", usage: "most runs in flight in this process; the due checks it has no room for are run by the other processes sharing the store", num: &k.MaxInflight},
 		{flag: "checks-free-limit", usage: "checkLimit of the FREE tier", num: &k.FreeLimit},
 		{flag: "checks-pro-limit", usage: "checkLimit of the PRO tier", num: &k.ProLimit},
 		{flag: "checks-smtp", usage: "SMTP server (host:port) for email alerts; empty: no email", str: &k.SMTP},
@@ -58,6 +64,9 @@ func (k *Checks) validate() []error {
 	}
 	if k.RunTimeout < time.Second || k.RunTimeout > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("config: --checks-run-timeout %v: want 1s to 10m", k.RunTimeout))
+	}
+	if k.MaxInflight < 1 || k.MaxInflight > 100_000 {
+		errs = append(errs, fmt.Errorf("config: --checks-max-inflight %d: want 1 to 100000", k.MaxInflight))
 	}
 	if k.Retention < 0 {
 		errs = append(errs, fmt.Errorf("config: --checks-retention %v: must not be negative", k.Retention))

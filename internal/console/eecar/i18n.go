@@ -274,7 +274,7 @@ var texts = map[string][2]string{
 	"prop.none":              {"No proposals here.", "제안이 없습니다."},
 	"prop.from":              {"From", "보낸 회사"},
 	"prop.to":                {"Awaiting", "답변할 회사"},
-	"prop.toparty":          {"To", "받는 회사"},
+	"prop.toparty":           {"To", "받는 회사"},
 	"prop.with":              {"Answered by", "답변한 회사"},
 	"prop.closed.accepted":   {"%s accepted this proposal on %s.", "%s이(가) %s에 이 제안을 수락했습니다."},
 	"prop.closed.rejected":   {"%s rejected this proposal on %s.", "%s이(가) %s에 이 제안을 거절했습니다."},

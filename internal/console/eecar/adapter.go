@@ -454,7 +454,8 @@ func (e *Adapter) Unread(ctx context.Context, company string) (int, error) {
 // the key's hash, and a revoked key ends its sessions at their next
 // request.
 func Realm(st *store.Store) console.Realm {
-	return console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: realm{st}}
+	return console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: realm{st},
+		Prefix: store.KeyPrefix, Home: "/console/eecar/"}
 }
 
 type realm struct{ st *store.Store }

@@ -179,7 +179,7 @@ func New(opts Options) (*Console, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := parsePage(name, nil, templateFS, "templates/layout.html", p)
+		t, err := c.parsePage(name, nil, templateFS, "templates/layout.html", p)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}

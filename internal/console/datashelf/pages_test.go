@@ -98,6 +98,10 @@ func TestCrawlStartFailed(t *testing.T) {
 	if strings.Contains(page, "Crawl started.") || !strings.Contains(page, `id="crawl-error">The start URL failed: https://shop.example/en-gb: fetch: HTTP 404<`) {
 		t.Errorf("the crawl page after a failed start:\n%s", page)
 	}
+	// When it finished, relative, with the UTC time on hover.
+	if !regexp.MustCompile(`Finished</strong> <time datetime="[^"]+" title="[0-9-]+ [0-9:]+ UTC">just now</time>`).MatchString(page) {
+		t.Errorf("the crawl's end is not a relative time:\n%s", page)
+	}
 	f.status = CrawlStatus{Running: true, URL: "https://shop.example/en-gb", Started: time.Now()}
 	if page := get("/console/datashelf/crawl?msg=started"); !strings.Contains(page, `id="msg">Crawl started.<`) {
 		t.Errorf("the crawl page while it runs:\n%s", page)

@@ -62,7 +62,11 @@ func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]
 		return st["status"] == "running"
 	}
 	if ck := s.ck.Load(); running("checks") && ck != nil {
-		realms = append(realms, checksconsole.Realm(ck.Store()))
+		// Checks API tokens start with chk_ (internal/checks/store's
+		// token format): the sign-in form infers the realm from it.
+		ckRealm := checksconsole.Realm(ck.Store())
+		ckRealm.Prefix, ckRealm.Home = "chk_", "/console/checks/"
+		realms = append(realms, ckRealm)
 		areas = append(areas, checksconsole.New(checksconsole.Adapt(ck.Store(), ck.API())))
 	}
 	if ds := s.ds.Load(); ds != nil {

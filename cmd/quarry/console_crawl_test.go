@@ -63,9 +63,15 @@ func TestConsoleCrawlControl(t *testing.T) {
 		t.Errorf("bad start URL: %q", got)
 	}
 	d.run("start", chromedp.SetValue(chromedp.CSS("#crawl-url"), shop.URL+fixture.Locale), chromedp.SetValue(chromedp.CSS("#crawl-max"), "0"),
-		d.submit("#crawl-start"), chromedp.WaitVisible(chromedp.CSS("#msg")))
-	if got := d.text("#msg"); got != "Crawl started." {
-		t.Errorf("after start: %q", got)
+		d.submit("#crawl-start"), chromedp.WaitVisible(chromedp.CSS("#crawl-state")))
+	// "Crawl started." while it runs; a crawl already finished has its
+	// card only.
+	if st := d.text("#crawl-state"); st == "Running" {
+		if got := d.text("#msg"); got != "Crawl started." {
+			t.Errorf("after start: %q", got)
+		}
+	} else if st != "Finished" {
+		t.Errorf("after start: %q", st)
 	}
 	states := map[string]bool{}
 	waitLong(t, "the crawl to finish", 60*time.Second, func() bool {
@@ -113,6 +119,11 @@ func TestConsoleCrawlControl(t *testing.T) {
 	})
 	if body := d.text("main"); !strings.Contains(body, "tenants may never reach") {
 		t.Errorf("a crawl of quarry's own API listener was not refused by the network policy:\n%s", body)
+	}
+	// The failed start URL is said once, in the card, without the
+	// crawler's own prefix.
+	if got := d.text("#crawl-error"); !strings.HasPrefix(got, "The start URL failed: "+base+"/console/") || strings.Contains(got, "crawler:") {
+		t.Errorf("the failed start URL reads %q", got)
 	}
 
 	// Without the CSRF token, both forms are refused.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,15 @@ func TestConsoleDataShelf(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	eval := func(js string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return s
+	}
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	// Signed out, the catalogue is public.
 	run("catalogue", chromedp.Navigate(base+"/console/datashelf/"), chromedp.WaitVisible(chromedp.CSS("#shelf-tree")))
 	if got := text("#shelf-tree"); !strings.Contains(got, "Books") || !strings.Contains(got, "Fiction") {
@@ -67,6 +77,11 @@ func TestConsoleDataShelf(t *testing.T) {
 	}
 	run("category", chromedp.Click(chromedp.CSS(`#shelf-tree a`)), chromedp.WaitVisible(chromedp.CSS("#products")))
 	all := text("#products")
+	// The filters are a bar above the results, which start on the first
+	// screen of the 1100×800 window.
+	if top := eval(`String(Math.round(document.querySelector("#products").getBoundingClientRect().top))`); atoi(top) >= 800 {
+		t.Errorf("the results start %spx down, below the fold", top)
+	}
 	for _, want := range []string{"The Quiet Harbour", "Winter Roads", "Salt and Stone"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("category lacks %q:\n%s", want, all)
@@ -84,6 +99,9 @@ func TestConsoleDataShelf(t *testing.T) {
 	}
 	if got := text("p.num"); !strings.HasPrefix(got, "8.25 GBP") {
 		t.Errorf("product price %q", got)
+	}
+	if got := text("#crumb-category"); got != "Fiction" {
+		t.Errorf("the product's breadcrumb names %q", got)
 	}
 	if got := text("#specs"); !strings.Contains(got, "Ann Lee") || !strings.Contains(got, "Hardback") || !strings.Contains(got, "isbn") {
 		t.Errorf("specs: %q", got)

@@ -249,6 +249,14 @@ func TestConsoleEECAR(t *testing.T) {
 	if got := buyer.eval(`String(document.querySelectorAll("#history tbody tr").length)`); got != "3" {
 		t.Errorf("history rows: %s", got)
 	}
+	// Closed: who accepted and when, no one awaited; the history starts
+	// with the first offer's terms, which the counter replaced.
+	if got := buyer.text("#closed"); !strings.Contains(got, "수락했습니다") || buyer.eval(`String(document.querySelector("#p-to") === null)`) != "true" {
+		t.Errorf("the accepted proposal says %q", got)
+	}
+	if got := buyer.text("#offer"); !strings.Contains(got, "₩8,000,000") || !strings.Contains(got, "두 팩 모두 구매 희망") {
+		t.Errorf("the first offer's row: %q", got)
+	}
 	buyer.run("proposal shot", shot("console-eecar-proposal.png"))
 	seller.run("seller notified", chromedp.Navigate(base+"/console/eecar/notifications/"),
 		chromedp.WaitVisible(chromedp.CSS(`#notes li.unread[data-type="proposal_accepted"]`)))

@@ -83,7 +83,7 @@ func (k *Kit) Pages(fsys fs.FS, funcs template.FuncMap) error {
 		if strings.HasPrefix(name, "_") {
 			continue
 		}
-		t, err := parsePage(name, funcs, templateFS, "templates/layout.html")
+		t, err := k.c.parsePage(name, funcs, templateFS, "templates/layout.html")
 		if err == nil {
 			_, err = t.ParseFS(fsys, append([]string{f}, shared...)...)
 		}
@@ -96,9 +96,9 @@ func (k *Kit) Pages(fsys fs.FS, funcs template.FuncMap) error {
 }
 
 // parsePage parses files of fsys into a page named name with the
-// console's template functions and extra.
-func parsePage(name string, extra template.FuncMap, fsys fs.FS, files ...string) (*template.Template, error) {
-	return template.New(name).Funcs(funcs).Funcs(extra).ParseFS(fsys, files...)
+// console's template functions, those on its clock (ago), and extra.
+func (c *Console) parsePage(name string, extra template.FuncMap, fsys fs.FS, files ...string) (*template.Template, error) {
+	return template.New(name).Funcs(funcs).Funcs(template.FuncMap{"ago": c.agoFunc}).Funcs(extra).ParseFS(fsys, files...)
 }
 
 // Render answers with the page name (the area's, else the console's

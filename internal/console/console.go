@@ -84,6 +84,25 @@ type Realm struct {
 	Operator bool
 	// Auth validates the credential.
 	Auth Authenticator
+	// Prefix starts every credential the realm issues ("chk_", "ek_"): a
+	// credential with it signs in to this realm whatever the form's
+	// selector says. "" for a realm without one (the selector decides).
+	Prefix string
+	// Home is the page a sign-in without a next= lands on, and where /
+	// sends the realm's sessions ("/console/checks/"); "" keeps the
+	// home page of cards.
+	Home string
+}
+
+// realmOf returns the realm whose Prefix starts credential, if any.
+// Prefixes are distinct, so at most one matches.
+func (c *Console) realmOf(credential string) (Realm, bool) {
+	for _, r := range c.opts.Realms {
+		if r.Prefix != "" && strings.HasPrefix(credential, r.Prefix) {
+			return r, true
+		}
+	}
+	return Realm{}, false
 }
 
 // Options configure the console.
@@ -160,7 +179,7 @@ func New(opts Options) (*Console, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := parsePage(name, nil, templateFS, "templates/layout.html", p)
+		t, err := c.parsePage(name, nil, templateFS, "templates/layout.html", p)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -422,6 +441,10 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r)
 		return
 	}
+	if home := c.realms[ss.Realm].Home; home != "" {
+		http.Redirect(w, r, home, http.StatusSeeOther)
+		return
+	}
 	var d homeData
 	for _, a := range c.opts.Areas {
 		if cr, ok := a.(Carder); ok {
@@ -461,8 +484,14 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinPage(w, r, http.StatusForbidden, "", "The sign-in form expired or was not sent by this console; try again.")
 		return
 	}
+	cred := strings.TrimSpace(r.PostForm.Get("credential"))
 	kind := r.PostForm.Get("realm")
 	realm, ok := c.realms[kind]
+	// A credential's prefix says which realm issued it: it wins over the
+	// selector, which stays for credentials without a known prefix.
+	if pr, found := c.realmOf(cred); found {
+		realm, kind, ok = pr, pr.Kind, true
+	}
 	if !ok {
 		c.signinPage(w, r, http.StatusBadRequest, "", "Choose what kind of credential you are signing in with.")
 		return
@@ -475,7 +504,6 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinPage(w, r, http.StatusTooManyRequests, kind, fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs))
 		return
 	}
-	cred := strings.TrimSpace(r.PostForm.Get("credential"))
 	p, err := realm.Auth.Authenticate(r.Context(), cred)
 	if err != nil {
 		c.throttle.fail(client, kind, c.opts.Now())
@@ -489,6 +517,9 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	next := SafeNext(r.PostForm.Get("next"))
 	if next == "" {
 		next = "/"
+		if realm.Home != "" {
+			next = realm.Home
+		}
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

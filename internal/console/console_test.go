@@ -245,3 +245,56 @@ func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 		}
 	}
 }
+
+// TestSignInInfersRealm: a credential whose prefix is a realm's signs in
+// to that realm whatever the selector says, and lands on the realm's
+// main page (also where / sends it); one without a known prefix goes to
+// the realm selected.
+func TestSignInInfersRealm(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	named := func(prefix, id string) AuthFunc {
+		return func(_ context.Context, cred string) (Principal, error) {
+			if cred != prefix+"good" {
+				return Principal{}, errors.New("bad")
+			}
+			return Principal{ID: id, Name: id}, nil
+		}
+	}
+	srv, hc := newTestConsoleOpts(t, Options{Key: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return now },
+		Realms: []Realm{
+			{Kind: "operator", Label: "Operator token", Operator: true, Auth: named("qop_", "op"), Prefix: "qop_", Home: "/console/explorer/"},
+			{Kind: "checks", Label: "Checks API token", Auth: named("chk_", "user"), Prefix: "chk_", Home: "/console/checks/"},
+			{Kind: "legacy", Label: "Legacy key", Auth: named("", "old")},
+		}})
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	rd := reader{t}
+	signin := func(realm, cred string) *http.Response {
+		t.Helper()
+		page := rd.body(hc.Get(srv.URL + "/console/signin"))
+		nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(page)[1]
+		resp, err := hc.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {nonce}, "realm": {realm}, "credential": {cred}})
+		rd.body(resp, err)
+		return resp
+	}
+	// A Checks token pasted under the Operator realm.
+	if resp := signin("operator", "chk_good"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/checks/" {
+		t.Fatalf("chk_ token under operator: %d to %q, want 303 to /console/checks/", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, err := hc.Get(srv.URL + "/")
+	rd.body(resp, err)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/checks/" {
+		t.Errorf("/ for a Checks session: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// An operator token under Checks.
+	if resp := signin("checks", "qop_good"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/explorer/" {
+		t.Errorf("qop_ token under checks: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// No known prefix: the selector decides, and a realm without a main
+	// page lands on the home page.
+	if resp := signin("legacy", "good"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Errorf("a credential without a prefix: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp := signin("operator", "good"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a credential without a prefix under the wrong realm: %d, want 401", resp.StatusCode)
+	}
+}

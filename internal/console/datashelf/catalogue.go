@@ -123,6 +123,14 @@ func (*Area) PublicNav() template.HTML {
 	return `<nav><a href="/console/datashelf/" id="nav-shelf">Catalogue</a></nav>`
 }
 
+// Nav links operators to the crawl page.
+func (*Area) Nav(_ *http.Request, s console.Session) template.HTML {
+	if !s.Operator {
+		return ""
+	}
+	return `<a href="/console/datashelf/crawl" id="nav-crawl">Crawl</a>`
+}
+
 // Mount implements console.Area.
 func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	a.k = k
@@ -245,7 +253,28 @@ func (a *Area) productPage(w http.ResponseWriter, r *http.Request) {
 		a.k.Failure(w, r, err)
 		return
 	}
-	a.k.Render(w, r, http.StatusOK, "product", p)
+	d := productData{Product: p}
+	if p.CategoryID != "" {
+		// The breadcrumb names the product's category; a category gone
+		// since the product was stored is linked by its id.
+		c, err := a.cat.Category(r.Context(), p.CategoryID)
+		switch {
+		case err == nil:
+			d.CategoryTitle = c.Title
+		case errors.Is(err, console.ErrNotFound):
+			d.CategoryTitle = p.CategoryID
+		default:
+			a.k.Failure(w, r, err)
+			return
+		}
+	}
+	a.k.Render(w, r, http.StatusOK, "product", d)
+}
+
+// productData is a product's page: the product and its category's title.
+type productData struct {
+	Product
+	CategoryTitle string
 }
 
 func (a *Area) crawlHome(w http.ResponseWriter, r *http.Request) {

@@ -95,6 +95,11 @@ func (a *Area) crawlPage(w http.ResponseWriter, r *http.Request, status int, d c
 	if cc := a.crawl; cc != nil {
 		d.Control = true
 		d.Crawl = cc.Crawl()
+		// "Crawl started." holds while that crawl runs; once it ended the
+		// progress card says how (and why, when it stopped early).
+		if d.Msg == msgStarted && !d.Crawl.Running {
+			d.Msg = ""
+		}
 		if d.Failures, err = cc.Failures(r.Context(), crawlFailures); err != nil {
 			a.k.Failure(w, r, err)
 			return
@@ -167,11 +172,14 @@ func (a *Area) crawlRetry(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/datashelf/crawl?msg=retried&n="+strconv.Itoa(n), http.StatusSeeOther)
 }
 
+// msgStarted is the crawl page's message after a crawl started.
+const msgStarted = "Crawl started."
+
 func crawlMessage(r *http.Request) string {
 	q := r.URL.Query()
 	switch q.Get("msg") {
 	case "started":
-		return "Crawl started."
+		return msgStarted
 	case "retried":
 		n := q.Get("n")
 		if _, err := strconv.Atoi(n); err != nil {

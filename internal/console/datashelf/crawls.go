@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,13 +103,21 @@ func (c *Crawls) start(ctx context.Context, startURL string, maxPages int) error
 		c.status.Running = false
 		c.status.Finished = c.now()
 		if err != nil {
-			c.status.Error = err.Error()
-			if errors.Is(err, crawler.ErrSeedFailed) {
-				c.status.Error = "the start URL failed: " + err.Error()
-			}
+			c.status.Error = crawlError(err)
 		}
 	}()
 	return nil
+}
+
+// crawlError is how the crawl page words why a crawl stopped early. A
+// failed start URL reads "The start URL failed: <url>: <cause>", once:
+// the crawler's own wording of ErrSeedFailed, which prefixes it, is
+// replaced.
+func crawlError(err error) string {
+	if !errors.Is(err, crawler.ErrSeedFailed) {
+		return err.Error()
+	}
+	return "The start URL failed: " + strings.TrimPrefix(err.Error(), crawler.ErrSeedFailed.Error()+": ")
 }
 
 // StartCrawl implements CrawlControl.

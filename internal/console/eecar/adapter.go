@@ -313,7 +313,34 @@ func (e *Adapter) proposal(ctx context.Context, p store.Proposal) Proposal {
 		}
 		out.SenderName = e.name(ctx, sender)
 	}
+	out.Offer = e.offer(ctx, p, out.SenderName)
 	return out
+}
+
+// offer is the proposal's first offer. A proposal stored without its
+// Offer gets the current terms for those no counter-offer changed, and
+// zero (not shown) for the others: they are not kept anywhere else.
+func (e *Adapter) offer(ctx context.Context, p store.Proposal, sender string) Step {
+	if o := p.Offer; o != nil {
+		return Step{By: o.By, ByName: e.name(ctx, o.By), Action: "propose", PriceOffer: o.PriceOffer,
+			Quantity: o.Quantity, Message: o.Message, At: o.At}
+	}
+	s := Step{ByName: sender, Action: "propose", PriceOffer: p.PriceOffer, Quantity: p.Quantity, Message: p.Message, At: p.CreatedAt}
+	for _, h := range p.History {
+		if h.Action != store.ActionCounter {
+			continue
+		}
+		if h.PriceOffer > 0 {
+			s.PriceOffer = 0
+		}
+		if h.Quantity > 0 {
+			s.Quantity = 0
+		}
+		if h.Message != "" {
+			s.Message = ""
+		}
+	}
+	return s
 }
 
 func (e *Adapter) Inbox(ctx context.Context, company string) ([]Proposal, error) {
@@ -427,7 +454,8 @@ func (e *Adapter) Unread(ctx context.Context, company string) (int, error) {
 // the key's hash, and a revoked key ends its sessions at their next
 // request.
 func Realm(st *store.Store) console.Realm {
-	return console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: realm{st}}
+	return console.Realm{Kind: "eecar", Label: "EECAR company API key", Auth: realm{st},
+		Prefix: store.KeyPrefix, Home: "/console/eecar/"}
 }
 
 type realm struct{ st *store.Store }

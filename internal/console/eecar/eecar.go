@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/console"
 )
@@ -102,6 +103,9 @@ type pageData struct {
 	// Unread is the company's count of unread notifications (set by
 	// render).
 	Unread int
+	// Now is the console's clock at render, for relative times (set by
+	// render).
+	Now time.Time
 }
 
 func (d *pageData) common() *pageData { return d }
@@ -114,6 +118,7 @@ type page interface{ common() *pageData }
 func (a *Area) render(w http.ResponseWriter, r *http.Request, status int, name string, data page) {
 	d := data.common()
 	d.Unread = a.unread(r, d.Me)
+	d.Now = a.k.Now()
 	w.Header().Set("Content-Language", string(lang(r)))
 	w.Header().Add("Vary", "Accept-Language")
 	a.k.Render(w, r, status, name, data)

@@ -1,6 +1,7 @@
 package eecar
 
 import (
+	"html/template"
 	"math"
 	"net/http"
 	"strconv"
@@ -166,6 +167,60 @@ func (l Lang) Time(s string) string {
 	return t.UTC().Format("2 Jan 2006 15:04") + " UTC"
 }
 
+// Ago writes an RFC 3339 time relative to now ("5 min ago", "5분 전"),
+// in a <time> element whose hover title is Time's absolute UTC form.
+// Times more than 30 days away, and strings that are not times, are
+// written as Time writes them.
+func (l Lang) Ago(s string, now time.Time) template.HTML {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return template.HTML(template.HTMLEscapeString(s))
+	}
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var n int
+	var unit string
+	switch {
+	case d < 45*time.Second:
+		unit = "now"
+	case d < 59*time.Minute+30*time.Second:
+		n, unit = max(1, int((d+30*time.Second)/time.Minute)), "min"
+	case d < 23*time.Hour+30*time.Minute:
+		n, unit = int((d+30*time.Minute)/time.Hour), "h"
+	case d < 30*24*time.Hour:
+		n, unit = int((d+12*time.Hour)/(24*time.Hour)), "d"
+	default:
+		return template.HTML(template.HTMLEscapeString(l.Time(s)))
+	}
+	var rel string
+	switch {
+	case unit == "now":
+		rel = l.T("ago.now")
+	case l == "ko":
+		rel = strconv.Itoa(n) + map[string]string{"min": "분", "h": "시간", "d": "일"}[unit]
+		if future {
+			rel += " 후"
+		} else {
+			rel += " 전"
+		}
+	default:
+		rel = strconv.Itoa(n) + map[string]string{"min": " min", "h": " h", "d": " days"}[unit]
+		if unit == "d" && n == 1 {
+			rel = "1 day"
+		}
+		if future {
+			rel = "in " + rel
+		} else {
+			rel += " ago"
+		}
+	}
+	return template.HTML(`<time datetime="` + template.HTMLEscapeString(t.UTC().Format(time.RFC3339)) + `" title="` +
+		template.HTMLEscapeString(l.Time(s)) + `">` + template.HTMLEscapeString(rel) + `</time>`)
+}
+
 // Word translates a stored word (a category, condition, status, priority,
 // action, recommendation or notification type): its "w." text, else the
 // word itself.
@@ -186,6 +241,7 @@ var texts = map[string][2]string{
 	"nav.proposals":          {"Proposals", "제안"},
 	"nav.notes":              {"Notifications", "알림"},
 	"lang.switch":            {"한국어", "English"},
+	"ago.now":                {"just now", "방금"},
 	"search.title":           {"Search parts", "부품 검색"},
 	"search.q":               {"What are you looking for? (Korean or English)", "찾는 부품 (한국어 또는 영어)"},
 	"search.go":              {"Search", "검색"},
@@ -274,6 +330,10 @@ var texts = map[string][2]string{
 	"prop.none":              {"No proposals here.", "제안이 없습니다."},
 	"prop.from":              {"From", "보낸 회사"},
 	"prop.to":                {"Awaiting", "답변할 회사"},
+	"prop.toparty":           {"To", "받는 회사"},
+	"prop.with":              {"Answered by", "답변한 회사"},
+	"prop.closed.accepted":   {"%s accepted this proposal on %s.", "%s이(가) %s에 이 제안을 수락했습니다."},
+	"prop.closed.rejected":   {"%s rejected this proposal on %s.", "%s이(가) %s에 이 제안을 거절했습니다."},
 	"prop.parts":             {"Parts", "부품"},
 	"prop.history":           {"History", "이력"},
 	"prop.created":           {"Proposed", "제안"},

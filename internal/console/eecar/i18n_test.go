@@ -3,6 +3,7 @@ package eecar
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestKRW(t *testing.T) {
@@ -52,5 +53,34 @@ func TestTextsComplete(t *testing.T) {
 	}
 	if got := Lang("ko").T("nav.search"); got != "부품 검색" {
 		t.Errorf("ko nav.search = %q", got)
+	}
+}
+
+// TestAgo: EECAR's times are relative in the page's language, with the
+// absolute UTC time on hover.
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		at     string
+		en, ko string
+	}{
+		{"2026-03-10T11:59:50Z", "just now", "방금"},
+		{"2026-03-10T11:55:00Z", "5 min ago", "5분 전"},
+		{"2026-03-10T09:00:00Z", "3 h ago", "3시간 전"},
+		{"2026-03-09T06:00:00Z", "1 day ago", "1일 전"},
+		{"2026-03-10T12:04:00Z", "in 4 min", "4분 후"},
+	} {
+		if got := string(Lang("en").Ago(tc.at, now)); !strings.Contains(got, ">"+tc.en+"</time>") {
+			t.Errorf("en Ago(%s) = %s", tc.at, got)
+		}
+		if got := string(Lang("ko").Ago(tc.at, now)); !strings.Contains(got, ">"+tc.ko+"</time>") {
+			t.Errorf("ko Ago(%s) = %s", tc.at, got)
+		}
+	}
+	if got := string(Lang("en").Ago("2026-03-10T11:55:00Z", now)); got != `<time datetime="2026-03-10T11:55:00Z" title="10 Mar 2026 11:55 UTC">5 min ago</time>` {
+		t.Errorf("en Ago = %s", got)
+	}
+	if got := string(Lang("en").Ago("2025-12-24T08:00:00Z", now)); got != "24 Dec 2025 08:00 UTC" {
+		t.Errorf("an old time = %s", got)
 	}
 }

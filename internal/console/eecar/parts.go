@@ -71,6 +71,7 @@ func (a *Area) search(w http.ResponseWriter, r *http.Request) {
 			a.k.Failure(w, r, err)
 			return
 		}
+		hits = relevant(hits)
 		d.Searched = true
 		from := (page - 1) * searchPage
 		if len(hits) > page*searchPage && page < 100/searchPage {
@@ -89,6 +90,28 @@ func (a *Area) search(w http.ResponseWriter, r *http.Request) {
 		d.From = from + 1
 	}
 	a.render(w, r, status, "search", &d)
+}
+
+// minVector is the vector similarity at which a hit sharing no word with
+// the query still counts as a match. EECAR's hybrid score is normalised
+// over each search's candidates, so a query matching nothing still ranks
+// every part, its best at the top of the scale: the floor is on the raw
+// scores instead. With the local embedder, queries of made-up or
+// off-topic words ("xyzzy", "hello world", "뷁뷁") reach at most 0.27 with
+// the catalogue of internal/eecar/fixture, while every relevant part of
+// its labelled queries shares a word with the query (BM25 > 0).
+const minVector = 0.3
+
+// relevant keeps the hits that share a word with the query (BM25 above
+// zero) or whose vector similarity reaches minVector, in their order.
+func relevant(hits []Hit) []Hit {
+	out := hits[:0:0]
+	for _, h := range hits {
+		if h.BM25 > 0 || h.Vector >= minVector {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func cloneValues(v url.Values) url.Values {

@@ -129,7 +129,23 @@ type Proposal struct {
 	Status     string // pending, negotiating, accepted, rejected
 	CreatedAt  string
 	SenderName string // who proposed first
-	History    []Step
+	// Offer is the first offer (Action "propose"); History the responses
+	// after it.
+	Offer   Step
+	History []Step
+}
+
+// Open reports whether the proposal awaits an answer (pending or
+// negotiating); accepted and rejected ones are closed.
+func (p Proposal) Open() bool { return p.Status == "pending" || p.Status == "negotiating" }
+
+// Last is the proposal's latest step: its last response, or its first
+// offer when none.
+func (p Proposal) Last() Step {
+	if len(p.History) == 0 {
+		return p.Offer
+	}
+	return p.History[len(p.History)-1]
 }
 
 // Step is one response in a proposal's history.

@@ -190,7 +190,8 @@ func (s *Store) Revoke(ctx context.Context, prefix string) (int, error) {
 // Realm signs operators in with their tokens; a revoked token ends its
 // sessions at their next request.
 func Realm(st *Store) console.Realm {
-	return console.Realm{Kind: "operator", Label: "Operator token", Operator: true, Auth: realm{st}}
+	return console.Realm{Kind: "operator", Label: "Operator token", Operator: true, Auth: realm{st},
+		Prefix: TokenPrefix, Home: "/console/explorer/"}
 }
 
 type realm struct{ st *Store }

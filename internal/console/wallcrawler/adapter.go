@@ -17,7 +17,8 @@ import (
 // Realm signs people in with Wallcrawler API keys, keeping the key's hash
 // (never the key) and checking it on every request.
 func Realm(st *wcauth.Store) console.Realm {
-	return console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: realm{st}}
+	return console.Realm{Kind: "wallcrawler", Label: "Wallcrawler API key", Auth: realm{st},
+		Prefix: wcauth.KeyPrefix, Home: "/console/wallcrawler/"}
 }
 
 type realm struct{ st *wcauth.Store }

@@ -957,6 +957,11 @@ func TestProposals(t *testing.T) {
 		if got.Status != "negotiating" || got.PriceOffer != 15000000 || got.ToCompanyID != e.a.ID || got.FromCompanyID != e.b.ID || len(got.History) != 1 {
 			t.Fatalf("countered proposal %+v", got)
 		}
+		// The first offer's terms stay in offer when the counter replaces
+		// them.
+		if o := got.Offer; o == nil || o.By != e.a.ID || o.PriceOffer != 16000000 || o.Quantity != 2 || o.Message != "2 packs" || o.At != got.CreatedAt {
+			t.Fatalf("countered proposal's first offer %+v", o)
+		}
 		// Now it is A's turn.
 		e.wantError(e.kb, http.MethodPost, respond, map[string]any{"action": "accept"}, http.StatusForbidden)
 		if got := listed(e, e.kb, "pending"); contains(got, p.ID) {

@@ -76,7 +76,7 @@ func (s *Store) keyPut(companyID string) (string, *types.Put, error) {
 	if _, err := io.ReadFull(s.rand, b); err != nil {
 		return "", nil, fmt.Errorf("eecar: random: %w", err)
 	}
-	raw := "ek_" + base64.RawURLEncoding.EncodeToString(b)
+	raw := KeyPrefix + base64.RawURLEncoding.EncodeToString(b)
 	return raw, &types.Put{
 		TableName: aws.String(s.table),
 		Item: map[string]av{
@@ -86,6 +86,10 @@ func (s *Store) keyPut(companyID string) (string, *types.Put, error) {
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	}, nil
 }
+
+// KeyPrefix starts every company API key; the rest is 32 random bytes in
+// unpadded base64url.
+const KeyPrefix = "ek_"
 
 // NewKey issues another API key for a company.
 func (s *Store) NewKey(ctx context.Context, companyID string) (string, error) {

@@ -34,6 +34,11 @@ type Proposal struct {
 	RespondedAt   string         `json:"respondedAt,omitempty"`
 	// History records each response (an extension).
 	History []Response `json:"history,omitempty"`
+	// Offer is the first offer as proposed (an extension): its sender,
+	// price, quantity, message and time. A counter-offer overwrites the
+	// proposal's terms, so the first ones are kept here. Proposals
+	// written before it existed have none.
+	Offer *Response `json:"offer,omitempty"`
 }
 
 // Response is one step of a negotiation.
@@ -69,6 +74,7 @@ func (s *Store) proposalItem(p Proposal) (map[string]av, error) {
 // one transaction.
 func (s *Store) CreateProposal(ctx context.Context, p Proposal) (Proposal, error) {
 	p.Status, p.CreatedAt, p.RespondedAt, p.History = ProposalPending, ddbitem.FormatTime(s.Now()), "", nil
+	p.Offer = &Response{By: p.FromCompanyID, Action: "propose", PriceOffer: p.PriceOffer, Quantity: p.Quantity, Message: p.Message, At: p.CreatedAt}
 	it, err := s.proposalItem(p)
 	if err != nil {
 		return Proposal{}, err

@@ -1,0 +1,132 @@
+package datashelf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quarrydb/quarry/internal/console"
+	"github.com/quarrydb/quarry/internal/datashelf/crawler"
+)
+
+// fakeShelf is a catalogue of one category and one product, and a crawl
+// control whose crawl is what status says.
+type fakeShelf struct {
+	status CrawlStatus
+}
+
+func (*fakeShelf) Tree(context.Context) ([]Node, error) { return nil, nil }
+func (*fakeShelf) Category(_ context.Context, id string) (Category, error) {
+	if id != "c1" {
+		return Category{}, console.ErrNotFound
+	}
+	return Category{ID: "c1", Title: "Crime & Thrillers", Products: 1}, nil
+}
+func (*fakeShelf) Products(context.Context, Filter) (Page, error) {
+	return Page{Products: []Product{{ID: "p1", CategoryID: "c1", Title: "The Big Sleep"}}}, nil
+}
+func (*fakeShelf) Product(_ context.Context, id string) (Product, error) {
+	return Product{ID: id, CategoryID: "c1", Title: "The Big Sleep", SourceURL: "https://shop.example/p1"}, nil
+}
+func (*fakeShelf) Queue(context.Context) ([]QueueRow, error)    { return nil, nil }
+func (*fakeShelf) Failures(context.Context, int) ([]Job, error) { return nil, nil }
+func (*fakeShelf) Throughput(context.Context, time.Time, time.Duration) ([]ThroughputPoint, error) {
+	return nil, nil
+}
+func (*fakeShelf) Retry(context.Context, []string) (int, error)  { return 0, nil }
+func (*fakeShelf) StartCrawl(context.Context, string, int) error { return nil }
+func (f *fakeShelf) Crawl() CrawlStatus                          { return f.status }
+
+// serveShelf runs the console with the catalogue of f; get reads a page,
+// signed in as an operator when operator is set.
+func serveShelf(t *testing.T, f *fakeShelf, operator bool) func(path string) string {
+	t.Helper()
+	auth := console.AuthFunc(func(context.Context, string) (console.Principal, error) {
+		return console.Principal{ID: "op", Name: "Olga"}, nil
+	})
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)),
+		Realms: []console.Realm{{Kind: "operator", Label: "Operator token", Operator: true, Auth: auth}},
+		Areas:  []console.Area{New(f, f)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := hc.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if operator {
+		nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(get("/console/signin"))[1]
+		resp, err := hc.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {nonce}, "realm": {"operator"}, "credential": {"x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	return get
+}
+
+// TestCrawlStartFailed: a crawl whose start URL failed shows why once,
+// without the "Crawl started." of the redirect that started it.
+func TestCrawlStartFailed(t *testing.T) {
+	cause := errors.New("fetch: HTTP 404")
+	msg := crawlError(fmt.Errorf("%w: %s: %w", crawler.ErrSeedFailed, "https://shop.example/en-gb", cause))
+	if msg != "The start URL failed: https://shop.example/en-gb: fetch: HTTP 404" {
+		t.Errorf("crawlError = %q", msg)
+	}
+	f := &fakeShelf{status: CrawlStatus{URL: "https://shop.example/en-gb", Started: time.Now().Add(-time.Second), Finished: time.Now(), Error: msg}}
+	get := serveShelf(t, f, true)
+	page := get("/console/datashelf/crawl?msg=started")
+	if strings.Contains(page, "Crawl started.") || !strings.Contains(page, `id="crawl-error">The start URL failed: https://shop.example/en-gb: fetch: HTTP 404<`) {
+		t.Errorf("the crawl page after a failed start:\n%s", page)
+	}
+	// When it finished, relative, with the UTC time on hover.
+	if !regexp.MustCompile(`Finished</strong> <time datetime="[^"]+" title="[0-9-]+ [0-9:]+ UTC">just now</time>`).MatchString(page) {
+		t.Errorf("the crawl's end is not a relative time:\n%s", page)
+	}
+	f.status = CrawlStatus{Running: true, URL: "https://shop.example/en-gb", Started: time.Now()}
+	if page := get("/console/datashelf/crawl?msg=started"); !strings.Contains(page, `id="msg">Crawl started.<`) {
+		t.Errorf("the crawl page while it runs:\n%s", page)
+	}
+}
+
+// TestCatalogueLayout: the product's breadcrumb names its category, the
+// category's filters are one bar above the results, and operators have
+// the crawl page in the header (others do not).
+func TestCatalogueLayout(t *testing.T) {
+	get := serveShelf(t, &fakeShelf{}, false)
+	page := get("/console/datashelf/p/p1")
+	if !strings.Contains(page, `id="crumb-category">Crime &amp; Thrillers</a>`) {
+		t.Errorf("the product's breadcrumb:\n%s", page)
+	}
+	if strings.Contains(page, "nav-crawl") {
+		t.Error("the crawl link is shown signed out")
+	}
+	page = get("/console/datashelf/c/c1")
+	form, results := strings.Index(page, `id="shelf-filter"`), strings.Index(page, `id="products"`)
+	if form < 0 || results < form || !strings.Contains(page, `class="card filterbar"`) {
+		t.Errorf("the category's filters are not a bar above the results:\n%s", page)
+	}
+	get = serveShelf(t, &fakeShelf{}, true)
+	if page := get("/console/datashelf/"); !strings.Contains(page, `<a href="/console/datashelf/crawl" id="nav-crawl">Crawl</a>`) {
+		t.Errorf("an operator's header has no crawl link:\n%s", page)
+	}
+}

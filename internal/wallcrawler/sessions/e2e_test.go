@@ -72,6 +72,9 @@ type launched struct {
 
 	mu       sync.Mutex
 	browsers []browser.Browser
+	// gate, when not nil, holds the Close and Kill of the browsers
+	// launched from then on until it is closed.
+	gate chan struct{}
 }
 
 // Launch implements browser.Provider.
@@ -80,9 +83,36 @@ func (l *launched) Launch(ctx context.Context, opts browser.LaunchOptions) (brow
 	if err == nil {
 		l.mu.Lock()
 		l.browsers = append(l.browsers, b)
+		if l.gate != nil {
+			b = &gatedBrowser{Browser: b, gate: l.gate}
+		}
 		l.mu.Unlock()
 	}
 	return b, err
+}
+
+// gatedBrowser is a browser whose Close and Kill wait for gate to close.
+type gatedBrowser struct {
+	browser.Browser
+	gate chan struct{}
+}
+
+func (g *gatedBrowser) Close(ctx context.Context) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Browser.Close(ctx)
+}
+
+func (g *gatedBrowser) Kill(ctx context.Context) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Browser.Kill(ctx)
 }
 
 // byDownloadDir returns the launched browser whose download dir is dir.

@@ -3,6 +3,9 @@ package sessions_test
 import (
 	"context"
 	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,5 +74,51 @@ func TestReleaseThroughOtherNodeHoldsSlot(t *testing.T) {
 		t.Fatalf("release through node B: %s %v, want STOPPED", r.x.InternalStatus, r.err)
 	}
 	// The slot is free once the final state is written.
+	st.release(t, st.create(t, nil).ID)
+}
+
+// TestCutOffNodeStopsServing cuts a node off the store while its session
+// runs: once a whole lease has passed without a successful renewal, the
+// node can no longer prove it owns the session (the others may have ended
+// it), so it kills the browser and refuses CDP connections to it. When
+// the store answers again, it ends the session (ERROR, slot freed).
+func TestCutOffNodeStopsServing(t *testing.T) {
+	var cut atomic.Bool
+	st := newStackWith(t, 1, sessions.Options{NodeID: "node-a", Lease: 1500 * time.Millisecond, LeaseRenew: 250 * time.Millisecond},
+		stackOptions{Cut: &cut})
+	s := st.create(t, nil)
+	pid := browserPID(t, st, s.ID)
+	if code := wsStatus(t, s.ConnectURL); code != http.StatusSwitchingProtocols {
+		t.Fatalf("CDP connection before the cut: %d", code)
+	}
+
+	cut.Store(true)
+	deadline := time.Now().Add(60 * time.Second)
+	for st.mgr.Live() > 0 || syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the browser of a node cut off from the store for more than its lease still runs (live %d)", st.mgr.Live())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := wsStatus(t, s.ConnectURL); code == http.StatusSwitchingProtocols {
+		t.Fatal("a CDP connection to the session of a node cut off from the store was accepted")
+	}
+
+	cut.Store(false)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		x, err := st.repo.Get(context.Background(), s.ID)
+		if err == nil && x.InternalStatus == sessions.StateFailed {
+			if !strings.Contains(x.Error, "node-a") {
+				t.Errorf("error of the session = %q, want it to name the node", x.Error)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session of a node back on the store: %+v %v, want FAILED", x.InternalStatus, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Its slot is free.
 	st.release(t, st.create(t, nil).ID)
 }

@@ -127,6 +127,10 @@ type Manager struct {
 	// inc names this process in its lease (random per start).
 	inc   string
 	lease leaseState
+	// fenced maps the sessions whose browsers this process killed while
+	// it could not renew its lease (fence) to their projects, until their
+	// end is written (endFenced); guarded by mu.
+	fenced map[string]string
 	// sweepMu serializes SweepArtifacts; sweepAfter is the last blob key
 	// its previous page listed ("": start from the first).
 	sweepMu    sync.Mutex
@@ -200,7 +204,7 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}, fenced: map[string]string{}}
 	m.inc, _ = newID("")
 	m.base, m.abort = context.WithCancel(context.Background())
 	if d.Notifier != nil {
@@ -265,6 +269,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	every(m.o.ReapEvery, max(m.o.Lease, 30*time.Second), "sweep the nodes' leases", func(ctx context.Context) error {
 		_, err := m.SweepLeases(ctx)
 		return err
+	})
+	every(m.o.LeaseRenew, max(m.o.Lease, 30*time.Second), "end the sessions closed while this node was cut off from the store", func(ctx context.Context) error {
+		return m.fenceOrEnd(ctx)
 	})
 	every(m.o.ArtifactSweepEvery, 5*time.Minute, "sweep the artifacts of removed sessions", func(ctx context.Context) error {
 		_, err := m.SweepArtifacts(ctx)

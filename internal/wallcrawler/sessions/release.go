@@ -19,7 +19,22 @@ func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Ses
 	if _, err := m.Get(ctx, p, id); err != nil {
 		return Session{}, err
 	}
-	return m.stop(ctx, id, StateStopped, "REQUEST_RELEASE")
+	x, err := m.stop(ctx, id, StateStopped, "REQUEST_RELEASE")
+	if err == nil && x.InternalStatus == StateTerminating && !m.runsHere(x) {
+		// Another node closes the browser and writes the final state:
+		// the answer waits for it.
+		ctx, cancel := m.detach(ctx, handOverWait)
+		defer cancel()
+		x = m.awaitEnd(ctx, x)
+	}
+	return x, err
+}
+
+// runsHere reports whether session x's browser runs (or is being
+// launched) by this node.
+func (m *Manager) runsHere(x Session) bool {
+	node := browserNode(x.TaskARN)
+	return node == "" || node == m.o.NodeID
 }
 
 // stop ends a session: TERMINATING, browser closed, profile archived when
@@ -32,8 +47,8 @@ func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Ses
 // closes the browser, writes the final state and frees the slot
 // (completeStop), so that the project's concurrency counts the browser
 // until it is gone; if that node dies first, the lease sweep ends the
-// session and frees the slot. stop then waits, at most handOverWait, for
-// the final state and returns the session as it stands.
+// session and frees the slot. stop then returns the TERMINATING session
+// (Release waits for the final state).
 func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, error) {
 	ctx, cancel := m.detach(ctx, stopBudget)
 	defer cancel()
@@ -63,10 +78,8 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	l := m.live[id]
 	delete(m.live, id)
 	m.mu.Unlock()
-	if l == nil {
-		if node := browserNode(x.TaskARN); node != "" && node != m.o.NodeID {
-			return m.awaitEnd(ctx, x), nil
-		}
+	if l == nil && !m.runsHere(x) {
+		return x, nil
 	}
 	defer st.log(m.log, "wallcrawler: stop steps", id)
 	set := map[string]av{}
@@ -89,7 +102,7 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	return x, nil
 }
 
-// handOverWait bounds how long a stop through a node without the
+// handOverWait bounds how long a release through a node without the
 // session's browser waits for the node running it to write the final
 // state.
 const handOverWait = 2 * defaultCloseBudget
@@ -109,12 +122,10 @@ func browserNode(taskARN string) string {
 	return node
 }
 
-// awaitEnd waits, at most handOverWait, for session x (TERMINATING,
-// handed over to the node running its browser) to reach a final state,
-// and returns it as it last read it.
+// awaitEnd waits, until ctx ends, for session x (TERMINATING, handed
+// over to the node running its browser) to reach a final state, and
+// returns it as it last read it.
 func (m *Manager) awaitEnd(ctx context.Context, x Session) Session {
-	ctx, cancel := context.WithTimeout(ctx, handOverWait)
-	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !Terminal(x.InternalStatus) {

@@ -2,6 +2,7 @@ package ddb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,10 @@ import (
 //   - skips it in Query and Scan pages (and in index reads that fetch it),
 //     logging an error naming the key and counting it in
 //     Metrics.CorruptItems, so that the rest of the table stays readable;
+//   - skips a change-log record that cannot be decoded, logged with its
+//     sequence number and counted in Metrics.CorruptItems, when it
+//     restores a table to a point in time (the rest of the log is applied;
+//     pitr.go's changesAfter says what the skipped record costs);
 //   - skips it, logged and counted the same way, when it restores a table
 //     (RestoreTableFromBackup, RestoreTableToPointInTime: the new table
 //     has every other item, its indexes complete) and when enabling TTL
@@ -158,6 +163,18 @@ func (s *Store) skipCorruptItem(op string, t *table, k []byte, err error) {
 	ce := &CorruptItemError{Table: t.meta.Name, StorageKey: append([]byte(nil), k...), Err: err}
 	ce.Key, _ = t.keyFromStorage(k)
 	s.opts.Logger.Error("ddb: skipping a stored item that cannot be decoded", "table", t.meta.Name, "op", op, "err", ce.Error())
+}
+
+// skipCorruptLogRecord logs and counts a change-log record of t that
+// cannot be decoded (k is its storage key), which a point-in-time restore
+// leaves out.
+func (s *Store) skipCorruptLogRecord(t *table, k []byte, err error) {
+	s.stats.corruptItems.Add(1)
+	seq := ""
+	if p := logPrefix(t.meta.ID); len(k) == len(p)+8 {
+		seq = strconv.FormatUint(binary.BigEndian.Uint64(k[len(p):]), 10)
+	}
+	s.opts.Logger.Error("ddb: skipping a change-log record that cannot be decoded", "table", t.meta.Name, "op", "RestoreTableToPointInTime", "seq", seq, "err", err)
 }
 
 // stageCorruptRemoval stages the removal of what belongs to the undecodable

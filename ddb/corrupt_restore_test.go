@@ -3,9 +3,11 @@ package ddb_test
 import (
 	"bytes"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -130,5 +132,50 @@ func TestCorruptItemSkippedByRestoreAndTTL(t *testing.T) {
 				t.Errorf("no log line naming the skipped item's key:\n%s", l)
 			}
 		})
+	}
+}
+
+// TestCorruptLogRecordSkippedByPITR: a change-log record that cannot be
+// decoded does not fail a point-in-time restore: the restore skips it,
+// logs it and counts it in Metrics.CorruptItems, as it does a damaged
+// item, and undoes the other changes after the restore time.
+func TestCorruptLogRecordSkippedByPITR(t *testing.T) {
+	skipIfExternal(t, "the embedded store's own behaviour")
+	var logs lockedBuffer
+	clk := newBKClock()
+	s, c := bkOpen(t, t.TempDir(), clk, &ddb.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(func() { s.Close() })
+	bkCreate(t, c, bkTableSpec("src"))
+	pitrEnable(t, c, "src", true, nil)
+	item := func(sk, v string) attrs {
+		return attrs{"pk": avS("p"), "sk": avN(sk), "g": avS("G"), "l": avN("1"), "v": avS(v)}
+	}
+	putItems(t, c, "src", item("1", "one"), item("2", "two"), item("3", "three"))
+	at := clk.Now()
+	clk.Advance(time.Second)
+	putItems(t, c, "src", item("1", "changed"), item("4", "four"))
+	// The second record: sk 2's insert, before the restore time.
+	if err := s.CorruptLogRecordForTest("src", 1, []byte{0x05, 0xff, 0x00}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Metrics().CorruptItems
+
+	if err := pitrRestore(c, t, "src", "dst", at); err != nil {
+		t.Fatalf("RestoreTableToPointInTime with a damaged log record: %v", err)
+	}
+
+	want := bkRender(map[string]attrs{
+		bkKey(item("1", "")): item("1", "one"),
+		bkKey(item("2", "")): item("2", "two"),
+		bkKey(item("3", "")): item("3", "three"),
+	})
+	if got := bkScan(t, c, "dst"); !reflect.DeepEqual(got, want) {
+		t.Errorf("restored table:\n got %v\nwant %v", got, want)
+	}
+	if n := s.Metrics().CorruptItems - before; n != 1 {
+		t.Errorf("Metrics.CorruptItems grew by %d, want 1", n)
+	}
+	if l := logs.String(); !strings.Contains(l, "skipping a change-log record that cannot be decoded") {
+		t.Errorf("no log line for the skipped record:\n%s", l)
 	}
 }

@@ -47,3 +47,32 @@ func (s *Store) CorruptItemForTest(table string, key attr.Item, raw []byte) erro
 	}
 	return s.db.Set(t.itemKey(key), raw, pebble.Sync)
 }
+
+// CorruptLogRecordForTest overwrites the stored bytes of table's n-th
+// change-log record (0: the oldest) with raw, as damage on disk would.
+func (s *Store) CorruptLogRecordForTest(table string, n int, raw []byte) error {
+	t, terr := s.table(table)
+	if terr != nil {
+		return terr
+	}
+	p := logPrefix(t.meta.ID)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixSuccessor(p)})
+	if err != nil {
+		return err
+	}
+	var key []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		if n == 0 {
+			key = append([]byte(nil), it.Key()...)
+			break
+		}
+		n--
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if key == nil {
+		return pebble.ErrNotFound
+	}
+	return s.db.Set(key, raw, pebble.Sync)
+}

@@ -37,7 +37,8 @@ type opStats struct {
 	once sync.Once
 	byOp map[string]*opCounter
 	// corruptItems counts the stored items Query, Scan, restores and
-	// enabling TTL skipped because they could not be decoded (corrupt.go).
+	// enabling TTL skipped, and the change-log records point-in-time
+	// restores skipped, because they could not be decoded (corrupt.go).
 	corruptItems atomic.Int64
 }
 
@@ -121,8 +122,9 @@ type Metrics struct {
 	WALFsync Histogram
 	// CorruptItems counts the stored items that Query and Scan left out of
 	// their pages, restores left out of the new table and enabling TTL
-	// passed over, because they could not be decoded (each is also logged
-	// with its key); 0 on a healthy store.
+	// passed over, and the change-log records point-in-time restores
+	// skipped, because they could not be decoded (each is also logged with
+	// its key or sequence number); 0 on a healthy store.
 	CorruptItems int64
 }
 

@@ -16,6 +16,7 @@ package ddb
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"time"
 
@@ -318,7 +319,12 @@ func invalidRestoreTime() *Error {
 
 // changesAfter returns, for every item of t changed after time at (Unix ms)
 // according to the log in snap, its storage key mapped to the item it had
-// at that time (nil: none).
+// at that time (nil: none). A record that cannot be decoded is logged,
+// counted in Metrics.CorruptItems and skipped, so that a damaged record
+// does not make the whole table unrestorable: one before the time changes
+// nothing; one after it loses that change's old image, so its item is
+// restored from its next record's old image, or as it is now when it has
+// no later record.
 func (s *Store) changesAfter(snap *pebble.Snapshot, t *table, at int64) (map[string]attr.Item, error) {
 	p := logPrefix(t.meta.ID)
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixSuccessor(p)})
@@ -332,14 +338,20 @@ func (s *Store) changesAfter(snap *pebble.Snapshot, t *table, at int64) (map[str
 			TimeMillis int64 `json:"t"`
 		}
 		if err := json.Unmarshal(it.Value(), &head); err != nil {
-			return nil, err
+			s.skipCorruptLogRecord(t, it.Key(), err)
+			continue
 		}
 		if head.TimeMillis <= at {
 			continue // skip decoding the images of records before the time
 		}
 		var r changeRecord
 		if err := json.Unmarshal(it.Value(), &r); err != nil {
-			return nil, err
+			s.skipCorruptLogRecord(t, it.Key(), err)
+			continue
+		}
+		if _, ok := r.Keys[t.hash.Name]; !ok {
+			s.skipCorruptLogRecord(t, it.Key(), errors.New("the record has no key"))
+			continue
 		}
 		// Records are in commit order per key (writes of one key are
 		// serialized), so the first one after the time has the old image.

@@ -12,7 +12,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // ErrNotFound is returned for a key that holds no object.
@@ -32,6 +34,20 @@ type Store interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	// Delete removes the object; deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
+}
+
+// Object is one stored object, as List reports it.
+type Object struct {
+	Key     string
+	ModTime time.Time
+}
+
+// Lister is a Store that lists its objects (Dir and S3 are).
+type Lister interface {
+	// List returns, in key order (bytewise), at most limit objects whose
+	// keys start with prefix and sort after after ("": from the first).
+	// Fewer than limit means there are no more.
+	List(ctx context.Context, prefix, after string, limit int) ([]Object, error)
 }
 
 // ContentKey returns a content-addressed key for data: prefix, then the
@@ -149,4 +165,76 @@ func (r readerWithContext) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return r.r.Read(p)
+}
+
+var _ Lister = (*Dir)(nil)
+
+// List implements Lister: it walks the directories in key order, visiting
+// only those that can hold keys after after, and stops at limit. Files
+// whose names start with "." (Put's temporary files) are not objects.
+func (d *Dir) List(ctx context.Context, prefix, after string, limit int) ([]Object, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []Object
+	var walk func(dir, keyPrefix string) error
+	walk = func(dir, keyPrefix string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("blob: list: %w", err)
+		}
+		// A directory's keys are name + "/" + ...: sorted by that, the
+		// walk yields keys in bytewise order.
+		sortKey := func(e os.DirEntry) string {
+			if e.IsDir() {
+				return e.Name() + "/"
+			}
+			return e.Name()
+		}
+		slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(sortKey(a), sortKey(b)) })
+		for _, e := range entries {
+			if len(out) >= limit {
+				return nil
+			}
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			key := keyPrefix + e.Name()
+			if e.IsDir() {
+				sub := key + "/"
+				// Every key under sub sorts before after unless after
+				// is within sub or sorts before it; none can match a
+				// prefix that neither is within sub nor starts with it.
+				if sub <= after && !strings.HasPrefix(after, sub) {
+					continue
+				}
+				if !strings.HasPrefix(sub, prefix) && !strings.HasPrefix(prefix, sub) {
+					continue
+				}
+				if err := walk(filepath.Join(dir, e.Name()), sub); err != nil {
+					return err
+				}
+				continue
+			}
+			if key <= after || !strings.HasPrefix(key, prefix) || !e.Type().IsRegular() {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue // removed meanwhile
+			}
+			out = append(out, Object{Key: key, ModTime: info.ModTime()})
+		}
+		return nil
+	}
+	if err := walk(d.Root, ""); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

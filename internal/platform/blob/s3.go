@@ -260,6 +260,41 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return out.Body, nil
 }
 
+var _ Lister = (*S3)(nil)
+
+// List implements Lister with one ListObjectsV2 call per page of at most
+// 1,000 keys, under the store's prefix.
+func (s *S3) List(ctx context.Context, prefix, after string, limit int) ([]Object, error) {
+	var out []Object
+	start := ""
+	if after != "" {
+		start = s.prefix + after
+	}
+	for len(out) < limit {
+		in := &s3.ListObjectsV2Input{
+			Bucket:  aws.String(s.bucket),
+			Prefix:  aws.String(s.prefix + prefix),
+			MaxKeys: aws.Int32(int32(min(limit-len(out), 1000))),
+		}
+		if start != "" {
+			in.StartAfter = aws.String(start)
+		}
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("blob: s3 list %q: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+			out = append(out, Object{Key: k, ModTime: aws.ToTime(o.LastModified)})
+			start = aws.ToString(o.Key)
+		}
+		if !aws.ToBool(page.IsTruncated) || len(page.Contents) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
 // Delete removes the object; S3 answers a missing key like a deleted one.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	k, err := s.objectKey(key)

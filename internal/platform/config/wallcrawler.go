@@ -88,7 +88,7 @@ func (w *Wallcrawler) fields() []field {
 		{flag: "wallcrawler-secret", usage: "secret signing Wallcrawler's connect tokens and upload URLs (default: random, kept in data-dir)", str: &w.Secret},
 		{flag: "wallcrawler-pool", usage: "pre-launched browsers kept warm (0: off)", num: &w.Pool},
 		{flag: "wallcrawler-idle-grace", usage: "a session without keepAlive ends after this long without a CDP client", dur: &w.IdleGrace},
-		{flag: "wallcrawler-lease", usage: "a process that has not renewed its lease for this long is taken for dead by the others sharing the store: its sessions become ERROR and their slots are freed", dur: &w.Lease},
+		{flag: "wallcrawler-lease", usage: "a process that has not renewed its lease for this long is taken for dead by the others sharing the store: its sessions become ERROR and their slots are freed, and the process itself kills their browsers", dur: &w.Lease},
 		{flag: "wallcrawler-lease-renew", usage: "how often a process renews its lease (0: a third of wallcrawler-lease)", dur: &w.LeaseRenew},
 		{flag: "wallcrawler-context-max-bytes", usage: "most bytes one context archive may unpack to (bytes, or a size like 512MiB, 1GiB)", size: &w.ContextMaxBytes},
 		{flag: "wallcrawler-context-max-entries", usage: "most entries (files, directories, links) one context archive may hold", num: &w.ContextMaxEntries},

@@ -49,7 +49,7 @@ func NewStoreCollector(s *ddb.Store) *storeCollector {
 			newScalar("quarry_ddb_flushes_total", "Memtable flushes.", counter, func(m ddb.Metrics) float64 { return float64(m.Flushes) }),
 			newScalar("quarry_ddb_compactions_total", "Compactions.", counter, func(m ddb.Metrics) float64 { return float64(m.Compactions) }),
 			newScalar("quarry_ddb_wal_bytes_total", "Bytes written to the write-ahead log.", counter, func(m ddb.Metrics) float64 { return float64(m.WALBytes) }),
-			newScalar("quarry_ddb_corrupt_items_total", "Stored items Query, Scan, restores or enabling TTL skipped because they could not be decoded (each is logged with its key).", counter, func(m ddb.Metrics) float64 { return float64(m.CorruptItems) }),
+			newScalar("quarry_ddb_corrupt_items_total", "Stored items Query, Scan, restores or enabling TTL skipped, and change-log records point-in-time restores skipped, because they could not be decoded (each is logged).", counter, func(m ddb.Metrics) float64 { return float64(m.CorruptItems) }),
 		},
 	}
 }

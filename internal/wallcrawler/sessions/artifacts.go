@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,4 +197,75 @@ func zipDir(w io.Writer, dir string) (int, error) {
 		}
 	}
 	return n, zw.Close()
+}
+
+// Artifact sweep defaults.
+const (
+	// DefaultArtifactSweepEvery is how often each node sweeps a page of
+	// the blob store for the artifacts of removed sessions.
+	DefaultArtifactSweepEvery = 10 * time.Minute
+	// DefaultArtifactGrace is how old an artifact must be before a sweep
+	// may delete it.
+	DefaultArtifactGrace = time.Hour
+	// artifactSweepPage bounds the blobs one sweep lists.
+	artifactSweepPage = 1000
+)
+
+// SweepArtifacts deletes the artifacts (artifactNames) of sessions whose
+// item is gone, which removeArtifacts missed because no node followed the
+// stream when the item was deleted. One call lists at most one page of
+// the blob store, from where the previous call stopped (wrapping around at
+// the end), and deletes only blobs older than Options.ArtifactGrace whose
+// session item a consistent read does not find: any number of nodes may
+// sweep at once (a deletion is idempotent), and a session's artifacts are
+// written while its item exists. It returns how many blobs it deleted; a
+// blob store that cannot list (not a blob.Lister) is not swept.
+func (m *Manager) SweepArtifacts(ctx context.Context) (int, error) {
+	lister, ok := m.d.Blobs.(blob.Lister)
+	if !ok {
+		return 0, nil
+	}
+	m.sweepMu.Lock()
+	defer m.sweepMu.Unlock()
+	objs, err := lister.List(ctx, "", m.sweepAfter, artifactSweepPage)
+	if err != nil {
+		return 0, fmt.Errorf("sessions: list blobs for the artifact sweep: %w", err)
+	}
+	if len(objs) < artifactSweepPage {
+		m.sweepAfter = ""
+	} else {
+		m.sweepAfter = objs[len(objs)-1].Key
+	}
+	old := m.now().Add(-m.o.ArtifactGrace)
+	bySession := map[string][]string{}
+	var order []string
+	for _, o := range objs {
+		parts := strings.Split(o.Key, "/")
+		if len(parts) != 3 || !blobSegment(parts[0]) || !strings.HasPrefix(parts[1], "sess_") || !blobSegment(parts[1]) ||
+			!slices.Contains(artifactNames, parts[2]) || !o.ModTime.Before(old) {
+			continue
+		}
+		id := parts[1]
+		if bySession[id] == nil {
+			order = append(order, id)
+		}
+		bySession[id] = append(bySession[id], o.Key)
+	}
+	n := 0
+	for _, id := range order {
+		if _, err := m.d.Repo.Get(ctx, id); !errors.Is(err, ErrNotFound) {
+			if err != nil {
+				return n, err
+			}
+			continue // the session is there: its artifacts are served
+		}
+		for _, k := range bySession[id] {
+			if err := m.d.Blobs.Delete(ctx, k); err != nil {
+				return n, fmt.Errorf("sessions: delete an orphaned artifact: %w", err)
+			}
+			n++
+		}
+		m.log.Info("wallcrawler: deleted the artifacts of a removed session", "session", id, "blobs", len(bySession[id]))
+	}
+	return n, nil
 }

@@ -308,14 +308,14 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		if l.profileDir != "" {
 			_ = os.RemoveAll(l.profileDir)
 		}
-		m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "launch browser: "+err.Error())
+		m.fail(x.ID, x.ProjectID, []string{StateProvisioning, StateTerminating}, "launch browser: "+err.Error())
 		done <- launchResult{err: err}
 		return
 	}
 	l.b = b
 	if err := m.routeSession(l, in.Proxies); err != nil {
 		m.dropLive(ctx, l)
-		m.fail(x.ID, x.ProjectID, []string{StateProvisioning}, "route the browser's egress: "+err.Error())
+		m.fail(x.ID, x.ProjectID, []string{StateProvisioning, StateTerminating}, "route the browser's egress: "+err.Error())
 		done <- launchResult{err: err}
 		return
 	}
@@ -361,6 +361,10 @@ func (m *Manager) markReady(ctx context.Context, l *live) (Session, error) {
 	m.mu.Unlock()
 	if mine {
 		m.dropLive(ctx, l)
+		// Released through another node while the browser launched:
+		// with the browser gone, its final state and slot are this
+		// process's to write and free.
+		m.completeStop(ctx, l.id, map[string]av{})
 	}
 	return Session{}, err
 }

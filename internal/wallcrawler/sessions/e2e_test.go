@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
@@ -72,6 +74,9 @@ type launched struct {
 
 	mu       sync.Mutex
 	browsers []browser.Browser
+	// gate, when not nil, holds the Close and Kill of the browsers
+	// launched from then on until it is closed.
+	gate chan struct{}
 }
 
 // Launch implements browser.Provider.
@@ -80,9 +85,36 @@ func (l *launched) Launch(ctx context.Context, opts browser.LaunchOptions) (brow
 	if err == nil {
 		l.mu.Lock()
 		l.browsers = append(l.browsers, b)
+		if l.gate != nil {
+			b = &gatedBrowser{Browser: b, gate: l.gate}
+		}
 		l.mu.Unlock()
 	}
 	return b, err
+}
+
+// gatedBrowser is a browser whose Close and Kill wait for gate to close.
+type gatedBrowser struct {
+	browser.Browser
+	gate chan struct{}
+}
+
+func (g *gatedBrowser) Close(ctx context.Context) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Browser.Close(ctx)
+}
+
+func (g *gatedBrowser) Kill(ctx context.Context) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Browser.Kill(ctx)
 }
 
 // byDownloadDir returns the launched browser whose download dir is dir.
@@ -121,6 +153,25 @@ type stackOptions struct {
 	// Sync makes the store fsync each commit, as quarry serve does by
 	// default (the tests' store does not).
 	Sync bool
+	// Cut, when set, makes every call of the Manager's DynamoDB client
+	// fail while it holds true: the node cut off from the store.
+	Cut *atomic.Bool
+}
+
+// cutOff returns a client option that fails every call while cut holds
+// true, before it reaches the store.
+func cutOff(cut *atomic.Bool) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("cutOff",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if cut.Load() {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("test: cut off from the store")
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.Before)
+		})
+	}
 }
 
 // newStackWith is newStack with further options. The upload handler bounds
@@ -137,6 +188,9 @@ func newStackWith(t testing.TB, concurrency int, opts sessions.Options, so stack
 	}
 	t.Cleanup(func() { store.Close() })
 	client := ddb.NewClient(store)
+	if so.Cut != nil {
+		client = ddb.NewClient(store, cutOff(so.Cut))
+	}
 	names, err := tables.EnsureTables(ctx, client, "")
 	if err != nil {
 		t.Fatal(err)

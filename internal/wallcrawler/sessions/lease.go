@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -279,6 +280,88 @@ func (m *Manager) closeEnded(ctx context.Context) {
 			m.ended(id)
 		}
 	}
+}
+
+// fenceOrEnd stops serving this node's sessions once a whole lease has
+// passed since its last successful renewal was sent (fence): from then
+// on the other nodes may take it for dead and end its sessions, and it
+// cannot tell, so it must not serve them. Once renewals succeed again it
+// writes the end of the sessions it fenced (endFenced). Run calls it
+// every Options.LeaseRenew.
+func (m *Manager) fenceOrEnd(ctx context.Context) error {
+	renewed := m.lease.renewed.Load()
+	if renewed == nil {
+		return nil // no lease yet: no session either
+	}
+	if time.Since(*renewed) > m.o.Lease {
+		m.fence()
+		return nil
+	}
+	return m.endFenced(ctx)
+}
+
+// fence kills the browsers of every session running here, without any
+// write (the store does not answer): their CDP and live-view connections
+// end with the browsers, and new ones are not resolved here any more.
+// The sessions are kept in fenced, for endFenced.
+func (m *Manager) fence() {
+	m.mu.Lock()
+	var cut []*live
+	for id, l := range m.live {
+		l.mu.Lock()
+		stopping := l.stopping
+		l.stopping = true
+		l.mu.Unlock()
+		if stopping {
+			continue // a stop has it
+		}
+		delete(m.live, id)
+		m.fenced[id] = l.projectID
+		cut = append(cut, l)
+	}
+	m.mu.Unlock()
+	if len(cut) == 0 {
+		return
+	}
+	m.log.Error("wallcrawler: this node has not renewed its lease for longer than the lease; the other nodes may have ended its sessions, so it kills their browsers", "node", m.o.NodeID, "sessions", len(cut), "lease", m.o.Lease)
+	for _, l := range cut {
+		m.wg.Go(func() {
+			ctx, cancel := context.WithTimeout(m.base, defaultCloseBudget)
+			defer cancel()
+			m.dropLive(ctx, l)
+		})
+	}
+}
+
+// endFenced writes the end (FAILED) of the sessions fence closed, each
+// conditional on its state (a session another node ended meanwhile is
+// left as it is), and frees the slot of each one it ends.
+func (m *Manager) endFenced(ctx context.Context) error {
+	m.mu.Lock()
+	ids := maps.Clone(m.fenced)
+	m.mu.Unlock()
+	var firstErr error
+	for id := range ids {
+		errText := fmt.Sprintf("node %s was cut off from the store for longer than its lease; the browser was closed", m.o.NodeID)
+		x, err := m.d.Repo.Transition(ctx, id, []string{StateCreating, StateProvisioning, StateReady, StateTerminating}, StateFailed,
+			errText, map[string]av{"endedAt": ddbitem.S(ddbitem.FormatTime(m.now())), "error": ddbitem.S(errText)})
+		switch {
+		case err == nil:
+			m.releaseSlot(x.ProjectID)
+			m.countBrowserTime(x)
+		case errors.Is(err, ErrState) || errors.Is(err, ErrNotFound):
+			// ended meanwhile, by another node
+		default:
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		m.mu.Lock()
+		delete(m.fenced, id)
+		m.mu.Unlock()
+	}
+	return firstErr
 }
 
 // SweepLeases reads the node registry and ends the sessions of every

@@ -82,6 +82,12 @@ type Options struct {
 	// Record bounds what the session inspector records of each session's
 	// pages (see RecordLimits); the zero value means the defaults.
 	Record RecordLimits
+	// ArtifactSweepEvery is how often this process sweeps one page of
+	// the blob store for the artifacts of sessions whose item is gone
+	// (SweepArtifacts; default DefaultArtifactSweepEvery); ArtifactGrace
+	// is how old such an artifact must be to go (default
+	// DefaultArtifactGrace).
+	ArtifactSweepEvery, ArtifactGrace time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger; default slog.Default().
@@ -121,6 +127,14 @@ type Manager struct {
 	// inc names this process in its lease (random per start).
 	inc   string
 	lease leaseState
+	// fenced maps the sessions whose browsers this process killed while
+	// it could not renew its lease (fence) to their projects, until their
+	// end is written (endFenced); guarded by mu.
+	fenced map[string]string
+	// sweepMu serializes SweepArtifacts; sweepAfter is the last blob key
+	// its previous page listed ("": start from the first).
+	sweepMu    sync.Mutex
+	sweepAfter string
 }
 
 // live is a session whose browser runs in this process.
@@ -178,13 +192,19 @@ func NewManager(d Deps, o Options) *Manager {
 	if o.UploadQuota <= 0 {
 		o.UploadQuota = DefaultUploadQuota
 	}
+	if o.ArtifactSweepEvery <= 0 {
+		o.ArtifactSweepEvery = DefaultArtifactSweepEvery
+	}
+	if o.ArtifactGrace <= 0 {
+		o.ArtifactGrace = DefaultArtifactGrace
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}}
+	m := &Manager{d: d, o: o, log: o.Logger, live: map[string]*live{}, fenced: map[string]string{}}
 	m.inc, _ = newID("")
 	m.base, m.abort = context.WithCancel(context.Background())
 	if d.Notifier != nil {
@@ -211,8 +231,9 @@ func (m *Manager) detach(ctx context.Context, budget time.Duration) (context.Con
 
 func (m *Manager) taskPrefix() string { return "local:" + m.o.NodeID + ":" }
 
-// Run runs the stream notifier, the reaper, the lease renewal and the
-// sweep of other nodes' expired leases until ctx ends.
+// Run runs the stream notifier, the reaper, the lease renewal, the
+// sweep of other nodes' expired leases and the sweep of removed sessions'
+// artifacts until ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- m.d.Notifier.Run(ctx) }()
@@ -247,6 +268,13 @@ func (m *Manager) Run(ctx context.Context) error {
 	every(m.o.LeaseRenew, m.o.LeaseRenew, "renew this node's lease", m.RenewLease)
 	every(m.o.ReapEvery, max(m.o.Lease, 30*time.Second), "sweep the nodes' leases", func(ctx context.Context) error {
 		_, err := m.SweepLeases(ctx)
+		return err
+	})
+	every(m.o.LeaseRenew, max(m.o.Lease, 30*time.Second), "end the sessions closed while this node was cut off from the store", func(ctx context.Context) error {
+		return m.fenceOrEnd(ctx)
+	})
+	every(m.o.ArtifactSweepEvery, 5*time.Minute, "sweep the artifacts of removed sessions", func(ctx context.Context) error {
+		_, err := m.SweepArtifacts(ctx)
 		return err
 	})
 	defer leases.Wait()

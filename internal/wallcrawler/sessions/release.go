@@ -5,7 +5,9 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/ddbitem"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
@@ -17,13 +19,36 @@ func (m *Manager) Release(ctx context.Context, p auth.Principal, id string) (Ses
 	if _, err := m.Get(ctx, p, id); err != nil {
 		return Session{}, err
 	}
-	return m.stop(ctx, id, StateStopped, "REQUEST_RELEASE")
+	x, err := m.stop(ctx, id, StateStopped, "REQUEST_RELEASE")
+	if err == nil && x.InternalStatus == StateTerminating && !m.runsHere(x) {
+		// Another node closes the browser and writes the final state:
+		// the answer waits for it.
+		ctx, cancel := m.detach(ctx, handOverWait)
+		defer cancel()
+		x = m.awaitEnd(ctx, x)
+	}
+	return x, err
+}
+
+// runsHere reports whether session x's browser runs (or is being
+// launched) by this node.
+func (m *Manager) runsHere(x Session) bool {
+	node := browserNode(x.TaskARN)
+	return node == "" || node == m.o.NodeID
 }
 
 // stop ends a session: TERMINATING, browser closed, profile archived when
 // the context persists, downloads and logs kept, then final (STOPPED,
 // TIMED_OUT or FAILED) with endedAt, and its slot freed. When another
 // caller is already stopping it, or it has ended, stop returns it as is.
+//
+// When the browser runs on another node, stop writes TERMINATING only,
+// with the final state it asks for (stopAs): that node sees the record,
+// closes the browser, writes the final state and frees the slot
+// (completeStop), so that the project's concurrency counts the browser
+// until it is gone; if that node dies first, the lease sweep ends the
+// session and frees the slot. stop then returns the TERMINATING session
+// (Release waits for the final state).
 func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, error) {
 	ctx, cancel := m.detach(ctx, stopBudget)
 	defer cancel()
@@ -31,7 +56,8 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	// write does not look like another process ending the session.
 	claimed := m.claim(id, true)
 	st := newSteps()
-	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason, nil)
+	x, err := m.d.Repo.Transition(ctx, id, []string{StateProvisioning, StateReady}, StateTerminating, reason,
+		map[string]av{"stopAs": ddbitem.S(final)})
 	st.mark("terminating")
 	if err != nil && claimed {
 		m.claim(id, false)
@@ -52,6 +78,9 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	l := m.live[id]
 	delete(m.live, id)
 	m.mu.Unlock()
+	if l == nil && !m.runsHere(x) {
+		return x, nil
+	}
 	defer st.log(m.log, "wallcrawler: stop steps", id)
 	set := map[string]av{}
 	if l != nil {
@@ -71,6 +100,81 @@ func (m *Manager) stop(ctx context.Context, id, final, reason string) (Session, 
 	m.countBrowserTime(x)
 	st.mark("usage")
 	return x, nil
+}
+
+// handOverWait bounds how long a release through a node without the
+// session's browser waits for the node running it to write the final
+// state.
+const handOverWait = 2 * defaultCloseBudget
+
+// browserNode returns the node named by a session's ecsTaskArn
+// ("local:<node>:<browser id>", or "local:<node>:" before the browser
+// is up), "" when it names none.
+func browserNode(taskARN string) string {
+	rest, ok := strings.CutPrefix(taskARN, "local:")
+	if !ok {
+		return ""
+	}
+	node, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// awaitEnd waits, until ctx ends, for session x (TERMINATING, handed
+// over to the node running its browser) to reach a final state, and
+// returns it as it last read it.
+func (m *Manager) awaitEnd(ctx context.Context, x Session) Session {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !Terminal(x.InternalStatus) {
+		select {
+		case <-ctx.Done():
+			return x
+		case <-tick.C:
+		}
+		cur, err := m.d.Repo.Get(ctx, x.ID)
+		if err != nil {
+			continue
+		}
+		x = cur
+	}
+	return x
+}
+
+// completeStop writes the final state of session id when it is
+// TERMINATING, asked for by a process without its browser, once this
+// process has closed the browser (set: further attributes of that
+// write), then frees its slot and counts its browser time. It reports
+// whether it wrote it: false when the session was not TERMINATING (its
+// final state is written already) or another process wrote it first.
+func (m *Manager) completeStop(ctx context.Context, id string, set map[string]av) bool {
+	x, err := m.d.Repo.Get(ctx, id)
+	if err != nil || x.InternalStatus != StateTerminating {
+		return false
+	}
+	final := x.StopAs
+	if !Terminal(final) {
+		final = StateStopped
+	}
+	reason := "released through another node"
+	for _, e := range x.Events {
+		if e.To == StateTerminating {
+			reason = e.Reason
+		}
+	}
+	set["endedAt"] = ddbitem.S(ddbitem.FormatTime(m.now()))
+	x, err = m.d.Repo.Transition(ctx, id, []string{StateTerminating}, final, reason, set)
+	if err != nil {
+		if !errors.Is(err, ErrState) && !errors.Is(err, ErrNotFound) {
+			m.log.Warn("wallcrawler: write the final state of a session ended through another node", "session", id, "err", err)
+		}
+		return false
+	}
+	m.releaseSlot(x.ProjectID)
+	m.countBrowserTime(x)
+	return true
 }
 
 // claim marks (or unmarks) the live browser of session id as being
@@ -115,9 +219,16 @@ func (m *Manager) ended(id string) {
 		defer m.wg.Done()
 		ctx, cancel := context.WithTimeout(m.base, 2*defaultCloseBudget)
 		defer cancel()
-		// The other process wrote the final state: the last usage
-		// figures are written on their own.
-		if cpu, rss, ok := m.finishBrowser(ctx, l, nil); ok {
+		// With the browser closed, the final state the other process
+		// asked for is written here, with the last usage figures, and
+		// the slot freed; when the other process wrote the final state
+		// itself, the usage figures are written on their own.
+		cpu, rss, ok := m.finishBrowser(ctx, l, nil)
+		set := map[string]av{}
+		if ok {
+			maps.Copy(set, usageAttrs(cpu, rss))
+		}
+		if !m.completeStop(ctx, l.id, set) && ok {
 			if err := m.d.Repo.SetUsage(ctx, l.id, cpu, rss, false); err != nil {
 				m.log.Warn("wallcrawler: record usage", "session", l.id, "err", err)
 			}

@@ -138,6 +138,7 @@ func parse(it map[string]av) Session {
 		Width:          int(ddbitem.Int(it, "viewportWidth")),
 		Height:         int(ddbitem.Int(it, "viewportHeight")),
 		Error:          ddbitem.String(it, "error"),
+		StopAs:         ddbitem.String(it, "stopAs"),
 	}
 	if _, ok := it["memoryUsage"]; ok {
 		x.UsageSampled = true

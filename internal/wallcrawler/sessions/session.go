@@ -124,4 +124,8 @@ type Session struct {
 	Timeout       int // seconds
 	Width, Height int // viewport
 	Error         string
+	// StopAs is the final state a process without the session's browser
+	// asked for when it wrote TERMINATING: the node running the browser
+	// writes it once the browser is closed.
+	StopAs string
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quarrydb/quarry/internal/checks/probe"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
 
 // Server serves a request of the Checks API on behalf of a user
@@ -77,7 +78,7 @@ func Apply(ctx context.Context, srv Server, userID string, plan Plan, o Options,
 				limit, refused = true, "the user's tier limit is reached"
 			default:
 				if err := o.Validator.Validate(ctx, c.Spec()); err != nil && !errors.Is(err, probe.ErrUnresolved) {
-					refused = plainReason(err)
+					refused = plainReason(err.Error())
 				} else {
 					id, room = "(dry run)", room-1
 				}
@@ -141,12 +142,14 @@ func create(ctx context.Context, srv Server, userID string, c Check) (id, refuse
 	case ans.Error == "":
 		ans.Error = fmt.Sprintf("status %d", w.Code)
 	}
-	return "", ans.Error, w.Code == http.StatusForbidden
+	return "", plainReason(ans.Error), w.Code == http.StatusForbidden
 }
 
-// plainReason is a validation error without the prober's prefixes, as
-// the API words it.
-func plainReason(err error) string {
-	msg := strings.TrimPrefix(err.Error(), probe.ErrInvalid.Error()+": ")
-	return msg
+// plainReason is a refusal without the words of the layers it passed
+// through ("probe: invalid check: ", "fetch: address blocked: "), as the
+// API words its other refusals: the reason alone.
+func plainReason(msg string) string {
+	msg = strings.TrimPrefix(msg, probe.ErrInvalid.Error()+": ")
+	msg = strings.TrimPrefix(msg, probe.ErrUnresolved.Error()+": ")
+	return strings.Replace(msg, fetch.ErrBlocked.Error()+": ", "", 1)
 }

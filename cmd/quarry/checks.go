@@ -18,10 +18,16 @@ const checksUsage = `usage:
   quarry checks user activate --email E
   quarry checks user tier --email E --tier FREE|PRO
   quarry checks user token --email E                        (issues another API token)
+  quarry checks import --user E --from gatus|uptime-kuma [--dry-run] FILE
+                                                            (creates the user's checks from a Gatus
+                                                            configuration or an Uptime Kuma backup)
 `
 
 // cmdChecks runs Checks' administration commands.
 func cmdChecks(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "import" {
+		return cmdChecksImport(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if len(args) < 2 || args[0] != "user" {
 		fmt.Fprint(stderr, checksUsage)
 		return errUsage

@@ -13,12 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/checks/alert"
 	checksapi "github.com/quarrydb/quarry/internal/checks/api"
 	"github.com/quarrydb/quarry/internal/checks/probe"
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
-	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
 )
@@ -29,17 +27,7 @@ import (
 // without the CSRF token is refused.
 func TestChannelsPage(t *testing.T) {
 	ctx := context.Background()
-	db, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	client := ddb.NewClient(db)
-	names, err := tables.EnsureTables(ctx, client, tables.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := checksstore.New(client, names, nil)
+	st := testStore(t)
 	_, token, err := st.CreateUser(ctx, "a@example.com", checksstore.TierFree)
 	if err != nil {
 		t.Fatal(err)

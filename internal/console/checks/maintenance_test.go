@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quarrydb/quarry/ddb"
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
-	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
 )
 
@@ -21,17 +19,7 @@ import (
 // user's check has no badge under this page.
 func TestStatusPageShowsMaintenance(t *testing.T) {
 	ctx := context.Background()
-	db, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	client := ddb.NewClient(db)
-	names, err := tables.EnsureTables(ctx, client, tables.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := checksstore.New(client, names, nil)
+	st := testStore(t)
 	u, _, err := st.CreateUser(ctx, "a@example.com", checksstore.TierPro)
 	if err != nil {
 		t.Fatal(err)

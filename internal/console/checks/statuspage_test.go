@@ -15,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quarrydb/quarry/ddb"
 	checksapi "github.com/quarrydb/quarry/internal/checks/api"
 	"github.com/quarrydb/quarry/internal/checks/probe"
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
-	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
 )
 
@@ -248,17 +246,7 @@ func TestStatusPageJSON(t *testing.T) {
 // user's.
 func TestStatusSettingsPage(t *testing.T) {
 	ctx := context.Background()
-	db, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	client := ddb.NewClient(db)
-	names, err := tables.EnsureTables(ctx, client, tables.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := checksstore.New(client, names, nil)
+	st := testStore(t)
 	u, token, err := st.CreateUser(ctx, "a@example.com", checksstore.TierPro)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quarrydb/quarry/internal/testenv"
 	"github.com/quarrydb/quarry/internal/wallcrawler"
 )
 
@@ -176,7 +177,7 @@ func TestBrowserbaseSDKProxies(t *testing.T) {
 		fmt.Fprintf(w, "<title>px</title>via=%s", r.Header.Get("X-Via"))
 	}))
 	defer site.Close()
-	up := newTenantProxy(t)
+	up := testenv.NewUpstreamProxy(t, "tenant-proxy")
 	s := startSDKServe(t, "--allow-networks", site.Listener.Addr().String()+","+up.Listener.Addr().String())
 	password := fmt.Sprint("pw-", time.Now().UnixNano())
 	var res struct {
@@ -200,7 +201,7 @@ func TestBrowserbaseSDKProxies(t *testing.T) {
 		t.Errorf("page body %q, want it loaded through the tenant's proxy", res.Body)
 	}
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("tenant:"+password))
-	if seen := up.log(); !strings.Contains(seen, "GET "+site.URL+"/sdk "+auth) {
+	if seen := up.SeenText(); !strings.Contains(seen, "GET "+site.URL+"/sdk auth="+auth) {
 		t.Errorf("the tenant's proxy saw:\n%s", seen)
 	}
 	if res.SessionJSON == "" || strings.Contains(res.SessionJSON, password) {

@@ -8,63 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/quarrydb/quarry/internal/testenv"
 )
-
-// tenantProxy is an HTTP proxy of a tenant's own, on loopback: it serves
-// CONNECT and absolute-form requests and records them.
-type tenantProxy struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []string // "<method> <target> <Proxy-Authorization>"
-}
-
-func newTenantProxy(t *testing.T) *tenantProxy {
-	p := &tenantProxy{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		target := r.Host
-		if r.Method != http.MethodConnect {
-			target = r.URL.String()
-		}
-		p.mu.Lock()
-		p.seen = append(p.seen, r.Method+" "+target+" "+r.Header.Get("Proxy-Authorization"))
-		p.mu.Unlock()
-		if r.Method == http.MethodConnect {
-			up, err := net.Dial("tcp", r.Host)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			down, brw, _ := http.NewResponseController(w).Hijack()
-			_, _ = io.WriteString(down, "HTTP/1.1 200 OK\r\n\r\n")
-			go func() { _, _ = io.Copy(up, brw); up.Close() }()
-			_, _ = io.Copy(down, up)
-			down.Close()
-			return
-		}
-		out, _ := http.NewRequest(r.Method, r.URL.String(), nil)
-		out.Header.Set("X-Via", "tenant-proxy")
-		res, err := http.DefaultTransport.RoundTrip(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer res.Body.Close()
-		w.Header().Set("Content-Type", res.Header.Get("Content-Type"))
-		w.WriteHeader(res.StatusCode)
-		_, _ = io.Copy(w, res.Body)
-	}))
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *tenantProxy) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.seen, "\n")
-}
 
 // TestWallcrawlerProxies creates a session whose egress goes through a
 // tenant's own proxy for the hosts of its domainPattern: the proxy sees
@@ -81,7 +29,7 @@ func TestWallcrawlerProxies(t *testing.T) {
 	defer site.Close()
 	tlsSite := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "tls") }))
 	defer tlsSite.Close()
-	up := newTenantProxy(t)
+	up := testenv.NewUpstreamProxy(t, "tenant-proxy")
 	refused := newHitCounter(t, "127.0.0.1:0")
 	siteAddr, tlsAddr := site.Listener.Addr().String(), tlsSite.Listener.Addr().String()
 	_, sitePort, _ := net.SplitHostPort(siteAddr)
@@ -119,8 +67,8 @@ func TestWallcrawlerProxies(t *testing.T) {
 		t.Fatalf("pattern miss: %q", got)
 	}
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("tenant:"+password))
-	seen := up.log()
-	for _, want := range []string{"GET http://" + siteAddr + "/through " + auth, "CONNECT " + tlsAddr + " " + auth} {
+	seen := up.SeenText()
+	for _, want := range []string{"GET http://" + siteAddr + "/through auth=" + auth, "CONNECT " + tlsAddr + " auth=" + auth} {
 		if !strings.Contains(seen, want) {
 			t.Errorf("the tenant's proxy did not see %q; it saw:\n%s", want, seen)
 		}

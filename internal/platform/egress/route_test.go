@@ -10,63 +10,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/egress"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/testenv"
 )
-
-// upstreamProxy is a small HTTP proxy standing for a tenant's own: it
-// serves CONNECT and absolute-form requests and records what it saw.
-type upstreamProxy struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []string // "<method> <target> auth=<Proxy-Authorization>"
-}
-
-func newUpstreamProxy(t *testing.T) *upstreamProxy {
-	u := &upstreamProxy{}
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		target := r.Host
-		if r.Method != http.MethodConnect {
-			target = r.URL.String()
-		}
-		u.mu.Lock()
-		u.seen = append(u.seen, r.Method+" "+target+" auth="+r.Header.Get("Proxy-Authorization"))
-		u.mu.Unlock()
-		if r.Method == http.MethodConnect {
-			up, err := net.Dial("tcp", r.Host)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			down, brw, _ := http.NewResponseController(w).Hijack()
-			_, _ = io.WriteString(down, "HTTP/1.1 200 OK\r\n\r\n")
-			go func() { _, _ = io.Copy(up, brw); up.Close() }()
-			_, _ = io.Copy(down, up)
-			down.Close()
-			return
-		}
-		res, err := http.DefaultTransport.RoundTrip(&http.Request{Method: r.Method, URL: r.URL, Header: http.Header{"X-Via": {"upstream"}}, Host: r.Host})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer res.Body.Close()
-		w.WriteHeader(res.StatusCode)
-		_, _ = io.Copy(w, res.Body)
-	}))
-	t.Cleanup(u.Close)
-	return u
-}
-
-func (u *upstreamProxy) log() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]string(nil), u.seen...)
-}
 
 // TestRoute sends one listener's connections through a tenant's upstream
 // proxy by host pattern: CONNECT and plain http reach the upstream with
@@ -78,7 +28,7 @@ func TestRoute(t *testing.T) {
 		fmt.Fprintf(w, "site %s via=%q", r.URL.Path, r.Header.Get("X-Via"))
 	}))
 	defer site.Close()
-	up := newUpstreamProxy(t)
+	up := testenv.NewUpstreamProxy(t, "upstream")
 	canaryHits := 0
 	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { canaryHits++ }))
 	defer canary.Close()
@@ -153,7 +103,7 @@ func TestRoute(t *testing.T) {
 		"GET http://" + siteAddr + "/b auth=" + auth,
 		"CONNECT " + siteAddr + " auth=" + auth,
 	}
-	if got := up.log(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := up.Seen(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("upstream saw\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if n := route.TakeBytes(); n <= 0 {

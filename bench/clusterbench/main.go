@@ -56,14 +56,18 @@ type config struct {
 	targetDelay time.Duration
 	// maxInflight is each node's --checks-max-inflight (0: its default).
 	maxInflight int
-	duration    time.Duration
-	parts       int
-	writeRate   float64
-	searchers   int
-	out         string
-	workDir     string
-	skipChecks  bool
-	skipEECAR   bool
+	// kill SIGKILLs the last node a third into the window (clusters of
+	// two nodes or more) and reports the failover: the longest a check
+	// waited beyond its period.
+	kill       bool
+	duration   time.Duration
+	parts      int
+	writeRate  float64
+	searchers  int
+	out        string
+	workDir    string
+	skipChecks bool
+	skipEECAR  bool
 }
 
 func main() {
@@ -75,6 +79,7 @@ func main() {
 	flag.DurationVar(&c.interval, "interval", 5*time.Second, "period of every check")
 	flag.DurationVar(&c.targetDelay, "target-delay", 0, "how long the target takes to answer each run (a slow site: runs wait on it, not on the CPU)")
 	flag.IntVar(&c.maxInflight, "max-inflight", 0, "each node's --checks-max-inflight (0: quarry's default)")
+	flag.BoolVar(&c.kill, "kill", false, "SIGKILL the last node a third into the window (2 nodes or more) and report the longest a check waited beyond its period")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "measured window of each part")
 	flag.IntVar(&c.parts, "parts", 200, "EECAR parts registered before the window")
 	flag.Float64Var(&c.writeRate, "write-rate", 5, "EECAR parts registered per second during the window, through the other nodes")
@@ -108,14 +113,17 @@ func main() {
 	var b strings.Builder
 	if !c.skipChecks {
 		fmt.Fprintf(&b, "\n### Checks: %d checks every %s, %s window, target answers in %s, --checks-max-inflight %s\n\n", c.checks, c.interval, c.duration, c.targetDelay, inflight(c.maxInflight))
-		b.WriteString("| nodes | offered runs/s | runs/s | missed | lateness p50 | p99 | max |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+		if c.kill {
+			b.WriteString("With -kill: the last node is SIGKILLed a third into the window; the worst gap is the longest a check waited beyond its period (the failover).\n\n")
+		}
+		b.WriteString("| nodes | offered runs/s | runs/s | missed | lateness p50 | p99 | max | worst gap beyond the period |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range c.nodes {
 			r, err := benchChecks(c, n)
 			if err != nil {
 				fatal(fmt.Errorf("checks on %d nodes: %w", n, err))
 			}
-			fmt.Fprintf(&b, "| %d | %.1f | %.1f | %d | %s | %s | %s |\n", n, float64(c.checks)/c.interval.Seconds(), r.rate, r.missed,
-				ms(r.p50), ms(r.p99), ms(r.max))
+			fmt.Fprintf(&b, "| %d | %.1f | %.1f | %d | %s | %s | %s | %s |\n", n, float64(c.checks)/c.interval.Seconds(), r.rate, r.missed,
+				ms(r.p50), ms(r.p99), ms(r.max), ms(r.worstGap))
 			fmt.Fprint(os.Stderr, b.String())
 		}
 	}
@@ -340,6 +348,9 @@ type checksResult struct {
 	rate          float64
 	missed        int
 	p50, p99, max time.Duration
+	// worstGap is the longest time between two runs of a check in the
+	// window beyond its period (with -kill: the failover).
+	worstGap time.Duration
 }
 
 func benchChecks(c config, n int) (checksResult, error) {
@@ -388,11 +399,19 @@ func benchChecks(c config, n int) (checksResult, error) {
 	// Warm-up: first runs are spread over the first period.
 	time.Sleep(c.interval + time.Second)
 	from := time.Now()
-	time.Sleep(c.duration)
+	if c.kill && n > 1 {
+		time.Sleep(c.duration / 3)
+		// procs[0] is the store; the last is node n.
+		_ = cl.procs[len(cl.procs)-1].Process.Kill()
+		time.Sleep(c.duration - c.duration/3)
+	} else {
+		time.Sleep(c.duration)
+	}
 	to := time.Now()
 	mu.Lock()
 	defer mu.Unlock()
 	var late []time.Duration
+	var worstGap time.Duration
 	total, missed := 0, 0
 	for _, rs := range runs {
 		var in []time.Time
@@ -402,6 +421,9 @@ func benchChecks(c config, n int) (checksResult, error) {
 			}
 		}
 		total += len(in)
+		for j := 1; j < len(in); j++ {
+			worstGap = max(worstGap, in[j].Sub(in[j-1])-c.interval)
+		}
 		if len(in) == 0 {
 			missed += int(to.Sub(from) / c.interval)
 			continue
@@ -427,7 +449,7 @@ func benchChecks(c config, n int) (checksResult, error) {
 	if len(late) == 0 {
 		return checksResult{}, errors.New("no run in the window")
 	}
-	return checksResult{rate: float64(total) / to.Sub(from).Seconds(), missed: missed,
+	return checksResult{rate: float64(total) / to.Sub(from).Seconds(), missed: missed, worstGap: worstGap,
 		p50: report.Percentile(late, 50), p99: report.Percentile(late, 99), max: report.Percentile(late, 100)}, nil
 }
 

@@ -606,8 +606,16 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 		if c.LeaseOwner != "" && c.LeaseOwner != s.o.Owner {
 			// Another process holds the check (a run in flight, claimed
 			// ahead, or a dead process's): the store refuses to claim it
-			// ahead, so try at its due time, once the lease has ended.
-			at = later(c.NextRunAt, c.LeaseUntil.Add(time.Millisecond)).Add(ahead)
+			// ahead, so try at its due time, when the holder's record has
+			// usually freed it; only a check already due and still leased
+			// (a long run, or its process dead) waits for the lease's
+			// end. Waiting for the lease's end every time would leave
+			// each check to the process that last won it, and the death
+			// of that process would stall all its checks for a lease.
+			at = c.NextRunAt.Add(ahead)
+			if !c.NextRunAt.After(now) {
+				at = later(c.NextRunAt, c.LeaseUntil.Add(time.Millisecond)).Add(ahead)
+			}
 		}
 		s.scheduleAt(id, c.NextRunAt, at)
 		return c, false

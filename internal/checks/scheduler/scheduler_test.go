@@ -882,3 +882,34 @@ func TestRunLeaseFollowsItsProcess(t *testing.T) {
 		t.Fatalf("at the next period, %s after the dead process's claim, the check was not taken over (%d runs)", period, n)
 	}
 }
+
+// TestLoserTriesAtTheNextPeriod: a scheduler that loses a check's claim to
+// another process's run in flight tries again at the check's next due
+// time, not at the end of that run's lease, so the check does not stay
+// with the process that last won it: when that process dies after its
+// record, the check runs on at its next period.
+func TestLoserTriesAtTheNextPeriod(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	period := 2 * time.Second
+	c := e.check(t, tg.URL, period, t0, nil)
+	b := e.schedWith(t, nil, scheduler.Options{Owner: "b", Lookahead: -1})
+	// a's run is in flight: b's claim at the due time loses to its lease.
+	if _, err := e.st.Claim(ctx, c.ID, "a", t0, t0, scheduler.DefaultRunLease); err != nil {
+		t.Fatal(err)
+	}
+	b.Schedule(c.ID, t0)
+	if n := b.RunDue(ctx, t0); n != 0 {
+		t.Fatalf("b ran a check another process's run holds (%d runs)", n)
+	}
+	// a records its run, then dies.
+	if err := e.st.Complete(ctx, c.ID, "a", store.Outcome{Result: map[string]any{"status": "UP"}, At: t0, AlertState: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	before := tg.hits.Load()
+	if n := b.RunDue(ctx, t0.Add(period)); n != 1 || tg.hits.Load() != before+1 {
+		t.Fatalf("at the next period b ran the check %d times; want once, not after the dead process's lease", n)
+	}
+}

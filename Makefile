@@ -6,6 +6,8 @@ PEERS_DIR ?= $(CURDIR)/.cache/peers
 STATICCHECK ?= $(CURDIR)/.cache/bin/staticcheck
 ARGS      ?=
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE      ?= $(shell d=$$(git log -1 --format=%ct 2>/dev/null) && date -u -d "@$$d" +%Y-%m-%dT%H:%M:%SZ || echo unknown)
 export PATH := /usr/local/go/bin:$(PATH)
 
 # make test runs every test with the race detector, but builds the SQLite
@@ -38,7 +40,7 @@ run: build
 
 ## build: build bin/quarry (its version from git describe)
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/quarry ./cmd/quarry
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)" -o bin/quarry ./cmd/quarry
 
 ## flags: write docs/flags.md, the flag reference, from the settings table
 ## (a test fails when it is stale)

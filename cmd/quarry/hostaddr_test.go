@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/quarrydb/quarry/internal/testenv"
 )
@@ -74,27 +71,10 @@ func TestHostAddressesRefused(t *testing.T) {
 	t.Cleanup(func() { canary.Close() })
 	target := "http://" + ln.Addr().String() + "/"
 
-	s := &checksServer{t: t, dir: t.TempDir(), api: freeAddr(t), store: freeAddr(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", s.api, "--ddb-listen", s.store, "--data-dir", s.dir}, noEnv, &logs, &logs)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("quarry serve did not stop within 60s")
-		}
-		if t.Failed() {
-			t.Logf("server logs:\n%s", logs.String())
-		}
-	}()
-	waitFor(t, "listeners", func() bool {
-		return strings.Contains(logs.String(), "listening on "+s.api) && strings.Contains(logs.String(), "listening on "+s.store)
-	})
+	// quarry serve with the default policy; its Checks API through the
+	// Checks test helpers.
+	w := startWallcrawlerServer(t)
+	s := &checksServer{t: t, dir: w.dir, api: w.api, store: w.store}
 
 	token := s.createUser("tenant@example.com")
 	if code, body := s.do("POST", "/v1/checks", token, map[string]any{"url": target, "checkType": "AVAILABILITY", "delayMs": 60000}); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body), "address of this host") {
@@ -104,19 +84,9 @@ func TestHostAddressesRefused(t *testing.T) {
 		t.Errorf("an alert webhook to the host's own address: %d %v, want 400 naming the host's address", code, body)
 	}
 
-	var out, errs syncBuffer
-	wc := func(args ...string) string {
-		out, errs = syncBuffer{}, syncBuffer{}
-		args = append(args, "--data-dir", s.dir, "--ddb-listen", s.store)
-		if code := run(context.Background(), args, noEnv, &out, &errs); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errs.String())
-		}
-		return strings.TrimSpace(out.String())
-	}
-	wc("wallcrawler", "project", "create", "--name", "tenant", "--id", "project_tenant")
-	key := wc("wallcrawler", "key", "create", "--project", "project_tenant")
-	connect := createSession(t, s.api, key)
-	c := dialCDP(t, connect)
+	w.cli("wallcrawler", "project", "create", "--name", "tenant", "--id", "project_tenant")
+	key := w.cli("wallcrawler", "key", "create", "--project", "project_tenant")
+	c := dialCDP(t, w.createSession(key).ConnectURL)
 	sess, _ := c.attachPage()
 	if got := c.navigate(sess, target); strings.Contains(got, "HOST-SERVICE-CANARY") || !strings.Contains(got, "address of this host") {
 		t.Errorf("the browser's navigation to the host's own address: %q, want the egress refusal naming it", got)
@@ -124,26 +94,4 @@ func TestHostAddressesRefused(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the host's service was reached %d times", n)
 	}
-}
-
-// createSession creates a Wallcrawler session with key and returns its
-// connectUrl.
-func createSession(t *testing.T, api, key string) string {
-	t.Helper()
-	req, _ := http.NewRequest("POST", "http://"+api+"/wallcrawler/v1/sessions", strings.NewReader(`{}`))
-	req.Header.Set("X-BB-API-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var sess struct {
-		ConnectURL string `json:"connectUrl"`
-	}
-	_ = json.NewDecoder(res.Body).Decode(&sess)
-	if res.StatusCode != http.StatusCreated || sess.ConnectURL == "" {
-		t.Fatalf("create session: %d %+v", res.StatusCode, sess)
-	}
-	return sess.ConnectURL
 }

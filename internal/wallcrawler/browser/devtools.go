@@ -668,15 +668,10 @@ type members struct {
 	msg                                     []byte
 }
 
-// sessionID returns the message's top-level sessionId, "" without one.
+// sessionID returns the message's top-level sessionId, "" without one
+// or when it is not a string.
 func (m members) sessionID() string {
-	if !m.session.ok() {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(m.msg[m.session.start:m.session.end], &s) != nil {
-		return ""
-	}
+	s, _ := m.sessionString()
 	return s
 }
 

@@ -116,8 +116,8 @@ func (t *table) validateItem(item attr.Item) *Error {
 		return err
 	}
 	for name := range item {
-		if len(name) > maxAttrName {
-			return validationf("%s", msgAttrNameTooLarge)
+		if len(name) > expr.MaxAttrNameLen {
+			return validationf("%s", expr.MsgAttrNameTooLarge)
 		}
 	}
 	for _, kd := range t.keyDefs() {
@@ -158,14 +158,6 @@ func (t *table) validateItem(item attr.Item) *Error {
 	}
 	return nil
 }
-
-// maxAttrName is the length limit, in bytes, of any attribute's name (64
-// KB); key attributes' names are limited to maxKeyAttrName by the schema.
-const maxAttrName = 65535
-
-// msgAttrNameTooLarge is the message for an attribute name over maxAttrName
-// (DynamoDB Local's wording).
-const msgAttrNameTooLarge = "Attribute name is too large, must be less than 65536 bytes"
 
 // checkNesting refuses an item nested deeper than DynamoDB allows
 // (attr.MaxNestingLevels). Every write checks the item it writes, an
@@ -288,9 +280,12 @@ func params(in exprInput, usesExpr bool, valueExprs ...string) (*expr.Params, *E
 			}
 		}
 	}
-	for k := range in.ExpressionAttributeNames {
+	for k, name := range in.ExpressionAttributeNames {
 		if !strings.HasPrefix(k, "#") {
 			return nil, validationf("ExpressionAttributeNames contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+		if len(name) > expr.MaxAttrNameLen {
+			return nil, validationf("%s", expr.MsgAttrNameTooLarge)
 		}
 	}
 	return expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues), nil
@@ -542,6 +537,9 @@ func readProjection(pe *string, atg []string, p *expr.Params) (expr.Projection, 
 				return nil, validationf("One or more parameter values were invalid: Duplicate value in attribute name: %s", a)
 			}
 			seen[a] = true
+			if err := expr.CheckNameLen(a); err != nil {
+				return nil, err
+			}
 		}
 		return expr.FromAttributesToGet(atg), nil
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/attr"
 )
@@ -476,7 +478,65 @@ func TestAttributeNameLengths(t *testing.T) {
 				UpdateExpression: aws.String("SET #a = :v"), ExpressionAttributeNames: map[string]string{"#a": strings.Repeat("a", 65536)},
 				ExpressionAttributeValues: attrs{":v": avS("v")}})
 			requireAPIError(t, err, "ValidationException", "Attribute name is too large")
-			putItems(t, c, tab, attrs{ok255: avS("y"), strings.Repeat("a", 65535): avS("v")})
+			name65535 := strings.Repeat("a", 65535)
+			putItems(t, c, tab, attrs{ok255: avS("y"), name65535: avS("v")})
+
+			// Every other place a request names an attribute refuses a
+			// name of 65,536 bytes, and accepts one of 65,535 (ScyllaDB
+			// Alternator's test_limit_attribute_length_nonkey_*).
+			key := attrs{ok255: avS("y")}
+			for _, tt := range []struct {
+				path string
+				call func(name string) error
+			}{
+				{"GetItem ProjectionExpression", func(name string) error {
+					_, err := c.GetItem(tctx(t), &dynamodb.GetItemInput{TableName: aws.String(tab), Key: key,
+						ProjectionExpression: aws.String("#n"), ExpressionAttributeNames: map[string]string{"#n": name}})
+					return err
+				}},
+				{"GetItem AttributesToGet", func(name string) error {
+					_, err := c.GetItem(tctx(t), &dynamodb.GetItemInput{TableName: aws.String(tab), Key: key, AttributesToGet: []string{name}})
+					return err
+				}},
+				{"Scan ProjectionExpression", func(name string) error {
+					_, err := c.Scan(tctx(t), &dynamodb.ScanInput{TableName: aws.String(tab),
+						ProjectionExpression: aws.String("#n"), ExpressionAttributeNames: map[string]string{"#n": name}})
+					return err
+				}},
+				{"UpdateItem AttributeUpdates", func(name string) error {
+					_, err := c.UpdateItem(tctx(t), &dynamodb.UpdateItemInput{TableName: aws.String(tab), Key: key,
+						AttributeUpdates: map[string]types.AttributeValueUpdate{name: {Value: avS("v"), Action: types.AttributeActionPut}}})
+					return err
+				}},
+				{"UpdateItem ConditionExpression", func(name string) error {
+					_, err := c.UpdateItem(tctx(t), &dynamodb.UpdateItemInput{TableName: aws.String(tab), Key: key,
+						UpdateExpression: aws.String("SET b = :v"), ConditionExpression: aws.String("#n = :v"),
+						ExpressionAttributeNames: map[string]string{"#n": name}, ExpressionAttributeValues: attrs{":v": avS("v")}})
+					return err
+				}},
+				{"PutItem Expected", func(name string) error {
+					_, err := c.PutItem(tctx(t), &dynamodb.PutItemInput{TableName: aws.String(tab), Item: key,
+						Expected: map[string]types.ExpectedAttributeValue{name: {Exists: aws.Bool(false)}}})
+					return err
+				}},
+				{"Scan ScanFilter", func(name string) error {
+					_, err := c.Scan(tctx(t), &dynamodb.ScanInput{TableName: aws.String(tab),
+						ScanFilter: map[string]types.Condition{name: {ComparisonOperator: types.ComparisonOperatorNotNull}}})
+					return err
+				}},
+			} {
+				var ae smithy.APIError
+				if err := tt.call(strings.Repeat("a", 65536)); !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" ||
+					ae.ErrorMessage() != "Attribute name is too large, must be less than 65536 bytes" {
+					t.Errorf("%s with a name of 65,536 bytes: got %v, want ValidationException: Attribute name is too large, must be less than 65536 bytes", tt.path, err)
+				}
+				if err := tt.call(name65535); err != nil {
+					var ccf *types.ConditionalCheckFailedException
+					if !errors.As(err, &ccf) {
+						t.Errorf("%s with a name of 65,535 bytes: %v", tt.path, err)
+					}
+				}
+			}
 		})
 	}
 }

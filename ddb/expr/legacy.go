@@ -150,6 +150,9 @@ func legacyCond(name, op string, vals []attr.Value) *cond {
 // an empty map; a nil *Condition evaluates to true. Attributes are checked
 // in sorted order.
 func FromExpected(expected map[string]ExpectedAttr, conditionalOperator string) (*Condition, error) {
+	if err := checkNameLens(expected); err != nil {
+		return nil, err
+	}
 	var conds []*cond
 	for _, name := range sortedKeys(expected) {
 		e := expected[name]
@@ -225,6 +228,9 @@ func legacyField(kind Kind) string {
 // into a Condition. It returns nil for an empty map; a nil *Condition
 // evaluates to true. Attributes are checked in sorted order.
 func FromFilter(kind Kind, filter map[string]LegacyCondition, conditionalOperator string) (*Condition, error) {
+	if err := checkNameLens(filter); err != nil {
+		return nil, err
+	}
 	var conds []*cond
 	for _, name := range sortedKeys(filter) {
 		c := filter[name]
@@ -283,6 +289,9 @@ func FromKeyConditions(conds map[string]LegacyCondition) (*KeyCondition, error) 
 // elements, ADD adds numbers and sets and appends lists, and a type
 // mismatch is "Type mismatch for attribute to update".
 func FromAttributeUpdates(updates map[string]AttributeUpdate) (*Update, error) {
+	if err := checkNameLens(updates); err != nil {
+		return nil, err
+	}
 	u := &Update{legacy: true}
 	for _, name := range sortedKeys(updates) {
 		up := updates[name]
@@ -319,6 +328,33 @@ func FromAttributeUpdates(updates map[string]AttributeUpdate) (*Update, error) {
 		u.actions = append(u.actions, a)
 	}
 	return u, nil
+}
+
+// MaxAttrNameLen is the length limit, in bytes, of an attribute name that
+// is not a key attribute's: DynamoDB accepts 65,535 bytes and refuses
+// 65,536, in items and wherever a request names an attribute.
+const MaxAttrNameLen = 65535
+
+// MsgAttrNameTooLarge is DynamoDB's message for a name over MaxAttrNameLen.
+const MsgAttrNameTooLarge = "Attribute name is too large, must be less than 65536 bytes"
+
+// CheckNameLen returns the ValidationException for an attribute name
+// longer than MaxAttrNameLen, or nil.
+func CheckNameLen(name string) error {
+	if len(name) > MaxAttrNameLen {
+		return Errorf("%s", MsgAttrNameTooLarge)
+	}
+	return nil
+}
+
+// checkNameLens applies CheckNameLen to the attribute names keying m.
+func checkNameLens[V any](m map[string]V) error {
+	for name := range m {
+		if err := CheckNameLen(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FromAttributesToGet converts the legacy AttributesToGet parameter into a

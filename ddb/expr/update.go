@@ -426,6 +426,13 @@ func checkUOperand(o *uoperand, ops *int) string {
 				return "Operator or function requires a document path; operator or function: " + o.fn
 			}
 		case "list_append":
+			// DynamoDB accepts list_append's operands as paths, values
+			// and if_not_exists, but not another list_append.
+			for _, a := range o.args {
+				if a.kind == uFunc && a.fn == "list_append" {
+					return errMisused(o.fn)
+				}
+			}
 			want = "L"
 		}
 	default:

@@ -20,14 +20,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The README's tour, run as written. The sh blocks between the
-// "<!-- tour: begin -->" and "<!-- tour: end -->" comments of README.md are
+// The README's tour and the docs' quick starts, run as written. The sh
+// blocks between the "<!-- tour: begin -->" and "<!-- tour: end -->"
+// comments of README.md (or of a docs page) are
 // run by bash, one block after another in one working directory (variables
 // carry over, as in the reader's shell), with only the substitutions
 // docs/development.md lists:
 //
 //   - localhost:8080, 127.0.0.1:8000 and 127.0.0.1:8090 (the demo shop)
-//     become free ports of this test;
+//     become free ports of this test, and `bin/quarry datashelf demo`
+//     without --shop-listen gets the shop's;
 //   - `make build` is not run: the test builds bin/quarry itself;
 //   - when the AWS CLI is not installed, its lines are skipped (logged), and
 //     the table and item they would create are created through the SDK, so
@@ -53,17 +55,18 @@ type tourCommand struct {
 	want string
 }
 
-// tourBlocks returns the sh blocks of the README's tour section.
-func tourBlocks(readme string) ([][]string, error) {
-	b := strings.Index(readme, tourBegin)
-	e := strings.Index(readme, tourEnd)
+// tourBlocks returns the sh blocks of the tour section of doc (named
+// name in errors).
+func tourBlocks(name, doc string) ([][]string, error) {
+	b := strings.Index(doc, tourBegin)
+	e := strings.Index(doc, tourEnd)
 	if b < 0 || e < b {
-		return nil, fmt.Errorf("README.md has no %q … %q section", tourBegin, tourEnd)
+		return nil, fmt.Errorf("%s has no %q … %q section", name, tourBegin, tourEnd)
 	}
 	var blocks [][]string
 	var cur []string
 	in := false
-	for _, line := range strings.Split(readme[b:e], "\n") {
+	for _, line := range strings.Split(doc[b:e], "\n") {
 		switch {
 		case !in && strings.TrimSpace(line) == "```sh":
 			in, cur = true, nil
@@ -75,7 +78,7 @@ func tourBlocks(readme string) ([][]string, error) {
 		}
 	}
 	if in {
-		return nil, fmt.Errorf("README.md's tour has an unterminated sh block")
+		return nil, fmt.Errorf("%s's tour has an unterminated sh block", name)
 	}
 	return blocks, nil
 }
@@ -99,7 +102,9 @@ func parseTourBlock(lines []string) []tourCommand {
 			continue
 		}
 		text := line
-		for strings.HasSuffix(strings.TrimRight(line, " "), `\`) && i+1 < len(lines) {
+		// A command goes on over a line ending in \ and over the lines of a
+		// single-quoted string (a JSON body written over several lines).
+		for (strings.HasSuffix(strings.TrimRight(line, " "), `\`) || inSingleQuotes(text)) && i+1 < len(lines) {
 			i++
 			line = lines[i]
 			text += "\n" + line
@@ -111,6 +116,33 @@ func parseTourBlock(lines []string) []tourCommand {
 		cmds = append(cmds, c)
 	}
 	return cmds
+}
+
+// inSingleQuotes reports whether the shell text ends inside a
+// single-quoted string: quotes are counted outside double quotes and
+// outside comments (a # after a blank, up to the end of its line).
+func inSingleQuotes(text string) bool {
+	single, double, comment := false, false, false
+	prev := byte('\n')
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case comment:
+			comment = c != '\n'
+		case single:
+			single = c != '\''
+		case double:
+			double = c != '"' || prev == '\\'
+		case c == '\'':
+			single = true
+		case c == '"':
+			double = true
+		case c == '#' && (prev == ' ' || prev == '\t' || prev == '\n'):
+			comment = true
+		}
+		prev = c
+	}
+	return single
 }
 
 // tourPattern turns a shown output into a regular expression: … matches
@@ -128,6 +160,37 @@ func TestReadmeTour(t *testing.T) {
 		t.Skip("builds quarry and runs the README's tour; skipped in -short mode")
 	}
 	t.Parallel()
+	runTour(t, "README.md", 5, 6)
+}
+
+// TestDocsQuickStarts runs the quick start of each system's page in docs/
+// as TestReadmeTour runs the README's: each page's sh blocks between the
+// tour markers, as written, against its own quarry serve and demo shop.
+func TestDocsQuickStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the docs' quick starts; skipped in -short mode")
+	}
+	for _, tt := range []struct {
+		doc                 string
+		minBlocks, minShown int
+	}{
+		{"docs/datashelf.md", 1, 2},
+		{"docs/checks.md", 1, 3},
+		{"docs/eecar.md", 1, 3},
+		{"docs/wallcrawler.md", 1, 2},
+	} {
+		t.Run(filepath.Base(tt.doc), func(t *testing.T) {
+			t.Parallel()
+			runTour(t, tt.doc, tt.minBlocks, tt.minShown)
+		})
+	}
+}
+
+// runTour runs the tour of doc (a path from the repository's root): at
+// least minBlocks sh blocks, at least minShown of whose outputs are shown
+// and checked.
+func runTour(t *testing.T, doc string, minBlocks, minShown int) {
+	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not installed")
@@ -137,7 +200,7 @@ func TestReadmeTour(t *testing.T) {
 			t.Skipf("%s not installed: the tour uses it", tool)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(filepath.Join("..", "..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,17 +225,17 @@ func TestReadmeTour(t *testing.T) {
 		"127.0.0.1:8000", "127.0.0.1:"+storePort,
 		"127.0.0.1:8090", "127.0.0.1:"+shopPort,
 	).Replace(text)
-	blocks, err := tourBlocks(text)
+	blocks, err := tourBlocks(doc, text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range blocks {
 		if strings.Contains(strings.Join(b, "\n"), "https://") {
-			t.Fatalf("README.md's tour names an https:// address; it must run offline:\n%s", strings.Join(b, "\n"))
+			t.Fatalf("%s's tour names an https:// address; it must run offline:\n%s", doc, strings.Join(b, "\n"))
 		}
 	}
-	if len(blocks) < 5 {
-		t.Fatalf("the tour has %d sh blocks; the markers are misplaced", len(blocks))
+	if len(blocks) < minBlocks {
+		t.Fatalf("%s's tour has %d sh blocks; the markers are misplaced", doc, len(blocks))
 	}
 
 	work := t.TempDir()
@@ -253,6 +316,8 @@ func TestReadmeTour(t *testing.T) {
 				continue
 			case strings.HasPrefix(first, "bin/quarry serve "):
 				c.text = strings.Replace(c.text, "bin/quarry serve", fmt.Sprintf("bin/quarry serve --listen 127.0.0.1:%s --ddb-listen 127.0.0.1:%s", apiPort, storePort), 1)
+			case strings.HasPrefix(first, "bin/quarry datashelf demo") && !strings.Contains(first, "--shop-listen"):
+				c.text = strings.Replace(c.text, "bin/quarry datashelf demo", "bin/quarry datashelf demo --shop-listen 127.0.0.1:"+shopPort, 1)
 			case strings.HasPrefix(first, "aws ") && awsErr != nil:
 				t.Logf("block %d: skipped (no aws): %s", bi+1, first)
 				if strings.HasPrefix(first, "aws dynamodb create-table") {
@@ -317,7 +382,7 @@ func TestReadmeTour(t *testing.T) {
 				t.Fatalf("block %d: no output recorded for %q", bi+1, c.text)
 			}
 			if !tourPattern(c.want).MatchString(got) {
-				t.Errorf("block %d: the README shows\n  %s\nfor\n  %s\nbut it printed\n  %s", bi+1, c.want, c.text, got)
+				t.Errorf("block %d: %s shows\n  %s\nfor\n  %s\nbut it printed\n  %s", bi+1, doc, c.want, c.text, got)
 			}
 			checked++
 		}
@@ -325,10 +390,10 @@ func TestReadmeTour(t *testing.T) {
 			tourCreateBooks(t, "http://"+store)
 		}
 	}
-	if checked < 6 {
-		t.Fatalf("only %d outputs checked; the tour's # {…} comments are not found", checked)
+	if checked < minShown {
+		t.Fatalf("only %d outputs of %s checked; the tour's # {…} comments are not found", checked, doc)
 	}
-	t.Logf("ran %d commands of the README's tour, checked %d shown outputs", ran, checked)
+	t.Logf("ran %d commands of %s's tour, checked %d shown outputs", ran, doc, checked)
 }
 
 // tourCreateBooks creates what the tour's AWS CLI lines create, for a
@@ -358,5 +423,23 @@ func tourCreateBooks(t *testing.T, endpoint string) {
 		"title": &types.AttributeValueMemberS{Value: "Dune"},
 	}}); err != nil {
 		t.Fatalf("put into books: %v", err)
+	}
+}
+
+func TestInSingleQuotes(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		want bool
+	}{
+		{`curl -d '{"a":1}'`, false},
+		{`curl -d '{`, true},
+		{"curl -d '{\n  \"a\":1}'", false},
+		{`curl x   # the API's endpoints`, false},
+		{`echo "it's" here`, false},
+		{`echo a#b 'c`, true},
+	} {
+		if got := inSingleQuotes(tt.text); got != tt.want {
+			t.Errorf("inSingleQuotes(%q) = %v, want %v", tt.text, got, tt.want)
+		}
 	}
 }

@@ -261,13 +261,14 @@ func checkTruth(t *testing.T, st store.Store, blobs blob.Store, site *fixture.Si
 
 func TestCrawlFixture(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fixture.Options{Products: 300, Seed: 3, CrawlDelay: -1})
+	// 100 products at 8 a page: every category has several pages.
+	e := newEnv(t, fixture.Options{Products: 100, PerPage: 8, Seed: 3, CrawlDelay: -1})
 	st := e.crawl(t, Options{})
 	e.check(t)
 	if st.Failures != 0 {
 		t.Errorf("failures = %d, want 0", st.Failures)
 	}
-	if st.Products != 300 {
+	if st.Products != 100 {
 		t.Errorf("stats products = %d", st.Products)
 	}
 	if e.site.DisallowedRequests() != 0 {
@@ -299,7 +300,7 @@ func TestCrawlFixture(t *testing.T) {
 
 func TestCrawlWithFaults(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fixture.Options{Products: 300, Seed: 5, CrawlDelay: -1, Faults: fixture.Faults{
+	e := newEnv(t, fixture.Options{Products: 120, PerPage: 8, Seed: 5, CrawlDelay: -1, Faults: fixture.Faults{
 		ErrorRate: 0.1, ErrorTimes: 2,
 		RateLimitRate: 0.03, RetryAfter: time.Second,
 		TruncateRate:   0.05,
@@ -343,7 +344,7 @@ func TestCrawlWithFaults(t *testing.T) {
 
 func TestRecrawlAfterReshuffle(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fixture.Options{Products: 120, Seed: 9, CrawlDelay: -1})
+	e := newEnv(t, fixture.Options{Products: 60, PerPage: 8, Seed: 9, CrawlDelay: -1})
 	first := e.crawl(t, Options{})
 	e.check(t)
 	e.site.Reshuffle()

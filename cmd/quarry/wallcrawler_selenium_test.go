@@ -103,7 +103,8 @@ func chromedrivers(t *testing.T, root string) []string {
 // extension are ignored: it attaches to the session's own browser), a
 // navigation to a site the network policy allows, find element, type,
 // click and read the title, which the session's CDP client sees too. A
-// navigation to an address the policy refuses stays refused; the
+// CDP command the filter refuses is refused through chromedriver too, and
+// a navigation to an address the policy refuses stays refused; the
 // endpoint refuses a missing or wrong key, another session's and another
 // project's; chromedriver's own commands beyond the WebDriver ones are
 // not reachable; releasing the session stops its chromedriver.
@@ -200,6 +201,12 @@ onclick="document.title='hello '+document.getElementById('q').value">Go</button>
 	raw, err := c.call("", "Target.getTargets", map[string]any{})
 	if err != nil || !strings.Contains(string(raw), "hello selenium") {
 		t.Fatalf("the session's browser does not show the Selenium page: %v %s", err, raw)
+	}
+
+	// chromedriver's raw CDP command passes the session's CDP filter.
+	code, val := wd.do("POST", sess+"/goog/cdp/execute", map[string]any{"cmd": "Browser.getBrowserCommandLine", "params": map[string]any{}})
+	if code == http.StatusOK || !strings.Contains(string(val), "wallcrawler: Browser.getBrowserCommandLine refused") {
+		t.Fatalf("a command the CDP filter refuses, through chromedriver: %d %s", code, val)
 	}
 
 	// A navigation the network policy refuses stays refused.

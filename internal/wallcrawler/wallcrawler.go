@@ -9,8 +9,8 @@
 // The parts live in subpackages: tables, auth (projects and hashed API
 // keys), sessions (create, release, routing, usage, artifacts, owner
 // leases), browser (Chromium, the warm pool, confinement), cdp (the proxy
-// and its filter), live (the live view), contexts (persisted profiles)
-// and api.
+// and its filter), live (the live view), webdriver (the sessions'
+// Selenium endpoints), contexts (persisted profiles) and api.
 package wallcrawler
 
 import (

@@ -247,3 +247,77 @@ func connectURLOf(t *testing.T, s *wcServer, key, id string) string {
 	}
 	return x.ConnectURL
 }
+
+// TestClusterSeleniumThroughAnyNode drives a session whose browser runs
+// on node A through node B's WebDriver endpoint: B relays each request to
+// A, which authenticates the signingKey and runs the driver. Forged
+// node-to-node credentials are refused by either node, a bad signingKey
+// through B is refused by A, and once the session is released through B
+// neither node answers for it.
+func TestClusterSeleniumThroughAnyNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two quarry nodes, Chromium and chromedriver; skipped in -short mode")
+	}
+	t.Parallel()
+	testenv.Chromium(t)
+	testenv.Chromedriver(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>fixture %s</title>", r.URL.Path)
+	}))
+	defer site.Close()
+	d := startSharedDDB(t, "", "")
+	allow := "--allow-networks=" + site.Listener.Addr().String()
+	a := startNode(t, d, "node-a", allow)
+	b := startNode(t, d, "node-b", allow)
+	clusterCLI(t, d, "wallcrawler", "project", "create", "--name", "cluster", "--id", "project_cluster", "--concurrency", "2")
+	key := clusterCLI(t, d, "wallcrawler", "key", "create", "--project", "project_cluster")
+
+	code, body := wcRequest(t, http.MethodPost, "http://"+a.api+"/wallcrawler/v1/sessions", key, `{}`)
+	var x seleniumSession
+	if code != http.StatusCreated || json.Unmarshal(body, &x) != nil || x.SeleniumRemoteURL == nil || !strings.Contains(*x.SeleniumRemoteURL, a.api) {
+		t.Fatalf("create session on A: %d %s", code, body)
+	}
+	viaB := strings.Replace(*x.SeleniumRemoteURL, a.api, b.api, 1)
+
+	for _, target := range []string{viaB, *x.SeleniumRemoteURL} {
+		req, _ := http.NewRequest(http.MethodGet, target+"/status", nil)
+		req.Header.Set("X-BB-Signing-Key", x.SigningKey)
+		req.Header.Set("X-Quarry-Node-Token", x.SigningKey) // the tenant's key is no node credential
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("forged node token at %s: %d, want 401", target, res.StatusCode)
+		}
+	}
+	if code, val := (wdClient{t, viaB, x.SigningKey + "x"}).do("POST", "/session", map[string]any{"capabilities": map[string]any{}}); code != http.StatusUnauthorized {
+		t.Errorf("bad signingKey through B: %d %s, want 401", code, val)
+	}
+
+	wd := wdClient{t, viaB, x.SigningKey}
+	var created struct {
+		SessionID string `json:"sessionId"`
+	}
+	wd.must("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{"browserName": "chrome"}}}, &created)
+	wd.must("POST", "/session/"+created.SessionID+"/url", map[string]any{"url": site.URL + "/through-b"}, nil)
+	var title string
+	if wd.must("GET", "/session/"+created.SessionID+"/title", nil, &title); title != "fixture /through-b" {
+		t.Fatalf("title through B = %q", title)
+	}
+	if !strings.Contains(a.logs.String(), "webdriver: chromedriver started") || strings.Contains(b.logs.String(), "webdriver: chromedriver started") {
+		t.Error("the driver should run on A, the browser's node, only")
+	}
+
+	if code, body := wcRequest(t, http.MethodPost, "http://"+b.api+"/wallcrawler/v1/sessions/"+x.ID, key, `{"status":"REQUEST_RELEASE"}`); code != http.StatusOK {
+		t.Fatalf("release through B: %d %s", code, body)
+	}
+	for _, target := range []string{viaB, *x.SeleniumRemoteURL} {
+		waitFor(t, "the released session to be gone at "+target, func() bool {
+			code, _ := (wdClient{t, target, x.SigningKey}).do("GET", "/status", nil)
+			return code == http.StatusNotFound
+		})
+	}
+}

@@ -11,7 +11,9 @@
 // filter, egress policy, connection caps and byte counts as any CDP
 // client's. A client cannot choose what the driver launches: its new
 // session's capabilities are cut to the standard ones, and the only
-// goog:chromeOptions is the attach to the session's browser.
+// goog:chromeOptions is the attach to the session's browser. A request
+// for a session whose browser runs in another process is relayed there
+// with a node-to-node token, as CDP connections are.
 //
 // Without a network namespace (quarry lacks CAP_SYS_ADMIN) the endpoint
 // answers 503: chromedriver's port would be on the host's loopback, where
@@ -31,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -64,6 +67,16 @@ type Resolver interface {
 	// (bad key, or another session's) or cdp.ErrNotFound (no browser of
 	// the session runs in this process).
 	WebDriverBrowser(ctx context.Context, sessionID, signingKey string) (browser.Browser, error)
+	// WebDriverOwner returns, for a session whose browser runs in another
+	// process, that process's WebDriver endpoint of the session and a
+	// node-to-node token for one request to it (sent in
+	// cdp.NodeTokenHeader); cdp.ErrNotFound, wrapped, when no other
+	// process runs it.
+	WebDriverOwner(ctx context.Context, sessionID string) (endpoint, nodeToken string, err error)
+	// VerifyWebDriverNode checks the node-to-node token of a request
+	// another process forwarded for the session (cdp.ErrUnauthorized,
+	// wrapped, when it is not valid).
+	VerifyWebDriverNode(nodeToken, sessionID string) error
 }
 
 // Options configures a Service. Zero values mean defaults.
@@ -91,6 +104,7 @@ type Service struct {
 	path    string // the chromedriver binary
 	pathErr error  // why there is none
 	log     *slog.Logger
+	nodes   http.RoundTripper // to the other processes (forwarded requests)
 
 	mu      sync.Mutex
 	drivers map[string]*driver // by session id
@@ -105,7 +119,8 @@ func New(res Resolver, o Options) *Service {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = defaultStart
 	}
-	s := &Service{res: res, o: o, log: o.Logger, drivers: map[string]*driver{}}
+	s := &Service{res: res, o: o, log: o.Logger, drivers: map[string]*driver{},
+		nodes: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}}
 	name := o.Driver
 	if name == "" {
 		name = "chromedriver"
@@ -136,7 +151,20 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown command", "wallcrawler: unknown WebDriver command "+r.Method+" "+cmd)
 		return
 	}
+	// A request another process forwarded must prove it, and is never
+	// forwarded again.
+	nodeToken := r.Header.Get(cdp.NodeTokenHeader)
+	if nodeToken != "" {
+		if err := s.res.VerifyWebDriverNode(nodeToken, id); err != nil {
+			s.log.InfoContext(r.Context(), "webdriver: forwarded request refused", "session", id, "err", err)
+			writeError(w, http.StatusUnauthorized, "unknown error", "wallcrawler: invalid node-to-node credential")
+			return
+		}
+	}
 	b, err := s.res.WebDriverBrowser(r.Context(), id, signingKey(r))
+	if errors.Is(err, cdp.ErrNotFound) && nodeToken == "" && s.forward(w, r, id, cmd) {
+		return
+	}
 	switch {
 	case errors.Is(err, cdp.ErrUnauthorized):
 		writeError(w, http.StatusUnauthorized, "unknown error", "wallcrawler: invalid or expired signingKey for this session: send the session's signingKey in the "+SigningKeyHeader+" header, as a Bearer token, or as the password of the URL's user info")
@@ -187,6 +215,45 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	}
 	d.proxy.ServeHTTP(w, out)
+}
+
+// forward relays a request for session id whose browser runs in another
+// process to that process, which authenticates it; false when no other
+// process runs the session (nothing was written).
+func (s *Service) forward(w http.ResponseWriter, r *http.Request, id, cmd string) bool {
+	endpoint, token, err := s.res.WebDriverOwner(r.Context(), id)
+	if errors.Is(err, cdp.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "webdriver: find the session's node", "session", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "unknown error", "wallcrawler: internal server error")
+		return true
+	}
+	target, err := url.Parse(endpoint + cmd)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "webdriver: the session's node", "session", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "unknown error", "wallcrawler: internal server error")
+		return true
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u := *target
+			pr.Out.URL, pr.Out.Host = &u, u.Host
+			pr.Out.Header.Set(cdp.NodeTokenHeader, token)
+		},
+		Transport: s.nodes,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.WarnContext(r.Context(), "webdriver: the session's node is unreachable", "session", id, "err", err)
+			writeError(w, http.StatusBadGateway, "unknown error", "wallcrawler: the node running the session is unreachable")
+		},
+	}
+	out := r.Clone(r.Context())
+	if r.Body != nil {
+		out.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	}
+	rp.ServeHTTP(w, out)
+	return true
 }
 
 // Close stops every driver.

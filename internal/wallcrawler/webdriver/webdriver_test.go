@@ -78,6 +78,17 @@ func (r *resolver) WebDriverBrowser(_ context.Context, id, key string) (browser.
 	return r.b, nil
 }
 
+func (r *resolver) WebDriverOwner(context.Context, string) (string, string, error) {
+	return "", "", cdp.ErrNotFound
+}
+
+func (r *resolver) VerifyWebDriverNode(token, _ string) error {
+	if token != "node-ok" {
+		return cdp.ErrUnauthorized
+	}
+	return nil
+}
+
 // plainBrowser runs no sidecars (not Chromium's).
 type plainBrowser struct{ browser.Browser }
 
@@ -104,6 +115,7 @@ func TestServeRefusals(t *testing.T) {
 		{"key of another session", "", "/webdriver/sess_b/session", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 401, "unknown error", "signingKey"},
 		{"bad session id", "", "/webdriver/sess%20a/session", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "invalid session id", "no such session"},
 		{"not a WebDriver command", "", "/webdriver/sess_a/shutdown", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "unknown command", "/shutdown"},
+		{"forged node token", "", "/webdriver/sess_a/session", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}, "X-Quarry-Node-Token": {"forged"}}, 401, "unknown error", "node-to-node"},
 		{"session not running", "", "/webdriver/sess_a/session", nil, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "invalid session id", "not running"},
 		{"no chromedriver", "/nonexistent/chromedriver", "/webdriver/sess_a/session", plainBrowser{}, http.Header{"Authorization": {"Bearer key-a"}}, 503, "session not created", "chromium-driver"},
 		{"not Chromium", "", "/webdriver/sess_a/session", plainBrowser{}, http.Header{"Authorization": {"Basic " + "eDprZXktYQ=="}}, 503, "session not created", "network namespace"},

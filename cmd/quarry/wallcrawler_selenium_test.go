@@ -215,8 +215,17 @@ onclick="document.title='hello '+document.getElementById('q').value">Go</button>
 		t.Fatalf("refused address reached: title %q, %d hits", title, canary.hits.Load())
 	}
 
-	if n := chromedrivers(t, wallcrawlerRoot(t, s)); len(n) != 1 {
-		t.Fatalf("chromedriver processes while the session runs: %v, want one", n)
+	drivers := chromedrivers(t, wallcrawlerRoot(t, s))
+	if len(drivers) != 1 {
+		t.Fatalf("chromedriver processes while the session runs: %v, want one", drivers)
+	}
+	// It runs in the browser's confinement: not as root (the browsers' user
+	// under this root test), not on the host's network.
+	status, _ := os.ReadFile("/proc/" + drivers[0] + "/status")
+	hostNet, _ := os.Readlink("/proc/self/ns/net")
+	driverNet, _ := os.Readlink("/proc/" + drivers[0] + "/ns/net")
+	if os.Geteuid() == 0 && (strings.Contains(string(status), "\nUid:\t0\t") || driverNet == "" || driverNet == hostNet) {
+		t.Errorf("chromedriver is not confined: net %q (host %q)\n%s", driverNet, hostNet, status)
 	}
 	wd.must("DELETE", sess, nil, nil)
 	if code := s.call(key, "POST", "/v1/sessions/"+x.ID, map[string]any{"status": "REQUEST_RELEASE"}, nil); code != http.StatusOK {

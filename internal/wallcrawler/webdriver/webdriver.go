@@ -35,6 +35,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -147,7 +148,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid session id", "wallcrawler: no such session")
 		return
 	}
-	if cmd != "/status" && cmd != "/session" && !strings.HasPrefix(cmd, "/session/") {
+	// Only clean paths: the New Session request, whose capabilities are
+	// rewritten, has exactly one spelling.
+	if cmd != path.Clean(cmd) || cmd != "/status" && cmd != "/session" && !strings.HasPrefix(cmd, "/session/") {
 		writeError(w, http.StatusNotFound, "unknown command", "wallcrawler: unknown WebDriver command "+r.Method+" "+cmd)
 		return
 	}

@@ -116,6 +116,8 @@ func TestServeRefusals(t *testing.T) {
 		{"bad session id", "", "/webdriver/sess%20a/session", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "invalid session id", "no such session"},
 		{"not a WebDriver command", "", "/webdriver/sess_a/shutdown", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "unknown command", "/shutdown"},
 		{"forged node token", "", "/webdriver/sess_a/session", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}, "X-Quarry-Node-Token": {"forged"}}, 401, "unknown error", "node-to-node"},
+		{"new session spelt otherwise", "", "/webdriver/sess_a/session/", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "unknown command", "/session/"},
+		{"climbing out of /session", "", "/webdriver/sess_a/session/../shutdown", plainBrowser{}, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "unknown command", "/shutdown"},
 		{"session not running", "", "/webdriver/sess_a/session", nil, http.Header{"X-Bb-Signing-Key": {"key-a"}}, 404, "invalid session id", "not running"},
 		{"no chromedriver", "/nonexistent/chromedriver", "/webdriver/sess_a/session", plainBrowser{}, http.Header{"Authorization": {"Bearer key-a"}}, 503, "session not created", "chromium-driver"},
 		{"not Chromium", "", "/webdriver/sess_a/session", plainBrowser{}, http.Header{"Authorization": {"Basic " + "eDprZXktYQ=="}}, 503, "session not created", "network namespace"},

@@ -22,11 +22,12 @@ RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
       -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" \
       -o /out/quarry ./cmd/quarry
 
-# The run stage: Chromium and its fonts for Wallcrawler, tini as PID 1 to
+# The run stage: Chromium, its fonts and chromedriver (the sessions'
+# Selenium endpoints) for Wallcrawler, tini as PID 1 to
 # reap the browsers' orphaned helpers, curl for the health check.
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium fonts-liberation tini curl ca-certificates \
+ && apt-get install -y --no-install-recommends chromium chromium-driver fonts-liberation tini curl ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin --comment "quarry browsers" quarry-browser \

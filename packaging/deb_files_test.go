@@ -142,7 +142,7 @@ func TestNfpmRecipe(t *testing.T) {
 	text := readFile(t, "packaging/nfpm.yaml")
 	for _, want := range []string{
 		"depends:\n  - chromium\n  - fonts-liberation\n",
-		"recommends:\n  - postgresql\n",
+		"recommends:\n  - postgresql\n  - chromium-driver\n",
 		"  - src: packaging/deb/quarry.env\n    dst: /etc/quarry/quarry.env\n    type: config\n",
 		"dst: /usr/bin/quarry\n",
 		"dst: /lib/systemd/system/quarry.service\n",

@@ -85,7 +85,7 @@ func TestDist(t *testing.T) {
 		deb := filepath.Join(distA, debName)
 		info := run(t, distA, nil, "dpkg-deb", "--info", deb)
 		for _, want := range []string{"Package: quarry", "Version: " + vars["DEB_VERSION"], "Architecture: " + arch,
-			"Depends: chromium, fonts-liberation", "Recommends: postgresql"} {
+			"Depends: chromium, fonts-liberation", "Recommends: postgresql, chromium-driver"} {
 			if !strings.Contains(info, "\n "+want+"\n") {
 				t.Errorf("dpkg-deb --info lacks %q:\n%s", want, info)
 			}

@@ -13,6 +13,8 @@
 #   chromium for Wallcrawler's browsers, with fonts-liberation so that pages
 #   asking for Arial, Times or Courier render with their metrics
 #   (fontconfig's dependency fonts-dejavu-core covers the rest);
+#   chromium-driver (chromedriver, Chromium's own version) for the
+#   sessions' Selenium endpoints;
 #   ca-certificates for HTTPS from Go; for the tests also postgresql
 #   (DataShelf's contract tests run against a real server, started by
 #   scripts/pg-start.sh) and nodejs/npm for the peers below.
@@ -79,6 +81,7 @@ have_chromium() { command -v chromium >/dev/null || command -v chromium-browser 
 
 need_pkgs=()
 have_chromium || need_pkgs+=(chromium fonts-liberation)
+command -v chromedriver >/dev/null || need_pkgs+=(chromium-driver)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need_pkgs+=(ca-certificates)
 if [ "$mode" != run ]; then
 	command -v node >/dev/null || need_pkgs+=(nodejs)

@@ -47,6 +47,18 @@ func Chromium(t testing.TB) string {
 	return ""
 }
 
+// Chromedriver returns the chromedriver binary on PATH (Debian's
+// chromium-driver), which Wallcrawler's WebDriver endpoints run. When
+// there is none it calls Missing.
+func Chromedriver(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("chromedriver")
+	if err != nil {
+		Missing(t, "no chromedriver on PATH (Debian package chromium-driver)")
+	}
+	return p
+}
+
 // PostgresURL returns QUARRY_TEST_POSTGRES_URL, the PostgreSQL server the
 // tests may create databases in (`make test` starts one with
 // scripts/pg-start.sh). When it is unset it calls Missing.

@@ -9,8 +9,8 @@
 // The parts live in subpackages: tables, auth (projects and hashed API
 // keys), sessions (create, release, routing, usage, artifacts, owner
 // leases), browser (Chromium, the warm pool, confinement), cdp (the proxy
-// and its filter), live (the live view), contexts (persisted profiles)
-// and api.
+// and its filter), live (the live view), webdriver (the sessions'
+// Selenium endpoints), contexts (persisted profiles) and api.
 package wallcrawler
 
 import (
@@ -48,6 +48,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
+	"github.com/quarrydb/quarry/internal/wallcrawler/webdriver"
 )
 
 // UploadPrefix is where signed context upload URLs point.
@@ -86,13 +87,15 @@ type Deps struct {
 
 // System is a running Wallcrawler.
 type System struct {
-	handler  http.Handler
-	uploads  http.Handler
-	manager  *sessions.Manager
-	auth     *auth.Store
-	contexts *contexts.Store
-	pool     *browser.Pool
-	egress   *egress.Proxy
+	handler http.Handler
+	uploads http.Handler
+	manager *sessions.Manager
+	// webdriver runs the sessions' chromedrivers (seleniumRemoteUrl).
+	webdriver *webdriver.Service
+	auth      *auth.Store
+	contexts  *contexts.Store
+	pool      *browser.Pool
+	egress    *egress.Proxy
 	// egressDone is closed when the egress proxy's Serve has returned;
 	// egressLn is its listener.
 	egressDone chan struct{}
@@ -224,9 +227,14 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	// cfg.MaxConnsPerProject 0 caps nothing (quarry serve resolves the
 	// setting's default before it gets here).
 	projects := cdp.NewProjectConns(cfg.MaxConnsPerProject)
+	proxy := cdp.NewProxyWith(s.manager, cdp.ProxyOptions{Logger: log, MaxClients: cfg.MaxCDPClients, Projects: projects})
+	s.webdriver = webdriver.New(s.manager, webdriver.Options{CDP: proxy, Logger: log.With("component", "webdriver")})
+	if err := s.webdriver.Available(); err != nil {
+		log.Warn("no chromedriver: sessions' seleniumRemoteUrl answers 503", "err", err)
+	}
 	h := api.New(s.auth, &api.Options{
 		Logger: log, Contexts: s.contexts, Uploads: uploader, Sessions: s.manager,
-		CDP:    cdp.NewProxyWith(s.manager, cdp.ProxyOptions{Logger: log, MaxClients: cfg.MaxCDPClients, Projects: projects}),
+		CDP: proxy, WebDriver: s.webdriver,
 		Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors, Projects: projects,
 	})
 	s.handler = http.StripPrefix("/wallcrawler", h)
@@ -252,7 +260,8 @@ func (s *System) Run(ctx context.Context) error {
 }
 
 // Close stops, in this order, the sessions (each ends with a final write,
-// given at least a second even when ctx has less), the warm pool's
+// given at least a second even when ctx has less), their WebDriver
+// servers, the warm pool's
 // browsers, the egress proxy (its port closes) and the browsers' files.
 // It stops what New had started when New failed part way.
 func (s *System) Close(ctx context.Context) error {
@@ -265,6 +274,9 @@ func (s *System) Close(ctx context.Context) error {
 		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		s.manager.Close(sctx)
 		cancel()
+	}
+	if s.webdriver != nil {
+		s.webdriver.Close() // the sessions' browsers are gone: their drivers too
 	}
 	if s.pool != nil {
 		errs = append(errs, s.pool.Close(ctx))

@@ -66,6 +66,9 @@ type Options struct {
 	Sessions *sessions.Manager
 	// CDP serves /cdp/... (authenticated by signingKey, not API key).
 	CDP http.Handler
+	// WebDriver serves /webdriver/... (each session's seleniumRemoteUrl,
+	// authenticated by signingKey, not API key); nil: 404.
+	WebDriver http.Handler
 	// Origin computes the origin of connectUrl and of quarry-signed
 	// uploadUrl: the configured public URL, else the request's Host
 	// (X-Forwarded-* only from trusted proxies). nil: the request's Host
@@ -121,6 +124,10 @@ func New(store *auth.Store, opts *Options) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.CDP != nil && strings.HasPrefix(r.URL.Path, "/cdp/") {
 		h.opts.CDP.ServeHTTP(w, r) // authenticated by the signingKey
+		return
+	}
+	if h.opts.WebDriver != nil && strings.HasPrefix(r.URL.Path, "/webdriver/") {
+		h.opts.WebDriver.ServeHTTP(w, r) // authenticated by the signingKey
 		return
 	}
 	if h.live != nil && strings.HasPrefix(r.URL.Path, "/live/") {

@@ -79,7 +79,7 @@ func jsonTime(t time.Time) string {
 }
 
 // toSessionJSON renders x; withConnect adds connectUrl, signingKey and
-// seleniumRemoteUrl (null) while the session runs.
+// seleniumRemoteUrl while the session runs.
 func toSessionJSON(x sessions.Session, withConnect bool) sessionJSON {
 	started := x.StartedAt
 	if started.IsZero() {
@@ -97,20 +97,30 @@ func toSessionJSON(x sessions.Session, withConnect bool) sessionJSON {
 	}
 	if withConnect && x.Status == sessions.StatusRunning {
 		j.ConnectURL, j.SigningKey = x.ConnectURL, x.SigningKey
+		if u := seleniumURL(x); u != "" {
+			j.SeleniumRemoteURL = &u
+		}
 	}
 	return j
 }
 
-// writeSessionCreated answers a create: connectUrl, signingKey and a null
+// writeSessionCreated answers a create: connectUrl, signingKey and
 // seleniumRemoteUrl are always present.
 func writeSessionCreated(w http.ResponseWriter, x sessions.Session) {
-	j := toSessionJSON(x, true)
-	body, _ := json.Marshal(j)
-	// seleniumRemoteUrl is null: quarry offers CDP only.
-	body = append(body[:len(body)-1], []byte(`,"seleniumRemoteUrl":null}`)...)
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusCreated)
-	_, _ = w.Write(append(body, '\n'))
+	writeJSON(w, http.StatusCreated, toSessionJSON(x, true))
+}
+
+// seleniumURL returns the session's W3C WebDriver endpoint: the origin of
+// its connectUrl (where the client was told to reach quarry), scheme http
+// or https, and /wallcrawler/webdriver/{id}. The signingKey authenticates
+// it, in a header rather than in the URL, as WebDriver clients append
+// their command paths to it.
+func seleniumURL(x sessions.Session) string {
+	base, _, ok := strings.Cut(x.ConnectURL, "/wallcrawler/cdp/")
+	if !ok || !strings.HasPrefix(base, "ws") {
+		return ""
+	}
+	return "http" + strings.TrimPrefix(base, "ws") + "/wallcrawler/webdriver/" + x.ID
 }
 
 // createRequest is the body of POST /v1/sessions.

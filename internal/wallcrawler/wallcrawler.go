@@ -46,6 +46,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/extensions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
@@ -109,6 +110,9 @@ type System struct {
 	browserCf   browser.Confinement
 	browserErr  error
 	log         *slog.Logger
+
+	// extensions are the projects' uploaded browser extensions.
+	extensions *extensions.Store
 }
 
 // New creates Wallcrawler's tables when missing, kills the browsers and
@@ -190,13 +194,14 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	s.contexts = contexts.New(deps.DynamoDB, names, deps.Blobs, &contexts.Options{
 		MaxUnpackBytes: cfg.ContextMaxBytes, MaxUnpackEntries: cfg.ContextMaxEntries,
 	})
+	s.extensions = extensions.New(deps.Blobs, nil)
 	repo := sessions.NewRepo(deps.DynamoDB, names, nil)
 	// The stream tells this process of the sessions other processes end;
 	// creates do not wait on it.
 	poll := 250 * time.Millisecond
 	s.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: s.auth, Contexts: s.contexts, Blobs: deps.Blobs, Browsers: provider,
-		Tokens: sessions.NewTokens(secret, nil), Egress: &s.routes,
+		Tokens: sessions.NewTokens(secret, nil), Egress: &s.routes, Extensions: s.extensions,
 		Notifier: sessions.NewNotifier(deps.DynamoDB, deps.Streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: s.browserRoot, IdleGrace: cfg.IdleGrace, Logger: log,
 		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew,
@@ -225,7 +230,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	// setting's default before it gets here).
 	projects := cdp.NewProjectConns(cfg.MaxConnsPerProject)
 	h := api.New(s.auth, &api.Options{
-		Logger: log, Contexts: s.contexts, Uploads: uploader, Sessions: s.manager,
+		Logger: log, Contexts: s.contexts, Extensions: s.extensions, Uploads: uploader, Sessions: s.manager,
 		CDP:    cdp.NewProxyWith(s.manager, cdp.ProxyOptions{Logger: log, MaxClients: cfg.MaxCDPClients, Projects: projects}),
 		Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors, Projects: projects,
 	})

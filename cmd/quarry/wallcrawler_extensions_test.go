@@ -47,7 +47,7 @@ chrome.runtime.onMessage.addListener((msg, sender, reply) => {
 // service worker tries to read a host file the browser's user may read,
 // to change the proxy, and to fetch a loopback service the policy does not
 // allow: all three fail and the service is never reached, while its
-// content script runs.
+// content script runs. The tenant's CDP cannot load or list extensions.
 func TestWallcrawlerExtensionConfined(t *testing.T) {
 	t.Parallel()
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -117,6 +117,19 @@ func TestWallcrawlerExtensionConfined(t *testing.T) {
 	}
 	if n := canary.hits.Load(); n != 0 {
 		t.Errorf("the loopback service was reached %d times", n)
+	}
+	// The browser accepts CDP's Extensions domain (quarry loads the
+	// extension through it); the tenant's connection does not.
+	for _, m := range []struct {
+		method string
+		params map[string]any
+	}{
+		{"Extensions.loadUnpacked", map[string]any{"path": dir}},
+		{"Extensions.getExtensions", map[string]any{}},
+	} {
+		if _, err := c.call("", m.method, m.params); err == nil || !strings.Contains(err.Error(), "wallcrawler: "+m.method+" refused") {
+			t.Errorf("%s over the session's CDP: %v, want the filter's refusal", m.method, err)
+		}
 	}
 }
 

@@ -203,6 +203,8 @@ func TestNastyIDs(t *testing.T) {
 		{"wallcrawler", "GET", "/wallcrawler/v1/contexts/%s", ""},
 		{"wallcrawler", "PUT", "/wallcrawler/v1/contexts/%s", ""},
 		{"wallcrawler", "DELETE", "/wallcrawler/v1/contexts/%s", ""},
+		{"wallcrawler", "GET", "/wallcrawler/v1/extensions/%s", ""},
+		{"wallcrawler", "DELETE", "/wallcrawler/v1/extensions/%s", ""},
 		{"wallcrawler", "GET", "/wallcrawler/v1/projects/%s", ""},
 		{"wallcrawler", "GET", "/wallcrawler/v1/projects/%s/usage", ""},
 		{"wallcrawler", "PUT", "/wallcrawler/uploads/%s", "x"},

@@ -24,6 +24,8 @@ import (
 type sdkServe struct {
 	api, dir, browserRoot, project, key string
 	logs                                *syncBuffer
+	// cli runs a quarry command against the server's store.
+	cli func(args ...string) string
 }
 
 // startSDKServe runs `quarry serve` with extra flags until the test ends
@@ -70,6 +72,7 @@ func startSDKServe(t *testing.T, extra ...string) *sdkServe {
 		}
 		return strings.TrimSpace(out.String())
 	}
+	s.cli = cli
 	cli("wallcrawler", "project", "create", "--name", "demo", "--id", s.project, "--concurrency", "2")
 	s.key = cli("wallcrawler", "key", "create", "--project", s.project)
 	return s

@@ -46,6 +46,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/extensions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 	"github.com/quarrydb/quarry/internal/wallcrawler/webdriver"
@@ -112,6 +113,9 @@ type System struct {
 	browserCf   browser.Confinement
 	browserErr  error
 	log         *slog.Logger
+
+	// extensions are the projects' uploaded browser extensions.
+	extensions *extensions.Store
 }
 
 // New creates Wallcrawler's tables when missing, kills the browsers and
@@ -193,13 +197,14 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	s.contexts = contexts.New(deps.DynamoDB, names, deps.Blobs, &contexts.Options{
 		MaxUnpackBytes: cfg.ContextMaxBytes, MaxUnpackEntries: cfg.ContextMaxEntries,
 	})
+	s.extensions = extensions.New(deps.Blobs, nil)
 	repo := sessions.NewRepo(deps.DynamoDB, names, nil)
 	// The stream tells this process of the sessions other processes end;
 	// creates do not wait on it.
 	poll := 250 * time.Millisecond
 	s.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: s.auth, Contexts: s.contexts, Blobs: deps.Blobs, Browsers: provider,
-		Tokens: sessions.NewTokens(secret, nil), Egress: &s.routes,
+		Tokens: sessions.NewTokens(secret, nil), Egress: &s.routes, Extensions: s.extensions,
 		Notifier: sessions.NewNotifier(deps.DynamoDB, deps.Streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: s.browserRoot, IdleGrace: cfg.IdleGrace, Logger: log,
 		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew,
@@ -233,7 +238,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 		log.Warn("no chromedriver: sessions' seleniumRemoteUrl answers 503", "err", err)
 	}
 	h := api.New(s.auth, &api.Options{
-		Logger: log, Contexts: s.contexts, Uploads: uploader, Sessions: s.manager,
+		Logger: log, Contexts: s.contexts, Extensions: s.extensions, Uploads: uploader, Sessions: s.manager,
 		CDP: proxy, WebDriver: s.webdriver,
 		Origin: deps.Origin, LiveFrameAncestors: cfg.LiveFrameAncestors, Projects: projects,
 	})

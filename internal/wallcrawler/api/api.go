@@ -23,6 +23,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/extensions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/live"
 	"github.com/quarrydb/quarry/internal/wallcrawler/sessions"
 )
@@ -58,6 +59,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Contexts serves /v1/contexts; nil leaves those routes unanswered (404).
 	Contexts *contexts.Store
+	// Extensions serves /v1/extensions; nil leaves those routes
+	// unanswered (404).
+	Extensions *extensions.Store
 	// Uploads issues the contexts' uploadUrl (a *blob.Signer, or a
 	// *blob.S3 presigning PutObject); nil leaves uploadUrl empty.
 	Uploads blob.Uploader
@@ -113,6 +117,7 @@ func New(store *auth.Store, opts *Options) *Handler {
 		h.live = live.New(h.opts.Sessions, &live.Options{FrameAncestors: h.opts.LiveFrameAncestors, Logger: h.opts.Logger, Projects: h.opts.Projects})
 	}
 	h.registerContextRoutes()
+	h.registerExtensionRoutes()
 	h.registerSessionRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Route "+r.Method+":"+r.URL.Path+" not found")

@@ -23,6 +23,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/api"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/extensions"
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 
@@ -55,6 +56,9 @@ type ctxEnv struct {
 	p3       auth.Project // key3 only
 	key      string
 	key3     string
+
+	// extensions is served too, with archives capped at 64 KiB.
+	extensions *extensions.Store
 }
 
 func setupContexts(t *testing.T) *ctxEnv {
@@ -89,11 +93,13 @@ func setupContexts(t *testing.T) *ctxEnv {
 	}
 	e.blobs = blobs
 	e.contexts = contexts.New(client, names, blobs, &contexts.Options{Now: e.clock.now})
+	e.extensions = extensions.New(blobs, &extensions.Options{Now: e.clock.now, MaxZipBytes: 64 << 10, TempDir: t.TempDir()})
 	signer := blob.NewSigner([]byte("test secret"), "/blobs/", e.clock.now)
 	h := api.New(st, &api.Options{
-		Contexts: e.contexts,
-		Uploads:  signer,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Contexts:   e.contexts,
+		Extensions: e.extensions,
+		Uploads:    signer,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/wallcrawler/", http.StripPrefix("/wallcrawler", h))

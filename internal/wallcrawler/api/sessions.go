@@ -172,13 +172,9 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if req.ExtensionID != "" {
-		writeError(w, http.StatusBadRequest, "extensions are not supported by this server")
-		return
-	}
 	in := sessions.CreateInput{
 		ProjectID: req.ProjectID, KeepAlive: req.KeepAlive, Region: req.Region, UserMetadata: req.UserMetadata,
-		Proxies: proxies,
+		Proxies: proxies, ExtensionID: req.ExtensionID,
 	}
 	if req.Timeout != nil {
 		if *req.Timeout <= 0 {

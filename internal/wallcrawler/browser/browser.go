@@ -28,6 +28,12 @@ type LaunchOptions struct {
 	// Width and Height are the window size in pixels; 0 means
 	// DefaultWidth x DefaultHeight.
 	Width, Height int
+	// Extension, when set, writes an unpacked extension into the empty
+	// directory it is given (inside the browser's work dir). The provider
+	// hands the files to the browser's user, read-only, and loads the
+	// extension before Launch returns, without access to file:// URLs.
+	// A warm browser is never handed out for it.
+	Extension func(dir string) error
 }
 
 // size returns the effective window size of o.

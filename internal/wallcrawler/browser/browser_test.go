@@ -454,6 +454,29 @@ func TestPool(t *testing.T) {
 	waitReady(2)
 	t.Logf("refilled after %v", time.Since(start))
 
+	// A browser with an extension is launched for it, never taken warm.
+	if entries, err = os.ReadDir(workDir); err != nil {
+		t.Fatal(err)
+	}
+	warm = warm[:0]
+	for _, e := range entries {
+		warm = append(warm, e.Name())
+	}
+	withExt, err := pool.Launch(t.Context(), LaunchOptions{Extension: func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":3,"name":"x","version":"1"}`), 0o600)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(warm, withExt.ID()) || withExt.(*chromiumBrowser).ExtensionID() == "" || pool.Ready() != 2 {
+		t.Errorf("Launch with an extension returned %s (warm: %v, extension %q, %d still warm), want a new browser with it",
+			withExt.ID(), warm, withExt.(*chromiumBrowser).ExtensionID(), pool.Ready())
+	}
+	closeBrowser(t, withExt)
+	if err := withExt.Remove(); err != nil {
+		t.Fatal(err)
+	}
+
 	closeBrowser(t, b)
 	if err := b.Remove(); err != nil {
 		t.Fatal(err)

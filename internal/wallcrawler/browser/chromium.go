@@ -332,6 +332,11 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	if err := setDownloadPrefs(b.userDataDir, b.downloadDir); err != nil {
 		return err
 	}
+	if opts.Extension != nil {
+		if err := c.prepareExtension(b, opts.Extension); err != nil {
+			return err
+		}
+	}
 	if c.confinement.Switched {
 		if err := c.handOver(b); err != nil {
 			return err
@@ -382,6 +387,9 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		proxy = "http://" + ln.Addr().String()
 	}
 	args = append(args, egressArgs(proxy)...)
+	if opts.Extension != nil {
+		args = append(args, unsafeExtensionDebugging)
+	}
 	args = append(args, c.extraArgs...)
 	args = append(args, "about:blank")
 
@@ -442,6 +450,9 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 	}); err != nil {
 		return fmt.Errorf("set download behavior: %w", err)
 	}
+	if opts.Extension != nil {
+		return b.loadExtension(ctx)
+	}
 	return nil
 }
 
@@ -496,6 +507,17 @@ func (c *Chromium) handOver(b *chromiumBrowser) error {
 // ~/Downloads, shared by every session and outside the work dir. Other
 // preferences of the profile (a restored context) are kept.
 func setDownloadPrefs(userDataDir, downloadDir string) error {
+	return updatePrefs(userDataDir, func(prefs map[string]any) {
+		download := subMap(prefs, "download")
+		download["default_directory"] = downloadDir
+		download["prompt_for_download"] = false
+	})
+}
+
+// updatePrefs applies change to the preferences of the profile in
+// userDataDir (an unreadable file counts as empty, as Chromium would reset
+// it too) and writes them back, keeping every other preference.
+func updatePrefs(userDataDir string, change func(prefs map[string]any)) error {
 	path := filepath.Join(userDataDir, "Default", "Preferences")
 	prefs := map[string]any{}
 	data, err := os.ReadFile(path)
@@ -509,13 +531,7 @@ func setDownloadPrefs(userDataDir, downloadDir string) error {
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("read preferences: %w", err)
 	}
-	download, _ := prefs["download"].(map[string]any)
-	if download == nil {
-		download = map[string]any{}
-	}
-	download["default_directory"] = downloadDir
-	download["prompt_for_download"] = false
-	prefs["download"] = download
+	change(prefs)
 	if data, err = json.Marshal(prefs); err != nil {
 		return fmt.Errorf("encode preferences: %w", err)
 	}
@@ -574,6 +590,10 @@ type chromiumBrowser struct {
 
 	closeSem chan struct{} // serializes Close
 	closed   bool          // guarded by closeSem
+
+	// extensionDir is the unpacked extension (symbolic links resolved)
+	// and extensionID its Chromium id; "" without one.
+	extensionDir, extensionID string
 }
 
 var _ Browser = (*chromiumBrowser)(nil)

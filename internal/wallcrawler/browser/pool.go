@@ -61,10 +61,10 @@ func (p *Pool) Ready() int {
 }
 
 // Launch hands over a warm browser when opts asks for a fresh profile with the
-// default window size and one is ready, and starts a replacement in the
+// default window size and no extension, and one is ready, and starts a replacement in the
 // background. Otherwise it delegates to the underlying provider.
 func (p *Pool) Launch(ctx context.Context, opts LaunchOptions) (Browser, error) {
-	if w, h := opts.size(); opts.UserDataDir == "" && w == DefaultWidth && h == DefaultHeight {
+	if w, h := opts.size(); opts.UserDataDir == "" && opts.Extension == nil && w == DefaultWidth && h == DefaultHeight {
 		for {
 			p.mu.Lock()
 			if p.closed || len(p.warm) == 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/extensions"
 )
 
 // CreateInput is a validated POST /v1/sessions.
@@ -35,6 +36,12 @@ type CreateInput struct {
 	// every connection goes straight out through the policy). They stay
 	// in this process's memory: never written to the session's item.
 	Proxies []egress.Upstream
+	// ExtensionID names an extension of the session's project to load
+	// into its browser ("": none).
+	ExtensionID string
+
+	// extension is the record ExtensionID names, read by Create.
+	extension *extensions.Extension
 }
 
 // Create starts a session and returns it once READY. origin is the
@@ -42,7 +49,7 @@ type CreateInput struct {
 // connectUrl is built from it.
 //
 // Every refusal that needs no resources (project, timeout, region,
-// viewport, context) is made before the concurrency slot is taken; a
+// viewport, context, extension) is made before the concurrency slot is taken; a
 // later failure gives the slot back and leaves no restored profile.
 //
 // With a context, its archive is restored synchronously, after the
@@ -57,6 +64,9 @@ func (m *Manager) Create(ctx context.Context, p auth.Principal, in CreateInput, 
 	st := newSteps()
 	in, project, ctxRec, err := m.validateCreate(ctx, p, in)
 	if err != nil {
+		return Session{}, err
+	}
+	if in.extension, err = m.lookupExtension(ctx, project.ID, in.ExtensionID); err != nil {
 		return Session{}, err
 	}
 	id, err := newID("sess_")
@@ -287,6 +297,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 	defer cancel()
 	l := &live{id: x.ID, projectID: x.ProjectID, keepAlive: x.KeepAlive, log: cdp.NewLog(0), context: ctxRec, persist: in.ContextPersist, profileDir: profileDir}
 	opts := browser.LaunchOptions{Width: in.Width, Height: in.Height, UserDataDir: profileDir}
+	m.withExtension(ctx, &opts, in.extension)
 	st := newSteps()
 	defer st.log(m.log, "wallcrawler: launch steps", x.ID)
 	b, err := m.d.Browsers.Launch(ctx, opts)

@@ -17,6 +17,7 @@ import (
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 	"github.com/quarrydb/quarry/internal/wallcrawler/cdp"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
+	"github.com/quarrydb/quarry/internal/wallcrawler/extensions"
 )
 
 // Limits and defaults of session parameters.
@@ -106,6 +107,9 @@ type Deps struct {
 	// Egress points browsers' connections at their sessions' upstream
 	// proxies; nil: sessions with proxies are refused.
 	Egress EgressRoutes
+	// Extensions holds the extensions sessions may load; nil: sessions
+	// naming one are refused.
+	Extensions *extensions.Store
 }
 
 // Manager runs sessions: it creates them (taking a concurrency slot,

@@ -333,6 +333,9 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		return err
 	}
 	if opts.Extension != nil {
+		if (c.serveEgress != nil || c.proxyServer != "") && !c.confinement.Netns {
+			return ErrExtensionNeedsNetns
+		}
 		if err := c.prepareExtension(b, opts.Extension); err != nil {
 			return err
 		}

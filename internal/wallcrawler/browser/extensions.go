@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -37,6 +38,13 @@ func ExtensionID(dir string) string {
 	}
 	return string(id)
 }
+
+// ErrExtensionNeedsNetns refuses an extension to a browser that would
+// share the host's network namespace while an egress proxy enforces the
+// network policy: an extension's proxy settings (chrome.proxy) replace
+// --proxy-server, and only the namespace, whose one way out is the
+// proxy, keeps the policy then.
+var ErrExtensionNeedsNetns = errors.New("browser: extensions need the browser in a network namespace of its own, and quarry could not make one (it lacks CAP_SYS_ADMIN: run it as root or grant the capability); sessions without extensionId work")
 
 // prepareExtension unpacks b's extension with unpack into
 // <work dir>/extension, hands it to the browser's user read-only

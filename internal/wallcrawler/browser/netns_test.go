@@ -1,12 +1,14 @@
 package browser
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +192,30 @@ func TestBrowserEgressListenerWithoutNetns(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", way, 2*time.Second); err == nil {
 		c.Close()
 		t.Fatalf("the browser's egress port %s still answers after it ended", way)
+	}
+}
+
+// TestExtensionRefusedWithoutNetns: a browser that would share the host's
+// network with an egress policy in force gets no extension (its
+// chrome.proxy could route around the proxy); the launch fails with
+// ErrExtensionNeedsNetns and leaves no browser or directory behind.
+func TestExtensionRefusedWithoutNetns(t *testing.T) {
+	c, _ := newTestProvider(t)
+	c.proxyServer = "http://127.0.0.1:1"
+	c.serveEgress = func(l net.Listener, _ EgressListener) error { return nil }
+	c.confinement.Netns = false
+	unpacked := false
+	_, err := c.Launch(t.Context(), LaunchOptions{Extension: func(dir string) error {
+		unpacked = true
+		return os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"manifest_version":3,"name":"x","version":"1"}`), 0o600)
+	}})
+	if !errors.Is(err, ErrExtensionNeedsNetns) {
+		t.Fatalf("Launch with an extension on the host network: %v, want ErrExtensionNeedsNetns", err)
+	}
+	if unpacked {
+		t.Error("the extension was unpacked before the refusal")
+	}
+	if entries, _ := os.ReadDir(c.workDir); len(entries) > 0 {
+		t.Errorf("the refused launch left %d entries in the work dir", len(entries))
 	}
 }

@@ -275,7 +275,7 @@ func run(nItems, nChecks, n int, out string) error {
 		if err != nil {
 			return err
 		}
-		m := regexp.MustCompile(`href="\?([^"]*start=[^"]*)"`).FindStringSubmatch(body)
+		m := regexp.MustCompile(`href="\?([^"]*cur=[^"]*)" id="next"`).FindStringSubmatch(body)
 		if m == nil {
 			return errors.New("no next page link on the table page")
 		}

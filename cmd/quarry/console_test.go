@@ -33,8 +33,11 @@ func consoleBrowser(t *testing.T) context.Context {
 	if path == "" {
 		t.Skip("no chromium on PATH")
 	}
+	// No back/forward cache: Back reloads the page from the server, as
+	// the tests of Back after a write need (and as no-store pages do).
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 800))
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 800),
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,BackForwardCache"))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelC(); cancelA() })

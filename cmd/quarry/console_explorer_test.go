@@ -103,6 +103,7 @@ func TestConsoleExplorer(t *testing.T) {
 	if got := firstKeys(); got != "0,1,2,3,4,5,6,7,8,9" {
 		t.Errorf("page 1 rows %q", got)
 	}
+	d.eval(`document.querySelector("#count").scrollIntoView(); ""`)
 	d.shot("console-explorer-grid.png")
 	// A cut cell has the whole value in its title; the key opens the item.
 	if got := d.eval(`document.querySelector("#items tbody tr:nth-child(3) td[title]").title`); !strings.HasSuffix(got, "to the end") {
@@ -262,8 +263,10 @@ func TestConsoleExplorer(t *testing.T) {
 	if got := d.text("#facts"); !strings.Contains(got, "NEW_AND_OLD_IMAGES") {
 		t.Errorf("facts after the stream: %q", got)
 	}
+	d.eval(`document.querySelector("#settings").scrollIntoView(); ""`)
 	d.shot("console-explorer-settings.png")
-	d.run("delete gsi", d.submit("#delete-gsi-by-title"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	d.run("delete gsi", d.submit("#delete-gsi-by-title"), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		d.submit("#confirm"), chromedp.WaitVisible(chromedp.CSS("#msg")))
 	if got := d.text("#msg"); got != "Index deleted." || strings.Contains(d.text("#indexes"), "by-title") {
 		t.Errorf("after the GSI delete: %q", got)
 	}

@@ -77,6 +77,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("POST /console/explorer/t/{table}/delete-items", a.deleteItems)
 	m.HandleFunc("GET /console/explorer/t/{table}/export", a.export)
 	m.HandleFunc("POST /console/explorer/t/{table}/gsi", a.addGSI)
+	m.HandleFunc("GET /console/explorer/t/{table}/gsi/delete", a.confirmDeleteGSI)
 	m.HandleFunc("POST /console/explorer/t/{table}/gsi/delete", a.deleteGSI)
 	m.HandleFunc("POST /console/explorer/t/{table}/ttl", a.setTTL)
 	m.HandleFunc("POST /console/explorer/t/{table}/stream", a.setStream)
@@ -108,6 +109,7 @@ type tableInfo struct {
 	Indexes   []index // the table's own key first
 	Stream    string
 	TTL       string
+	TTLAttr   string // the TTL attribute, when one is set
 	PITR      string
 	Billing   string
 	DescError string
@@ -188,6 +190,7 @@ func (a *Area) describe(ctx context.Context, name string, extras bool) (tableInf
 		ti.TTL = strings.ToLower(string(t.TimeToLiveDescription.TimeToLiveStatus))
 		if a := aws.ToString(t.TimeToLiveDescription.AttributeName); a != "" {
 			ti.TTL += " (" + a + ")"
+			ti.TTLAttr = a
 		}
 	}
 	if b, err := a.db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)}); err == nil &&

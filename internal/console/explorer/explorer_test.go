@@ -497,6 +497,18 @@ func TestSettings(t *testing.T) {
 			t.Errorf("%s: the refused form lost the name typed", s.name)
 		}
 	}
+	// Without confirm=yes a deletion goes to its confirmation, a GET page.
+	b.post(t, path, path+"/gsi", url.Values{"name": {"keep"}, "pk": {"email"}, "pktype": {"S"}, "projection": {"KEYS_ONLY"}})
+	status, loc := b.post(t, path, path+"/gsi/delete", url.Values{"index": {"keep"}})
+	if body, code := b.get(t, b.op, loc); status != http.StatusSeeOther || code != 200 || !strings.Contains(body, "Delete the index keep?") {
+		t.Errorf("the confirmation: %d then %d", status, code)
+	}
+	if _, code := b.get(t, b.op, path+"/gsi/delete?index=nope"); code != 404 {
+		t.Errorf("the confirmation of a missing index: %d", code)
+	}
+	if status, _ := b.post(t, path, path+"/gsi/delete", url.Values{"index": {"keep"}, "confirm": {"yes"}}); status != http.StatusSeeOther {
+		t.Errorf("delete keep: %d", status)
+	}
 	d, err := b.db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("things")})
 	if err != nil {
 		t.Fatal(err)
@@ -588,5 +600,59 @@ func TestRefusedSaveRedirects(t *testing.T) {
 	status, loc = b.post(t, "/console/explorer/", "/console/explorer/", url.Values{"name": {"x"}, "pk": {""}})
 	if body, _ := b.get(t, b.op, loc); status != http.StatusSeeOther || !strings.Contains(body, "A table needs a name and a partition key.") || !strings.Contains(body, `value="x"`) {
 		t.Errorf("create table without a key: %d", status)
+	}
+}
+
+// TestFormsGuarded: every form of the explorer is refused without the
+// session's CSRF token, and answers 404 to a session without the operator
+// realm (with that session's own token), before anything is written.
+func TestFormsGuarded(t *testing.T) {
+	b := setup(t)
+	b.table(t, "things", 3, nil)
+	ref := encodeKey(Item{"pk": &types.AttributeValueMemberS{Value: "p"}, "n": &types.AttributeValueMemberN{Value: "0"}})
+	home, _ := b.get(t, b.tenant, "/")
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(home)
+	if m == nil {
+		t.Fatal("no csrf on the tenant's home page")
+	}
+	tenantCSRF := m[1]
+	for _, c := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/console/explorer/", url.Values{"name": {"new"}, "pk": {"id"}, "pktype": {"S"}}},
+		{"/console/explorer/t/things/item", url.Values{"item": {`{"pk":{"S":"p"},"n":{"N":"9"}}`}}},
+		{"/console/explorer/t/things/item/delete", url.Values{"key": {ref}, "confirm": {"yes"}}},
+		{"/console/explorer/t/things/delete-items", url.Values{"key": {ref}}},
+		{"/console/explorer/t/things/gsi", url.Values{"name": {"g"}, "pk": {"title"}, "pktype": {"S"}, "projection": {"ALL"}}},
+		{"/console/explorer/t/things/ttl", url.Values{"attribute": {"x"}, "enabled": {"true"}}},
+		{"/console/explorer/t/things/stream", url.Values{"view": {"NEW_IMAGE"}}},
+		{"/console/explorer/partiql", url.Values{"stmt": {`DELETE FROM "things" WHERE pk = 'p' AND n = 1`}}},
+		{"/console/explorer/t/things/delete", url.Values{"confirm": {"yes"}}},
+	} {
+		resp, err := b.op.PostForm(b.base+c.path, c.form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s without CSRF: %d", c.path, resp.StatusCode)
+		}
+		f := url.Values{"csrf": {tenantCSRF}}
+		for k, v := range c.form {
+			f[k] = v
+		}
+		resp, err = b.tenant.PostForm(b.base+c.path, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s by a tenant: %d", c.path, resp.StatusCode)
+		}
+	}
+	d, err := b.db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("things")})
+	if err != nil || count(t, b, "things") != 3 || len(d.Table.GlobalSecondaryIndexes) != 0 || d.Table.StreamSpecification != nil && aws.ToBool(d.Table.StreamSpecification.StreamEnabled) {
+		t.Errorf("a refused form wrote: %v, %d items", err, count(t, b, "things"))
 	}
 }

@@ -124,9 +124,7 @@ func (a *Area) deleteGSI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		a.k.Confirm(w, r, console.Confirm{Title: "Delete the index " + name + "?",
-			Message: "The global secondary index " + name + " of " + ti.Name + " will be deleted; the table's items stay.",
-			Action:  r.URL.Path, Fields: map[string]string{"index": name}, Back: tablePath(ti.Name) + "#settings"})
+		http.Redirect(w, r, r.URL.Path+"?"+url.Values{"index": {name}}.Encode(), http.StatusSeeOther)
 		return
 	}
 	_, err := a.db.UpdateTable(r.Context(), &dynamodb.UpdateTableInput{TableName: aws.String(ti.Name),
@@ -136,6 +134,27 @@ func (a *Area) deleteGSI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, ti.Name, "gsideleted")
+}
+
+// confirmDeleteGSI asks to confirm an index's deletion: a GET, so Back
+// after the deletion lands on a page, not on a POST's answer.
+func (a *Area) confirmDeleteGSI(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
+		return
+	}
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
+	if err != nil {
+		a.notFoundOr(w, r, err)
+		return
+	}
+	name := r.URL.Query().Get("index")
+	if ix, ok := ti.index(name); !ok || ix.Kind != "GSI" {
+		a.k.Error(w, r, http.StatusNotFound, "No such index", fmt.Sprintf("The table %s has no global secondary index %q.", ti.Name, name))
+		return
+	}
+	a.k.Confirm(w, r, console.Confirm{Title: "Delete the index " + name + "?",
+		Message: "The global secondary index " + name + " of " + ti.Name + " will be deleted; the table's items stay.",
+		Action:  r.URL.Path, Fields: map[string]string{"index": name}, Back: tablePath(ti.Name) + "#settings"})
 }
 
 func (a *Area) setTTL(w http.ResponseWriter, r *http.Request) {

@@ -69,9 +69,11 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/explorer/{$}", a.tables)
 	m.HandleFunc("POST /console/explorer/{$}", a.createTable)
 	m.HandleFunc("GET /console/explorer/t/{table}", a.table)
+	m.HandleFunc("GET /console/explorer/t/{table}/delete", a.confirmDeleteTable)
 	m.HandleFunc("POST /console/explorer/t/{table}/delete", a.deleteTable)
 	m.HandleFunc("GET /console/explorer/t/{table}/item", a.itemForm)
 	m.HandleFunc("POST /console/explorer/t/{table}/item", a.putItem)
+	m.HandleFunc("GET /console/explorer/t/{table}/item/delete", a.confirmDeleteItem)
 	m.HandleFunc("POST /console/explorer/t/{table}/item/delete", a.deleteItem)
 	m.HandleFunc("GET /console/explorer/t/{table}/delete-items", a.confirmDeleteItems)
 	m.HandleFunc("POST /console/explorer/t/{table}/delete-items", a.deleteItems)
@@ -287,15 +289,52 @@ func (a *Area) createTable(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/explorer/t/"+url.PathEscape(name)+"?msg=created", http.StatusSeeOther)
 }
 
+// confirmDeleteTable asks to confirm a table's deletion. It and the other
+// confirmations are GET pages: Back after the deletion lands on one, never
+// on the answer to a POST.
+func (a *Area) confirmDeleteTable(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
+		return
+	}
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
+	if err != nil {
+		a.notFoundOr(w, r, err)
+		return
+	}
+	a.k.Confirm(w, r, console.Confirm{Title: "Delete table " + ti.Name + "?",
+		Message: "The table " + ti.Name + " and every item in it will be deleted. This cannot be undone.",
+		Action:  r.URL.Path, Back: tablePath(ti.Name)})
+}
+
+// confirmDeleteItem asks to confirm an item's deletion.
+func (a *Area) confirmDeleteItem(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
+		return
+	}
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
+	if err != nil {
+		a.notFoundOr(w, r, err)
+		return
+	}
+	ref := r.URL.Query().Get("key")
+	k, err := decodeKey(ref)
+	if err != nil || !isKeyOf(ti, k) {
+		a.k.NotFound(w, r)
+		return
+	}
+	a.k.Confirm(w, r, console.Confirm{Title: "Delete this item?",
+		Message: "The item " + compact(itemPlain(k)) + " will be deleted from " + ti.Name + ". This cannot be undone.",
+		Action:  r.URL.Path, Fields: map[string]string{"key": ref},
+		Back: tablePath(ti.Name) + "/item?" + url.Values{"key": {ref}}.Encode()})
+}
+
 func (a *Area) deleteTable(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.k.Require(w, r, "operator"); !ok {
 		return
 	}
 	name := r.PathValue("table")
 	if r.PostForm.Get("confirm") != "yes" {
-		a.k.Confirm(w, r, console.Confirm{Title: "Delete table " + name + "?",
-			Message: "The table " + name + " and every item in it will be deleted. This cannot be undone.",
-			Action:  r.URL.Path, Back: "/console/explorer/t/" + url.PathEscape(name)})
+		http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
 		return
 	}
 	if _, err := a.db.DeleteTable(r.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
@@ -574,10 +613,7 @@ func (a *Area) deleteItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		a.k.Confirm(w, r, console.Confirm{Title: "Delete this item?",
-			Message: "The item " + compact(itemPlain(k)) + " will be deleted from " + name + ". This cannot be undone.",
-			Action:  r.URL.Path, Fields: map[string]string{"key": ref},
-			Back: "/console/explorer/t/" + url.PathEscape(name) + "/item?key=" + url.QueryEscape(ref)})
+		http.Redirect(w, r, r.URL.Path+"?"+url.Values{"key": {ref}}.Encode(), http.StatusSeeOther)
 		return
 	}
 	if _, err := a.db.DeleteItem(r.Context(), &dynamodb.DeleteItemInput{TableName: aws.String(name), Key: k}); err != nil {

@@ -656,3 +656,41 @@ func TestFormsGuarded(t *testing.T) {
 		t.Errorf("a refused form wrote: %v, %d items", err, count(t, b, "things"))
 	}
 }
+
+// TestDeleteConfirmations: without JavaScript (no confirm=yes) deleting
+// an item or a table redirects to a confirmation that is a GET page, so
+// Back after the deletion never lands on the answer to a POST.
+func TestDeleteConfirmations(t *testing.T) {
+	b := setup(t)
+	b.table(t, "things", 2, nil)
+	ref := encodeKey(Item{"pk": &types.AttributeValueMemberS{Value: "p"}, "n": &types.AttributeValueMemberN{Value: "0"}})
+	for _, c := range []struct {
+		action string
+		form   url.Values
+		want   string
+	}{
+		{"/console/explorer/t/things/item/delete", url.Values{"key": {ref}}, "Delete this item?"},
+		{"/console/explorer/t/things/delete", url.Values{}, "Delete table things?"},
+	} {
+		status, loc := b.post(t, "/console/explorer/t/things", c.action, c.form)
+		if status != http.StatusSeeOther {
+			t.Errorf("%s without confirm: %d", c.action, status)
+			continue
+		}
+		body, code := b.get(t, b.op, loc)
+		if code != 200 || !strings.Contains(body, c.want) || !strings.Contains(body, `name="confirm" value="yes"`) {
+			t.Errorf("%s: the confirmation page %d", loc, code)
+		}
+	}
+	if n := count(t, b, "things"); n != 2 {
+		t.Fatalf("a confirmation deleted: %d left", n)
+	}
+	for _, p := range []string{"/console/explorer/t/things/item/delete?key=bogus", "/console/explorer/t/nope/delete", "/console/explorer/t/nope/item/delete?key=" + ref} {
+		if _, code := b.get(t, b.op, p); code != 404 {
+			t.Errorf("%s: %d", p, code)
+		}
+	}
+	if status, _ := b.post(t, "/console/explorer/t/things", "/console/explorer/t/things/item/delete", url.Values{"key": {ref}, "confirm": {"yes"}}); status != http.StatusSeeOther || count(t, b, "things") != 1 {
+		t.Errorf("the confirmed delete: %d, %d left", status, count(t, b, "things"))
+	}
+}

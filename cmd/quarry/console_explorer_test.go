@@ -143,6 +143,12 @@ func TestConsoleExplorer(t *testing.T) {
 		t.Errorf("25 a page shows %s rows", got)
 	}
 
+	// The header's box ticks every row, and untick them.
+	d.run("select all", chromedp.Click(chromedp.CSS("#select-all")))
+	if got := d.eval(`String(document.querySelectorAll("#items tbody input:checked").length)`); got != "25" {
+		t.Errorf("select all ticked %s rows", got)
+	}
+	d.run("select none", chromedp.Click(chromedp.CSS("#select-all")))
 	// Bulk delete: select two rows, confirm, back on the page.
 	d.run("select", chromedp.Click(chromedp.CSS("#items tbody tr:nth-child(4) input[type=checkbox]")),
 		chromedp.Click(chromedp.CSS("#items tbody tr:nth-child(6) input[type=checkbox]")),

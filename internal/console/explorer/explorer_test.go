@@ -550,6 +550,15 @@ func TestPartiQL(t *testing.T) {
 	if n := len(firstCells(body)); n != 5 || links(body)["next"] != "" {
 		t.Errorf("second page: %d rows, next %q", n, links(body)["next"])
 	}
+	// The page link is bound to its statement.
+	u, _ := url.Parse(next)
+	other := url.Values{"stmt": {`SELECT * FROM "things" WHERE pk = 'q'`}, "next": {u.Query().Get("next")}}
+	edited := url.Values{"stmt": u.Query()["stmt"], "next": {"eyJrIjp7fX0=~" + strings.SplitN(u.Query().Get("next"), "~", 2)[1]}}
+	for _, v := range []url.Values{other, edited} {
+		if body, code := b.get(t, b.op, page+"?"+v.Encode()); code != 400 || !strings.Contains(body, "This page link is not valid for this statement") {
+			t.Errorf("a carried or edited page link: %d", code)
+		}
+	}
 	// A write by GET (a link, Back) does not run.
 	del := `DELETE FROM "things" WHERE pk = 'p' AND n = 0`
 	body, _ = b.get(t, b.op, page+"?"+url.Values{"stmt": {del}}.Encode())

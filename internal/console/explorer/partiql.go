@@ -1,6 +1,7 @@
 package explorer
 
 import (
+	"crypto/hmac"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -65,7 +66,12 @@ func (a *Area) partiqlPage(w http.ResponseWriter, r *http.Request) {
 	default:
 		in := &dynamodb.ExecuteStatementInput{Statement: aws.String(d.Stmt), Limit: aws.Int32(d.Limit)}
 		if n := q.Get("next"); n != "" {
-			in.NextToken, d.Page = aws.String(n), true
+			tok, ok := a.openNextToken(d.Stmt, n)
+			if !ok {
+				d.Error, status = "This page link is not valid for this statement (edited, or from before a restart of quarry): run the statement again.", http.StatusBadRequest
+				break
+			}
+			in.NextToken, d.Page = aws.String(tok), true
 		}
 		out, err := a.db.ExecuteStatement(r.Context(), in)
 		if err != nil {
@@ -80,7 +86,7 @@ func (a *Area) partiqlPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Ran, d.Grid = true, newGrid(out.Items, keys, tableKeys)
 		if t := aws.ToString(out.NextToken); t != "" {
-			d.Next = queryLink(q, "next", t)
+			d.Next = queryLink(q, "next", a.signNextToken(d.Stmt, t))
 		}
 		if d.Page {
 			d.First = queryLink(q, "next", "")
@@ -117,4 +123,20 @@ func (a *Area) partiqlRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/console/explorer/partiql?"+url.Values{"stmt": {stmt}, "msg": {"ran"}}.Encode(), http.StatusSeeOther)
+}
+
+// signNextToken binds the store's NextToken to the statement it pages, so
+// a token edited or carried to another statement is refused.
+func (a *Area) signNextToken(stmt, tok string) string {
+	return tok + "~" + a.mac("partiql\x00"+stmt+"\x00"+tok)
+}
+
+// openNextToken returns the store's NextToken of signed for stmt.
+func (a *Area) openNextToken(stmt, signed string) (string, bool) {
+	i := strings.LastIndexByte(signed, '~')
+	if i < 0 {
+		return "", false
+	}
+	tok := signed[:i]
+	return tok, hmac.Equal([]byte(signed[i+1:]), []byte(a.mac("partiql\x00"+stmt+"\x00"+tok)))
 }

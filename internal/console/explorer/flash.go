@@ -11,8 +11,12 @@ import (
 // flashTTL is how long a refused form waits for the GET that shows it.
 const flashTTL = 10 * time.Minute
 
-// maxFlashes bounds the refused forms kept at once; the oldest goes first.
-const maxFlashes = 512
+// maxFlashes and maxFlashBytes bound the refused forms kept at once (a
+// form may be up to the console's 1 MiB); the oldest goes first.
+const (
+	maxFlashes    = 512
+	maxFlashBytes = 16 << 20
+)
 
 // flash is a refused form kept for the GET after its redirect: the
 // message and what was typed, so the page shows both and Back never
@@ -22,6 +26,7 @@ type flash struct {
 	Error   string
 	Form    url.Values
 	expires time.Time
+	size    int
 }
 
 // flashes holds refused forms by a random id (not guessable, bound to
@@ -30,6 +35,7 @@ type flashes struct {
 	mu    sync.Mutex
 	byID  map[string]flash
 	order []string // ids, oldest first
+	bytes int      // the sum of the kept forms' sizes
 }
 
 // put keeps f for subject and returns its id.
@@ -42,12 +48,20 @@ func (fs *flashes) put(now time.Time, subject, msg string, form url.Values) stri
 	if fs.byID == nil {
 		fs.byID = map[string]flash{}
 	}
-	for len(fs.order) > 0 && (len(fs.order) >= maxFlashes || now.After(fs.byID[fs.order[0]].expires)) {
+	size := len(msg)
+	for k, vs := range form {
+		for _, v := range vs {
+			size += len(k) + len(v)
+		}
+	}
+	for len(fs.order) > 0 && (len(fs.order) >= maxFlashes || fs.bytes+size > maxFlashBytes || now.After(fs.byID[fs.order[0]].expires)) {
+		fs.bytes -= fs.byID[fs.order[0]].size
 		delete(fs.byID, fs.order[0])
 		fs.order = fs.order[1:]
 	}
-	fs.byID[id] = flash{subject: subject, Error: msg, Form: form, expires: now.Add(flashTTL)}
+	fs.byID[id] = flash{subject: subject, Error: msg, Form: form, expires: now.Add(flashTTL), size: size}
 	fs.order = append(fs.order, id)
+	fs.bytes += size
 	return id
 }
 

@@ -703,3 +703,11 @@ func TestDeleteConfirmations(t *testing.T) {
 		t.Errorf("the confirmed delete: %d, %d left", status, count(t, b, "things"))
 	}
 }
+
+func TestPageSize(t *testing.T) {
+	for in, want := range map[string]int32{"": 25, "x": 25, "-5": 25, "0": 25, "1": 10, "10": 10, "11": 25, "25": 25, "30": 50, "100": 100, "101": 100, "1000000": 100, "99999999999999999999": 25} {
+		if got := pageSize(in); got != want {
+			t.Errorf("pageSize(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

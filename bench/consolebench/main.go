@@ -23,10 +23,12 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,8 +53,9 @@ func main() {
 	checks := flag.Int("checks", 1000, "checks of the dashboard's user")
 	n := flag.Int("n", 200, "requests per page")
 	out := flag.String("out", "", "Markdown file to append results to (default: stdout only)")
+	exportItems := flag.Int("export-items", 100000, "items of the table the explorer exports whole (0: no export run)")
 	flag.Parse()
-	if err := run(*items, *checks, *n, *out); err != nil {
+	if err := run(*items, *checks, *n, *exportItems, *out); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -76,7 +79,7 @@ func (t *timer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t.mu.Unlock()
 }
 
-func run(nItems, nChecks, n int, out string) error {
+func run(nItems, nChecks, n, nExport int, out string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "consolebench")
 	if err != nil {
@@ -259,6 +262,12 @@ func run(nItems, nChecks, n int, out string) error {
 		{"datashelf: category, filtered and sorted by price", "checks", "/console/datashelf/c/" + cat.ID + "?format=Hardback&min=5&max=15&sort=price_asc"},
 		{"datashelf: category, title search", "checks", "/console/datashelf/c/" + cat.ID + "?q=harbour"},
 		{"datashelf: product", "checks", "/console/datashelf/p/" + productID},
+		// The explorer's pages of issue #30: indexes 14 on.
+		{"explorer: grid, page size 100", "operator", "/console/explorer/t/" + table + "?limit=100"},
+		{"explorer: cards (plain JSON), 25", "operator", "/console/explorer/t/" + table + "?view=plain"},
+		{"explorer: Scan page 2 (Previous from page 3)", "operator", ""},
+		{"explorer: PartiQL SELECT pk = p3, 25 a page", "operator", "/console/explorer/partiql?" + url.Values{"stmt": {`SELECT * FROM "` + table + `" WHERE pk = 'p3'`}, "limit": {"25"}}.Encode()},
+		{"explorer: bulk delete confirmation, 25 items", "operator", ""},
 	}
 	clients := map[string]*http.Client{}
 	for realm, cred := range map[string]string{"operator": "op", "checks": token} {
@@ -275,13 +284,31 @@ func run(nItems, nChecks, n int, out string) error {
 		if err != nil {
 			return err
 		}
-		m := regexp.MustCompile(`href="\?([^"]*start=[^"]*)"`).FindStringSubmatch(body)
+		m := regexp.MustCompile(`href="\?([^"]*cur=[^"]*)" id="next"`).FindStringSubmatch(body)
 		if m == nil {
 			return errors.New("no next page link on the table page")
 		}
 		p3 = pages[1].path + "?" + strings.ReplaceAll(m[1], "&amp;", "&")
 	}
 	pages[2].path = p3
+	// Previous from page 3, and the confirmation of deleting page 1's rows.
+	body, err := get(clients["operator"], srv.URL+p3)
+	if err != nil {
+		return err
+	}
+	m := regexp.MustCompile(`href="\?([^"]*cur=[^"]*)" id="prev"`).FindStringSubmatch(body)
+	if m == nil {
+		return errors.New("no previous page link on page 3")
+	}
+	pages[16].path = pages[1].path + "?" + strings.ReplaceAll(m[1], "&amp;", "&")
+	if body, err = get(clients["operator"], srv.URL+pages[1].path); err != nil {
+		return err
+	}
+	sel := url.Values{"back": {pages[1].path}}
+	for _, k := range regexp.MustCompile(`name="key" value="([^"]+)"`).FindAllStringSubmatch(body, 25) {
+		sel.Add("key", k[1])
+	}
+	pages[18].path = pages[1].path + "/delete-items?" + sel.Encode()
 	// follow fills a page's path by following a link twice from another.
 	follow := func(to, from int, link string) error {
 		path := pages[from].path
@@ -327,6 +354,22 @@ func run(nItems, nChecks, n int, out string) error {
 		tm.mu.Unlock()
 	}
 
+	var exports []exportRun
+	if nExport > 0 {
+		small, err := measureExport(ctx, clients["operator"], srv.URL, table, nItems)
+		if err != nil {
+			return err
+		}
+		if err := load(ctx, client, exportTable, nExport); err != nil {
+			return err
+		}
+		big, err := measureExport(ctx, clients["operator"], srv.URL, exportTable, nExport)
+		if err != nil {
+			return err
+		}
+		exports = []exportRun{small, big}
+	}
+
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s — console page time (consolebench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average (1/5/15 min) before: %s, after: %s\n- Command: `%s`\n", report.Machine(), loadBefore, report.LoadAvg(), "go run ./bench/consolebench "+strings.Join(os.Args[1:], " "))
@@ -336,6 +379,15 @@ func run(nItems, nChecks, n int, out string) error {
 		d := tm.d[p.name]
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.name, ms(report.Percentile(d, 50)), ms(report.Percentile(d, 99)), ms(d[len(d)-1]))
+	}
+	if len(exports) > 0 {
+		fmt.Fprintf(&b, "\nThe explorer's export of a whole table (Scan, every page, streamed as the browser's download link asks; peak heap is the most the Go heap grew above its size before the export, sampled every 5 ms):\n\n")
+		fmt.Fprintf(&b, "| items | format | bytes | time | peak heap growth |\n|--:|---|--:|--:|--:|\n")
+		for _, e := range exports {
+			for _, f := range e.formats {
+				fmt.Fprintf(&b, "| %d | %s | %d | %s | %.1f MB |\n", e.items, f.format, f.bytes, f.time.Round(time.Millisecond), float64(f.peak)/1e6)
+			}
+		}
 	}
 	fmt.Print(b.String())
 	if out != "" {
@@ -380,4 +432,103 @@ func get(cl *http.Client, u string) (string, error) {
 		return "", fmt.Errorf("GET %s: %d", u, resp.StatusCode)
 	}
 	return string(b), err
+}
+
+// exportTable is the table of the big export run.
+const exportTable = "bench_export"
+
+// load creates table with n items of about 200 bytes (10 partitions).
+func load(ctx context.Context, client *dynamodb.Client, table string, n int) error {
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}, {AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}}); err != nil {
+		return fmt.Errorf("create table: %w", err)
+	}
+	batch := make([]types.WriteRequest, 0, 25)
+	flush := func() error {
+		reqs := map[string][]types.WriteRequest{table: batch}
+		for len(reqs) > 0 {
+			o, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: reqs})
+			if err != nil {
+				return fmt.Errorf("batch write: %w", err)
+			}
+			reqs = o.UnprocessedItems
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for i := range n {
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			"pk": ddbitem.S("p" + strconv.Itoa(i%10)), "sk": ddbitem.N(int64(i)), "name": ddbitem.S(fmt.Sprintf("item %d of the export, with some words to carry", i)),
+			"price": ddbitem.N(int64(i % 997)), "tags": &types.AttributeValueMemberSS{Value: []string{"a", "b"}},
+		}}})
+		if len(batch) == 25 || i == n-1 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// exportRun is the export of one table in each format.
+type exportRun struct {
+	items   int
+	formats []exportFormat
+}
+
+type exportFormat struct {
+	format string
+	bytes  int64
+	time   time.Duration
+	peak   uint64 // the heap's growth above its size before the export
+}
+
+// measureExport downloads table's whole Scan in each format through the
+// console, sampling the heap while it streams.
+func measureExport(ctx context.Context, cl *http.Client, base, table string, items int) (exportRun, error) {
+	run := exportRun{items: items}
+	for _, format := range []string{"jsonl", "csv"} {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(5 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					if ms.HeapAlloc > before && ms.HeapAlloc-before > peak.Load() {
+						peak.Store(ms.HeapAlloc - before)
+					}
+				}
+			}
+		}()
+		start := time.Now()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/console/explorer/t/"+table+"/export?op=scan&format="+format, nil)
+		resp, err := cl.Do(req)
+		if err != nil {
+			close(stop)
+			return run, err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		el := time.Since(start)
+		close(stop)
+		<-sampled
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return run, fmt.Errorf("export %s of %s: %d %v", format, table, resp.StatusCode, err)
+		}
+		run.formats = append(run.formats, exportFormat{format: format, bytes: n, time: el, peak: peak.Load()})
+	}
+	return run, nil
 }

@@ -5,13 +5,13 @@ package explorer
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -29,10 +29,17 @@ var templates embed.FS
 type Area struct {
 	db *dynamodb.Client
 	k  *console.Kit
+	// key signs the page cursors; a restart makes the old ones invalid.
+	key     []byte
+	flashes flashes
 }
 
 // New returns the store explorer of db.
-func New(db *dynamodb.Client) *Area { return &Area{db: db} }
+func New(db *dynamodb.Client) *Area {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Area{db: db, key: key}
+}
 
 // Name implements console.Area.
 func (*Area) Name() string { return "explorer" }
@@ -62,10 +69,22 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/explorer/{$}", a.tables)
 	m.HandleFunc("POST /console/explorer/{$}", a.createTable)
 	m.HandleFunc("GET /console/explorer/t/{table}", a.table)
+	m.HandleFunc("GET /console/explorer/t/{table}/delete", a.confirmDeleteTable)
 	m.HandleFunc("POST /console/explorer/t/{table}/delete", a.deleteTable)
 	m.HandleFunc("GET /console/explorer/t/{table}/item", a.itemForm)
 	m.HandleFunc("POST /console/explorer/t/{table}/item", a.putItem)
+	m.HandleFunc("GET /console/explorer/t/{table}/item/delete", a.confirmDeleteItem)
 	m.HandleFunc("POST /console/explorer/t/{table}/item/delete", a.deleteItem)
+	m.HandleFunc("GET /console/explorer/t/{table}/delete-items", a.confirmDeleteItems)
+	m.HandleFunc("POST /console/explorer/t/{table}/delete-items", a.deleteItems)
+	m.HandleFunc("GET /console/explorer/t/{table}/export", a.export)
+	m.HandleFunc("POST /console/explorer/t/{table}/gsi", a.addGSI)
+	m.HandleFunc("GET /console/explorer/t/{table}/gsi/delete", a.confirmDeleteGSI)
+	m.HandleFunc("POST /console/explorer/t/{table}/gsi/delete", a.deleteGSI)
+	m.HandleFunc("POST /console/explorer/t/{table}/ttl", a.setTTL)
+	m.HandleFunc("POST /console/explorer/t/{table}/stream", a.setStream)
+	m.HandleFunc("GET /console/explorer/partiql", a.partiqlPage)
+	m.HandleFunc("POST /console/explorer/partiql", a.partiqlRun)
 	return nil
 }
 
@@ -92,6 +111,7 @@ type tableInfo struct {
 	Indexes   []index // the table's own key first
 	Stream    string
 	TTL       string
+	TTLAttr   string // the TTL attribute, when one is set
 	PITR      string
 	Billing   string
 	DescError string
@@ -172,6 +192,7 @@ func (a *Area) describe(ctx context.Context, name string, extras bool) (tableInf
 		ti.TTL = strings.ToLower(string(t.TimeToLiveDescription.TimeToLiveStatus))
 		if a := aws.ToString(t.TimeToLiveDescription.AttributeName); a != "" {
 			ti.TTL += " (" + a + ")"
+			ti.TTLAttr = a
 		}
 	}
 	if b, err := a.db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)}); err == nil &&
@@ -189,10 +210,16 @@ type tablesData struct {
 }
 
 func (a *Area) tables(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
+	s, ok := a.k.Require(w, r, "operator")
+	if !ok {
 		return
 	}
-	a.tablesPage(w, r, http.StatusOK, tablesData{Form: url.Values{"pktype": {"S"}, "sktype": {"S"}}, Msg: message(r)})
+	d := tablesData{Form: url.Values{"pktype": {"S"}, "sktype": {"S"}}, Msg: message(r)}
+	status := http.StatusOK
+	if f, ok := a.flashes.get(a.k.Now(), s.Subject, r.URL.Query().Get("flash")); ok {
+		d.Form, d.Error, status = f.Form, f.Error, http.StatusBadRequest
+	}
+	a.tablesPage(w, r, status, d)
 }
 
 func (a *Area) tablesPage(w http.ResponseWriter, r *http.Request, status int, d tablesData) {
@@ -218,17 +245,34 @@ func (a *Area) tablesPage(w http.ResponseWriter, r *http.Request, status int, d 
 
 // message is the confirmation named by a redirect's msg parameter.
 func message(r *http.Request) string {
+	q := r.URL.Query()
+	if q.Get("msg") == "itemsdeleted" {
+		if n, err := strconv.Atoi(q.Get("n")); err == nil && n > 0 {
+			return fmt.Sprintf("%d item%s deleted.", n, map[bool]string{true: "s"}[n != 1])
+		}
+	}
 	return map[string]string{
 		"created": "Table created.", "deleted": "Table deleted.", "saved": "Item saved.", "itemdeleted": "Item deleted.",
-	}[r.URL.Query().Get("msg")]
+		"gsiadded": "Index added: the store builds it from the table's items.", "gsideleted": "Index deleted.",
+		"ttlon": "TTL enabled.", "ttloff": "TTL disabled.", "stream": "Stream setting saved.", "ran": "Statement run.",
+	}[q.Get("msg")]
 }
 
 func (a *Area) createTable(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
+	s, ok := a.k.Require(w, r, "operator")
+	if !ok {
 		return
 	}
 	f := r.PostForm
 	name := strings.TrimSpace(f.Get("name"))
+	refuse := func(msg string) {
+		id := a.flashes.put(a.k.Now(), s.Subject, msg, f)
+		http.Redirect(w, r, "/console/explorer/?"+url.Values{"flash": {id}}.Encode()+"#create-table", http.StatusSeeOther)
+	}
+	if name == "" || strings.TrimSpace(f.Get("pk")) == "" {
+		refuse("A table needs a name and a partition key.")
+		return
+	}
 	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
 	add := func(attr, typ string, kt types.KeyType) {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(attr), AttributeType: types.ScalarAttributeType(typ)})
@@ -239,10 +283,49 @@ func (a *Area) createTable(w http.ResponseWriter, r *http.Request) {
 		add(sk, f.Get("sktype"), types.KeyTypeRange)
 	}
 	if _, err := a.db.CreateTable(r.Context(), in); err != nil {
-		a.tablesPage(w, r, http.StatusBadRequest, tablesData{Form: f, Error: console.StoreMessage(err)})
+		refuse(console.StoreMessage(err))
 		return
 	}
 	http.Redirect(w, r, "/console/explorer/t/"+url.PathEscape(name)+"?msg=created", http.StatusSeeOther)
+}
+
+// confirmDeleteTable asks to confirm a table's deletion. It and the other
+// confirmations are GET pages: Back after the deletion lands on one, never
+// on the answer to a POST.
+func (a *Area) confirmDeleteTable(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
+		return
+	}
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
+	if err != nil {
+		a.notFoundOr(w, r, err)
+		return
+	}
+	a.k.Confirm(w, r, console.Confirm{Title: "Delete table " + ti.Name + "?",
+		Message: "The table " + ti.Name + " and every item in it will be deleted. This cannot be undone.",
+		Action:  r.URL.Path, Back: tablePath(ti.Name)})
+}
+
+// confirmDeleteItem asks to confirm an item's deletion.
+func (a *Area) confirmDeleteItem(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.k.Require(w, r, "operator"); !ok {
+		return
+	}
+	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
+	if err != nil {
+		a.notFoundOr(w, r, err)
+		return
+	}
+	ref := r.URL.Query().Get("key")
+	k, err := decodeKey(ref)
+	if err != nil || !isKeyOf(ti, k) {
+		a.k.NotFound(w, r)
+		return
+	}
+	a.k.Confirm(w, r, console.Confirm{Title: "Delete this item?",
+		Message: "The item " + compact(itemPlain(k)) + " will be deleted from " + ti.Name + ". This cannot be undone.",
+		Action:  r.URL.Path, Fields: map[string]string{"key": ref},
+		Back: tablePath(ti.Name) + "/item?" + url.Values{"key": {ref}}.Encode()})
 }
 
 func (a *Area) deleteTable(w http.ResponseWriter, r *http.Request) {
@@ -251,9 +334,7 @@ func (a *Area) deleteTable(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("table")
 	if r.PostForm.Get("confirm") != "yes" {
-		a.k.Confirm(w, r, console.Confirm{Title: "Delete table " + name + "?",
-			Message: "The table " + name + " and every item in it will be deleted. This cannot be undone.",
-			Action:  r.URL.Path, Back: "/console/explorer/t/" + url.PathEscape(name)})
+		http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
 		return
 	}
 	if _, err := a.db.DeleteTable(r.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
@@ -263,7 +344,7 @@ func (a *Area) deleteTable(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/explorer/?msg=deleted", http.StatusSeeOther)
 }
 
-// shownItem is an item as the table page lists it.
+// shownItem is an item as the card view lists it.
 type shownItem struct {
 	Key   []string // "name = value" of the key attributes
 	Plain string
@@ -272,163 +353,126 @@ type shownItem struct {
 }
 
 type tableData struct {
-	T       tableInfo
-	Q       url.Values
-	Op      string
-	Index   index
-	Items   []shownItem
+	T     tableInfo
+	Q     url.Values
+	Op    string
+	Index index
+	// View is grid (the default), plain or ddb (cards of plain or
+	// DynamoDB JSON).
+	View    string
+	Grid    grid
+	Items   []shownItem // the card views'
+	Ran     bool        // the Scan or Query ran (its result is shown)
 	Scanned int32
-	Next    template.URL // the next page's "?query" (its cursor in start)
-	Error   string
-	Msg     string
-	Ops     []string
+	Page    int // 1 for the first
+	Limit   int32
+	Sizes   []int
+	// Next, Prev and First are "?query" links of the pages around; Self is
+	// this page's, Views each view's of this page, Export the export's
+	// query (format to add).
+	Next, Prev, First, Self template.URL
+	Views                   map[string]template.URL
+	Export                  template.URL
+	Error                   string
+	Msg                     string
+	Ops                     []string
+	// Settings is a refused settings form: its message and fields.
+	Settings    flash
+	StreamViews []string
 }
 
 // sortOps are the sort key conditions the query form offers.
 var sortOps = []string{"=", "<", "<=", ">", ">=", "begins_with", "between"}
 
+// queryLink returns "?query" of q with set applied ("" deletes) and
+// without the one-time parameters (msg, n, flash).
+func queryLink(q url.Values, set ...string) template.URL {
+	out := url.Values{}
+	for k, v := range q {
+		out[k] = v
+	}
+	out.Del("msg")
+	out.Del("n")
+	out.Del("flash")
+	for i := 0; i+1 < len(set); i += 2 {
+		if set[i+1] == "" {
+			out.Del(set[i])
+		} else {
+			out.Set(set[i], set[i+1])
+		}
+	}
+	return template.URL("?" + out.Encode())
+}
+
 func (a *Area) table(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
+	ss, ok := a.k.Require(w, r, "operator")
+	if !ok {
 		return
 	}
 	ti, err := a.describe(r.Context(), r.PathValue("table"), true)
 	if err != nil {
-		var nf *types.ResourceNotFoundException
-		if errors.As(err, &nf) {
-			a.k.NotFound(w, r)
-			return
-		}
-		a.k.Failure(w, r, err)
+		a.notFoundOr(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	d := tableData{T: ti, Q: q, Op: q.Get("op"), Msg: message(r), Ops: sortOps}
+	d := tableData{T: ti, Q: q, Op: q.Get("op"), Msg: message(r), Ops: sortOps, View: q.Get("view"), Limit: pageSize(q.Get("limit")), Sizes: pageSizes, Page: 1, StreamViews: streamViews}
 	if d.Op != "query" {
 		d.Op = "scan"
 	}
-	ix, ok := ti.index(q.Get("index"))
-	if !ok {
-		d.Error = fmt.Sprintf("The table has no index %q.", q.Get("index"))
-		ix = ti.Indexes[0]
+	if d.View != "plain" && d.View != "ddb" {
+		d.View = "grid"
 	}
-	d.Index = ix
-	if d.Error == "" {
-		if err := a.runQuery(r.Context(), &d); err != nil {
-			d.Error = err.Error()
-		}
+	if id := q.Get("flash"); id != "" {
+		d.Settings, _ = a.flashes.get(a.k.Now(), ss.Subject, id)
+	}
+	d.Index = ti.Indexes[0]
+	if ix, ok := ti.index(q.Get("index")); ok {
+		d.Index = ix
+	}
+	d.Self = queryLink(q)
+	d.Views = map[string]template.URL{}
+	for _, v := range []string{"grid", "plain", "ddb"} {
+		d.Views[v] = queryLink(q, "view", v)
+	}
+	d.Export = queryLink(q, "cur", "", "view", "", "limit", "")
+	if err := a.runQuery(r.Context(), &d); err != nil {
+		d.Error = inputMessage(err)
 	}
 	status := http.StatusOK
-	if d.Error != "" {
+	if d.Error != "" || d.Settings.Error != "" {
 		status = http.StatusBadRequest
 	}
 	a.k.Render(w, r, status, "table", d)
 }
 
-// runQuery runs the Scan or Query the form describes and fills d.Items.
+// runQuery runs the page of the Scan or Query the form describes.
 func (a *Area) runQuery(ctx context.Context, d *tableData) error {
 	q := d.Q
-	limit := int32(25)
-	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 && n <= 500 {
-		limit = int32(n)
+	spec, err := parseQuery(d.T, q)
+	if err != nil {
+		return err
 	}
-	var start Item
-	if s := q.Get("start"); s != "" {
-		k, err := decodeKey(s)
-		if err != nil {
-			return err
-		}
-		start = k
+	cur, err := a.openCursor(q.Get("cur"), d.T.Name, d.Index.Name)
+	if err != nil {
+		return err
 	}
-	var tableName = aws.String(d.T.Name)
-	var indexName *string
-	if d.Index.Name != "" {
-		indexName = aws.String(d.Index.Name)
+	start, err := cur.start()
+	if err != nil {
+		return errCursor
 	}
-	names := map[string]string{}
-	values := Item{}
-	if v := strings.TrimSpace(q.Get("values")); v != "" {
-		vals, err := parseDDBItem(v)
-		if err != nil {
-			return fmt.Errorf("filter values: %w", err)
-		}
-		values = vals
+	items, last, scanned, err := spec.page(ctx, a.db, start, d.Limit)
+	if err != nil {
+		return err
 	}
-	filter := strings.TrimSpace(q.Get("filter"))
-	if filter != "" {
-		// #name placeholders the expression uses name themselves.
-		for _, f := range strings.FieldsFunc(filter, func(r rune) bool { return !(r == '#' || r == '_' || r == '-' || r == '.' || isAlnum(r)) }) {
-			if strings.HasPrefix(f, "#") && len(f) > 1 {
-				names[f] = strings.TrimPrefix(f, "#")
-			}
-		}
-	}
-	var items []Item
-	var last Item
-	var scanned int32
-	if d.Op == "scan" {
-		in := &dynamodb.ScanInput{TableName: tableName, IndexName: indexName, Limit: aws.Int32(limit), ExclusiveStartKey: start}
-		if filter != "" {
-			in.FilterExpression = aws.String(filter)
-		}
-		if len(names) > 0 {
-			in.ExpressionAttributeNames = names
-		}
-		if len(values) > 0 {
-			in.ExpressionAttributeValues = values
-		}
-		out, err := a.db.Scan(ctx, in)
-		if err != nil {
-			return errors.New(console.StoreMessage(err))
-		}
-		items, last, scanned = out.Items, out.LastEvaluatedKey, out.ScannedCount
-	} else {
-		ix := d.Index
-		pv, err := scalar(ix.PK.Type, q.Get("pk"))
-		if err != nil {
-			return fmt.Errorf("%s: %w", ix.PK.Name, err)
-		}
-		names["#qpk"] = ix.PK.Name
-		values[":qpk"] = pv
-		cond := "#qpk = :qpk"
-		if op := q.Get("skop"); op != "" && ix.SK.Name != "" && (q.Get("sk") != "" || op == "between") {
-			if !slices.Contains(sortOps, op) {
-				return fmt.Errorf("unknown sort key condition %q", op)
-			}
-			sv, err := scalar(ix.SK.Type, q.Get("sk"))
-			if err != nil {
-				return fmt.Errorf("%s: %w", ix.SK.Name, err)
-			}
-			names["#qsk"] = ix.SK.Name
-			values[":qsk"] = sv
-			switch op {
-			case "begins_with":
-				cond += " AND begins_with(#qsk, :qsk)"
-			case "between":
-				sv2, err := scalar(ix.SK.Type, q.Get("sk2"))
-				if err != nil {
-					return fmt.Errorf("%s: %w", ix.SK.Name, err)
-				}
-				values[":qsk2"] = sv2
-				cond += " AND #qsk BETWEEN :qsk AND :qsk2"
-			default:
-				cond += " AND #qsk " + op + " :qsk"
-			}
-		}
-		in := &dynamodb.QueryInput{TableName: tableName, IndexName: indexName, Limit: aws.Int32(limit), ExclusiveStartKey: start,
-			KeyConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ScanIndexForward: aws.Bool(q.Get("order") != "desc")}
-		if filter != "" {
-			in.FilterExpression = aws.String(filter)
-		}
-		out, err := a.db.Query(ctx, in)
-		if err != nil {
-			return errors.New(console.StoreMessage(err))
-		}
-		items, last, scanned = out.Items, out.LastEvaluatedKey, out.ScannedCount
-	}
-	d.Scanned = scanned
+	d.Ran, d.Scanned, d.Page = true, scanned, len(cur.Keys)+1
 	keys := d.T.KeyNames()
+	if d.View == "grid" {
+		d.Grid = newGrid(items, keyColumns(d.T, d.Index), keys)
+	}
 	for _, it := range items {
+		if d.View == "grid" {
+			break
+		}
 		k := Item{}
 		var shown []string
 		for _, n := range keys {
@@ -437,20 +481,14 @@ func (a *Area) runQuery(ctx context.Context, d *tableData) error {
 				shown = append(shown, n+" = "+scalarText(v))
 			}
 		}
-		plain := map[string]any{}
-		for n, v := range itemPlain(it) {
-			plain[n] = v
-		}
-		d.Items = append(d.Items, shownItem{Key: shown, Plain: pretty(plain), DDB: pretty(itemDDBJSON(it)), Ref: encodeKey(k)})
+		d.Items = append(d.Items, shownItem{Key: shown, Plain: pretty(itemPlain(it)), DDB: pretty(itemDDBJSON(it)), Ref: encodeKey(k)})
 	}
 	if len(last) > 0 {
-		next := url.Values{}
-		for k, v := range q {
-			next[k] = v
-		}
-		next.Set("start", encodeKey(last))
-		next.Del("msg")
-		d.Next = template.URL("?" + next.Encode())
+		d.Next = queryLink(q, "cur", a.sign(cur.next(last)))
+	}
+	if len(cur.Keys) > 0 {
+		d.Prev = queryLink(q, "cur", a.sign(cur.prev()))
+		d.First = queryLink(q, "cur", "")
 	}
 	return nil
 }
@@ -470,7 +508,8 @@ type itemData struct {
 }
 
 func (a *Area) itemForm(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
+	s, ok := a.k.Require(w, r, "operator")
+	if !ok {
 		return
 	}
 	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
@@ -506,7 +545,12 @@ func (a *Area) itemForm(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Text = pretty(skel)
 	}
-	a.k.Render(w, r, http.StatusOK, "item", d)
+	status := http.StatusOK
+	// A refused save comes back here by a redirect: its message and text.
+	if f, ok := a.flashes.get(a.k.Now(), s.Subject, r.URL.Query().Get("flash")); ok {
+		d.Text, d.Format, d.Error, d.Msg, status = f.Form.Get("item"), f.Form.Get("format"), f.Error, "", http.StatusBadRequest
+	}
+	a.k.Render(w, r, status, "item", d)
 }
 
 func (a *Area) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
@@ -519,7 +563,8 @@ func (a *Area) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (a *Area) putItem(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
+	s, ok := a.k.Require(w, r, "operator")
+	if !ok {
 		return
 	}
 	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
@@ -543,8 +588,10 @@ func (a *Area) putItem(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		d.Error = err.Error()
-		a.k.Render(w, r, http.StatusBadRequest, "item", d)
+		// Shown by the GET the redirect leads to, so Back and reload never
+		// post again.
+		id := a.flashes.put(a.k.Now(), s.Subject, err.Error(), url.Values{"item": {d.Text}, "format": {d.Format}})
+		http.Redirect(w, r, "/console/explorer/t/"+url.PathEscape(ti.Name)+"/item?"+url.Values{"key": {d.Ref}, "flash": {id}}.Encode(), http.StatusSeeOther)
 		return
 	}
 	k := Item{}
@@ -566,10 +613,7 @@ func (a *Area) deleteItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		a.k.Confirm(w, r, console.Confirm{Title: "Delete this item?",
-			Message: "The item " + compact(itemPlain(k)) + " will be deleted from " + name + ". This cannot be undone.",
-			Action:  r.URL.Path, Fields: map[string]string{"key": ref},
-			Back: "/console/explorer/t/" + url.PathEscape(name) + "/item?key=" + url.QueryEscape(ref)})
+		http.Redirect(w, r, r.URL.Path+"?"+url.Values{"key": {ref}}.Encode(), http.StatusSeeOther)
 		return
 	}
 	if _, err := a.db.DeleteItem(r.Context(), &dynamodb.DeleteItemInput{TableName: aws.String(name), Key: k}); err != nil {

@@ -1,7 +1,8 @@
 // quarry console: the only script. Forms marked data-confirm ask before
 // they are sent and then skip the server's confirmation page; elements
-// marked data-refresh reload the page every N seconds while it is visible.
-// Everything works without it.
+// marked data-refresh reload the page every N seconds while it is visible;
+// a checkbox marked data-select-all (hidden until this script shows it)
+// ticks every box of its table's body. Everything works without it.
 "use strict";
 document.addEventListener("submit", function (e) {
   var f = e.target;
@@ -22,4 +23,12 @@ document.addEventListener("DOMContentLoaded", function () {
   setInterval(function () {
     if (document.visibilityState === "visible" && !document.querySelector("form:focus-within")) location.reload();
   }, s * 1000);
+});
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("input[data-select-all]").forEach(function (all) {
+    all.hidden = false;
+    all.addEventListener("change", function () {
+      all.closest("table").querySelectorAll("tbody input[type=checkbox]").forEach(function (c) { c.checked = all.checked; });
+    });
+  });
 });

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,9 +104,9 @@ func (q *quarryProc) exited() bool {
 }
 
 // asQuarryEnv, set to 1, makes the test binary run quarry's main instead
-// of the tests (see TestMain): the crash test's quarry processes are this
-// binary, so that it needs no separate build of quarry (14 s, and a second
-// compilation of every dependency on a machine without a build cache).
+// of the tests (see TestMain): without the race detector the tests'
+// quarry processes are this binary, so that they need no separate build
+// of quarry.
 const asQuarryEnv = "QUARRY_TEST_AS_QUARRY"
 
 func TestMain(m *testing.M) {
@@ -116,18 +117,59 @@ func TestMain(m *testing.M) {
 	for k, v := range testAWSEnv {
 		os.Setenv(k, v)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if childBuild.dir != "" {
+		os.RemoveAll(childBuild.dir)
+	}
+	os.Exit(code)
 }
 
-// quarryBinary returns the program to run as quarry: this test binary,
-// run through quarryCommand.
+// childBuild is the quarry program the tests run as child processes when
+// the test binary has the race detector: built once per test binary.
+var childBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// quarryBinary returns the program to run as quarry (through
+// quarryCommand). Without the race detector that is this test binary.
+// With it, that is quarry built once without it: the children (the
+// cluster tests' nodes, the crash test's server) are black boxes to the
+// tests, which assert what they answer and record, and instrumented they
+// cost several times the CPU of the tests' own code on a 2-core machine.
 func quarryBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	if !raceEnabled {
+		bin, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bin
 	}
-	return bin
+	childBuild.once.Do(func() {
+		childBuild.dir, childBuild.err = os.MkdirTemp("", "quarry-test-bin-")
+		if childBuild.err != nil {
+			return
+		}
+		childBuild.bin = filepath.Join(childBuild.dir, "quarry")
+		// go test puts its Go's bin directory first in the PATH.
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-o", childBuild.bin, ".")
+		// -race in GOFLAGS would instrument the children again.
+		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.Join(slices.DeleteFunc(strings.Fields(os.Getenv("GOFLAGS")), func(f string) bool {
+			return f == "-race" || f == "--race" || f == "-race=true"
+		}), " "))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			childBuild.err = fmt.Errorf("go build ./cmd/quarry without -race: %w\n%s", err, out)
+			return
+		}
+		t.Logf("quarry for the tests' child processes built without -race in %s", time.Since(start).Round(time.Millisecond))
+	})
+	if childBuild.err != nil {
+		t.Fatal(childBuild.err)
+	}
+	return childBuild.bin
 }
 
 // quarryCommand is exec.Command for quarry (bin from quarryBinary) with args.

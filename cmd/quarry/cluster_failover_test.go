@@ -102,15 +102,26 @@ func TestClusterProcsFailover(t *testing.T) {
 		}
 		ids[i] = c.ID
 	}
-	waitForLong(t, 2*time.Minute, "two recorded runs of every check", func() bool {
-		runs := recordedRuns(t, d, ids)
-		for _, id := range ids {
-			if len(runs[id]) < 2 {
-				return false
+	// The waits read the target's requests (in memory); the assertions,
+	// the run history in the store.
+	ranAfter := func(after time.Time, n int) func() bool {
+		return func() bool {
+			snap := targets.snapshot()
+			for _, runs := range snap {
+				k := 0
+				for _, at := range runs {
+					if at.After(after) {
+						k++
+					}
+				}
+				if k < n {
+					return false
+				}
 			}
+			return len(snap) == checks
 		}
-		return true
-	})
+	}
+	waitForLong(t, 2*time.Minute, "two runs of every check", ranAfter(time.Time{}, 2))
 
 	// node-c stops at a moment it holds leases: its runs in flight and
 	// those it claimed ahead. Stopped, it renews nothing, as if dead; the
@@ -134,25 +145,9 @@ func TestClusterProcsFailover(t *testing.T) {
 	kill(t, victim)
 	t.Logf("node-c died holding the leases of %d checks", len(held))
 
-	// Every check runs again, recorded by a survivor, within the bound;
-	// then once more, so that a period run twice would show.
-	ranAfter := func(after time.Time, n int) func() bool {
-		return func() bool {
-			runs := recordedRuns(t, d, ids)
-			for _, id := range ids {
-				k := 0
-				for _, at := range runs[id] {
-					if !at.Before(after) {
-						k++
-					}
-				}
-				if k < n {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	// Every check runs again on a survivor, then once more, so that a
+	// period run twice would show; the survivors stop (SIGTERM: their
+	// runs in flight record themselves) before the history is read.
 	waitForLong(t, 2*time.Minute, "two runs of every check after node-c died", ranAfter(diedAt, 2))
 	for _, q := range nodes[:2] {
 		if err := q.cmd.Process.Signal(syscall.SIGTERM); err != nil {

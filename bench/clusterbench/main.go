@@ -8,7 +8,11 @@
 //     lateness: the target records each check's requests, and a run's
 //     lateness is its delay beyond the check's period, counted from the
 //     check's least-late run in the window (the scheduler's due times are
-//     a period apart).
+//     a period apart), and the store requests per run: the growth of the
+//     store's quarry_ddb_requests_total (its /metrics, every operation)
+//     over the window, divided by the runs in it. With -kill, the
+//     failover is the longest a check waited, after the node's SIGKILL,
+//     for its next run.
 //
 //   - EECAR: -parts parts registered through node 1, then, for -duration,
 //     -searchers clients searching node 1 while -write-rate parts a second
@@ -116,14 +120,18 @@ func main() {
 		if c.kill {
 			b.WriteString("With -kill: the last node is SIGKILLed a third into the window; the worst gap is the longest a check waited beyond its period (the failover).\n\n")
 		}
-		b.WriteString("| nodes | offered runs/s | runs/s | missed | lateness p50 | p99 | max | worst gap beyond the period |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| nodes | offered runs/s | runs/s | missed | store requests/run | lateness p50 | p99 | max | worst gap beyond the period | failover |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range c.nodes {
 			r, err := benchChecks(c, n)
 			if err != nil {
 				fatal(fmt.Errorf("checks on %d nodes: %w", n, err))
 			}
-			fmt.Fprintf(&b, "| %d | %.1f | %.1f | %d | %s | %s | %s | %s |\n", n, float64(c.checks)/c.interval.Seconds(), r.rate, r.missed,
-				ms(r.p50), ms(r.p99), ms(r.max), ms(r.worstGap))
+			failover := "–"
+			if r.killed {
+				failover = ms(r.failover)
+			}
+			fmt.Fprintf(&b, "| %d | %.1f | %.1f | %d | %.2f | %s | %s | %s | %s | %s |\n", n, float64(c.checks)/c.interval.Seconds(), r.rate, r.missed,
+				r.requestsPerRun, ms(r.p50), ms(r.p99), ms(r.max), ms(r.worstGap), failover)
 			fmt.Fprint(os.Stderr, b.String())
 		}
 	}
@@ -349,8 +357,53 @@ type checksResult struct {
 	missed        int
 	p50, p99, max time.Duration
 	// worstGap is the longest time between two runs of a check in the
-	// window beyond its period (with -kill: the failover).
+	// window beyond its period.
 	worstGap time.Duration
+	// requestsPerRun is the store's requests in the window per run.
+	requestsPerRun float64
+	// killed: a node was SIGKILLed in the window; failover is the longest
+	// a check waited, from the kill, for its next run.
+	killed   bool
+	failover time.Duration
+}
+
+// storeRequests is the sum of the store's quarry_ddb_requests_total over
+// every operation, read from its /metrics.
+func storeRequests(addr string) (float64, error) {
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("store metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("store metrics: %s", resp.Status)
+	}
+	var sum float64
+	found := false
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "quarry_ddb_requests_total{")
+		if !ok {
+			continue
+		}
+		_, v, ok := strings.Cut(line, "} ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, fmt.Errorf("store metrics: %q: %w", sc.Text(), err)
+		}
+		sum += f
+		found = true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("store metrics: %w", err)
+	}
+	if !found {
+		return 0, errors.New("store metrics: no quarry_ddb_requests_total")
+	}
+	return sum, nil
 }
 
 func benchChecks(c config, n int) (checksResult, error) {
@@ -398,20 +451,30 @@ func benchChecks(c config, n int) (checksResult, error) {
 	}
 	// Warm-up: first runs are spread over the first period.
 	time.Sleep(c.interval + time.Second)
+	reqFrom, err := storeRequests(cl.store)
+	if err != nil {
+		return checksResult{}, err
+	}
 	from := time.Now()
+	var killedAt time.Time
 	if c.kill && n > 1 {
 		time.Sleep(c.duration / 3)
 		// procs[0] is the store; the last is node n.
 		_ = cl.procs[len(cl.procs)-1].Process.Kill()
+		killedAt = time.Now()
 		time.Sleep(c.duration - c.duration/3)
 	} else {
 		time.Sleep(c.duration)
 	}
 	to := time.Now()
+	reqTo, err := storeRequests(cl.store)
+	if err != nil {
+		return checksResult{}, err
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var late []time.Duration
-	var worstGap time.Duration
+	var worstGap, failover time.Duration
 	total, missed := 0, 0
 	for _, rs := range runs {
 		var in []time.Time
@@ -419,6 +482,18 @@ func benchChecks(c config, n int) (checksResult, error) {
 			if !t.Before(from) && t.Before(to) {
 				in = append(in, t)
 			}
+		}
+		if !killedAt.IsZero() {
+			// A request the dead node sent just before the kill may
+			// arrive just after it: runs from 100 ms on count.
+			wait := to.Sub(killedAt)
+			for _, t := range in {
+				if t.After(killedAt.Add(100 * time.Millisecond)) {
+					wait = t.Sub(killedAt)
+					break
+				}
+			}
+			failover = max(failover, wait)
 		}
 		total += len(in)
 		for j := 1; j < len(in); j++ {
@@ -450,6 +525,7 @@ func benchChecks(c config, n int) (checksResult, error) {
 		return checksResult{}, errors.New("no run in the window")
 	}
 	return checksResult{rate: float64(total) / to.Sub(from).Seconds(), missed: missed, worstGap: worstGap,
+		requestsPerRun: (reqTo - reqFrom) / float64(total), killed: !killedAt.IsZero(), failover: failover,
 		p50: report.Percentile(late, 50), p99: report.Percentile(late, 99), max: report.Percentile(late, 100)}, nil
 }
 

@@ -35,9 +35,9 @@ import (
 	"github.com/quarrydb/quarry/internal/testenv"
 )
 
-// The cluster tests on processes: three real `quarry serve` processes (this
-// test binary run as quarry, see TestMain) on one shared `quarry ddb serve
-// --credentials`, so that a node can be killed with SIGKILL.
+// The cluster tests on processes: three real `quarry serve` processes
+// (quarryBinary) on one shared `quarry ddb serve --credentials`, so that a
+// node can be killed with SIGKILL.
 
 // startProcNode runs `quarry serve` as a child process on the shared
 // store, with its own data directory, and waits until /healthz answers

@@ -242,8 +242,9 @@ func runTour(t *testing.T, doc string, minBlocks, minShown int) {
 	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// bin/quarry is this test binary, which runs quarry's main when
-	// asQuarryEnv is set (see TestMain): no second build of quarry.
+	// bin/quarry is the tests' quarry (quarryBinary): this test binary,
+	// which runs quarry's main when asQuarryEnv is set (see TestMain), or
+	// under -race quarry built without it.
 	if err := os.Symlink(quarryBinary(t), filepath.Join(work, "bin", "quarry")); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,9 +104,9 @@ func (q *quarryProc) exited() bool {
 }
 
 // asQuarryEnv, set to 1, makes the test binary run quarry's main instead
-// of the tests (see TestMain): the crash test's quarry processes are this
-// binary, so that it needs no separate build of quarry (14 s, and a second
-// compilation of every dependency on a machine without a build cache).
+// of the tests (see TestMain): without the race detector the tests'
+// quarry processes are this binary, so that they need no separate build
+// of quarry.
 const asQuarryEnv = "QUARRY_TEST_AS_QUARRY"
 
 func TestMain(m *testing.M) {
@@ -116,18 +117,85 @@ func TestMain(m *testing.M) {
 	for k, v := range testAWSEnv {
 		os.Setenv(k, v)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if childBuild.dir != "" {
+		os.RemoveAll(childBuild.dir)
+	}
+	os.Exit(code)
 }
 
-// quarryBinary returns the program to run as quarry: this test binary,
-// run through quarryCommand.
+// childBuild is the quarry program the tests run as child processes when
+// the test binary has the race detector: chosen, and built, once per test
+// binary.
+var childBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// maxChildCompiles is how many packages quarryBinary compiles, at most,
+// for a build of quarry without the race detector. From a cold build
+// cache that build compiles all of quarry's some 600 packages a second
+// time (349 s of CPU measured on the 2-core test machine), more than the
+// race detector costs the children (about 50 s for the cluster tests);
+// with the packages cached it only compiles what changed, and links.
+const maxChildCompiles = 40
+
+// quarryBinary returns the program to run as quarry (through
+// quarryCommand). Without the race detector that is this test binary.
+// With it, that is quarry built once without it, when the build cache
+// holds all but maxChildCompiles of its packages: the children (the
+// cluster tests' nodes, the crash test's server, the README tour's
+// quarry) are black boxes to the tests, which assert what they answer and
+// record, and instrumented they cost several times the CPU of the tests'
+// own code on a 2-core machine. Otherwise it is this test binary.
 func quarryBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := os.Executable()
+	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bin
+	if !raceEnabled {
+		return self
+	}
+	childBuild.once.Do(func() {
+		childBuild.dir, childBuild.err = os.MkdirTemp("", "quarry-test-bin-")
+		if childBuild.err != nil {
+			return
+		}
+		bin := filepath.Join(childBuild.dir, "quarry")
+		// go test puts its Go's bin directory first in the PATH; -race in
+		// GOFLAGS would instrument the children again.
+		goBuild := func(args ...string) *exec.Cmd {
+			cmd := exec.Command("go", append([]string{"build", "-o", bin}, append(args, ".")...)...)
+			cmd.Env = append(os.Environ(), "GOFLAGS="+strings.Join(slices.DeleteFunc(strings.Fields(os.Getenv("GOFLAGS")), func(f string) bool {
+				return f == "-race" || f == "--race" || f == "-race=true"
+			}), " "))
+			return cmd
+		}
+		// -n lists the compilations the build cache cannot spare.
+		plan, err := goBuild("-n").CombinedOutput()
+		if err != nil {
+			childBuild.err = fmt.Errorf("go build -n ./cmd/quarry without -race: %w\n%s", err, plan)
+			return
+		}
+		if n := strings.Count(string(plan), "/compile "); n > maxChildCompiles {
+			t.Logf("quarry's child processes run this race-detector test binary: a build without -race would compile %d packages", n)
+			childBuild.bin = self
+			return
+		}
+		start := time.Now()
+		if out, err := goBuild().CombinedOutput(); err != nil {
+			childBuild.err = fmt.Errorf("go build ./cmd/quarry without -race: %w\n%s", err, out)
+			return
+		}
+		childBuild.bin = bin
+		t.Logf("quarry for the tests' child processes built without -race in %s", time.Since(start).Round(time.Millisecond))
+	})
+	if childBuild.err != nil {
+		t.Fatal(childBuild.err)
+	}
+	return childBuild.bin
 }
 
 // quarryCommand is exec.Command for quarry (bin from quarryBinary) with args.

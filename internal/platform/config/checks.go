@@ -45,7 +45,7 @@ func (k *Checks) fields() []field {
 	return group(GroupChecks, []field{
 		{flag: "checks-table-prefix", usage: "prefix of Checks' USER and CHECK tables", str: &k.TablePrefix},
 		{flag: "checks-min-interval", usage: "shortest period (delayMs) a check may have", dur: &k.MinInterval},
-		{flag: "checks-run-timeout", usage: "bound of one run of a check (its process renews the run's 10 s lease meanwhile; the checks of a process that dies are taken over within about 10 s)", dur: &k.RunTimeout},
+		{flag: "checks-run-timeout", usage: "bound of one run of a check (its process renews the run's 8 s lease meanwhile; the checks of a process that dies are taken over within 10 s)", dur: &k.RunTimeout},
 		{flag: "checks-retention", usage: "how long each run stays in a check's history (0: none)", dur: &k.Retention},
 		{flag: "checks-max-inflight", usage: "most runs in flight in this process; the due checks it has no room for are run by the other processes sharing the store", num: &k.MaxInflight},
 		{flag: "checks-free-limit", usage: "checkLimit of the FREE tier", num: &k.FreeLimit},

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -50,41 +49,27 @@ func toExtensionJSON(e extensions.Extension) extensionJSON {
 func (h *Handler) createExtension(w http.ResponseWriter, r *http.Request) {
 	pr, _ := auth.PrincipalFrom(r.Context())
 	maxZip := h.opts.Extensions.MaxZipBytes()
-	r.Body = http.MaxBytesReader(w, r.Body, maxZip+multipartOverhead)
-	mr, err := r.MultipartReader()
+	part, err := filePart(w, r, maxZip, "the extension's zip archive")
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "The body must be multipart/form-data with the extension's zip archive in a part named \"file\"")
+		h.extensionError(w, r, err, maxZip)
 		return
 	}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			writeError(w, http.StatusBadRequest, "No part named \"file\" in the multipart body")
-			return
-		}
-		if err != nil {
-			h.extensionError(w, r, err, maxZip)
-			return
-		}
-		if part.FormName() != "file" {
-			_ = part.Close()
-			continue
-		}
-		name := part.FileName()
-		if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-			name = name[i+1:]
-		}
-		if len(name) > 255 {
-			name = name[:255]
-		}
-		e, err := h.opts.Extensions.Create(r.Context(), pr.ProjectID, name, part)
-		if err != nil {
-			h.extensionError(w, r, err, maxZip)
-			return
-		}
-		writeJSON(w, http.StatusCreated, toExtensionJSON(e))
+	if part == nil {
 		return
 	}
+	name := part.FileName()
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	if len(name) > 255 {
+		name = name[:255]
+	}
+	e, err := h.opts.Extensions.Create(r.Context(), pr.ProjectID, name, part)
+	if err != nil {
+		h.extensionError(w, r, err, maxZip)
+		return
+	}
+	writeJSON(w, http.StatusCreated, toExtensionJSON(e))
 }
 
 // extensionError answers a refused upload: 400 with what to fix for an

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
@@ -37,37 +38,51 @@ func (h *Handler) uploadFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maxFile := h.opts.Sessions.UploadMaxBytes()
-	r.Body = http.MaxBytesReader(w, r.Body, maxFile+multipartOverhead)
+	part, err := filePart(w, r, maxFile, "the file")
+	if err != nil {
+		h.uploadError(w, r, err, maxFile)
+		return
+	}
+	if part == nil {
+		return
+	}
+	if part.FileName() == "" {
+		writeError(w, http.StatusBadRequest, "The part \"file\" has no file name")
+		return
+	}
+	name, size, err := h.opts.Sessions.Upload(r.Context(), pr, id, part.FileName(), part)
+	if err != nil {
+		h.uploadError(w, r, err, maxFile)
+		return
+	}
+	writeJSON(w, http.StatusOK, uploadJSON{Message: "File uploaded successfully", Path: cdp.BrowserbaseUploadDir + "/" + name, Name: name, Size: size})
+}
+
+// filePart returns the part named "file" of r's multipart body, the body
+// cut at max bytes plus the multipart overhead; what names the file in
+// the refusals ("the file", "the extension's zip archive"). A body that
+// is not multipart, or has no such part, is answered 400 here (nil, nil);
+// a read error is returned for the caller to answer.
+func filePart(w http.ResponseWriter, r *http.Request, max int64, what string) (*multipart.Part, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, max+multipartOverhead)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "The body must be multipart/form-data with the file in a part named \"file\"")
-		return
+		writeError(w, http.StatusBadRequest, "The body must be multipart/form-data with "+what+" in a part named \"file\"")
+		return nil, nil
 	}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			writeError(w, http.StatusBadRequest, "No part named \"file\" in the multipart body")
-			return
+			return nil, nil
 		}
 		if err != nil {
-			h.uploadError(w, r, err, maxFile)
-			return
+			return nil, err
 		}
-		if part.FormName() != "file" {
-			_ = part.Close()
-			continue
+		if part.FormName() == "file" {
+			return part, nil
 		}
-		if part.FileName() == "" {
-			writeError(w, http.StatusBadRequest, "The part \"file\" has no file name")
-			return
-		}
-		name, size, err := h.opts.Sessions.Upload(r.Context(), pr, id, part.FileName(), part)
-		if err != nil {
-			h.uploadError(w, r, err, maxFile)
-			return
-		}
-		writeJSON(w, http.StatusOK, uploadJSON{Message: "File uploaded successfully", Path: cdp.BrowserbaseUploadDir + "/" + name, Name: name, Size: size})
-		return
+		_ = part.Close()
 	}
 }
 

@@ -1,6 +1,9 @@
 // quarry console: the only script. Forms marked data-confirm ask before
 // they are sent and then skip the server's confirmation page; elements
-// marked data-refresh reload the page every N seconds while it is visible.
+// marked data-refresh reload the page every N seconds while it is visible;
+// a select marked data-type-select shows only its form's fieldsets whose
+// data-for-type is the selected type; an empty input marked data-timezone
+// is filled with the browser's time zone.
 // Everything works without it.
 "use strict";
 document.addEventListener("submit", function (e) {
@@ -22,4 +25,19 @@ document.addEventListener("DOMContentLoaded", function () {
   setInterval(function () {
     if (document.visibilityState === "visible" && !document.querySelector("form:focus-within")) location.reload();
   }, s * 1000);
+});
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("select[data-type-select]").forEach(function (sel) {
+    var show = function () {
+      sel.form.querySelectorAll("fieldset[data-for-type]").forEach(function (fs) {
+        fs.hidden = fs.getAttribute("data-for-type") !== sel.value;
+      });
+    };
+    sel.addEventListener("change", show);
+    show();
+  });
+  document.querySelectorAll("input[data-timezone]").forEach(function (el) {
+    if (el.value) return;
+    try { el.value = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { /* keep it empty */ }
+  });
 });

@@ -215,6 +215,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/status/{token}", a.statusPublic)
 	m.HandleFunc("GET /console/status/{token}/badge/{checkId}/{kind}", a.statusBadgePublic)
 	a.mountChannels(m)
+	a.mountMaintenance(m)
 	return nil
 }
 

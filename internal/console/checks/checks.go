@@ -216,6 +216,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/status/{token}/badge/{checkId}/{kind}", a.statusBadgePublic)
 	a.mountChannels(m)
 	a.mountMaintenance(m)
+	a.mountIncidents(m)
 	return nil
 }
 

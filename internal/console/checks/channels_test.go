@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -43,7 +44,8 @@ func TestChannelsPage(t *testing.T) {
 	}
 	id := chs[0].ID
 	code, body = post("/console/checks/channels/"+id+"/test", url.Values{"csrf": {csrf}})
-	if code != 200 || !strings.Contains(body, "Test message delivered.") || hits.Load() != 1 || !strings.Contains(body, "delivered") {
+	if code != 200 || !strings.Contains(body, "Test message delivered.") || hits.Load() != 1 || !strings.Contains(body, "delivered") ||
+		!regexp.MustCompile(`<td class="delivery"><span class="status up">delivered</span><br><small><time datetime="[^"]+" title="[^"]+ UTC">just now</time>`).MatchString(body) {
 		t.Fatalf("test = %d (%d hits): %s", code, hits.Load(), body)
 	}
 	if code, _ := post("/console/checks/channels/"+id+"/delete", url.Values{"confirm": {"yes"}}); code != http.StatusForbidden {

@@ -67,7 +67,11 @@ func TestIncidentsPage(t *testing.T) {
 	if i, j := strings.Index(body, "The processor times out."), strings.Index(body, "Card payments fail."); i < 0 || j < 0 || i > j {
 		t.Errorf("the timeline is not newest first:\n%s", body)
 	}
-	if p := public(); !strings.Contains(p, "The processor times out.") || !strings.Contains(p, ">identified<") {
+	// Times are relative, the absolute time on hover.
+	if !regexp.MustCompile(`opened <time datetime="[^"]+Z" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC">just now</time>`).MatchString(body) {
+		t.Errorf("the incident's time is not relative with the absolute time on hover:\n%s", body)
+	}
+	if p := public(); !strings.Contains(p, "The processor times out.") || !strings.Contains(p, ">identified<") || !strings.Contains(p, `UTC">just now</time>`) {
 		t.Errorf("the status page lacks the update:\n%s", p)
 	}
 

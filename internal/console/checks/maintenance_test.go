@@ -138,7 +138,8 @@ func TestMaintenancePage(t *testing.T) {
 	}
 	code, body := tc.post("/console/checks/maintenance", form("name", "db upgrade", "timezone", "Europe/Paris", "kind", "once",
 		"start", local(-time.Hour), "end", local(time.Hour), "scope", "tags", "tags", "db"))
-	if code != 200 || !strings.Contains(body, "Maintenance window created.") || !strings.Contains(body, "db upgrade") || !strings.Contains(body, "in force") {
+	if code != 200 || !strings.Contains(body, "Maintenance window created.") || !strings.Contains(body, "db upgrade") || !strings.Contains(body, "in force") ||
+		!strings.Contains(body, ` UTC">1 h ago</time> – <time datetime=`) {
 		t.Fatalf("create = %d\n%s", code, body)
 	}
 	code, body = tc.post("/console/checks/maintenance", form("name", "backups", "timezone", "Europe/Paris", "kind", "weekly",

@@ -734,6 +734,9 @@ type checkData struct {
 	Paged bool   // not the first page
 	Error string
 	Msg   string
+	// Alerts are the check's channels that still exist; none: it alerts
+	// the user's defaults.
+	Alerts []Channel
 }
 
 // historyPage is the check page's history page size.
@@ -774,6 +777,16 @@ func (a *Area) checkPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := checkData{Row: row, Paged: before != "", Msg: checkMessage(r), Error: r.URL.Query().Get("error")}
+	chs, err := a.formChannels(r.Context(), ss.Subject)
+	if err != nil {
+		a.k.Failure(w, r, err)
+		return
+	}
+	for _, c := range chs {
+		if slices.Contains(ck.Channels, c.ID) {
+			d.Alerts = append(d.Alerts, c)
+		}
+	}
 	if len(runs) > historyPage {
 		runs = runs[:historyPage]
 		d.Next = runs[historyPage-1].Key

@@ -76,6 +76,10 @@ func TestCheckFormTypes(t *testing.T) {
 			t.Fatalf("create %s = %d\n%s", c.name, code, body)
 		}
 		got := created(c.name)
+		if page := tc.page("/console/checks/" + got.ID); (len(c.channels) > 0) != strings.Contains(page, `<dd id="alert-channels">phone <small>(ntfy)</small></dd>`) ||
+			(len(c.channels) == 0) != strings.Contains(page, "your default channels and alert targets") {
+			t.Errorf("%s: the check's page says where alerts go wrong", c.name)
+		}
 		if got.Type != c.typ || !reflect.DeepEqual(got.Attributes, c.attrs) || !slices.Equal(got.Channels, c.channels) {
 			t.Errorf("%s: %s %#v channels %v, want %s %#v %v", c.name, got.Type, got.Attributes, got.Channels, c.typ, c.attrs, c.channels)
 		}

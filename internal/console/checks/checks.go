@@ -5,8 +5,10 @@
 // paginated run history; create (the form at the top of the dashboard),
 // edit, clone, pause, resume, run now and delete, and pause, resume and
 // delete in bulk; search and filters (tag, state, text); the
-// alert targets, with the Checks API's own validation messages; and the
-// user's public status page (status.go) and its badges (badge.go).
+// alert targets, with the Checks API's own validation messages; the
+// notification channels (channels.go), maintenance windows
+// (maintenance.go) and incidents (incidents.go); and the user's public
+// status page (status.go) and its badges (badge.go).
 // Backend is Checks as the pages see it; Adapt makes one of Checks'
 // store and API.
 package checks

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,12 @@ func TestCheckFormTypes(t *testing.T) {
 	}
 	if page := tc.page("/console/checks/"); !strings.Contains(page, `name="channel" value="`+ch.ID+`"`) || strings.Contains(page, theirs.ID) {
 		t.Fatalf("the create form's channels:\n%s", page)
+	}
+	// Without JavaScript every type's fields are there, none hidden.
+	for _, id := range []string{"fs-availability", "fs-tls", "fs-dns", "fs-ebay", "fs-channels"} {
+		if m := regexp.MustCompile(`<fieldset[^>]*id="` + id + `"[^>]*>`).FindString(tc.page("/console/checks/")); m == "" || strings.Contains(m, "hidden") {
+			t.Errorf("the create form's %s: %q, want it shown", id, m)
+		}
 	}
 	form := func(kv ...string) url.Values {
 		f := url.Values{"csrf": {csrf}, "delay": {"60"}}

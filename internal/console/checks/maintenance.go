@@ -57,8 +57,11 @@ func (a *Area) mountMaintenance(m *http.ServeMux) {
 // windowRow is a window with what it covers in words.
 type windowRow struct {
 	Window
-	When  string   // a weekly window's recurrence in words
-	Scope string   // "all checks", or the tags
+	When  string // a weekly window's recurrence in words
+	Scope string // "all checks", or the tags
+	// Ended is whether a one-off window is over (it stays listed until
+	// deleted).
+	Ended bool
 	Names []string // the names of the checks it names
 }
 
@@ -112,7 +115,7 @@ func (a *Area) renderMaintenance(w http.ResponseWriter, r *http.Request, status 
 		names[c.ID] = c.Name
 	}
 	for _, w := range ws {
-		row := windowRow{Window: w, Scope: "all checks"}
+		row := windowRow{Window: w, Scope: "all checks", Ended: w.Weekly == nil && !w.End.After(a.k.Now())}
 		if wk := w.Weekly; wk != nil {
 			row.When = fmt.Sprintf("every %s at %s for %d min (%s)", wk.Day, wk.Start, wk.DurationMinutes, cmpOr(wk.Timezone, "UTC"))
 		}

@@ -147,6 +147,22 @@ func TestMaintenancePage(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "every sat at 03:30 for 45 min (Europe/Paris)") || !strings.Contains(body, "website") {
 		t.Fatalf("create weekly = %d\n%s", code, body)
 	}
+	// A one-off window that is over stays listed, marked ended.
+	past, err := tc.st.CreateMaintenance(ctx, tc.userID, checksstore.Maintenance{Name: "last week's move",
+		Start: now.Add(-3 * time.Hour).Format(time.RFC3339), End: now.Add(-2 * time.Hour).Format(time.RFC3339)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := tc.page("/console/checks/maintenance")
+	if row, _, _ := strings.Cut(page[strings.Index(page, `id="window-`+past.ID+`"`):], "</tr>"); !strings.Contains(row, `class="ended">ended<`) {
+		t.Errorf("the ended window's row: %s", row)
+	}
+	if strings.Count(page, `class="ended"`) != 1 {
+		t.Errorf("want only the past window marked ended:\n%s", page)
+	}
+	if err := tc.st.DeleteMaintenance(ctx, tc.userID, past.ID); err != nil {
+		t.Fatal(err)
+	}
 	ws, err := tc.st.ListMaintenance(ctx, tc.userID)
 	if err != nil || len(ws) != 2 {
 		t.Fatalf("stored windows %v, %v", ws, err)

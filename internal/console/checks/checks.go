@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/quarrydb/quarry/internal/checks/probe"
 	"github.com/quarrydb/quarry/internal/console"
 )
 
@@ -529,8 +530,8 @@ func inputOf(f url.Values) (in CheckInput, msg string) {
 	case "TLS":
 		if d := strings.TrimSpace(f.Get("daysBeforeExpiry")); d != "" {
 			n, err := strconv.Atoi(d)
-			if err != nil {
-				return in, fmt.Sprintf("Days before expiry must be a whole number of days, not %q.", d)
+			if err != nil || n < 0 || n > probe.MaxDaysBeforeExpiry {
+				return in, fmt.Sprintf("Days before expiry must be a whole number of days from 0 to %d, not %q.", probe.MaxDaysBeforeExpiry, d)
 			}
 			in.DaysBeforeExpiry = &n
 		}
@@ -547,8 +548,8 @@ func inputOf(f url.Values) (in CheckInput, msg string) {
 		}
 		in.Body = f.Get("body")
 		if ms := strings.TrimSpace(f.Get("maxResponseMs")); ms != "" {
-			if in.MaxResponseMs, err = strconv.ParseInt(ms, 10, 64); err != nil {
-				return in, fmt.Sprintf("The maximum response time must be a whole number of milliseconds, not %q.", ms)
+			if in.MaxResponseMs, err = strconv.ParseInt(ms, 10, 64); err != nil || in.MaxResponseMs < 1 || in.MaxResponseMs > probe.MaxResponseMs {
+				return in, fmt.Sprintf("The maximum response time must be a whole number of milliseconds from 1 to %d, not %q.", probe.MaxResponseMs, ms)
 			}
 		}
 		in.JSONPath = strings.TrimSpace(f.Get("jsonPath"))

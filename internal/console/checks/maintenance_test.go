@@ -142,9 +142,11 @@ func TestMaintenancePage(t *testing.T) {
 		!strings.Contains(body, ` UTC">1 h ago</time> – <time datetime=`) {
 		t.Fatalf("create = %d\n%s", code, body)
 	}
+	// The weekly window falls three days from today, never now.
+	day := checksstore.Weekdays[(int(now.In(paris).Weekday())+3)%7]
 	code, body = tc.post("/console/checks/maintenance", form("name", "backups", "timezone", "Europe/Paris", "kind", "weekly",
-		"day", "sat", "weeklyStart", "03:30", "duration", "45", "scope", "checks", "check", webID))
-	if code != 200 || !strings.Contains(body, "every sat at 03:30 for 45 min (Europe/Paris)") || !strings.Contains(body, "website") {
+		"day", day, "weeklyStart", "03:30", "duration", "45", "scope", "checks", "check", webID))
+	if code != 200 || !strings.Contains(body, "every "+day+" at 03:30 for 45 min (Europe/Paris)") || !strings.Contains(body, "website") {
 		t.Fatalf("create weekly = %d\n%s", code, body)
 	}
 	// A one-off window that is over stays listed, marked ended.
@@ -181,6 +183,17 @@ func TestMaintenancePage(t *testing.T) {
 	}
 	if page := tc.page("/console/checks/" + dbID); !strings.Contains(page, ">maintenance</span>") {
 		t.Error("the database's page does not show maintenance")
+	}
+	// A paused check does not run: a window does not make it maintenance
+	// (as on the public status page).
+	if code, _ := tc.post("/console/checks/"+dbID+"/pause", form()); code != 200 {
+		t.Fatalf("pause = %d", code)
+	}
+	if row := rowOf(tc.page("/console/checks/"), dbID); !strings.Contains(row, "PAUSED") || strings.Contains(row, "in-maintenance") {
+		t.Errorf("the paused database's row: %s", row)
+	}
+	if code, _ := tc.post("/console/checks/"+dbID+"/resume", form()); code != 200 {
+		t.Fatalf("resume = %d", code)
 	}
 
 	// Another user: not listed, not deleted, the checks not theirs.

@@ -447,3 +447,159 @@ func TestConsoleChecksManage(t *testing.T) {
 		t.Errorf("a form without its CSRF token changed the check: %v", m)
 	}
 }
+
+// TestConsoleChecksOperate drives the Checks pages added beside the
+// dashboard in Chromium: notification channels added and tested against
+// loopback receivers (the delivery result shown, delivered and failed);
+// the create form's type-specific fields (the other types' hidden by
+// console.js) making a TCP check alerting a ticked channel, and the edit
+// form turning it into an HTTP check with a maximum response time; a
+// maintenance window typed in the browser's time zone making the check
+// show maintenance on the dashboard, its page and the public status
+// page's banner; and an incident published and updated on the incidents
+// page, shown with its update on the public page.
+func TestConsoleChecksOperate(t *testing.T) {
+	t.Parallel()
+	s := startChecksServer(t)
+	base := "http://" + s.api
+	var okHits, badHits atomic.Int32
+	okReceiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { okHits.Add(1) }))
+	defer okReceiver.Close()
+	badReceiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		badHits.Add(1)
+		http.Error(w, "no such channel", http.StatusNotFound)
+	}))
+	defer badReceiver.Close()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer target.Close()
+	hostPort := strings.TrimPrefix(target.URL, "http://")
+	token := s.createUser("erin@example.com")
+
+	d := newDriver(t, base)
+	d.signIn("checks", token)
+
+	// Channels: add two, test both; the result is shown on the page.
+	addChannel := func(name, u string) {
+		d.open("/console/checks/channels", "#channel-type")
+		d.run("choose slack", chromedp.SetValue(chromedp.CSS("#type"), "slack"), d.submit("#choose-type"), chromedp.WaitVisible(chromedp.CSS("#add-channel")))
+		d.run("add "+name, chromedp.SetValue(chromedp.CSS("#name"), name), chromedp.SetValue(chromedp.CSS(`[id="config.url"]`), u),
+			d.submit("#add-channel-button"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	}
+	addChannel("ops", okReceiver.URL+"/services/T0/B0/abcd")
+	addChannel("stale", badReceiver.URL+"/services/T0/B0/efgh")
+	ids := map[string]string{}
+	chs := d.eval(`Array.from(document.querySelectorAll("#channels tr[id^=channel-]")).map(r => r.querySelector("strong").textContent + "=" + r.id.slice(8)).join(" ")`)
+	for _, kv := range strings.Fields(chs) {
+		name, id, _ := strings.Cut(kv, "=")
+		ids[name] = id
+	}
+	if ids["ops"] == "" || ids["stale"] == "" {
+		t.Fatalf("channels %q", chs)
+	}
+	d.run("test ops", d.submit(`#channel-`+ids["ops"]+` .test-channel`), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got, row := d.text("#msg"), d.text("#channel-"+ids["ops"]+" .delivery"); got != "Test message delivered." || !strings.Contains(row, "delivered") || !strings.Contains(row, "just now") || okHits.Load() != 1 {
+		t.Errorf("ops test: %q, row %q, %d hits", got, row, okHits.Load())
+	}
+	if title := d.eval(`document.querySelector("#channel-` + ids["ops"] + ` .delivery time").title`); !strings.HasSuffix(title, " UTC") {
+		t.Errorf("the delivery time's hover text is %q", title)
+	}
+	d.run("test stale", d.submit(`#channel-`+ids["stale"]+` .test-channel`), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if got, row := d.text("#error"), d.text("#channel-"+ids["stale"]+" .delivery"); !strings.Contains(got, "test message not delivered") || !strings.Contains(got, "404") || !strings.Contains(row, "404") || badHits.Load() != 1 {
+		t.Errorf("stale test: %q, row %q, %d hits", got, row, badHits.Load())
+	}
+
+	// The create form: the type's fields only (console.js), a TCP check
+	// alerting the ops channel.
+	d.open("/console/checks/", "#create-check")
+	shown := func() string {
+		return d.eval(`Array.from(document.querySelectorAll("#create-check fieldset[data-for-type]")).filter(f => f.offsetParent !== null).map(f => f.dataset.forType).join(",")`)
+	}
+	if got := shown(); got != "AVAILABILITY" {
+		t.Errorf("the new-check form shows the fields of %q, want AVAILABILITY", got)
+	}
+	pick := func(typ string) {
+		d.eval(`(function () { var s = document.querySelector("#type"); s.value = "` + typ + `"; s.dispatchEvent(new Event("change")); return ""; })()`)
+	}
+	pick("DNS")
+	if got := shown(); got != "DNS" {
+		t.Errorf("after choosing DNS the form shows %q", got)
+	}
+	pick("TCP")
+	d.run("create TCP", chromedp.SetValue(chromedp.CSS("#name"), "Database port"), chromedp.SetValue(chromedp.CSS("#url"), "tcp://"+hostPort),
+		chromedp.SetValue(chromedp.CSS("#delay"), "1"), chromedp.Click(chromedp.CSS(`#fs-channels input[value="`+ids["ops"]+`"]`)),
+		d.submit("#create"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	checkID := strings.TrimPrefix(d.eval(`location.pathname`), "/console/checks/")
+	if _, m := s.do("GET", "/v1/checks/"+checkID, token, nil); m["checkType"] != "TCP" || fmt.Sprint(m["channels"]) != "["+ids["ops"]+"]" {
+		t.Fatalf("the created check: %v", m)
+	}
+
+	// Edit: into an HTTP check with a maximum response time and a header.
+	d.open("/console/checks/"+checkID+"/edit", "#edit-check")
+	if got := shown(); got != "" {
+		t.Errorf("the TCP check's edit form shows the fields of %q", got)
+	}
+	if got := d.eval(`String(document.querySelector('#fs-channels input[value="` + ids["ops"] + `"]').checked)`); got != "true" {
+		t.Error("the edit form does not tick the check's channel")
+	}
+	pick("AVAILABILITY")
+	d.run("edit", chromedp.SetValue(chromedp.CSS("#url"), target.URL+"/health"), chromedp.SetValue(chromedp.CSS("#maxResponseMs"), "5000"),
+		chromedp.SetValue(chromedp.CSS("#headers"), "X-Probe: quarry"), d.submit("#save"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	_, m := s.do("GET", "/v1/checks/"+checkID, token, nil)
+	if a, _ := m["attributes"].(map[string]any); m["checkType"] != "AVAILABILITY" || a["maxResponseMs"] != float64(5000) || fmt.Sprint(a["headers"]) != "map[X-Probe:quarry]" {
+		t.Errorf("after the edit: %v", m)
+	}
+	waitLong(t, "a run after the edit", 20*time.Second, func() bool {
+		_, m := s.do("GET", "/v1/checks/"+checkID, token, nil)
+		r, _ := m["lastResult"].(map[string]any)
+		return r["status"] == "UP"
+	})
+
+	// Maintenance: a window for the check, typed in the browser's zone.
+	d.open("/console/checks/maintenance", "#create-window")
+	tz := d.eval(`document.querySelector("#mw-timezone").value`)
+	loc, err := time.LoadLocation(tz)
+	if tz == "" || err != nil {
+		t.Fatalf("the time zone field holds %q (%v), want the browser's zone", tz, err)
+	}
+	now := time.Now().In(loc)
+	d.run("create window", chromedp.SetValue(chromedp.CSS("#mw-name"), "db upgrade"),
+		chromedp.SetValue(chromedp.CSS("#mw-start"), now.Add(-time.Hour).Format("2006-01-02T15:04")),
+		chromedp.SetValue(chromedp.CSS("#mw-end"), now.Add(time.Hour).Format("2006-01-02T15:04")),
+		chromedp.Click(chromedp.CSS("#scope-checks")), chromedp.Click(chromedp.CSS(`#create-window input[name=check][value="`+checkID+`"]`)),
+		d.submit("#create-window-button"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := d.text("#windows"); !strings.Contains(got, "db upgrade") || !strings.Contains(got, "in force") || !strings.Contains(got, "Database port") {
+		t.Errorf("the windows: %q", got)
+	}
+	d.open("/console/checks/", "#checks")
+	if got := d.text(`#checks tr[data-id="` + checkID + `"]`); !strings.Contains(got, "maintenance") {
+		t.Errorf("the dashboard row does not show maintenance: %q", got)
+	}
+	d.open("/console/checks/"+checkID, "#facts")
+	if got := d.text("#facts"); !strings.Contains(got, "maintenance") {
+		t.Errorf("the check's page does not show maintenance: %q", got)
+	}
+
+	// Incidents, then the public page: banner, incident and its update.
+	d.open("/console/checks/statuspage", "#status-on")
+	d.run("status on", d.submit("#status-on"), chromedp.WaitVisible(chromedp.CSS("#status-url")))
+	statusURL := d.text("#status-url")
+	d.run("incidents link", chromedp.Click(chromedp.CSS("#incidents-page")), chromedp.WaitVisible(chromedp.CSS("#create-incident")))
+	d.run("publish", chromedp.SetValue(chromedp.CSS("#in-title"), "Slow checkout"), chromedp.SetValue(chromedp.CSS("#in-message"), "Payments take a minute."),
+		d.submit("#create-incident-button"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	d.run("update", chromedp.SetValue(chromedp.CSS("#incidents-open select[name=status]"), "monitoring"),
+		chromedp.SetValue(chromedp.CSS("#incidents-open textarea[name=message]"), "A fix is deployed."),
+		d.submit("#incidents-open .post-update"), chromedp.WaitVisible(chromedp.CSS("#msg")))
+	if got := d.text("#incidents-open"); !strings.Contains(got, "monitoring") || !strings.Contains(got, "A fix is deployed.") || !strings.Contains(got, "Payments take a minute.") {
+		t.Errorf("the open incident: %q", got)
+	}
+	d.run("public page", chromedp.Navigate(statusURL), chromedp.WaitVisible(chromedp.CSS("#overall")))
+	if got := d.eval(`document.querySelector("#overall").dataset.state`); got != "maintenance" {
+		t.Errorf("the banner's state is %q, want maintenance", got)
+	}
+	if got := d.text("#incidents-open"); !strings.Contains(got, "Slow checkout") || !strings.Contains(got, "A fix is deployed.") || !strings.Contains(got, "monitoring") {
+		t.Errorf("the public page's incident: %q", got)
+	}
+	if got := d.text("#status"); !strings.Contains(got, "MAINTENANCE") {
+		t.Errorf("the public page's check: %q", got)
+	}
+}

@@ -49,6 +49,20 @@ func TestConsolePhoneWidth(t *testing.T) {
 		t.Fatalf("create check: %d %v", code, ck)
 	}
 	checkID := ck["id"].(string)
+	// A channel, a maintenance window and an incident, so that their
+	// pages' lists are not empty.
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/me/channels", map[string]any{"type": "slack", "name": "a channel with a long name for the phone", "config": map[string]any{"url": "http://127.0.0.1:9/services/T0/B0/a-long-secret-path"}}},
+		{"/v1/me/maintenance", map[string]any{"name": "weekly database backups and upgrades", "weekly": map[string]any{"day": "sun", "start": "02:00", "durationMinutes": 60, "timezone": "Europe/Paris"}, "checkIds": []string{checkID}}},
+		{"/v1/me/incidents", map[string]any{"title": "Checkout errors for card payments", "status": "investigating", "message": strings.Repeat("The processor answers slowly. ", 8)}},
+	} {
+		if code, m := s.do("POST", c.path, userToken, c.body); code != 201 {
+			t.Fatalf("POST %s: %d %v", c.path, code, m)
+		}
+	}
 
 	d := newDriver(t, base)
 	d.run("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
@@ -83,7 +97,11 @@ func TestConsolePhoneWidth(t *testing.T) {
 	check("checks", []pg{
 		{"/console/checks/", "#create-check button"},
 		{"/console/checks/" + checkID, "#delete"},
+		{"/console/checks/" + checkID + "/edit", "#save"},
 		{"/console/checks/alerts", "#save-alerts"},
+		{"/console/checks/channels?type=pagerduty", "#add-channel-button"},
+		{"/console/checks/maintenance", "#create-window-button"},
+		{"/console/checks/incidents", "#create-incident-button"},
 		{"/console/checks/statuspage", "#status-off"},
 		{statusPath, "#status"},
 	})

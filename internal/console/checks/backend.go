@@ -46,7 +46,7 @@ func consoleCheck(c checksstore.Check) Check {
 		th = strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return Check{ID: c.ID, Name: c.DisplayName(), OwnName: c.Name, Tags: c.Tags, URL: c.URL, Type: c.Type,
-		Keyword: kw, Threshold: th, DelayMs: c.DelayMs, Status: c.Status,
+		Keyword: kw, Threshold: th, DelayMs: c.DelayMs, Status: c.Status, Attrs: c.Attributes, Channels: c.Channels,
 		LastExecutedAt: c.LastExecutedAt, LastStatus: last, FailureReason: failureLine(c.FailureReason),
 		LastAlertAt: c.LastAlertAt, LastAlertError: failureLine(c.LastAlertError), LastAlertErrorAt: c.LastAlertErrorAt}
 }
@@ -212,25 +212,48 @@ func (k *Adapter) interval(ms int64) error {
 }
 
 // body is the API request body of a create or edit form; attrs are the
-// check's attributes the form does not show (kept on an edit).
+// check's attributes before an edit: those the form does not show are
+// kept, and a JSON expected value typed as it was keeps its type.
 func body(in CheckInput, attrs map[string]any) map[string]any {
 	a := map[string]any{}
 	for k, v := range attrs {
 		a[k] = v
 	}
-	delete(a, "keyword")
-	delete(a, "threshold")
-	if in.Keyword != "" {
-		a["keyword"] = in.Keyword
+	for _, k := range formAttrs {
+		delete(a, k)
 	}
-	if in.Threshold > 0 {
-		a["threshold"] = in.Threshold
+	set := func(k string, v any, ok bool) {
+		if ok {
+			a[k] = v
+		}
 	}
+	set("keyword", in.Keyword, in.Keyword != "")
+	set("threshold", in.Threshold, in.Threshold > 0)
+	set("method", in.Method, in.Method != "")
+	set("headers", in.Headers, len(in.Headers) > 0)
+	set("body", in.Body, in.Body != "")
+	set("maxResponseMs", in.MaxResponseMs, in.MaxResponseMs != 0)
+	set("jsonPath", in.JSONPath, in.JSONPath != "")
+	if in.Expected != "" {
+		a["expected"] = in.Expected
+		if old, ok := attrs["expected"]; ok && old != nil && expectedText(old) == in.Expected {
+			a["expected"] = old
+		}
+	}
+	if in.DaysBeforeExpiry != nil {
+		a["daysBeforeExpiry"] = *in.DaysBeforeExpiry
+	}
+	set("recordType", in.RecordType, in.RecordType != "")
 	tags := in.Tags
 	if tags == nil {
 		tags = []string{}
 	}
-	return map[string]any{"name": in.Name, "tags": tags, "url": in.URL, "checkType": in.Type, "delayMs": in.DelayMs, "attributes": a}
+	channels := in.Channels
+	if channels == nil {
+		channels = []string{}
+	}
+	return map[string]any{"name": in.Name, "tags": tags, "url": in.URL, "checkType": in.Type, "delayMs": in.DelayMs,
+		"attributes": a, "channels": channels}
 }
 
 // Create implements Backend.

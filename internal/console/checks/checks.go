@@ -5,8 +5,10 @@
 // paginated run history; create (the form at the top of the dashboard),
 // edit, clone, pause, resume, run now and delete, and pause, resume and
 // delete in bulk; search and filters (tag, state, text); the
-// alert targets, with the Checks API's own validation messages; and the
-// user's public status page (status.go) and its badges (badge.go).
+// alert targets, with the Checks API's own validation messages; the
+// notification channels (channels.go), maintenance windows
+// (maintenance.go) and incidents (incidents.go); and the user's public
+// status page (status.go) and its badges (badge.go).
 // Backend is Checks as the pages see it; Adapt makes one of Checks'
 // store and API.
 package checks
@@ -28,6 +30,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/quarrydb/quarry/internal/checks/probe"
 	"github.com/quarrydb/quarry/internal/console"
 )
 
@@ -56,6 +59,12 @@ type Check struct {
 	// Maintenance is whether one of the user's maintenance windows covers
 	// the check now (its alerts are not sent).
 	Maintenance bool
+	// Attrs are the check's attributes as the API holds them (the form
+	// shows those of its type).
+	Attrs map[string]any
+	// Channels are the ids of the channels it alerts; none: the user's
+	// default ones.
+	Channels []string
 }
 
 // Run is one run of a check.
@@ -79,6 +88,22 @@ type CheckInput struct {
 	Keyword string // attributes.keyword (AVAILABILITY); "" for none
 	// Threshold is attributes.threshold (EBAY); 0 for none.
 	Threshold float64
+	// AVAILABILITY's request and conditions; zero values are not sent.
+	Method        string // "" for GET
+	Headers       map[string]string
+	Body          string
+	MaxResponseMs int64
+	JSONPath      string
+	// Expected is the value at JSONPath (AVAILABILITY) or the answer a DNS
+	// lookup must include; "" for none.
+	Expected string
+	// DaysBeforeExpiry is TLS's attributes.daysBeforeExpiry; nil for the
+	// API's default.
+	DaysBeforeExpiry *int
+	RecordType       string // DNS; "" for A
+	// Channels are the ids of the user's channels the check alerts; none:
+	// the user's default ones.
+	Channels []string
 }
 
 // Filter selects the checks the dashboard lists; zero fields select all.
@@ -176,7 +201,7 @@ func (*Area) Card(s console.Session) template.HTML {
 // Mount implements console.Area.
 func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	a.k = k
-	if err := k.Pages(templates, template.FuncMap{"seconds": seconds, "lines": lines}); err != nil {
+	if err := k.Pages(templates, template.FuncMap{"seconds": seconds, "lines": lines, "has": has}); err != nil {
 		return err
 	}
 	m.HandleFunc("GET /console/checks/{$}", a.checksList)
@@ -193,6 +218,8 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/status/{token}", a.statusPublic)
 	m.HandleFunc("GET /console/status/{token}/badge/{checkId}/{kind}", a.statusBadgePublic)
 	a.mountChannels(m)
+	a.mountMaintenance(m)
+	a.mountIncidents(m)
 	return nil
 }
 
@@ -224,6 +251,8 @@ type checksData struct {
 	Statuses []string
 	// BulkError says which checks a bulk action could not change.
 	BulkError string
+	// Channels are the user's notification channels, for the form.
+	Channels []Channel
 }
 
 // checksPerPage is the dashboard's page size.
@@ -407,14 +436,64 @@ func (a *Area) checksPage(w http.ResponseWriter, r *http.Request, status int, d 
 		return
 	}
 	d.Rows = rows
+	if d.Channels, err = a.formChannels(r.Context(), ss.Subject); err != nil {
+		a.k.Failure(w, r, err)
+		return
+	}
 	a.k.Render(w, r, status, "checks", d)
 }
 
 // formOf is the create and edit form's values for ck.
 func formOf(ck Check) url.Values {
-	return url.Values{"name": {ck.OwnName}, "url": {ck.URL}, "type": {ck.Type}, "keyword": {ck.Keyword},
-		"threshold": {ck.Threshold}, "delay": {seconds(ck.DelayMs)}, "tags": {strings.Join(ck.Tags, ", ")}}
+	f := url.Values{"name": {ck.OwnName}, "url": {ck.URL}, "type": {ck.Type}, "keyword": {ck.Keyword},
+		"threshold": {ck.Threshold}, "delay": {seconds(ck.DelayMs)}, "tags": {strings.Join(ck.Tags, ", ")}, "channel": ck.Channels}
+	a := ck.Attrs
+	str := func(k string) string { v, _ := a[k].(string); return v }
+	f.Set("method", strings.ToUpper(str("method")))
+	f.Set("body", str("body"))
+	f.Set("jsonPath", str("jsonPath"))
+	f.Set("recordType", strings.ToUpper(str("recordType")))
+	if h, ok := a["headers"].(map[string]any); ok {
+		var ls []string
+		for k, v := range h {
+			ls = append(ls, fmt.Sprintf("%s: %v", k, v))
+		}
+		slices.Sort(ls)
+		f.Set("headers", strings.Join(ls, "\n"))
+	}
+	for _, k := range []string{"maxResponseMs", "daysBeforeExpiry"} {
+		if v, ok := a[k]; ok && v != nil {
+			f.Set(k, expectedText(v))
+		}
+	}
+	if v, ok := a["expected"]; ok && v != nil {
+		if ck.Type == "DNS" {
+			f.Set("dnsExpected", expectedText(v))
+		} else {
+			f.Set("jsonExpected", expectedText(v))
+		}
+	}
+	return f
 }
+
+// expectedText writes an attribute's JSON value as the form shows it.
+func expectedText(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// has reports whether the form value key holds v (a ticked checkbox).
+func has(f url.Values, key, v string) bool { return slices.Contains(f[key], v) }
+
+// formAttrs are the attributes the create and edit form sets; an edit
+// keeps the others (expectedStatus, opposite, …).
+var formAttrs = []string{"keyword", "threshold", "method", "headers", "body", "maxResponseMs", "jsonPath", "expected",
+	"daysBeforeExpiry", "recordType"}
 
 // seconds writes a period in ms as seconds ("60", "0.5").
 func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) }
@@ -433,6 +512,11 @@ func inputOf(f url.Values) (in CheckInput, msg string) {
 		return in, "The interval must be a number of seconds."
 	}
 	in.DelayMs = int64(math.Round(secs * 1000))
+	for _, id := range f["channel"] {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(in.Channels, id) {
+			in.Channels = append(in.Channels, id)
+		}
+	}
 	switch in.Type {
 	case "EBAY":
 		th := strings.TrimSpace(f.Get("threshold"))
@@ -442,10 +526,64 @@ func inputOf(f url.Values) (in CheckInput, msg string) {
 		if in.Threshold, err = strconv.ParseFloat(th, 64); err != nil || !(in.Threshold > 0) || math.IsInf(in.Threshold, 0) {
 			return in, "The price threshold must be a number above 0."
 		}
+	case "TCP":
+	case "TLS":
+		if d := strings.TrimSpace(f.Get("daysBeforeExpiry")); d != "" {
+			n, err := strconv.Atoi(d)
+			if err != nil || n < 0 || n > probe.MaxDaysBeforeExpiry {
+				return in, fmt.Sprintf("Days before expiry must be a whole number of days from 0 to %d, not %q.", probe.MaxDaysBeforeExpiry, d)
+			}
+			in.DaysBeforeExpiry = &n
+		}
+	case "DNS":
+		in.RecordType = strings.ToUpper(strings.TrimSpace(f.Get("recordType")))
+		in.Expected = strings.TrimSpace(f.Get("dnsExpected"))
 	default:
 		in.Keyword = strings.TrimSpace(f.Get("keyword"))
+		if m := strings.ToUpper(strings.TrimSpace(f.Get("method"))); m != "GET" {
+			in.Method = m
+		}
+		if in.Headers, msg = headersOf(f.Get("headers")); msg != "" {
+			return in, msg
+		}
+		in.Body = f.Get("body")
+		if ms := strings.TrimSpace(f.Get("maxResponseMs")); ms != "" {
+			if in.MaxResponseMs, err = strconv.ParseInt(ms, 10, 64); err != nil || in.MaxResponseMs < 1 || in.MaxResponseMs > probe.MaxResponseMs {
+				return in, fmt.Sprintf("The maximum response time must be a whole number of milliseconds from 1 to %d, not %q.", probe.MaxResponseMs, ms)
+			}
+		}
+		in.JSONPath = strings.TrimSpace(f.Get("jsonPath"))
+		in.Expected = strings.TrimSpace(f.Get("jsonExpected"))
+		if in.Expected != "" && in.JSONPath == "" {
+			return in, "An expected JSON value needs the JSON path it is read at."
+		}
 	}
 	return in, ""
+}
+
+// headersOf reads the headers field: one "Name: value" a line.
+func headersOf(text string) (map[string]string, string) {
+	var h map[string]string
+	for i, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(l, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Sprintf("Headers: line %d must be \"Name: value\", not %q.", i+1, l)
+		}
+		if h == nil {
+			h = map[string]string{}
+		}
+		for have := range h {
+			if strings.EqualFold(have, name) {
+				return nil, fmt.Sprintf("Headers: %s is given twice.", name)
+			}
+		}
+		h[name] = strings.TrimSpace(value)
+	}
+	return h, ""
 }
 
 func (a *Area) checksCreate(w http.ResponseWriter, r *http.Request) {
@@ -468,9 +606,31 @@ func (a *Area) checksCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 type editData struct {
-	Check Check
-	Form  url.Values
-	Error string
+	Check    Check
+	Form     url.Values
+	Error    string
+	Channels []Channel // the user's, for the form
+}
+
+// formChannels are the user's notification channels the create and edit
+// form offers (none when the backend has no channels).
+func (a *Area) formChannels(ctx context.Context, userID string) ([]Channel, error) {
+	cb, ok := a.channelBackend()
+	if !ok {
+		return nil, nil
+	}
+	return cb.Channels(ctx, userID)
+}
+
+// renderEdit renders the edit page of ck with the form f.
+func (a *Area) renderEdit(w http.ResponseWriter, r *http.Request, status int, userID string, d editData) {
+	chs, err := a.formChannels(r.Context(), userID)
+	if err != nil {
+		a.k.Failure(w, r, err)
+		return
+	}
+	d.Channels = chs
+	a.k.Render(w, r, status, "edit", d)
 }
 
 func (a *Area) editPage(w http.ResponseWriter, r *http.Request) {
@@ -483,7 +643,7 @@ func (a *Area) editPage(w http.ResponseWriter, r *http.Request) {
 		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	a.k.Render(w, r, http.StatusOK, "edit", editData{Check: ck, Form: formOf(ck)})
+	a.renderEdit(w, r, http.StatusOK, ss.Subject, editData{Check: ck, Form: formOf(ck)})
 }
 
 func (a *Area) editSave(w http.ResponseWriter, r *http.Request) {
@@ -507,7 +667,7 @@ func (a *Area) editSave(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if msg != "" {
-		a.k.Render(w, r, http.StatusBadRequest, "edit", editData{Check: ck, Form: f, Error: msg})
+		a.renderEdit(w, r, http.StatusBadRequest, ss.Subject, editData{Check: ck, Form: f, Error: msg})
 		return
 	}
 	http.Redirect(w, r, "/console/checks/"+url.PathEscape(ck.ID)+"?msg=saved", http.StatusSeeOther)
@@ -577,6 +737,9 @@ type checkData struct {
 	Paged bool   // not the first page
 	Error string
 	Msg   string
+	// Alerts are the check's channels that still exist; none: it alerts
+	// the user's defaults.
+	Alerts []Channel
 }
 
 // historyPage is the check page's history page size.
@@ -617,6 +780,16 @@ func (a *Area) checkPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := checkData{Row: row, Paged: before != "", Msg: checkMessage(r), Error: r.URL.Query().Get("error")}
+	chs, err := a.formChannels(r.Context(), ss.Subject)
+	if err != nil {
+		a.k.Failure(w, r, err)
+		return
+	}
+	for _, c := range chs {
+		if slices.Contains(ck.Channels, c.ID) {
+			d.Alerts = append(d.Alerts, c)
+		}
+	}
 	if len(runs) > historyPage {
 		runs = runs[:historyPage]
 		d.Next = runs[historyPage-1].Key

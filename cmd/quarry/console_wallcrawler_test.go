@@ -136,6 +136,23 @@ func TestConsoleWallcrawler(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#usage-chart rect").length`)); err != nil || n != 14 {
 		t.Errorf("usage chart: %d bars, %v", n, err)
 	}
+	// The chart's axis labels are readable: at least 10 px tall on a
+	// desktop screen, and no two overlap.
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[][]float64](`Array.prototype.map.call(document.querySelectorAll("#usage-chart text"),
+		function(e){var r=e.getBoundingClientRect();return [r.left,r.top,r.right,r.bottom]})`))
+	if err != nil || len(labels) < 8 {
+		t.Fatalf("chart labels: %v %v", labels, err)
+	}
+	for i, a := range labels {
+		if a[3]-a[1] < 10 {
+			t.Errorf("chart label %d is %.1f px tall", i, a[3]-a[1])
+		}
+		for _, b := range labels[i+1:] {
+			if a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3] {
+				t.Errorf("chart labels overlap: %v %v", a, b)
+			}
+		}
+	}
 	do("filter", chromedp.SetValue(chromedp.CSS("#status"), "COMPLETED"), chromedp.Submit(chromedp.CSS("#filters")),
 		chromedp.WaitReady(chromedp.CSS(`#status option[selected]`)))
 	if list := text("#sessions"); !strings.Contains(list, x.ID) || strings.Contains(list, running.ID) {
@@ -150,12 +167,17 @@ func TestConsoleWallcrawler(t *testing.T) {
 			t.Errorf("timeline lacks %q:\n%s", want, events)
 		}
 	}
+	do("console tab", chromedp.Click(chromedp.CSS("#tab-console")), chromedp.WaitVisible(chromedp.CSS("#console-messages")))
+	if cur := text(`#tabs [aria-current="page"]`); !strings.HasPrefix(cur, "Console") {
+		t.Errorf("current tab: %q", cur)
+	}
 	consoleText := text("#console-messages")
 	for _, want := range []string{"hello inspector 42", "careful <b>now</b>", "boom after fetch", "warning"} {
 		if !strings.Contains(consoleText, want) {
 			t.Errorf("console lacks %q:\n%s", want, consoleText)
 		}
 	}
+	do("network tab", chromedp.Click(chromedp.CSS("#tab-network")), chromedp.WaitVisible(chromedp.CSS("#requests")))
 	network := text("#requests")
 	for _, want := range []string{"GET " + site.URL + "/inspect", site.URL + "/data.json", "200", site.URL + "/missing", "404", "KiB"} {
 		if !strings.Contains(network, want) {
@@ -164,6 +186,7 @@ func TestConsoleWallcrawler(t *testing.T) {
 	}
 	// The replay: its last frame is the purple page, and the player steps
 	// through the frames.
+	do("replay tab", chromedp.Click(chromedp.CSS("#tab-replay")), chromedp.WaitVisible(chromedp.CSS("#player")))
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(function(ok){var i=document.getElementById("replay-frame");
 		if(i.complete){ok(i.naturalWidth)}else{i.onload=function(){ok(i.naturalWidth)};i.onerror=function(){ok(-1)}}})`, chromedp.EvalAwaitPromise))
 	if err != nil || width <= 0 {
@@ -184,6 +207,7 @@ func TestConsoleWallcrawler(t *testing.T) {
 	waitFor(t, "the player to move", func() bool { return strings.HasPrefix(text("#replay-time"), "Frame ") })
 
 	// The CDP log and its search.
+	do("CDP log tab", chromedp.Click(chromedp.CSS("#tab-cdp")), chromedp.WaitVisible(chromedp.CSS("#cdp-log")))
 	if got := text("#cdp-log"); !strings.Contains(got, "Page.navigate") || !strings.Contains(got, "Target.attachToTarget") {
 		t.Errorf("CDP log:\n%s", got)
 	}
@@ -191,6 +215,18 @@ func TestConsoleWallcrawler(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#q[value="navigate"]`)))
 	if got := text("#cdp-log"); !strings.Contains(got, "Page.navigate") || !strings.Contains(got, "/inspect") || strings.Contains(got, "Target.attachToTarget") {
 		t.Errorf("CDP log searched for navigate:\n%s", got)
+	}
+	do("downloads tab", chromedp.Click(chromedp.CSS("#tab-downloads")), chromedp.WaitVisible(chromedp.CSS("#download-files")))
+	if got := text("#download-files"); !strings.Contains(got, "no files") {
+		t.Errorf("downloads of a session that downloaded nothing:\n%s", got)
+	}
+	// The page is no longer one long column: every tab fits in a few
+	// screens.
+	for _, tab := range []string{"", "/replay", "/console", "/network", "/cdp", "/downloads"} {
+		do("open tab "+tab, chromedp.Navigate(base+"/console/wallcrawler/project_acme/sessions/"+x.ID+tab), chromedp.WaitVisible(chromedp.CSS("#tabs")))
+		if h, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollHeight`)); err != nil || h > 2500 {
+			t.Errorf("tab %q is %d px tall (%v)", tab, h, err)
+		}
 	}
 
 	// Raw HTTP with the same key: another project's pages and sessions are
@@ -205,10 +241,21 @@ func TestConsoleWallcrawler(t *testing.T) {
 		acme + "/sessions/" + rival.ID + "/downloads.zip",
 		base + "/console/wallcrawler/project_rival/contexts",
 		acme + "/sessions/" + x.ID + "/frames/100000.jpg",
+		acme + "/sessions/" + x.ID + "/bogus",
+		acme + "/sessions/" + x.ID + "/",
+		acme + "/sessions/" + rival.ID + "/console",
+		acme + "/sessions/" + rival.ID + "/downloads",
 	} {
 		get(t, hc, u, http.StatusNotFound)
 	}
 	get(t, hc, acme+"/sessions/"+x.ID+"/frames/0.jpg", http.StatusOK)
+	// Each tab is its own server-rendered URL, whole without JavaScript.
+	for tab, want := range map[string]string{"": `id="events"`, "/replay": `id="replay-frame"`, "/console": "hello inspector 42",
+		"/network": "/data.json", "/cdp": "Page.navigate", "/downloads": `href="/console/wallcrawler/project_acme/sessions/` + x.ID + `/downloads.zip"`} {
+		if page := get(t, hc, acme+"/sessions/"+x.ID+tab, http.StatusOK); !strings.Contains(page, want) || !strings.Contains(page, `id="tabs"`) {
+			t.Errorf("tab %q without JavaScript lacks %s", tab, want)
+		}
+	}
 	ctxPage := get(t, hc, acme+"/contexts", http.StatusOK)
 	if !strings.Contains(ctxPage, persisted.ID) || !strings.Contains(ctxPage, empty.ID) || !strings.Contains(ctxPage, "none yet") ||
 		!regexp.MustCompile(`[0-9.]+ (KiB|MiB)</td>`).MatchString(ctxPage) {

@@ -307,3 +307,91 @@ func TestConsoleWallcrawler(t *testing.T) {
 		t.Errorf("after revoking the key: %d %s", res.StatusCode, res.Header.Get("Location"))
 	}
 }
+
+// TestConsoleWallcrawlerLive embeds the live view of a running session on
+// its console page: the session's page (the fixture's green button) is
+// painted in the frame, and a click in the frame reaches the page (its
+// title, read through the session's own CDP connection, changes). The
+// page's HTML holds neither the API key nor a live-view token; the
+// frame's console URL needs the console session, answers 404 for another
+// project's session and for an ended one, and an ended session's page
+// has no live view.
+func TestConsoleWallcrawlerLive(t *testing.T) {
+	site := liveFixture(t)
+	s := startWallcrawlerServer(t, "--allow-networks", site.Listener.Addr().String())
+	base := "http://" + s.api
+	s.cli("wallcrawler", "project", "create", "--name", "Live", "--id", "project_live")
+	s.cli("wallcrawler", "project", "create", "--name", "Rival", "--id", "project_rival")
+	key := s.cli("wallcrawler", "key", "create", "--project", "project_live")
+	rivalKey := s.cli("wallcrawler", "key", "create", "--project", "project_rival")
+	x := s.createSession(key)
+	rival := s.createSession(rivalKey)
+	c := dialCDP(t, x.ConnectURL)
+	cs, _ := c.attachPage()
+	if got := c.navigate(cs, site.URL+"/button"); !strings.Contains(got, "Click me") {
+		t.Fatalf("fixture page: %q", got)
+	}
+
+	d := newDriver(t, base)
+	d.signIn("wallcrawler", key)
+	page := "/console/wallcrawler/project_live/sessions/" + x.ID
+	d.open(page, "#live-frame")
+	rect, err := chromedp.Run(d.ctx, chromedp.Evaluate[[]float64](`(function(){var f=document.getElementById("live-frame");
+		f.scrollIntoView();var r=f.getBoundingClientRect();return [r.left,r.top,r.right,r.bottom]})()`))
+	if err != nil || len(rect) != 4 || rect[2]-rect[0] < 300 {
+		t.Fatalf("live frame: %v %v", rect, err)
+	}
+	inner := [4]int{int(rect[0]) + 10, int(rect[1]) + 10, int(rect[2]) - 10, int(rect[3]) - 10}
+	painted := func(col rgb) bool {
+		png, err := chromedp.Run(d.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return share(t, png, inner[0], inner[1], inner[2], inner[3], col) > 0.6
+	}
+	waitFor(t, "the session's page painted in the console's live view", func() bool { return painted(rgb{0, 0xc0, 0}) })
+	d.shot("console-wallcrawler-live.png")
+	if _, err := chromedp.Run(d.ctx, chromedp.MouseClickXY((rect[0]+rect[2])/2, (rect[1]+rect[3])/2)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the click in the console to reach the page", func() bool { return c.eval(cs, "document.title") == "clicked 1" })
+	waitFor(t, "the page's new colour in the live view", func() bool { return painted(rgb{0xff, 0xc0, 0}) })
+
+	hc := httpSignIn(t, base, "wallcrawler", key)
+	html := get(t, hc, base+page, http.StatusOK)
+	if strings.Contains(html, key) || strings.Contains(html, "token=") || !strings.Contains(html, `src="`+page+`/live"`) {
+		t.Errorf("session page: a credential in the HTML, or no live frame:\n%s", html)
+	}
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	location := func(u string) (int, string) {
+		t.Helper()
+		res, err := noRedirect.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode, res.Header.Get("Location")
+	}
+	if code, loc := location(base + page + "/live"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/wallcrawler/live/"+x.ID+"?token=") {
+		t.Errorf("live: %d %s", code, loc)
+	}
+	if code, loc := location(base + page + "/live?mode=view"); code != http.StatusSeeOther || !strings.Contains(loc, "token=") {
+		t.Errorf("view-only live: %d %s", code, loc)
+	}
+	anon := &http.Client{CheckRedirect: noRedirect.CheckRedirect}
+	if res, err := anon.Get(base + page + "/live"); err != nil || res.StatusCode != http.StatusSeeOther ||
+		!strings.HasPrefix(res.Header.Get("Location"), "/console/signin") {
+		t.Errorf("live without a console session: %v %v", res, err)
+	}
+	get(t, hc, base+"/console/wallcrawler/project_live/sessions/"+rival.ID+"/live", http.StatusNotFound)
+	get(t, hc, base+"/console/wallcrawler/project_rival/sessions/"+rival.ID+"/live", http.StatusNotFound)
+
+	if code := s.call(key, "POST", "/v1/sessions/"+x.ID, map[string]any{"status": "REQUEST_RELEASE"}, nil); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+	get(t, hc, base+page+"/live", http.StatusNotFound)
+	if html := get(t, hc, base+page, http.StatusOK); strings.Contains(html, `id="live-frame"`) {
+		t.Errorf("an ended session's page frames a live view")
+	}
+}

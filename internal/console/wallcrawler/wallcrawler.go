@@ -133,6 +133,11 @@ type Backend interface {
 	Session(ctx context.Context, subject, projectID, id string) (Detail, error)
 	// Frame returns frame n of a session's replay (a JPEG).
 	Frame(ctx context.Context, subject, projectID, id string, n int) ([]byte, error)
+	// LiveView returns the path (on the console's own origin) of the live
+	// view of a running session's first page, with a fresh live-view
+	// token, interactive unless viewOnly; a session that is not running is
+	// console.ErrNotFound.
+	LiveView(ctx context.Context, subject, projectID, id string, viewOnly bool) (string, error)
 	// Downloads writes the zip of a session's downloads.
 	Downloads(ctx context.Context, subject, projectID, id string, w io.Writer) error
 	// Release ends a running session.
@@ -178,6 +183,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/{tab}", a.sessionPage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/frames/{n}", a.framePage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/downloads.zip", a.downloads)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/live", a.live)
 	m.HandleFunc("POST /console/wallcrawler/{project}/sessions/{id}/release", a.release)
 	return nil
 }
@@ -407,6 +413,25 @@ func (a *Area) framePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/jpeg")
 	_, _ = w.Write(b)
+}
+
+// live sends the browser on to the live view of a running session, with a
+// token minted for this request: the session page frames this URL, so
+// the page's HTML holds neither the API key nor a token, and a reload of
+// the frame gets a fresh token for as long as the console session and
+// the key are valid. ?mode=view asks for a view-only token.
+func (a *Area) live(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
+	if !ok {
+		return
+	}
+	u, err := a.b.LiveView(r.Context(), ss.Subject, p.ID, r.PathValue("id"), r.URL.Query().Get("mode") == "view")
+	if err != nil {
+		a.k.NotFoundOr(w, r, err)
+		return
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
 func (a *Area) downloads(w http.ResponseWriter, r *http.Request) {

@@ -136,6 +136,23 @@ func TestConsoleWallcrawler(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#usage-chart rect").length`)); err != nil || n != 14 {
 		t.Errorf("usage chart: %d bars, %v", n, err)
 	}
+	// The chart's axis labels are readable: at least 10 px tall on a
+	// desktop screen, and no two overlap.
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[][]float64](`Array.prototype.map.call(document.querySelectorAll("#usage-chart text"),
+		function(e){var r=e.getBoundingClientRect();return [r.left,r.top,r.right,r.bottom]})`))
+	if err != nil || len(labels) < 8 {
+		t.Fatalf("chart labels: %v %v", labels, err)
+	}
+	for i, a := range labels {
+		if a[3]-a[1] < 10 {
+			t.Errorf("chart label %d is %.1f px tall", i, a[3]-a[1])
+		}
+		for _, b := range labels[i+1:] {
+			if a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3] {
+				t.Errorf("chart labels overlap: %v %v", a, b)
+			}
+		}
+	}
 	do("filter", chromedp.SetValue(chromedp.CSS("#status"), "COMPLETED"), chromedp.Submit(chromedp.CSS("#filters")),
 		chromedp.WaitReady(chromedp.CSS(`#status option[selected]`)))
 	if list := text("#sessions"); !strings.Contains(list, x.ID) || strings.Contains(list, running.ID) {
@@ -150,12 +167,17 @@ func TestConsoleWallcrawler(t *testing.T) {
 			t.Errorf("timeline lacks %q:\n%s", want, events)
 		}
 	}
+	do("console tab", chromedp.Click(chromedp.CSS("#tab-console")), chromedp.WaitVisible(chromedp.CSS("#console-messages")))
+	if cur := text(`#tabs [aria-current="page"]`); !strings.HasPrefix(cur, "Console") {
+		t.Errorf("current tab: %q", cur)
+	}
 	consoleText := text("#console-messages")
 	for _, want := range []string{"hello inspector 42", "careful <b>now</b>", "boom after fetch", "warning"} {
 		if !strings.Contains(consoleText, want) {
 			t.Errorf("console lacks %q:\n%s", want, consoleText)
 		}
 	}
+	do("network tab", chromedp.Click(chromedp.CSS("#tab-network")), chromedp.WaitVisible(chromedp.CSS("#requests")))
 	network := text("#requests")
 	for _, want := range []string{"GET " + site.URL + "/inspect", site.URL + "/data.json", "200", site.URL + "/missing", "404", "KiB"} {
 		if !strings.Contains(network, want) {
@@ -164,6 +186,7 @@ func TestConsoleWallcrawler(t *testing.T) {
 	}
 	// The replay: its last frame is the purple page, and the player steps
 	// through the frames.
+	do("replay tab", chromedp.Click(chromedp.CSS("#tab-replay")), chromedp.WaitVisible(chromedp.CSS("#player")))
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(function(ok){var i=document.getElementById("replay-frame");
 		if(i.complete){ok(i.naturalWidth)}else{i.onload=function(){ok(i.naturalWidth)};i.onerror=function(){ok(-1)}}})`, chromedp.EvalAwaitPromise))
 	if err != nil || width <= 0 {
@@ -184,6 +207,7 @@ func TestConsoleWallcrawler(t *testing.T) {
 	waitFor(t, "the player to move", func() bool { return strings.HasPrefix(text("#replay-time"), "Frame ") })
 
 	// The CDP log and its search.
+	do("CDP log tab", chromedp.Click(chromedp.CSS("#tab-cdp")), chromedp.WaitVisible(chromedp.CSS("#cdp-log")))
 	if got := text("#cdp-log"); !strings.Contains(got, "Page.navigate") || !strings.Contains(got, "Target.attachToTarget") {
 		t.Errorf("CDP log:\n%s", got)
 	}
@@ -191,6 +215,18 @@ func TestConsoleWallcrawler(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#q[value="navigate"]`)))
 	if got := text("#cdp-log"); !strings.Contains(got, "Page.navigate") || !strings.Contains(got, "/inspect") || strings.Contains(got, "Target.attachToTarget") {
 		t.Errorf("CDP log searched for navigate:\n%s", got)
+	}
+	do("downloads tab", chromedp.Click(chromedp.CSS("#tab-downloads")), chromedp.WaitVisible(chromedp.CSS("#download-files")))
+	if got := text("#download-files"); !strings.Contains(got, "no files") {
+		t.Errorf("downloads of a session that downloaded nothing:\n%s", got)
+	}
+	// The page is no longer one long column: every tab fits in a few
+	// screens.
+	for _, tab := range []string{"", "/replay", "/console", "/network", "/cdp", "/downloads"} {
+		do("open tab "+tab, chromedp.Navigate(base+"/console/wallcrawler/project_acme/sessions/"+x.ID+tab), chromedp.WaitVisible(chromedp.CSS("#tabs")))
+		if h, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollHeight`)); err != nil || h > 2500 {
+			t.Errorf("tab %q is %d px tall (%v)", tab, h, err)
+		}
 	}
 
 	// Raw HTTP with the same key: another project's pages and sessions are
@@ -205,10 +241,21 @@ func TestConsoleWallcrawler(t *testing.T) {
 		acme + "/sessions/" + rival.ID + "/downloads.zip",
 		base + "/console/wallcrawler/project_rival/contexts",
 		acme + "/sessions/" + x.ID + "/frames/100000.jpg",
+		acme + "/sessions/" + x.ID + "/bogus",
+		acme + "/sessions/" + x.ID + "/",
+		acme + "/sessions/" + rival.ID + "/console",
+		acme + "/sessions/" + rival.ID + "/downloads",
 	} {
 		get(t, hc, u, http.StatusNotFound)
 	}
 	get(t, hc, acme+"/sessions/"+x.ID+"/frames/0.jpg", http.StatusOK)
+	// Each tab is its own server-rendered URL, whole without JavaScript.
+	for tab, want := range map[string]string{"": `id="events"`, "/replay": `id="replay-frame"`, "/console": "hello inspector 42",
+		"/network": "/data.json", "/cdp": "Page.navigate", "/downloads": `href="/console/wallcrawler/project_acme/sessions/` + x.ID + `/downloads.zip"`} {
+		if page := get(t, hc, acme+"/sessions/"+x.ID+tab, http.StatusOK); !strings.Contains(page, want) || !strings.Contains(page, `id="tabs"`) {
+			t.Errorf("tab %q without JavaScript lacks %s", tab, want)
+		}
+	}
 	ctxPage := get(t, hc, acme+"/contexts", http.StatusOK)
 	if !strings.Contains(ctxPage, persisted.ID) || !strings.Contains(ctxPage, empty.ID) || !strings.Contains(ctxPage, "none yet") ||
 		!regexp.MustCompile(`[0-9.]+ (KiB|MiB)</td>`).MatchString(ctxPage) {
@@ -258,5 +305,93 @@ func TestConsoleWallcrawler(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/console/signin") {
 		t.Errorf("after revoking the key: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+}
+
+// TestConsoleWallcrawlerLive embeds the live view of a running session on
+// its console page: the session's page (the fixture's green button) is
+// painted in the frame, and a click in the frame reaches the page (its
+// title, read through the session's own CDP connection, changes). The
+// page's HTML holds neither the API key nor a live-view token; the
+// frame's console URL needs the console session, answers 404 for another
+// project's session and for an ended one, and an ended session's page
+// has no live view.
+func TestConsoleWallcrawlerLive(t *testing.T) {
+	site := liveFixture(t)
+	s := startWallcrawlerServer(t, "--allow-networks", site.Listener.Addr().String())
+	base := "http://" + s.api
+	s.cli("wallcrawler", "project", "create", "--name", "Live", "--id", "project_live")
+	s.cli("wallcrawler", "project", "create", "--name", "Rival", "--id", "project_rival")
+	key := s.cli("wallcrawler", "key", "create", "--project", "project_live")
+	rivalKey := s.cli("wallcrawler", "key", "create", "--project", "project_rival")
+	x := s.createSession(key)
+	rival := s.createSession(rivalKey)
+	c := dialCDP(t, x.ConnectURL)
+	cs, _ := c.attachPage()
+	if got := c.navigate(cs, site.URL+"/button"); !strings.Contains(got, "Click me") {
+		t.Fatalf("fixture page: %q", got)
+	}
+
+	d := newDriver(t, base)
+	d.signIn("wallcrawler", key)
+	page := "/console/wallcrawler/project_live/sessions/" + x.ID
+	d.open(page, "#live-frame")
+	rect, err := chromedp.Run(d.ctx, chromedp.Evaluate[[]float64](`(function(){var f=document.getElementById("live-frame");
+		f.scrollIntoView();var r=f.getBoundingClientRect();return [r.left,r.top,r.right,r.bottom]})()`))
+	if err != nil || len(rect) != 4 || rect[2]-rect[0] < 300 {
+		t.Fatalf("live frame: %v %v", rect, err)
+	}
+	inner := [4]int{int(rect[0]) + 10, int(rect[1]) + 10, int(rect[2]) - 10, int(rect[3]) - 10}
+	painted := func(col rgb) bool {
+		png, err := chromedp.Run(d.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return share(t, png, inner[0], inner[1], inner[2], inner[3], col) > 0.6
+	}
+	waitFor(t, "the session's page painted in the console's live view", func() bool { return painted(rgb{0, 0xc0, 0}) })
+	d.shot("console-wallcrawler-live.png")
+	if _, err := chromedp.Run(d.ctx, chromedp.MouseClickXY((rect[0]+rect[2])/2, (rect[1]+rect[3])/2)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the click in the console to reach the page", func() bool { return c.eval(cs, "document.title") == "clicked 1" })
+	waitFor(t, "the page's new colour in the live view", func() bool { return painted(rgb{0xff, 0xc0, 0}) })
+
+	hc := httpSignIn(t, base, "wallcrawler", key)
+	html := get(t, hc, base+page, http.StatusOK)
+	if strings.Contains(html, key) || strings.Contains(html, "token=") || !strings.Contains(html, `src="`+page+`/live"`) {
+		t.Errorf("session page: a credential in the HTML, or no live frame:\n%s", html)
+	}
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	location := func(u string) (int, string) {
+		t.Helper()
+		res, err := noRedirect.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode, res.Header.Get("Location")
+	}
+	if code, loc := location(base + page + "/live"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/wallcrawler/live/"+x.ID+"?token=") {
+		t.Errorf("live: %d %s", code, loc)
+	}
+	if code, loc := location(base + page + "/live?mode=view"); code != http.StatusSeeOther || !strings.Contains(loc, "token=") {
+		t.Errorf("view-only live: %d %s", code, loc)
+	}
+	anon := &http.Client{CheckRedirect: noRedirect.CheckRedirect}
+	if res, err := anon.Get(base + page + "/live"); err != nil || res.StatusCode != http.StatusSeeOther ||
+		!strings.HasPrefix(res.Header.Get("Location"), "/console/signin") {
+		t.Errorf("live without a console session: %v %v", res, err)
+	}
+	get(t, hc, base+"/console/wallcrawler/project_live/sessions/"+rival.ID+"/live", http.StatusNotFound)
+	get(t, hc, base+"/console/wallcrawler/project_rival/sessions/"+rival.ID+"/live", http.StatusNotFound)
+
+	if code := s.call(key, "POST", "/v1/sessions/"+x.ID, map[string]any{"status": "REQUEST_RELEASE"}, nil); code != 200 {
+		t.Fatalf("release: %d", code)
+	}
+	get(t, hc, base+page+"/live", http.StatusNotFound)
+	if html := get(t, hc, base+page, http.StatusOK); strings.Contains(html, `id="live-frame"`) {
+		t.Errorf("an ended session's page frames a live view")
 	}
 }

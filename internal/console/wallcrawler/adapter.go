@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/console"
@@ -194,6 +195,21 @@ func (w Adapter) Frame(ctx context.Context, hash, projectID, id string, n int) (
 		return nil, fmt.Errorf("%w: %v", console.ErrNotFound, err)
 	}
 	return b, err
+}
+
+func (w Adapter) LiveView(ctx context.Context, hash, projectID, id string, viewOnly bool) (string, error) {
+	_, x, err := w.session(ctx, hash, projectID, id)
+	if err != nil {
+		return "", err
+	}
+	if x.InternalStatus != sessions.StateReady {
+		return "", fmt.Errorf("%w: session %s is not running", console.ErrNotFound, id)
+	}
+	tok, err := w.sessions.LiveToken(x, "", viewOnly)
+	if err != nil {
+		return "", fmt.Errorf("wallcrawler: live view of %s: %w", id, err)
+	}
+	return "/wallcrawler/live/" + url.PathEscape(x.ID) + "?token=" + url.QueryEscape(tok), nil
 }
 
 func (w Adapter) Downloads(ctx context.Context, hash, projectID, id string, out io.Writer) error {

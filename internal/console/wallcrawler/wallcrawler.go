@@ -8,11 +8,14 @@
 package wallcrawler
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"embed"
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -130,6 +133,11 @@ type Backend interface {
 	Session(ctx context.Context, subject, projectID, id string) (Detail, error)
 	// Frame returns frame n of a session's replay (a JPEG).
 	Frame(ctx context.Context, subject, projectID, id string, n int) ([]byte, error)
+	// LiveView returns the path (on the console's own origin) of the live
+	// view of a running session's first page, with a fresh live-view
+	// token, interactive unless viewOnly; a session that is not running is
+	// console.ErrNotFound.
+	LiveView(ctx context.Context, subject, projectID, id string, viewOnly bool) (string, error)
 	// Downloads writes the zip of a session's downloads.
 	Downloads(ctx context.Context, subject, projectID, id string, w io.Writer) error
 	// Release ends a running session.
@@ -172,8 +180,10 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/wallcrawler/{project}/{$}", a.sessionsPage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/contexts", a.contextsPage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}", a.sessionPage)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/{tab}", a.sessionPage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/frames/{n}", a.framePage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/downloads.zip", a.downloads)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/live", a.live)
 	m.HandleFunc("POST /console/wallcrawler/{project}/sessions/{id}/release", a.release)
 	return nil
 }
@@ -288,19 +298,50 @@ func (a *Area) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	a.k.Render(w, r, http.StatusOK, "sessions", d)
 }
 
+// tabs are the session page's tabs, each its own URL (the overview the
+// session's, the others below it), so each works without JavaScript.
+var tabs = []struct{ Path, Label string }{
+	{"", "Overview"}, {"replay", "Replay"}, {"console", "Console"}, {"network", "Network"}, {"cdp", "CDP log"}, {"downloads", "Downloads"},
+}
+
 type sessionData struct {
 	Project Project
 	Detail
+	Tab     string // one of tabs' paths
+	Tabs    []tabLink
 	Q       string // CDP log search
 	Logs    []LogEntry
 	LogsAll int
+	Files   []DownloadFile
 	Now     time.Time
+}
+
+type tabLink struct {
+	Path, Label string
+	Count       int // rows behind the tab; -1 where none is shown
+	Current     bool
+}
+
+// DownloadFile is one file of a session's downloads.
+type DownloadFile struct {
+	Name     string
+	Size     int64
+	Modified time.Time
 }
 
 // maxLogRows bounds the CDP log rows shown.
 const maxLogRows = 500
 
 func (a *Area) sessionPage(w http.ResponseWriter, r *http.Request) {
+	tab := r.PathValue("tab")
+	known := false
+	for _, t := range tabs {
+		known = known || t.Path == tab
+	}
+	if !known || (tab == "" && strings.HasSuffix(r.URL.Path, "/")) {
+		a.k.NotFound(w, r)
+		return
+	}
 	ss, p, _, ok := a.project(w, r)
 	if !ok {
 		return
@@ -310,16 +351,49 @@ func (a *Area) sessionPage(w http.ResponseWriter, r *http.Request) {
 		a.k.NotFoundOr(w, r, err)
 		return
 	}
-	d := sessionData{Project: p, Detail: det, Q: strings.TrimSpace(r.URL.Query().Get("q")), LogsAll: len(det.Logs), Now: a.k.Now()}
-	needle := strings.ToLower(d.Q)
-	for i := len(det.Logs) - 1; i >= 0 && len(d.Logs) < maxLogRows; i-- { // newest first
-		e := det.Logs[i]
-		if needle == "" || strings.Contains(strings.ToLower(e.Method), needle) || strings.Contains(strings.ToLower(e.Request), needle) ||
-			strings.Contains(strings.ToLower(e.Response), needle) {
-			d.Logs = append(d.Logs, e)
+	d := sessionData{Project: p, Detail: det, Tab: tab, Q: strings.TrimSpace(r.URL.Query().Get("q")), LogsAll: len(det.Logs), Now: a.k.Now()}
+	counts := map[string]int{"": -1, "replay": len(det.Frames), "console": len(det.Console), "network": len(det.Network), "cdp": len(det.Logs), "downloads": -1}
+	for _, t := range tabs {
+		d.Tabs = append(d.Tabs, tabLink{Path: t.Path, Label: t.Label, Count: counts[t.Path], Current: t.Path == tab})
+	}
+	switch tab {
+	case "cdp":
+		needle := strings.ToLower(d.Q)
+		for i := len(det.Logs) - 1; i >= 0 && len(d.Logs) < maxLogRows; i-- { // newest first
+			e := det.Logs[i]
+			if needle == "" || strings.Contains(strings.ToLower(e.Method), needle) || strings.Contains(strings.ToLower(e.Request), needle) ||
+				strings.Contains(strings.ToLower(e.Response), needle) {
+				d.Logs = append(d.Logs, e)
+			}
+		}
+	case "downloads":
+		var buf bytes.Buffer
+		if err := a.b.Downloads(r.Context(), ss.Subject, p.ID, det.Session.ID, &buf); err != nil {
+			a.k.NotFoundOr(w, r, err)
+			return
+		}
+		if d.Files, err = zipFiles(buf.Bytes()); err != nil {
+			a.k.Failure(w, r, err)
+			return
 		}
 	}
 	a.k.Render(w, r, http.StatusOK, "session", d)
+}
+
+// zipFiles lists the files of a zip archive.
+func zipFiles(b []byte) ([]DownloadFile, error) {
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("wallcrawler: the downloads archive: %w", err)
+	}
+	out := make([]DownloadFile, 0, len(zr.File))
+	for _, f := range zr.File {
+		if f.FileInfo().IsDir() {
+			continue
+		}
+		out = append(out, DownloadFile{Name: f.Name, Size: int64(f.UncompressedSize64), Modified: f.Modified})
+	}
+	return out, nil
 }
 
 func (a *Area) framePage(w http.ResponseWriter, r *http.Request) {
@@ -339,6 +413,25 @@ func (a *Area) framePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/jpeg")
 	_, _ = w.Write(b)
+}
+
+// live sends the browser on to the live view of a running session, with a
+// token minted for this request: the session page frames this URL, so
+// the page's HTML holds neither the API key nor a token, and a reload of
+// the frame gets a fresh token for as long as the console session and
+// the key are valid. ?mode=view asks for a view-only token.
+func (a *Area) live(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
+	if !ok {
+		return
+	}
+	u, err := a.b.LiveView(r.Context(), ss.Subject, p.ID, r.PathValue("id"), r.URL.Query().Get("mode") == "view")
+	if err != nil {
+		a.k.NotFoundOr(w, r, err)
+		return
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
 func (a *Area) downloads(w http.ResponseWriter, r *http.Request) {
@@ -395,16 +488,22 @@ func (a *Area) contextsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // chart is a server-rendered SVG bar chart of a project's browser
-// minutes per day, with the proxied bytes in each bar's title.
+// minutes per day, with the proxied bytes in each bar's title, in the
+// console's 600×160 chart view box (svg.chart): the plot area is x 60–590,
+// y 10–130, the y axis labelled at 0 and Max, every other day labelled
+// below its bar (the newest always), so that no two labels overlap at the
+// console's 11px chart text.
 type chart struct {
-	Bars  []bar
-	Max   float64 // the tallest bar's minutes
-	Width int
+	Bars []bar
+	Max  int64   // the y axis' top, minutes (a 1-2-5 step above the busiest day)
+	Busy float64 // the busiest day's minutes
 }
 
 type bar struct {
 	X, Y, W, H float64
+	LabelX     float64 // the middle of the bar, where its label is centred
 	Day        string
+	Label      string // Day on every other bar, else ""
 	Minutes    float64
 	Bytes      int64
 	Sessions   int
@@ -432,20 +531,24 @@ func usageChart(all []Session, now time.Time, days int) chart {
 		bars[i].Bytes += s.ProxyBytes
 		bars[i].Sessions++
 	}
-	ch := chart{Width: days * 20}
+	var ch chart
 	for _, b := range bars {
-		ch.Max = max(ch.Max, b.Minutes)
+		ch.Busy = max(ch.Busy, b.Minutes)
 	}
+	ch.Max = console.NiceCeil(max(1, int64(math.Ceil(ch.Busy))))
+	step := 530 / float64(days)
 	for i := range bars {
 		b := &bars[i]
-		b.X, b.W = float64(i*20+2), 16
-		if ch.Max > 0 {
-			b.H = 100 * b.Minutes / ch.Max
-		}
+		b.X, b.W = 60+float64(i)*step+step*0.1, step*0.8
+		b.LabelX = 60 + float64(i)*step + step/2
+		b.H = 120 * b.Minutes / float64(ch.Max)
 		if b.Minutes > 0 && b.H < 1 {
 			b.H = 1
 		}
-		b.Y = 100 - b.H
+		b.Y = 130 - b.H
+		if (days-1-i)%2 == 0 {
+			b.Label = b.Day
+		}
 	}
 	ch.Bars = bars
 	return ch

@@ -27,8 +27,29 @@ func TestUsageChart(t *testing.T) {
 	if prev.Day != "Mar 9" || prev.Sessions != 1 || prev.Minutes != 60 || prev.Bytes != 7 {
 		t.Errorf("yesterday: %+v", prev)
 	}
-	if ch.Max != 1110 || last.H != 100 || last.Y != 0 || prev.H < 5.3 || prev.H > 5.5 {
-		t.Errorf("scale: max %v, bars %+v %+v", ch.Max, last, prev)
+	// The y axis tops at a round number above the busiest day: 1110
+	// minutes → 2000, the bar 120 × 1110/2000 = 66.6 tall.
+	if ch.Busy != 1110 || ch.Max != 2000 || last.H < 66.5 || last.H > 66.7 || last.Y+last.H != 130 || prev.H < 3.5 || prev.H > 3.7 {
+		t.Errorf("scale: busiest %v, top %v, bars %+v %+v", ch.Busy, ch.Max, last, prev)
+	}
+	// Every other day is labelled, the newest always, at least 75 view
+	// box units apart (an 11px "Mar 10" is about 35).
+	var labels []bar
+	for _, b := range ch.Bars {
+		if b.Label != "" {
+			labels = append(labels, b)
+		}
+	}
+	if len(labels) != 4 || labels[3].Label != "Mar 10" || labels[0].Label != "Mar 4" {
+		t.Errorf("labels: %+v", labels)
+	}
+	for i := 1; i < len(labels); i++ {
+		if gap := labels[i].LabelX - labels[i-1].LabelX; gap < 75 {
+			t.Errorf("labels %s and %s %.1f apart", labels[i-1].Label, labels[i].Label, gap)
+		}
+	}
+	if c := usageChart(nil, now, 14); c.Max != 1 || c.Bars[0].H != 0 {
+		t.Errorf("an empty chart: top %v, first bar %+v", c.Max, c.Bars[0])
 	}
 	for _, b := range ch.Bars[:5] {
 		if b.Sessions != 0 {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -94,6 +95,16 @@ type Options struct {
 	// AlertSweep is how often claims are renewed and alerts whose claim
 	// ran out (their process died) are delivered; default 5s.
 	AlertSweep time.Duration
+	// NodeBeat is how often Run renews this process's node lease and
+	// reads the live nodes (Beat); default 1s.
+	NodeBeat time.Duration
+	// NodeLease is how long a node lease lasts without renewal: a process
+	// that dies stops owning its checks NodeLease after its last beat at
+	// most. Default 3s, so that with NodeBeat the survivors take a dead
+	// process's checks over within 4 s: within the failover bound, and
+	// before the next period of checks run every 6 s or more, which then
+	// run late rather than skip a period.
+	NodeLease time.Duration
 }
 
 // Scheduler runs the checks of one store. Create it with New.
@@ -128,6 +139,17 @@ type Scheduler struct {
 	// running are the checks whose runs are in flight here, with their
 	// start, whose leases RenewRuns extends.
 	running map[string]time.Time
+	// nodes are the live nodes as last read (Beat), sorted, this one
+	// included; viewAt is when. A view older than NodeLease, or of this
+	// node alone, makes every check this node's own.
+	nodes  []string
+	viewAt time.Time
+	// gone are nodes whose lease ended long ago, removed by the next beat.
+	gone []string
+	// shares is whether this scheduler takes part in the node registry:
+	// only when it runs every check type, since its share of the checks
+	// is drawn from all of them.
+	shares bool
 }
 
 // claim is a run claimed and not yet started.
@@ -159,7 +181,8 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		_, _ = rand.Read(b[:])
 		o.Owner = "sched-" + hex.EncodeToString(b[:])
 	}
-	if len(o.Types) == 0 {
+	shares := len(o.Types) == 0
+	if shares {
 		o.Types = probe.Types()
 	}
 	if o.Refresh <= 0 {
@@ -192,6 +215,12 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	if o.AlertSweep <= 0 {
 		o.AlertSweep = 5 * time.Second
 	}
+	if o.NodeBeat <= 0 {
+		o.NodeBeat = time.Second
+	}
+	if o.NodeLease <= 0 {
+		o.NodeLease = 3 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -203,6 +232,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
+		shares: shares,
 	}
 }
 
@@ -217,19 +247,33 @@ func (s *Scheduler) Len() int {
 }
 
 // Schedule (re)schedules a check at t; the API calls it after a create,
-// resume, update or run-now so that the change takes effect at once.
-func (s *Scheduler) Schedule(id string, t time.Time) { s.scheduleAt(id, t, t) }
+// resume, update or run-now so that the change takes effect at once: this
+// process claims the check's runs even when it is another node's, until
+// the owner has surely refreshed (two Refresh periods) or a claim here is
+// lost, so that the check does not wait for the owner's refresh.
+func (s *Scheduler) Schedule(id string, t time.Time) { s.scheduleAt(id, t, t, true) }
+
+// reschedule schedules check id at t, to be claimed by its owner.
+func (s *Scheduler) reschedule(id string, t time.Time) { s.scheduleAt(id, t, t, false) }
 
 // scheduleAt schedules check id, due at due, to be claimed once at is
 // within the lookahead (at is due, or later when another process's lease
-// must end first).
-func (s *Scheduler) scheduleAt(id string, due, at time.Time) {
+// must end first); when force is set, by this process whoever owns it
+// for two Refresh periods (an earlier force is kept otherwise).
+func (s *Scheduler) scheduleAt(id string, due, at time.Time, force bool) {
+	var until time.Time
+	if force {
+		until = s.o.Now().Add(2 * s.o.Refresh)
+	}
 	s.mu.Lock()
 	if e, ok := s.index[id]; ok {
-		e.due, e.at = due, at
+		e.due, e.at, e.foreign = due, at, false
+		if force {
+			e.forceUntil = until
+		}
 		heap.Fix(&s.queue, e.i)
 	} else {
-		e := &entry{id: id, due: due, at: at}
+		e := &entry{id: id, due: due, at: at, forceUntil: until}
 		s.index[id] = e
 		heap.Push(&s.queue, e)
 	}
@@ -305,7 +349,7 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 			return err
 		}
 		for _, d := range fresh {
-			s.Schedule(d.ID, d.NextRunAt)
+			s.reschedule(d.ID, d.NextRunAt)
 		}
 	}
 	s.mu.Lock()
@@ -328,8 +372,24 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer refresh.Stop()
 	// Lease renewals and the alert sweep have loops of their own: their
 	// store calls never delay a run's start.
+	if s.shares {
+		s.Beat(ctx, s.o.Now())
+		// Last, once the runs are recorded and the claims ahead given
+		// back: the others take this node's checks over at their next
+		// beat rather than at the end of its node lease.
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.st.DropNode(dctx, s.o.Owner); err != nil {
+				s.log.Warn("checks: node lease not dropped; the others take its checks over when it ends", "err", err)
+			}
+		}()
+	}
 	var bg sync.WaitGroup
 	defer bg.Wait()
+	if s.shares {
+		bg.Go(func() { every(ctx, s.o.NodeBeat, func() { s.Beat(ctx, s.o.Now()) }) })
+	}
 	bg.Go(func() { every(ctx, s.o.RunLease/3, func() { s.RenewRuns(ctx, s.o.Now()) }) })
 	bg.Go(func() { every(ctx, s.o.AlertSweep, func() { s.SweepAlerts(ctx, s.o.Now()) }) })
 	timer := time.NewTimer(time.Hour)
@@ -368,6 +428,106 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// Beat renews this process's node lease until now + NodeLease and reads
+// the live nodes, among which the checks are shared: each check is owned
+// by one live node (rendezvous hashing of its id over the nodes' names),
+// and only its owner claims its runs, so the others spend no store
+// request on it. The checks this node gains by a change of the view (a
+// node died or stopped) have their nextRunAt read afresh and are
+// scheduled at it. Run calls Beat every NodeBeat; tests call it with
+// their clock.
+func (s *Scheduler) Beat(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	nodes, stale, err := s.st.BeatNode(ctx, s.o.Owner, now, now.Add(s.o.NodeLease), gone)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("checks: node lease", "err", err)
+		}
+		return
+	}
+	if !slices.Contains(nodes, s.o.Owner) {
+		nodes = append(nodes, s.o.Owner)
+	}
+	slices.Sort(nodes)
+	s.mu.Lock()
+	changed := !slices.Equal(nodes, s.nodes)
+	s.nodes, s.viewAt, s.gone = nodes, now, stale
+	var gained []store.Due
+	if changed {
+		for id, e := range s.index {
+			if e.foreign && s.ownsLocked(id, now) {
+				gained = append(gained, store.Due{ID: id})
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(gained) == 0 {
+		return
+	}
+	fresh, err := s.st.NextRuns(ctx, gained)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("checks: read the checks of a node gone", "err", err)
+		}
+		return // claimed at their stale due times: a failed claim reads them
+	}
+	s.mu.Lock()
+	for _, d := range fresh {
+		if e, ok := s.index[d.ID]; ok && e.foreign {
+			e.due, e.at, e.foreign = d.NextRunAt, d.NextRunAt, false
+			heap.Fix(&s.queue, e.i)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Nodes is the live nodes as last read by Beat, this one included.
+func (s *Scheduler) Nodes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.nodes)
+}
+
+// ownsLocked reports whether check id is this node's to claim at now: its
+// rendezvous owner among the live nodes, or every check when the view is
+// of this node alone or older than NodeLease (the registry unreadable:
+// then every node claims every check and the claims' conditions keep a
+// period to one run). s.mu is held.
+func (s *Scheduler) ownsLocked(id string, now time.Time) bool {
+	if len(s.nodes) <= 1 || now.Sub(s.viewAt) > s.o.NodeLease {
+		return true
+	}
+	var best string
+	var top uint64
+	for _, n := range s.nodes {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(n))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(id))
+		if v := mix(h.Sum64()); best == "" || v > top {
+			best, top = n, v
+		}
+	}
+	return best == s.o.Owner
+}
+
+// mix spreads a hash's bits over the whole word (the splitmix64
+// finalizer): FNV's high bits depend weakly on the last bytes, and the
+// node with the highest score owns the check.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // Lookahead is how far ahead of its due time a check is claimed now.
 func (s *Scheduler) Lookahead() time.Duration {
 	if s.o.Lookahead != 0 {
@@ -397,6 +557,18 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 		if e.at.After(horizon) {
 			return out, e.at
 		}
+		if !now.Before(e.forceUntil) && !s.ownsLocked(e.id, now) {
+			// Another live node's: no store request for it. It is looked
+			// at again each NodeBeat (cheap, in memory) so that a view
+			// gone stale, which makes every check this node's, claims it;
+			// a change of view hands it over with its nextRunAt read
+			// afresh (Beat).
+			e.foreign = true
+			e.at = later(now.Add(s.o.NodeBeat), horizon.Add(time.Millisecond))
+			heap.Fix(&s.queue, e.i)
+			continue
+		}
+		e.foreign = false
 		// A check whose run is claimed ahead and waits for its due time
 		// is not claimed again (its next period would be, as its own
 		// lease allows): its run reschedules it.
@@ -435,7 +607,7 @@ func (s *Scheduler) startDue(ctx, runCtx context.Context, now time.Time) time.Du
 		select {
 		case s.sem <- struct{}{}:
 		case <-ctx.Done():
-			s.Schedule(j.c.ID, j.due)
+			s.reschedule(j.c.ID, j.due)
 			return time.Minute
 		}
 		s.wg.Add(1)
@@ -575,7 +747,7 @@ func (s *Scheduler) ReleaseAhead(ctx context.Context) int {
 			s.log.Warn("checks: claimed run not given back; it is skipped", "check", a.c.ID, "due", a.due, "err", err)
 			continue
 		}
-		s.Schedule(a.c.ID, a.due)
+		s.reschedule(a.c.ID, a.due)
 		n++
 	}
 	return n
@@ -622,13 +794,18 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 				at = later(c.NextRunAt, c.LeaseUntil.Add(time.Millisecond)).Add(ahead)
 			}
 		}
-		s.scheduleAt(id, c.NextRunAt, at)
+		s.scheduleAt(id, c.NextRunAt, at, false)
+		s.mu.Lock()
+		if e, ok := s.index[id]; ok {
+			e.forceUntil = time.Time{} // its owner has it
+		}
+		s.mu.Unlock()
 		return c, false
 	case err != nil:
 		if ctx.Err() == nil {
 			s.log.Warn("checks: claim", "check", id, "err", err)
 		}
-		s.Schedule(id, now.Add(5*time.Second))
+		s.reschedule(id, now.Add(5*time.Second))
 		return c, false
 	}
 	s.mu.Lock()
@@ -645,7 +822,7 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 	keep := true
 	defer func() {
 		if keep {
-			s.Schedule(id, c.NextRunAt)
+			s.reschedule(id, c.NextRunAt)
 		} else {
 			s.Remove(id)
 		}
@@ -1076,6 +1253,11 @@ type entry struct {
 	id      string
 	due, at time.Time
 	i       int
+	// forceUntil: until then claimed by this process whoever owns it
+	// (Schedule).
+	forceUntil time.Time
+	// foreign: left to its owner, another live node; due may be stale.
+	foreign bool
 }
 
 // later returns the later of a and b.

@@ -56,6 +56,7 @@ func newTarget(t *testing.T) *target {
 }
 
 type env struct {
+	db    *ddb.Store
 	st    *store.Store
 	clock *clock
 	user  store.User
@@ -76,7 +77,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	clk := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	e := &env{clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e := &env{db: s, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e.st = store.New(client, names, &store.Options{Now: clk.now, Limits: map[string]int{store.TierFree: 5, store.TierPro: 1000}})
 	if e.user, _, err = e.st.CreateUser(context.Background(), "ops@example.com", store.TierPro); err != nil {
 		t.Fatal(err)
@@ -911,5 +912,85 @@ func TestLoserTriesAtTheNextPeriod(t *testing.T) {
 	before := tg.hits.Load()
 	if n := b.RunDue(ctx, t0.Add(period)); n != 1 || tg.hits.Load() != before+1 {
 		t.Fatalf("at the next period b ran the check %d times; want once, not after the dead process's lease", n)
+	}
+}
+
+// failedWrites is how many requests the store refused on a condition.
+func (e *env) failedWrites() int64 {
+	var n int64
+	for _, op := range e.db.Metrics().Ops {
+		n += op.Errors["ConditionalCheckFailedException"]
+	}
+	return n
+}
+
+// TestNodesShareTheChecks runs three schedulers on one store, each
+// beating its node lease: each check is claimed by one node only, so
+// almost no claim fails (without the sharing, two of every three claims
+// would), no period runs twice, and when a node dies the others take its
+// checks over within the failover bound.
+func TestNodesShareTheChecks(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	period := 2 * time.Second
+	for i := range 30 {
+		e.check(t, tg.URL, period, t0.Add(time.Duration(i)*50*time.Millisecond), nil)
+	}
+	var log runLog
+	var nodes []*scheduler.Scheduler
+	for _, name := range []string{"node-a", "node-b", "node-c"} {
+		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: log.record}))
+	}
+	for range 2 { // every node sees the others before the first claim
+		for _, s := range nodes {
+			s.Beat(ctx, t0)
+		}
+	}
+	if got := nodes[0].Nodes(); len(got) != 3 {
+		t.Fatalf("node-a sees the nodes %v, want all three", got)
+	}
+	death, end := t0.Add(30*time.Second), t0.Add(60*time.Second)
+	for now := t0; now.Before(end); now = now.Add(250 * time.Millisecond) {
+		e.clock.set(now)
+		live := nodes
+		if !now.Before(death) {
+			live = nodes[:2] // node-c is gone: no beat, no claim
+		}
+		var wg sync.WaitGroup
+		for _, s := range live {
+			wg.Go(func() {
+				if now.Sub(t0)%(2*time.Second) == 0 {
+					s.Beat(ctx, now)
+				}
+				s.RunDue(ctx, now)
+			})
+		}
+		wg.Wait()
+	}
+	runs := 0
+	for id, dues := range log.runs {
+		sort.Slice(dues, func(i, j int) bool { return dues[i].Before(dues[j]) })
+		for i := 1; i < len(dues); i++ {
+			if dues[i].Equal(dues[i-1]) {
+				t.Fatalf("check %s ran twice for the period due %v", id, dues[i])
+			}
+			if gap := dues[i].Sub(dues[i-1]); gap > period+10*time.Second {
+				t.Fatalf("check %s waited %v between runs (due %v, then %v), beyond its period + 10 s", id, gap, dues[i-1], dues[i])
+			}
+		}
+		if last := dues[len(dues)-1]; last.Before(end.Add(-period - time.Second)) {
+			t.Fatalf("check %s last ran for the period due %v, not taken over after node-c died at %v", id, last, death)
+		}
+		runs += len(dues)
+	}
+	if len(log.runs) != 30 || runs < 30*28 {
+		t.Fatalf("%d checks ran %d times in 60 s at 2 s, want 30 checks and about %d runs", len(log.runs), runs, 30*30)
+	}
+	failed := e.failedWrites()
+	t.Logf("%d runs, %d writes failed on their condition", runs, failed)
+	if float64(failed) > 0.02*float64(runs) {
+		t.Fatalf("%d writes failed on their condition for %d runs, want almost none: each check is claimed by its owner only", failed, runs)
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/ddb"
+	checksapi "github.com/quarrydb/quarry/internal/checks/api"
 	checksstore "github.com/quarrydb/quarry/internal/checks/store"
 	"github.com/quarrydb/quarry/internal/checks/tables"
 	"github.com/quarrydb/quarry/internal/console"
@@ -223,7 +224,7 @@ func run(nItems, nChecks, n, nExport int, out string) error {
 	shelf := datashelfconsole.Adapt(ds, nil)
 	setupTime := time.Since(setup)
 
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, nil)), datashelfconsole.New(shelf, nil)},
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, checksapi.New(st, nil, nil, checksapi.Options{}))), datashelfconsole.New(shelf, nil)},
 		Realms: []console.Realm{
 			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
 				if cred != "op" {

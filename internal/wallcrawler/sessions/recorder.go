@@ -12,48 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/quarrydb/quarry/internal/platform/rrweb"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
-
-// The DOM recording: rrweb's recorder runs in each page's top frame, in an
-// isolated world named domWorld (the page's scripts see neither rrweb nor
-// the binding, and rrweb's patched prototypes are that world's), and
-// hands each event, as JSON, to the binding domBinding, which CDP delivers
-// to the recorder as Runtime.bindingCalled. The page's DOM is shared with
-// that world, so whatever the page shows is recorded: the events are
-// hostile input, bounded (RecordLimits) and kept in the session's own
-// recording. Password fields are masked (rrweb's default); rrweb fetches
-// nothing. The recorder's CDP session enables Runtime and Page before it
-// adds the binding and the script: without the Page domain the binding is
-// missing from the documents a page loads later. Only http: and https:
-// documents are recorded: on Chromium's own error page (a navigation it
-// refused, such as a redirect to a file: URL) rrweb's recorder leaves the
-// renderer unresponsive, to the tenant's commands too, and about:blank
-// has nothing to show.
-const (
-	domBinding = "__quarryDOM"
-	domWorld   = "__quarry_recorder"
-)
-
-// domScript loads rrweb in a closure (CommonJS-style, so it sets no
-// global) and starts its recorder.
-var domScript = `(function () {
-  if (window.top !== window || typeof ` + domBinding + ` !== "function") return;
-  if (location.protocol !== "http:" && location.protocol !== "https:") return;
-  var send = ` + domBinding + `;
-  var module = { exports: {} }, exports = module.exports;
-` + string(rrweb.Script) + `
-;
-  var rr = module.exports;
-  if (!rr || typeof rr.record !== "function") return;
-  rr.record({
-    emit: function (e) { try { send(JSON.stringify(e)); } catch (_) {} },
-    sampling: { mousemove: 100, scroll: 150, input: "last" },
-    maskInputOptions: { password: true }
-  });
-})();
-`
 
 // The session inspector's recording: while a session runs, the node that
 // owns its browser keeps, on a CDP connection of its own to the browser
@@ -83,12 +43,6 @@ type RecordLimits struct {
 	// requests kept (default 1,000 and 2,000; later ones are counted, not
 	// kept).
 	MaxConsole, MaxNetwork int
-	// MaxDOMEvents and MaxDOMBytes bound the DOM recording's rrweb events
-	// of a session (default 20,000 events and 16 MiB of their JSON), and
-	// MaxDOMEvent one event (default 4 MiB: a page's full snapshot); an
-	// event past a bound is counted, not kept.
-	MaxDOMEvents             int
-	MaxDOMBytes, MaxDOMEvent int64
 }
 
 func (l RecordLimits) withDefaults() RecordLimits {
@@ -116,16 +70,6 @@ func (l RecordLimits) withDefaults() RecordLimits {
 	if l.MaxNetwork <= 0 {
 		l.MaxNetwork = 2000
 	}
-	if l.MaxDOMEvents <= 0 {
-		l.MaxDOMEvents = 20000
-	}
-	if l.MaxDOMBytes <= 0 {
-		l.MaxDOMBytes = 16 << 20
-	}
-	if l.MaxDOMEvent <= 0 {
-		l.MaxDOMEvent = 4 << 20
-	}
-	l.MaxDOMEvent = min(l.MaxDOMEvent, l.MaxDOMBytes)
 	return l
 }
 
@@ -172,31 +116,17 @@ type FrameInfo struct {
 	Length int64     `json:"length"`
 }
 
-// DOMEvent is one rrweb event of a page's DOM recording: a meta event
-// (type 4: the page's URL and size), a full snapshot (2) or an
-// incremental one (3: mutations, input, scroll, mouse), as rrweb's
-// recorder emitted it in the page. Data is a JSON object the page wrote:
-// hostile input, kept as it is for the tenant's own player.
-type DOMEvent struct {
-	Timestamp int64           `json:"timestamp"` // milliseconds since the epoch
-	PageID    string          `json:"pageId"`
-	Type      int             `json:"type"`
-	Data      json.RawMessage `json:"data"`
-}
-
 // Recording is what the inspector keeps of a session's pages.
 type Recording struct {
 	Console []ConsoleEntry `json:"console"`
 	Network []NetworkEntry `json:"network"`
 	Frames  []FrameInfo    `json:"frames"`
-	DOM     []DOMEvent     `json:"dom,omitempty"`
-	// Dropped counts what the limits left out: console messages, requests
-	// and DOM events past their caps, frames thinned out of the replay.
+	// Dropped counts what the limits left out: console messages and
+	// requests past their caps, frames thinned out of the replay.
 	Dropped struct {
 		Console int `json:"console"`
 		Network int `json:"network"`
 		Frames  int `json:"frames"`
-		DOM     int `json:"dom,omitempty"`
 	} `json:"dropped"`
 	// Error says why nothing could be recorded ("" normally).
 	Error string `json:"error,omitempty"`
@@ -216,13 +146,8 @@ type recorder struct {
 	now    func() time.Time
 	cancel context.CancelFunc
 	done   chan struct{}
-	// ready is closed once the browser answered the recorder's
-	// Target.setAutoAttach (the pages open then are being recorded), or
-	// the recorder gave up.
-	ready     chan struct{}
-	readyOnce sync.Once
-	conn      *websocket.Conn
-	nextID    atomic.Int64
+	conn   *websocket.Conn
+	nextID atomic.Int64
 
 	mu       sync.Mutex
 	rec      Recording
@@ -230,7 +155,6 @@ type recorder struct {
 	bytes    int64
 	requests map[string]int // session/requestId → index in rec.Network
 	pages    map[string]string
-	domBytes int64  // JSON bytes of rec.DOM
 	pending  *frame // the newest picture not yet kept
 	pendB64  string
 	lastKept time.Time
@@ -241,28 +165,13 @@ type recorder struct {
 func startRecorder(parent context.Context, b browser.Browser, lim RecordLimits, now func() time.Time, log *slog.Logger) *recorder {
 	ctx, cancel := context.WithCancel(parent)
 	r := &recorder{lim: lim.withDefaults(), log: log, now: now, cancel: cancel, done: make(chan struct{}),
-		ready: make(chan struct{}), requests: map[string]int{}, pages: map[string]string{}}
+		requests: map[string]int{}, pages: map[string]string{}}
 	go r.run(ctx, b)
 	return r
 }
 
-// waitReady waits until the recorder records the browser's pages, or
-// gave up, for at most d.
-func (r *recorder) waitReady(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-func (r *recorder) setReady() { r.readyOnce.Do(func() { close(r.ready) }) }
-
 func (r *recorder) run(ctx context.Context, b browser.Browser) {
 	defer close(r.done)
-	defer r.setReady()
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, _, err := websocket.Dial(dctx, b.WebSocketURL(), &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPClient: b.HTTPClient()})
 	dcancel()
@@ -276,11 +185,8 @@ func (r *recorder) run(ctx context.Context, b browser.Browser) {
 	conn.SetReadLimit(32 << 20)
 	r.conn = conn
 	_ = r.send(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true})
-	// The pages open now are attached before the browser answers, so the
-	// answer makes the recorder ready.
 	_ = r.send(ctx, "", "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true,
 		"filter": []map[string]any{{"type": "page", "exclude": false}, {"exclude": true}}})
-	attachID := r.nextID.Load() // nothing else sends before the loop below
 	if r.lim.FrameEvery > 0 {
 		go r.tick(ctx)
 	}
@@ -288,9 +194,6 @@ func (r *recorder) run(ctx context.Context, b browser.Browser) {
 		_, b, err := conn.Read(ctx)
 		if err != nil {
 			return
-		}
-		if answer(b) == attachID {
-			r.setReady()
 		}
 		r.handle(ctx, b)
 	}
@@ -329,19 +232,6 @@ func (r *recorder) send(ctx context.Context, sessionID, method string, params an
 	return r.conn.Write(wctx, websocket.MessageText, b)
 }
 
-// answer returns the id of the command a browser's message answers (0
-// for an event).
-func answer(b []byte) int64 {
-	var m struct {
-		ID     int64  `json:"id"`
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(b, &m) != nil || m.Method != "" {
-		return 0
-	}
-	return m.ID
-}
-
 // event is the part of a CDP event the recorder reads.
 type event struct {
 	Method    string          `json:"method"`
@@ -376,7 +266,6 @@ var recorderEvents = map[string]func(*recorder, context.Context, event){
 	"Network.responseReceived":  (*recorder).responseReceived,
 	"Network.loadingFinished":   (*recorder).loadingFinished,
 	"Network.loadingFailed":     (*recorder).loadingFailed,
-	"Runtime.bindingCalled":     (*recorder).bindingCalled,
 }
 
 // handle dispatches one message of the browser to its event's handler.
@@ -409,13 +298,6 @@ func (r *recorder) attached(ctx context.Context, ev event) {
 	for _, method := range []string{"Runtime.enable", "Log.enable", "Network.enable"} {
 		_ = r.send(ctx, p.SessionID, method, nil)
 	}
-	// Runtime and Page enabled, then the binding, then the script that
-	// takes it, for the page's later documents and (runImmediately) the
-	// one it shows now: a page the tenant created with its URL may have
-	// loaded it before the recorder attached.
-	_ = r.send(ctx, p.SessionID, "Page.enable", nil)
-	_ = r.send(ctx, p.SessionID, "Runtime.addBinding", map[string]any{"name": domBinding, "executionContextName": domWorld})
-	_ = r.send(ctx, p.SessionID, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": domScript, "worldName": domWorld, "runImmediately": true})
 	if r.lim.FrameEvery > 0 {
 		_ = r.send(ctx, p.SessionID, "Page.startScreencast", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality,
 			"maxWidth": r.lim.FrameWidth, "maxHeight": r.lim.FrameHeight, "everyNthFrame": 1})
@@ -610,41 +492,6 @@ func (r *recorder) loadingFailed(_ context.Context, ev event) {
 	})
 }
 
-// bindingCalled keeps one rrweb event the recording script sent: only a
-// meta event, a full or an incremental snapshot, whose data is a JSON
-// object, within the DOM bounds; a timestamp more than a minute from the
-// recorder's clock is replaced by the clock's.
-func (r *recorder) bindingCalled(_ context.Context, ev event) {
-	var p struct {
-		Name    string `json:"name"`
-		Payload string `json:"payload"`
-	}
-	if json.Unmarshal(ev.Params, &p) != nil || p.Name != domBinding {
-		return
-	}
-	now := r.now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if int64(len(p.Payload)) > r.lim.MaxDOMEvent || len(r.rec.DOM) >= r.lim.MaxDOMEvents || r.domBytes+int64(len(p.Payload)) > r.lim.MaxDOMBytes {
-		r.rec.Dropped.DOM++
-		return
-	}
-	var e struct {
-		Type      int             `json:"type"`
-		Timestamp float64         `json:"timestamp"`
-		Data      json.RawMessage `json:"data"`
-	}
-	if json.Unmarshal([]byte(p.Payload), &e) != nil || e.Type < 2 || e.Type > 4 || len(e.Data) == 0 || e.Data[0] != '{' {
-		return
-	}
-	at := msTime(e.Timestamp, now)
-	if d := at.Sub(now); d > time.Minute || d < -time.Minute {
-		at = now
-	}
-	r.rec.DOM = append(r.rec.DOM, DOMEvent{Timestamp: at.UnixMilli(), PageID: r.pages[ev.SessionID], Type: e.Type, Data: e.Data})
-	r.domBytes += int64(len(e.Data))
-}
-
 func msTime(ms float64, fallback time.Time) time.Time {
 	if ms <= 0 {
 		return fallback
@@ -719,7 +566,6 @@ func (r *recorder) snapshot() (Recording, []byte) {
 	rec := r.rec
 	rec.Console = append([]ConsoleEntry{}, r.rec.Console...)
 	rec.Network = append([]NetworkEntry{}, r.rec.Network...)
-	rec.DOM = append([]DOMEvent(nil), r.rec.DOM...)
 	replay := make([]byte, 0, r.bytes)
 	rec.Frames = make([]FrameInfo, 0, len(r.frames))
 	for _, f := range r.frames {

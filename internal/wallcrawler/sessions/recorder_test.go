@@ -2,8 +2,6 @@ package sessions
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,56 +59,5 @@ func TestRecorderBounds(t *testing.T) {
 	}
 	if len(rec.Network) != 2 || rec.Dropped.Network != 1 || !rec.Network[1].Done || rec.Network[1].DurationMs != 250 || rec.Network[1].Size != 10 {
 		t.Fatalf("network: %+v, dropped %d", rec.Network, rec.Dropped.Network)
-	}
-}
-
-// TestRecorderDOMEvents feeds a recorder the rrweb events a page's
-// recording script sends, some of them hostile: only meta, full and
-// incremental snapshots whose data is an object are kept, with the page's
-// id; a timestamp far from the clock takes the clock's; events past the
-// per-event, count and byte bounds are counted as dropped, not kept.
-func TestRecorderDOMEvents(t *testing.T) {
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := &recorder{lim: RecordLimits{MaxDOMEvents: 4, MaxDOMBytes: 1000, MaxDOMEvent: 300}.withDefaults(),
-		now: func() time.Time { return clock }, requests: map[string]int{}, pages: map[string]string{"S": "PAGE"}}
-	call := func(name, payload string) {
-		b, _ := json.Marshal(map[string]any{"method": "Runtime.bindingCalled", "sessionId": "S",
-			"params": map[string]any{"name": name, "payload": payload, "executionContextId": 1}})
-		r.handle(t.Context(), b)
-	}
-	ms := clock.UnixMilli()
-	call(domBinding, fmt.Sprintf(`{"type":4,"timestamp":%d,"data":{"href":"http://x/","width":800,"height":600}}`, ms))
-	call(domBinding, fmt.Sprintf(`{"type":2,"timestamp":%d,"data":{"node":{"type":0}}}`, ms+5))
-	call("otherBinding", fmt.Sprintf(`{"type":3,"timestamp":%d,"data":{}}`, ms))                               // not the recorder's binding
-	call(domBinding, fmt.Sprintf(`{"type":6,"timestamp":%d,"data":{}}`, ms))                                   // a plugin event: not DOM
-	call(domBinding, fmt.Sprintf(`{"type":3,"timestamp":%d,"data":"text"}`, ms))                               // data not an object
-	call(domBinding, `not json`)                                                                               // not JSON
-	call(domBinding, `{"type":3,"timestamp":1e300,"data":{"source":0}}`)                                       // a timestamp from nowhere
-	call(domBinding, fmt.Sprintf(`{"type":3,"timestamp":%d,"data":{"x":"%s"}}`, ms, strings.Repeat("a", 400))) // over MaxDOMEvent
-	call(domBinding, fmt.Sprintf(`{"type":3,"timestamp":%d,"data":{"source":1}}`, ms+9))
-	call(domBinding, fmt.Sprintf(`{"type":3,"timestamp":%d,"data":{"source":2}}`, ms+10)) // past MaxDOMEvents
-	rec, _ := r.snapshot()
-	if len(rec.DOM) != 4 || rec.Dropped.DOM != 2 {
-		t.Fatalf("kept %d DOM events, dropped %d: %+v", len(rec.DOM), rec.Dropped.DOM, rec.DOM)
-	}
-	want := []struct {
-		typ int
-		at  int64
-	}{{4, ms}, {2, ms + 5}, {3, ms}, {3, ms + 9}}
-	for i, w := range want {
-		e := rec.DOM[i]
-		if e.Type != w.typ || e.Timestamp != w.at || e.PageID != "PAGE" || len(e.Data) == 0 || e.Data[0] != '{' {
-			t.Errorf("event %d: %+v, want type %d at %d", i, e, w.typ, w.at)
-		}
-	}
-	// The byte bound: a fresh recorder with room for about two events.
-	r2 := &recorder{lim: RecordLimits{MaxDOMBytes: 250, MaxDOMEvent: 200}.withDefaults(), now: r.now, pages: map[string]string{}}
-	r = r2
-	for range 5 {
-		call(domBinding, fmt.Sprintf(`{"type":3,"timestamp":%d,"data":{"x":"%s"}}`, ms, strings.Repeat("b", 80)))
-	}
-	rec, _ = r2.snapshot()
-	if len(rec.DOM) != 2 || rec.Dropped.DOM != 3 || r2.domBytes > 250 {
-		t.Fatalf("byte bound: kept %d (%d bytes), dropped %d", len(rec.DOM), r2.domBytes, rec.Dropped.DOM)
 	}
 }

@@ -17,6 +17,7 @@ func (h *Handler) registerExtensionRoutes() {
 		return
 	}
 	h.mux.HandleFunc("POST /v1/extensions", h.createExtension)
+	h.mux.HandleFunc("GET /v1/extensions", h.listExtensions)
 	h.mux.HandleFunc("GET /v1/extensions/{id}", h.getExtension)
 	h.mux.HandleFunc("DELETE /v1/extensions/{id}", h.deleteExtension)
 }
@@ -103,6 +104,22 @@ func (h *Handler) lookupExtension(w http.ResponseWriter, r *http.Request) (exten
 		return extensions.Extension{}, false
 	}
 	return e, true
+}
+
+// listExtensions answers the extensions of the key's project in id order
+// (Browserbase's SDK has no list call; this is quarry's).
+func (h *Handler) listExtensions(w http.ResponseWriter, r *http.Request) {
+	pr, _ := auth.PrincipalFrom(r.Context())
+	list, err := h.opts.Extensions.List(r.Context(), pr.ProjectID)
+	if err != nil {
+		h.extensionError(w, r, err, 0)
+		return
+	}
+	out := make([]extensionJSON, len(list))
+	for i, e := range list {
+		out[i] = toExtensionJSON(e)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) getExtension(w http.ResponseWriter, r *http.Request) {

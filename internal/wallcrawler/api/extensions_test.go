@@ -96,12 +96,31 @@ func TestExtensionsFlow(t *testing.T) {
 		status, b = e.call(t, m, "/v1/extensions/"+created.ID, e.key3, "")
 		wantCtxError(t, status, b, http.StatusNotFound, "Extension not found")
 	}
+	// The list: the project's own extensions, none of another project's.
+	list := func(key string) []extensionAnswer {
+		t.Helper()
+		status, b := e.call(t, "GET", "/v1/extensions", key, "")
+		var l []extensionAnswer
+		if err := json.Unmarshal(b, &l); status != http.StatusOK || err != nil || l == nil {
+			t.Fatalf("GET /v1/extensions: %d %s", status, b)
+		}
+		return l
+	}
+	if l := list(e.key); len(l) != 1 || l[0] != created {
+		t.Fatalf("list: %+v, want [%+v]", l, created)
+	}
+	if l := list(e.key3); len(l) != 0 {
+		t.Fatalf("another project's list: %+v", l)
+	}
 	if status, b = e.call(t, "DELETE", "/v1/extensions/"+created.ID, e.key, ""); status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %s", status, b)
 	}
 	for _, m := range []string{"GET", "DELETE"} {
 		status, b = e.call(t, m, "/v1/extensions/"+created.ID, e.key, "")
 		wantCtxError(t, status, b, http.StatusNotFound, "Extension not found")
+	}
+	if l := list(e.key); len(l) != 0 {
+		t.Fatalf("list after delete: %+v", l)
 	}
 }
 

@@ -207,6 +207,52 @@ func (s *Store) Create(ctx context.Context, projectID, fileName string, src io.R
 	return e, nil
 }
 
+// MaxList bounds how many extensions List returns.
+const MaxList = 1000
+
+// List returns project projectID's extensions in id order, at most
+// MaxList. It needs a blob store that lists its objects (the disk and S3
+// stores do).
+func (s *Store) List(ctx context.Context, projectID string) ([]Extension, error) {
+	if !validProject(projectID) {
+		return nil, fmt.Errorf("extensions: list: invalid project id %q", projectID)
+	}
+	l, ok := s.blobs.(blob.Lister)
+	if !ok {
+		return nil, errors.New("extensions: list: the blob store cannot list its objects")
+	}
+	out := []Extension{}
+	under := projectID + "/extensions/"
+	after := ""
+	for len(out) < MaxList {
+		objs, err := l.List(ctx, under, after, 256)
+		if err != nil {
+			return nil, fmt.Errorf("extensions: list: %w", err)
+		}
+		for _, o := range objs {
+			id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, under), "/extension.json")
+			if !ok || !validID(id) {
+				continue
+			}
+			e, err := s.read(ctx, projectID, id)
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, err
+			}
+			if out = append(out, e); len(out) == MaxList {
+				break
+			}
+		}
+		if len(objs) < 256 {
+			break
+		}
+		after = objs[len(objs)-1].Key
+	}
+	return out, nil
+}
+
 // Get reads extension id of project projectID; ErrNotFound when it does
 // not exist or belongs to another project.
 func (s *Store) Get(ctx context.Context, projectID, id string) (Extension, error) {

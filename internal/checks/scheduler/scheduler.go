@@ -164,6 +164,13 @@ const (
 	MaxLookahead = time.Second
 )
 
+// ForcedGrace is how long after its due time a check forced onto a
+// process that does not own it (Schedule) is claimed there: its owner,
+// once it has read the check, claims it a lookahead before its due time,
+// so the forced claim fails once and the check is left to its owner;
+// until then the forced process runs it this late.
+const ForcedGrace = 250 * time.Millisecond
+
 // ChangeSkew is how far before its previous refresh a scheduler re-reads
 // the schedule change log, so that changes written by a process whose
 // clock is behind by up to this much are not missed.
@@ -250,7 +257,9 @@ func (s *Scheduler) Len() int {
 // resume, update or run-now so that the change takes effect at once: this
 // process claims the check's runs even when it is another node's, until
 // the owner has surely refreshed (two Refresh periods) or a claim here is
-// lost, so that the check does not wait for the owner's refresh.
+// lost, so that the check does not wait for the owner's refresh. Those
+// claims come ForcedGrace after each due time, so that an owner that has
+// read the check wins them.
 func (s *Scheduler) Schedule(id string, t time.Time) { s.scheduleAt(id, t, t, true) }
 
 // reschedule schedules check id at t, to be claimed by its owner.
@@ -267,7 +276,7 @@ func (s *Scheduler) scheduleAt(id string, due, at time.Time, force bool) {
 	}
 	s.mu.Lock()
 	if e, ok := s.index[id]; ok {
-		e.due, e.at, e.foreign = due, at, false
+		e.due, e.at, e.foreign, e.deferred = due, at, false, false
 		if force {
 			e.forceUntil = until
 		}
@@ -557,7 +566,8 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 		if e.at.After(horizon) {
 			return out, e.at
 		}
-		if !now.Before(e.forceUntil) && !s.ownsLocked(e.id, now) {
+		owns := s.ownsLocked(e.id, now)
+		if !now.Before(e.forceUntil) && !owns {
 			// Another live node's: no store request for it. It is looked
 			// at again each NodeBeat (cheap, in memory) so that a view
 			// gone stale, which makes every check this node's, claims it;
@@ -565,6 +575,16 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 			// afresh (Beat).
 			e.foreign = true
 			e.at = later(now.Add(s.o.NodeBeat), horizon.Add(time.Millisecond))
+			heap.Fix(&s.queue, e.i)
+			continue
+		}
+		if !owns && !e.deferred {
+			// Forced here (created or run now through this node) while
+			// its owner may not have read it yet: claimed ForcedGrace
+			// after its due time, so that an owner that knows it claims
+			// first, and this claim's one failure hands it over.
+			e.deferred = true
+			e.at = later(e.due.Add(ForcedGrace), horizon.Add(time.Millisecond))
 			heap.Fix(&s.queue, e.i)
 			continue
 		}
@@ -1258,6 +1278,9 @@ type entry struct {
 	forceUntil time.Time
 	// foreign: left to its owner, another live node; due may be stale.
 	foreign bool
+	// deferred: forced here, not owned, and its claim put off by
+	// ForcedGrace for this due time.
+	deferred bool
 }
 
 // later returns the later of a and b.

@@ -994,3 +994,76 @@ func TestNodesShareTheChecks(t *testing.T) {
 		t.Fatalf("%d writes failed on their condition for %d runs, want almost none: each check is claimed by its owner only", failed, runs)
 	}
 }
+
+// TestForcedCheckGoesToItsOwner creates checks through one node of three
+// (Schedule, as its API does): the owners, which have read them, run
+// them at their due times, and the creating node's forced claims, put
+// off by ForcedGrace, fail once each and leave the checks to their
+// owners instead of winning every period until the force lapses.
+func TestForcedCheckGoesToItsOwner(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	period := 2 * time.Second
+	var ids []string
+	for i := range 30 {
+		ids = append(ids, e.check(t, tg.URL, period, t0.Add(time.Duration(i)*50*time.Millisecond), nil).ID)
+	}
+	var log runLog
+	var others runLog // the runs on node-b and node-c
+	var nodes []*scheduler.Scheduler
+	for i, name := range []string{"node-a", "node-b", "node-c"} {
+		onRun := log.record
+		if i > 0 {
+			onRun = func(id string, due, started time.Time) {
+				log.record(id, due, started)
+				others.record(id, due, started)
+			}
+		}
+		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: onRun}))
+	}
+	for range 2 {
+		for _, s := range nodes {
+			s.Beat(ctx, t0)
+		}
+	}
+	for i, id := range ids {
+		nodes[0].Schedule(id, t0.Add(time.Duration(i)*50*time.Millisecond))
+	}
+	end := t0.Add(16 * time.Second) // within the force's two Refresh periods
+	for now := t0; now.Before(end); now = now.Add(250 * time.Millisecond) {
+		e.clock.set(now)
+		var wg sync.WaitGroup
+		for _, s := range nodes {
+			wg.Go(func() {
+				if now.Sub(t0)%(2*time.Second) == 0 {
+					s.Beat(ctx, now)
+				}
+				s.RunDue(ctx, now)
+			})
+		}
+		wg.Wait()
+	}
+	runs := 0
+	for id, dues := range log.runs {
+		sort.Slice(dues, func(i, j int) bool { return dues[i].Before(dues[j]) })
+		for i := 1; i < len(dues); i++ {
+			if !dues[i].After(dues[i-1]) {
+				t.Fatalf("check %s ran twice for the period due %v", id, dues[i])
+			}
+		}
+		runs += len(dues)
+	}
+	if len(log.runs) != 30 || runs < 30*7 {
+		t.Fatalf("%d checks ran %d times in 16 s at 2 s, want 30 checks and about %d runs", len(log.runs), runs, 30*8)
+	}
+	// A check node-a does not own fails node-a's claim once and is run
+	// by its owner from then on.
+	handed := len(others.runs)
+	failed := e.failedWrites()
+	t.Logf("%d runs, %d writes failed on their condition, %d checks handed to their owners", runs, failed, handed)
+	if handed == 0 || failed > int64(handed)+2 {
+		t.Fatalf("%d writes failed on their condition for %d checks handed over by node-a, want one a check: the owners run the checks forced onto node-a", failed, handed)
+	}
+}

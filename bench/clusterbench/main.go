@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +122,7 @@ func main() {
 			b.WriteString("With -kill: the last node is SIGKILLed a third into the window; the worst gap is the longest a check waited beyond its period (the failover).\n\n")
 		}
 		b.WriteString("| nodes | offered runs/s | runs/s | missed | store requests/run | lateness p50 | p99 | max | worst gap beyond the period | failover |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		var results []checksResult
 		for _, n := range c.nodes {
 			r, err := benchChecks(c, n)
 			if err != nil {
@@ -133,7 +135,9 @@ func main() {
 			fmt.Fprintf(&b, "| %d | %.1f | %.1f | %d | %.2f | %s | %s | %s | %s | %s |\n", n, float64(c.checks)/c.interval.Seconds(), r.rate, r.missed,
 				r.requestsPerRun, ms(r.p50), ms(r.p99), ms(r.max), ms(r.worstGap), failover)
 			fmt.Fprint(os.Stderr, b.String())
+			results = append(results, r)
 		}
+		writeRequestsByOp(&b, c.nodes, results)
 	}
 	if !c.skipEECAR {
 		fmt.Fprintf(&b, "\n### EECAR: search on node 1 while %.0f parts/s are registered through the other nodes (%d parts before, %d clients, %s)\n\n", c.writeRate, c.parts, c.searchers, c.duration)
@@ -361,49 +365,107 @@ type checksResult struct {
 	worstGap time.Duration
 	// requestsPerRun is the store's requests in the window per run.
 	requestsPerRun float64
+	// requestsByOp is the store's requests in the window by operation,
+	// over seconds of window.
+	requestsByOp map[string]float64
+	seconds      float64
 	// killed: a node was SIGKILLed in the window; failover is the longest
 	// a check waited, from the kill, for its next run.
 	killed   bool
 	failover time.Duration
 }
 
-// storeRequests is the sum of the store's quarry_ddb_requests_total over
-// every operation, read from its /metrics.
-func storeRequests(addr string) (float64, error) {
+// storeRequests reads the store's quarry_ddb_requests_total from its
+// /metrics, by operation, and its quarry_ddb_errors_total under
+// "<operation> error <type>" keys (not requests of their own).
+func storeRequests(addr string) (map[string]float64, error) {
 	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return 0, fmt.Errorf("store metrics: %w", err)
+		return nil, fmt.Errorf("store metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("store metrics: %s", resp.Status)
+		return nil, fmt.Errorf("store metrics: %s", resp.Status)
 	}
-	var sum float64
-	found := false
+	byOp := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line, ok := strings.CutPrefix(sc.Text(), "quarry_ddb_requests_total{")
+		isErr := false
 		if !ok {
-			continue
+			if line, ok = strings.CutPrefix(sc.Text(), "quarry_ddb_errors_total{"); !ok {
+				continue
+			}
+			isErr = true
 		}
-		_, v, ok := strings.Cut(line, "} ")
+		labels, v, ok := strings.Cut(line, "} ")
 		if !ok {
 			continue
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil {
-			return 0, fmt.Errorf("store metrics: %q: %w", sc.Text(), err)
+			return nil, fmt.Errorf("store metrics: %q: %w", sc.Text(), err)
 		}
-		sum += f
-		found = true
+		op, typ, _ := strings.Cut(labels, ",")
+		op = strings.Trim(strings.TrimPrefix(op, "op="), `"`)
+		if isErr {
+			op += " error " + strings.Trim(strings.TrimPrefix(typ, "type="), `"`)
+		}
+		byOp[op] += f
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("store metrics: %w", err)
+		return nil, fmt.Errorf("store metrics: %w", err)
 	}
-	if !found {
-		return 0, errors.New("store metrics: no quarry_ddb_requests_total")
+	if len(byOp) == 0 {
+		return nil, errors.New("store metrics: no quarry_ddb_requests_total")
 	}
-	return sum, nil
+	return byOp, nil
+}
+
+// writeRequestsByOp writes the store's requests in the window by
+// operation, per second and per run, one column per node count: what a
+// node's background work costs beside what each run costs.
+func writeRequestsByOp(b *strings.Builder, nodes []int, results []checksResult) {
+	ops := map[string]bool{}
+	for _, r := range results {
+		for op := range r.requestsByOp {
+			ops[op] = true
+		}
+	}
+	names := make([]string, 0, len(ops))
+	for op := range ops {
+		names = append(names, op)
+	}
+	sort.Strings(names)
+	b.WriteString("\nStore requests by operation, per second of the window (per run):\n\n| operation |")
+	for _, n := range nodes[:len(results)] {
+		fmt.Fprintf(b, " %d node(s) |", n)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("--:|", len(results)) + "\n")
+	for _, op := range names {
+		fmt.Fprintf(b, "| %s |", op)
+		for _, r := range results {
+			v := r.requestsByOp[op]
+			fmt.Fprintf(b, " %.2f (%.3f) |", v/r.seconds, v/(r.rate*r.seconds))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// requestsDelta is, per operation, the requests between two readings of
+// storeRequests, and their sum.
+func requestsDelta(from, to map[string]float64) (map[string]float64, float64) {
+	d := map[string]float64{}
+	var sum float64
+	for op, v := range to {
+		if n := v - from[op]; n > 0 {
+			d[op] = n
+			if !strings.Contains(op, " error ") {
+				sum += n
+			}
+		}
+	}
+	return d, sum
 }
 
 func benchChecks(c config, n int) (checksResult, error) {
@@ -471,6 +533,7 @@ func benchChecks(c config, n int) (checksResult, error) {
 	if err != nil {
 		return checksResult{}, err
 	}
+	byOp, reqSum := requestsDelta(reqFrom, reqTo)
 	mu.Lock()
 	defer mu.Unlock()
 	var late []time.Duration
@@ -525,7 +588,7 @@ func benchChecks(c config, n int) (checksResult, error) {
 		return checksResult{}, errors.New("no run in the window")
 	}
 	return checksResult{rate: float64(total) / to.Sub(from).Seconds(), missed: missed, worstGap: worstGap,
-		requestsPerRun: (reqTo - reqFrom) / float64(total), killed: !killedAt.IsZero(), failover: failover,
+		requestsPerRun: reqSum / float64(total), requestsByOp: byOp, seconds: to.Sub(from).Seconds(), killed: !killedAt.IsZero(), failover: failover,
 		p50: report.Percentile(late, 50), p99: report.Percentile(late, 99), max: report.Percentile(late, 100)}, nil
 }
 

@@ -22,10 +22,11 @@ import (
 // (in-process, no socket). With allowRunning (administration commands), a
 // data directory held by a running quarry is reached through its admin
 // channel. store is the embedded store when quarry opened it (nil
-// otherwise); the caller MUST call closeFn.
-func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allowRunning bool) (client *dynamodb.Client, store *ddb.Store, closeFn func(), err error) {
+// otherwise); optFns apply to the client of an endpoint or of the
+// embedded store. The caller MUST call closeFn.
+func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allowRunning bool, optFns ...func(*dynamodb.Options)) (client *dynamodb.Client, store *ddb.Store, closeFn func(), err error) {
 	if c.DynamoDBEndpoint != "" {
-		client, err := awsclient.DynamoDB(ctx, c.DynamoDBEndpoint, c.Region)
+		client, err := awsclient.DynamoDB(ctx, c.DynamoDBEndpoint, c.Region, optFns...)
 		return client, nil, func() {}, err
 	}
 	dir := filepath.Join(c.DataDir, "ddb")
@@ -45,7 +46,7 @@ func dynamoClient(ctx context.Context, c *config.Config, log *slog.Logger, allow
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return ddb.NewClient(s), s, func() { s.Close() }, nil
+	return ddb.NewClient(s, optFns...), s, func() { s.Close() }, nil
 }
 
 // streamsClient returns a DynamoDB Streams client for the same store as

@@ -10,15 +10,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/emulate"
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/platform/adminsock"
+	"github.com/quarrydb/quarry/internal/platform/awsclient"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/datadir"
 	"github.com/quarrydb/quarry/internal/platform/ddbtable"
 	"github.com/quarrydb/quarry/internal/platform/fetch"
+	"github.com/quarrydb/quarry/internal/platform/health"
 	"github.com/quarrydb/quarry/internal/platform/httpserver"
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 	"github.com/quarrydb/quarry/internal/platform/metrics"
@@ -144,7 +147,10 @@ func waitAndShutdown(ctx context.Context, lc *lifecycle.Lifecycle, c *config.Con
 // lists, handing each to lc as it starts.
 func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy, log *slog.Logger, stderr io.Writer) error {
 	ctx := lc.Context()
-	client, store, closeStore, err := dynamoClient(ctx, c, log, false)
+	// The systems' own successful calls stand in for the store's health
+	// probe while they come often enough (startBackendHealth).
+	answers := &health.Answers{}
+	client, store, closeStore, err := dynamoClient(ctx, c, log, false, awsclient.NoteAnswers(func() { answers.Note(time.Now()) }))
 	if err != nil {
 		return err
 	}
@@ -171,7 +177,7 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 	if err != nil {
 		return err
 	}
-	s := &serving{c: c, client: client, streams: streams, embedded: store != nil, policy: policy, origin: orig, log: log,
+	s := &serving{c: c, client: client, answers: answers, streams: streams, embedded: store != nil, policy: policy, origin: orig, log: log,
 		caps: &ddbtable.CapsProbe{Endpoint: c.DynamoDBEndpoint, Client: client, Streams: streams}, reg: metrics.New()}
 	// Each system starts now when its backends answer, else waits for them
 	// in the background and starts when they do; each DynamoDB system only

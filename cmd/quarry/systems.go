@@ -66,6 +66,7 @@ var routePatterns = map[string][]string{
 type serving struct {
 	c        *config.Config
 	client   *dynamodb.Client
+	answers  *health.Answers // when client's calls last succeeded
 	streams  *dynamodbstreams.Client
 	embedded bool // the embedded store, in this process
 	policy   *fetch.Policy
@@ -241,7 +242,7 @@ func (s *serving) startBackendHealth(ctx context.Context) (*health.Checker, erro
 		}
 		s3Ping = s3.Ping
 	}
-	return startBackendHealth(ctx, s.c, s.client, pgPing, s3Ping, s.log), nil
+	return startBackendHealth(ctx, s.c, s.client, s.answers, pgPing, s3Ping, s.log), nil
 }
 
 // registerMetrics adds the systems' gauges to /metrics (zero while a

@@ -16,6 +16,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // loadConfig loads the AWS environment's configuration for region;
@@ -66,16 +67,16 @@ func boundedHTTPClient() *awshttp.BuildableClient {
 }
 
 // DynamoDB returns a client of the DynamoDB endpoint at endpoint, its
-// requests sent through PlainBodyClient.
-func DynamoDB(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+// requests sent through PlainBodyClient, with optFns applied after.
+func DynamoDB(ctx context.Context, endpoint, region string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := loadConfig(ctx, region)
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 		o.HTTPClient = PlainBodies(o.HTTPClient)
-	}), nil
+	}}, optFns...)...), nil
 }
 
 // DynamoDBStreams returns a client of the DynamoDB Streams endpoint at
@@ -92,4 +93,22 @@ func DynamoDBStreams(ctx context.Context, endpoint, region string) (*dynamodbstr
 		}
 		o.HTTPClient = PlainBodies(o.HTTPClient)
 	}), nil
+}
+
+// NoteAnswers is a DynamoDB client option that calls note after each call
+// the endpoint answered without an error (after the SDK's retries): the
+// process's own traffic, which health.Answers turns into a skipped probe.
+func NoteAnswers(note func()) func(*dynamodb.Options) {
+	mw := middleware.InitializeMiddlewareFunc("quarry.NoteAnswers", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		out, md, err := next.HandleInitialize(ctx, in)
+		if err == nil {
+			note()
+		}
+		return out, md, err
+	})
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(mw, middleware.Before)
+		})
+	}
 }

@@ -43,12 +43,15 @@ type incidentsData struct {
 	Msg        string
 }
 
-func (a *Area) incidentBackend(w http.ResponseWriter, r *http.Request) (IncidentBackend, bool) {
-	ib, ok := a.b.(IncidentBackend)
+// optionalBackend returns the area's backend as B, the interface of an
+// optional part of Checks (incidents, maintenance windows), or answers
+// 404 when the backend does not offer that part.
+func optionalBackend[B any](a *Area, w http.ResponseWriter, r *http.Request) (B, bool) {
+	b, ok := a.b.(B)
 	if !ok {
 		a.k.NotFound(w, r)
 	}
-	return ib, ok
+	return b, ok
 }
 
 func (a *Area) incidentsPage(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +66,7 @@ func (a *Area) incidentsPage(w http.ResponseWriter, r *http.Request) {
 
 func (a *Area) renderIncidents(w http.ResponseWriter, r *http.Request, status int, d incidentsData) {
 	ss, _ := a.k.Session(w, r)
-	if _, ok := a.incidentBackend(w, r); !ok {
+	if _, ok := optionalBackend[IncidentBackend](a, w, r); !ok {
 		return
 	}
 	ins, err := a.b.Incidents(r.Context(), ss.Subject)
@@ -98,7 +101,7 @@ func (a *Area) incidentCreate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ib, ok := a.incidentBackend(w, r)
+	ib, ok := optionalBackend[IncidentBackend](a, w, r)
 	if !ok {
 		return
 	}
@@ -116,7 +119,7 @@ func (a *Area) incidentUpdate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ib, ok := a.incidentBackend(w, r)
+	ib, ok := optionalBackend[IncidentBackend](a, w, r)
 	if !ok {
 		return
 	}

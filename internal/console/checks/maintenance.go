@@ -74,14 +74,6 @@ type maintenanceData struct {
 	Msg     string
 }
 
-func (a *Area) maintenanceBackend(w http.ResponseWriter, r *http.Request) (MaintenanceBackend, bool) {
-	mb, ok := a.b.(MaintenanceBackend)
-	if !ok {
-		a.k.NotFound(w, r)
-	}
-	return mb, ok
-}
-
 func (a *Area) maintenancePage(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.k.Require(w, r, "checks"); !ok {
 		return
@@ -94,7 +86,7 @@ func (a *Area) maintenancePage(w http.ResponseWriter, r *http.Request) {
 
 func (a *Area) renderMaintenance(w http.ResponseWriter, r *http.Request, status int, d maintenanceData) {
 	ss, _ := a.k.Session(w, r)
-	mb, ok := a.maintenanceBackend(w, r)
+	mb, ok := optionalBackend[MaintenanceBackend](a, w, r)
 	if !ok {
 		return
 	}
@@ -212,7 +204,7 @@ func (a *Area) maintenanceCreate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	mb, ok := a.maintenanceBackend(w, r)
+	mb, ok := optionalBackend[MaintenanceBackend](a, w, r)
 	if !ok {
 		return
 	}
@@ -236,7 +228,7 @@ func (a *Area) maintenanceDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	mb, ok := a.maintenanceBackend(w, r)
+	mb, ok := optionalBackend[MaintenanceBackend](a, w, r)
 	if !ok {
 		return
 	}

@@ -293,12 +293,8 @@ func (a *Area) createTable(w http.ResponseWriter, r *http.Request) {
 // confirmations are GET pages: Back after the deletion lands on one, never
 // on the answer to a POST.
 func (a *Area) confirmDeleteTable(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
+	_, ti, ok := a.operatorTable(w, r, false)
+	if !ok {
 		return
 	}
 	a.k.Confirm(w, r, console.Confirm{Title: "Delete table " + ti.Name + "?",
@@ -308,12 +304,8 @@ func (a *Area) confirmDeleteTable(w http.ResponseWriter, r *http.Request) {
 
 // confirmDeleteItem asks to confirm an item's deletion.
 func (a *Area) confirmDeleteItem(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
+	_, ti, ok := a.operatorTable(w, r, false)
+	if !ok {
 		return
 	}
 	ref := r.URL.Query().Get("key")
@@ -405,13 +397,8 @@ func queryLink(q url.Values, set ...string) template.URL {
 }
 
 func (a *Area) table(w http.ResponseWriter, r *http.Request) {
-	ss, ok := a.k.Require(w, r, "operator")
+	ss, ti, ok := a.operatorTable(w, r, true)
 	if !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), true)
-	if err != nil {
-		a.notFoundOr(w, r, err)
 		return
 	}
 	q := r.URL.Query()
@@ -508,13 +495,8 @@ type itemData struct {
 }
 
 func (a *Area) itemForm(w http.ResponseWriter, r *http.Request) {
-	s, ok := a.k.Require(w, r, "operator")
+	s, ti, ok := a.operatorTable(w, r, false)
 	if !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
 		return
 	}
 	d := itemData{T: ti, Format: "ddb", Msg: message(r)}
@@ -553,6 +535,23 @@ func (a *Area) itemForm(w http.ResponseWriter, r *http.Request) {
 	a.k.Render(w, r, status, "item", d)
 }
 
+// operatorTable is the start of every page of one table: the operator's
+// session and the table the path names, described (with its TTL and
+// backup settings when extras is set); when either fails it has answered
+// (sign-in, 404 for a table that does not exist, or the store's error).
+func (a *Area) operatorTable(w http.ResponseWriter, r *http.Request, extras bool) (console.Session, tableInfo, bool) {
+	s, ok := a.k.Require(w, r, "operator")
+	if !ok {
+		return console.Session{}, tableInfo{}, false
+	}
+	ti, err := a.describe(r.Context(), r.PathValue("table"), extras)
+	if err != nil {
+		a.notFoundOr(w, r, err)
+		return console.Session{}, tableInfo{}, false
+	}
+	return s, ti, true
+}
+
 func (a *Area) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
@@ -563,15 +562,11 @@ func (a *Area) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (a *Area) putItem(w http.ResponseWriter, r *http.Request) {
-	s, ok := a.k.Require(w, r, "operator")
+	s, ti, ok := a.operatorTable(w, r, false)
 	if !ok {
 		return
 	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
-		return
-	}
+	var err error
 	f := r.PostForm
 	d := itemData{T: ti, Ref: f.Get("ref"), Text: f.Get("item"), Format: f.Get("format")}
 	var it Item

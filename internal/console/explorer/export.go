@@ -23,12 +23,8 @@ const otherColumn = "(other attributes)"
 // export streams every page of the table page's Scan or Query as JSON
 // lines (one item in DynamoDB JSON a line) or CSV, page by page.
 func (a *Area) export(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
+	_, ti, ok := a.operatorTable(w, r, false)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()

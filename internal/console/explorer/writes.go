@@ -139,12 +139,8 @@ func (a *Area) deleteGSI(w http.ResponseWriter, r *http.Request) {
 // confirmDeleteGSI asks to confirm an index's deletion: a GET, so Back
 // after the deletion lands on a page, not on a POST's answer.
 func (a *Area) confirmDeleteGSI(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
+	_, ti, ok := a.operatorTable(w, r, false)
+	if !ok {
 		return
 	}
 	name := r.URL.Query().Get("index")
@@ -269,12 +265,8 @@ type deleteItemsData struct {
 // confirmDeleteItems is the confirmation of a bulk delete: a GET, so Back
 // and reload never write.
 func (a *Area) confirmDeleteItems(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
+	_, ti, ok := a.operatorTable(w, r, false)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -294,12 +286,8 @@ func (a *Area) confirmDeleteItems(w http.ResponseWriter, r *http.Request) {
 // deleteItems deletes the confirmed keys, all checked before the first
 // delete, and redirects back to the page they were selected on.
 func (a *Area) deleteItems(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	ti, err := a.describe(r.Context(), r.PathValue("table"), false)
-	if err != nil {
-		a.notFoundOr(w, r, err)
+	_, ti, ok := a.operatorTable(w, r, false)
+	if !ok {
 		return
 	}
 	keys, err := selectedKeys(ti, r.PostForm["key"])

@@ -787,9 +787,22 @@ func (s *Scheduler) unpark(id string) bool {
 // and, when it succeeds, holds it in s.ahead until it starts. When it
 // fails the check is rescheduled (or removed).
 func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ahead time.Duration) (store.Check, bool) {
+	s.mu.Lock()
+	var period time.Duration
+	if e, ok := s.index[id]; ok {
+		period = e.period
+	}
+	s.mu.Unlock()
 	t0 := time.Now()
-	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, s.o.RunLease)
+	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, s.o.RunLease, period)
 	s.noteClaim(time.Since(t0))
+	if c.DelayMs > 0 {
+		s.mu.Lock()
+		if e, ok := s.index[id]; ok {
+			e.period = time.Duration(c.DelayMs) * time.Millisecond
+		}
+		s.mu.Unlock()
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		s.Remove(id)
@@ -1281,6 +1294,10 @@ type entry struct {
 	// deferred: forced here, not owned, and its claim put off by
 	// ForcedGrace for this due time.
 	deferred bool
+	// period: the check's delayMs as its last claim here read it (0:
+	// not claimed yet), so that a late claim is one write
+	// (store.ClaimAhead).
+	period time.Duration
 }
 
 // later returns the later of a and b.

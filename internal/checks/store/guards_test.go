@@ -31,6 +31,7 @@ func (c *clock) add(d time.Duration) {
 }
 
 type env struct {
+	db     *ddb.Store
 	client *dynamodb.Client
 	st     *store.Store
 	clock  *clock
@@ -53,7 +54,7 @@ func newEnv(t *testing.T, ttlInterval time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{client: client, clock: clk, names: names}
+	e := &env{db: db, client: client, clock: clk, names: names}
 	e.st = store.New(client, names, &store.Options{Now: clk.now})
 	if e.user, _, err = e.st.CreateUser(context.Background(), "ops@example.com", store.TierPro); err != nil {
 		t.Fatal(err)
@@ -137,10 +138,10 @@ func TestClaimAheadGuards(t *testing.T) {
 	c := e.check(t, period, t0.Add(period))
 	due := t0.Add(period)
 
-	if _, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(-ahead-time.Millisecond), ahead, lease); !errors.Is(err, store.ErrLost) {
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(-ahead-time.Millisecond), ahead, lease, 0); !errors.Is(err, store.ErrLost) {
 		t.Fatalf("claim further ahead than the lookahead: %v, want ErrLost", err)
 	}
-	got, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(-ahead), ahead, lease)
+	got, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(-ahead), ahead, lease, 0)
 	if err != nil {
 		t.Fatalf("claim within the lookahead: %v", err)
 	}
@@ -149,10 +150,10 @@ func TestClaimAheadGuards(t *testing.T) {
 	}
 	// a's record is late: its lease has expired, but is still there.
 	next := got.NextRunAt
-	if _, err := e.st.ClaimAhead(ctx, c.ID, "b", next, next.Add(-ahead/2), ahead, lease); !errors.Is(err, store.ErrLost) {
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "b", next, next.Add(-ahead/2), ahead, lease, 0); !errors.Is(err, store.ErrLost) {
 		t.Fatalf("b's claim ahead over a's expired lease: %v, want ErrLost", err)
 	}
-	if _, err := e.st.ClaimAhead(ctx, c.ID, "b", next, next, ahead, lease); err != nil {
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "b", next, next, ahead, lease, 0); err != nil {
 		t.Fatalf("b's claim at the due time after a's lease ended: %v", err)
 	}
 
@@ -167,7 +168,7 @@ func TestClaimAheadGuards(t *testing.T) {
 	if !back.NextRunAt.Equal(next) || back.LeaseOwner != "" {
 		t.Fatalf("after Unclaim: next %v owner %q; want %v and none", back.NextRunAt, back.LeaseOwner, next)
 	}
-	if _, err := e.st.ClaimAhead(ctx, c.ID, "a", next, next.Add(-ahead), ahead, lease); err != nil {
+	if _, err := e.st.ClaimAhead(ctx, c.ID, "a", next, next.Add(-ahead), ahead, lease, 0); err != nil {
 		t.Fatalf("a's claim of the period given back: %v", err)
 	}
 	// Given back after its schedule changed: the lease goes, nextRunAt stays.
@@ -323,5 +324,62 @@ func TestClaimRefusesStaleDue(t *testing.T) {
 	// The true due time still claims.
 	if _, err := e.st.Claim(ctx, c.ID, "b", t0.Add(period), t0.Add(period), lease); err != nil {
 		t.Fatalf("b's claim with the true due time: %v", err)
+	}
+}
+
+// updates is how many UpdateItem requests the store has served.
+func (e *env) updates() int64 {
+	for _, op := range e.db.Metrics().Ops {
+		if op.Op == "UpdateItem" {
+			return op.Requests
+		}
+	}
+	return 0
+}
+
+// TestLateClaimIsOneWrite: a claim more than a period late (a node
+// behind its schedule) moves nextRunAt to a period after the run's start
+// in the claim's one write when the caller knows the period, in two
+// writes when it does not; a stale period costs a second claim, never a
+// wrong schedule; an on-time claim keeps the cadence whatever the period
+// given.
+func TestLateClaimIsOneWrite(t *testing.T) {
+	ctx := context.Background()
+	period, lease := 2*time.Second, 4*time.Second
+	cases := []struct {
+		name       string
+		late       time.Duration // the claim's now after the due time
+		given      time.Duration // the period the caller passes
+		wantWrites int64
+		wantNext   time.Duration // after the due time
+	}{
+		{"late, period known", 5 * time.Second, period, 1, 5*time.Second + period},
+		{"late, period unknown", 5 * time.Second, 0, 2, 5*time.Second + period},
+		{"late, period stale", 5 * time.Second, 3 * time.Second, 2, 5*time.Second + period},
+		{"on time, period known", 100 * time.Millisecond, period, 1, period},
+		{"exactly a period late", period, period, 1, 2 * period},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, -1)
+			due := e.clock.now()
+			c := e.check(t, period, due)
+			before := e.updates()
+			got, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(tc.late), 0, lease, tc.given)
+			if err != nil {
+				t.Fatalf("claim: %v", err)
+			}
+			if n := e.updates() - before; n != tc.wantWrites {
+				t.Errorf("the claim took %d writes, want %d", n, tc.wantWrites)
+			}
+			stored, err := e.st.GetCheck(ctx, "", c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := due.Add(tc.wantNext)
+			if !got.NextRunAt.Equal(want) || !stored.NextRunAt.Equal(want) || stored.LeaseOwner != "a" {
+				t.Fatalf("next run %v (stored %v, owner %q), want %v held by a", got.NextRunAt, stored.NextRunAt, stored.LeaseOwner, want)
+			}
+		})
 	}
 }

@@ -106,7 +106,7 @@ func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
 // period. When the claim fails it returns the check as it stands (from the
 // failed write) and ErrLost. It is ClaimAhead with no lookahead.
 func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time, lease time.Duration) (Check, error) {
-	return s.ClaimAhead(ctx, id, owner, due, now, 0, lease)
+	return s.ClaimAhead(ctx, id, owner, due, now, 0, lease, 0)
 }
 
 // ClaimAhead is Claim for a run due at most ahead after now: the claim is
@@ -122,22 +122,43 @@ func (s *Store) Claim(ctx context.Context, id, owner string, due, now time.Time,
 // claimed once due. The caller that does
 // not start the run must give the claim back (Unclaim), or the period is
 // skipped.
-func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease time.Duration) (Check, error) {
+//
+// period is the check's delayMs as the caller last read it (0: unknown).
+// A claim at least that late (a node behind its schedule) sets the next
+// period from the run's start in its one write, on the condition that
+// delayMs is still period, instead of a second write after the claim;
+// when delayMs changed, the claim is made once more with the new one.
+func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease, period time.Duration) (Check, error) {
+	return s.claimAhead(ctx, id, owner, due, now, ahead, lease, period, true)
+}
+
+// claimAhead is ClaimAhead; retry allows the one claim again after a
+// stale period.
+func (s *Store) claimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease, period time.Duration, retry bool) (Check, error) {
 	start := now
 	if due.After(now) {
 		start = due
 	}
+	update := "SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"
+	cond := "#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
+		"(attribute_not_exists(leaseUntil) OR ((leaseOwner = :me OR leaseUntil < :now) AND nextRunAt <= :now))"
+	values := map[string]av{
+		":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(lease))), ":active": ddbitem.S(CheckActive),
+		":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)), ":horizon": ddbitem.N(ms(now.Add(max(ahead, 0)))),
+	}
+	late := period > 0 && !due.Add(period).After(start)
+	if late {
+		update = "SET nextRunAt = :next, leaseOwner = :me, leaseUntil = :lease"
+		cond += " AND delayMs = :period"
+		values[":next"], values[":period"] = ddbitem.N(ms(start.Add(period))), ddbitem.N(period.Milliseconds())
+	}
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.names.Checks),
-		Key:              key(id, skCheck),
-		UpdateExpression: aws.String("SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"),
-		ConditionExpression: aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
-			"(attribute_not_exists(leaseUntil) OR ((leaseOwner = :me OR leaseUntil < :now) AND nextRunAt <= :now))"),
-		ExpressionAttributeNames: map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]av{
-			":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(lease))), ":active": ddbitem.S(CheckActive),
-			":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)), ":horizon": ddbitem.N(ms(now.Add(max(ahead, 0)))),
-		},
+		TableName:                           aws.String(s.names.Checks),
+		Key:                                 key(id, skCheck),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            map[string]string{"#s": "status"},
+		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -146,7 +167,11 @@ func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.
 		if ccf.Item == nil {
 			return Check{}, fmt.Errorf("%w: check %s", ErrNotFound, id)
 		}
-		return parseCheck(ccf.Item), ErrLost
+		c := parseCheck(ccf.Item)
+		if actual := time.Duration(c.DelayMs) * time.Millisecond; late && retry && actual != period {
+			return s.claimAhead(ctx, id, owner, due, now, ahead, lease, actual, false)
+		}
+		return c, ErrLost
 	}
 	if err != nil {
 		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)

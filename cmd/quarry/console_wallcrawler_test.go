@@ -224,6 +224,7 @@ func TestConsoleWallcrawler(t *testing.T) {
 	if bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("#dom-stage iframe").contentDocument.body).backgroundColor`)); err != nil || bg != "rgb(128, 48, 192)" {
 		t.Errorf("the DOM replay lacks the page's style: background %q %v", bg, err)
 	}
+	shot("console-wallcrawler-session.png", false)
 	do("DOM replay from the start", chromedp.SetValue(chromedp.CSS("#dom-pos"), "0"), chromedp.Click(chromedp.CSS("#dom-play")))
 	waitFor(t, "the DOM replay to play to its end", func() bool {
 		return strings.Contains(text("#dom-status"), " s of ") && strings.Contains(replayed(), "got 3, then 4")
@@ -243,7 +244,6 @@ func TestConsoleWallcrawler(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`parseInt(document.getElementById("player").dataset.frames,10)`)); err != nil || n < 1 {
 		t.Errorf("replay frames: %d %v", n, err)
 	}
-	shot("console-wallcrawler-session.png", false)
 	do("replay player", chromedp.SetValue(chromedp.CSS("#replay-pos"), "0"), chromedp.Click(chromedp.CSS("#replay-play")))
 	waitFor(t, "the player to move", func() bool { return strings.HasPrefix(text("#replay-time"), "Frame ") })
 

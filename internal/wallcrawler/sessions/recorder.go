@@ -235,6 +235,8 @@ type recorder struct {
 	domBytes int64                  // JSON bytes of rec.DOM
 	casts    map[string]*screencast // session → its page's screencast
 	castCmds map[int64]string       // Page.startScreencast command → session
+	lastPage string                 // the session of the page attached last
+	shots    map[int64]chan string  // Page.captureScreenshot command → its answer's data
 	pending  *frame                 // the newest picture not yet kept
 	pendB64  string
 	lastKept time.Time
@@ -320,21 +322,26 @@ func (r *recorder) send(ctx context.Context, sessionID, method string, params an
 // command sends one command and returns its id, which the browser's
 // answer carries.
 func (r *recorder) command(ctx context.Context, sessionID, method string, params any) (int64, error) {
+	id := r.nextID.Add(1)
+	return id, r.commandWith(ctx, id, sessionID, method, params)
+}
+
+// commandWith sends one command with id, taken from r.nextID.
+func (r *recorder) commandWith(ctx context.Context, id int64, sessionID, method string, params any) error {
 	if params == nil {
 		params = map[string]any{}
 	}
-	id := r.nextID.Add(1)
 	m := map[string]any{"id": id, "method": method, "params": params}
 	if sessionID != "" {
 		m["sessionId"] = sessionID
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return id, r.write(wctx, b)
+	return r.write(wctx, b)
 }
 
 // event is the part of a CDP message the recorder reads: an event
@@ -345,6 +352,7 @@ type event struct {
 	Method    string          `json:"method"`
 	SessionID string          `json:"sessionId"`
 	Params    json.RawMessage `json:"params"`
+	Result    json.RawMessage `json:"result"`
 	Error     *struct {
 		Message string `json:"message"`
 	} `json:"error"`
@@ -407,6 +415,16 @@ func (r *recorder) answered(ctx context.Context, ev event) {
 		r.setReady()
 	}
 	r.mu.Lock()
+	if shot, ok := r.shots[ev.ID]; ok {
+		delete(r.shots, ev.ID)
+		r.mu.Unlock()
+		var res struct {
+			Data string `json:"data"`
+		}
+		_ = json.Unmarshal(ev.Result, &res)
+		shot <- res.Data // buffered: the one answer
+		return
+	}
 	sid, ok := r.castCmds[ev.ID]
 	delete(r.castCmds, ev.ID)
 	cs := r.casts[sid]
@@ -449,6 +467,7 @@ func (r *recorder) attached(ctx context.Context, ev event) {
 	}
 	r.mu.Lock()
 	r.pages[p.SessionID] = p.TargetInfo.TargetID
+	r.lastPage = p.SessionID
 	r.mu.Unlock()
 	for _, method := range []string{"Runtime.enable", "Log.enable", "Network.enable"} {
 		_ = r.send(ctx, p.SessionID, method, nil)
@@ -544,6 +563,13 @@ func (r *recorder) detached(_ context.Context, ev event) {
 	r.mu.Lock()
 	delete(r.pages, p.SessionID)
 	delete(r.casts, p.SessionID)
+	if r.lastPage == p.SessionID {
+		r.lastPage = ""
+		for sid := range r.pages {
+			r.lastPage = sid
+			break
+		}
+	}
 	r.mu.Unlock()
 }
 
@@ -826,6 +852,61 @@ func (r *recorder) keepPendingLocked() {
 	}
 }
 
+// lastPictureWait bounds how long a session's end waits for lastPicture.
+const lastPictureWait = 2 * time.Second
+
+// lastPicture asks the page attached last for its picture, and keeps it
+// as the replay's frame, when the screencast kept none: a session
+// shorter than the screencast's start (refused, then started again only
+// at the page's next document), or whose page never painted since,
+// still has its last picture. It waits at most d for the answer, and
+// not at all when the recorder has no connection.
+func (r *recorder) lastPicture(d time.Duration) {
+	select {
+	case <-r.ready: // r.write is set before ready is closed
+	default:
+		return
+	}
+	r.mu.Lock()
+	sid := r.lastPage
+	r.mu.Unlock()
+	if sid == "" || r.write == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	shot := make(chan string, 1)
+	// The command's id is taken before it is sent, so that its answer,
+	// read by the recorder's loop, finds its channel.
+	id := r.nextID.Add(1)
+	r.mu.Lock()
+	if r.shots == nil {
+		r.shots = map[int64]chan string{}
+	}
+	r.shots[id] = shot
+	r.mu.Unlock()
+	if err := r.commandWith(ctx, id, sid, "Page.captureScreenshot", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality}); err != nil {
+		r.mu.Lock()
+		delete(r.shots, id)
+		r.mu.Unlock()
+		return
+	}
+	select {
+	case data := <-shot:
+		if data == "" {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.frames) == 0 && r.pending == nil {
+			r.pending, r.pendB64 = &frame{at: r.now(), pageID: r.pages[sid]}, data
+			r.keepPendingLocked()
+		}
+	case <-ctx.Done():
+	case <-r.done:
+	}
+}
+
 // snapshot returns the recording so far and its replay blob.
 func (r *recorder) snapshot() (Recording, []byte) {
 	r.mu.Lock()
@@ -847,7 +928,11 @@ func (r *recorder) snapshot() (Recording, []byte) {
 func (r *recorder) stop() (Recording, []byte) {
 	r.mu.Lock()
 	r.keepPendingLocked()
+	none := len(r.frames) == 0 && r.lim.FrameEvery > 0
 	r.mu.Unlock()
+	if none {
+		r.lastPicture(lastPictureWait)
+	}
 	r.cancel()
 	<-r.done
 	return r.snapshot()

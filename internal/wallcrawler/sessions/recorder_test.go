@@ -192,3 +192,67 @@ func TestRecorderScreencastStart(t *testing.T) {
 		})
 	}
 }
+
+// TestRecorderLastPicture ends recordings whose screencast kept no frame:
+// the recorder asks the page attached last for its picture and keeps it
+// as the replay's one frame; a recording with a frame asks for nothing,
+// and a refused capture or no page leaves the replay empty.
+func TestRecorderLastPicture(t *testing.T) {
+	picture := []byte{0xff, 0xd8, 0xff, 0xe0, 'l', 'a', 's', 't'}
+	tests := []struct {
+		name    string
+		frame   bool   // a screencast frame was kept before the end
+		attach  bool   // a page is attached
+		answer  string // the browser's answer to Page.captureScreenshot, %d its id
+		asked   bool   // Page.captureScreenshot sent
+		want    []byte // the replay's last frame ("" none)
+		pageID  string
+		nFrames int
+	}{
+		{"no frame", false, true, `{"id":%d,"result":{"data":"` + base64.StdEncoding.EncodeToString(picture) + `"},"sessionId":"S"}`, true, picture, "T", 1},
+		{"a frame kept", true, true, "", false, []byte{0xff, 0xd8, 1}, "T", 1},
+		{"capture refused", false, true, `{"id":%d,"error":{"code":-32000,"message":"Not attached to an active page"},"sessionId":"S"}`, true, nil, "", 0},
+		{"no page", false, false, "", false, nil, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done, ready := make(chan struct{}), make(chan struct{})
+			close(ready)
+			r := &recorder{lim: RecordLimits{}.withDefaults(), now: time.Now, requests: map[string]int{}, pages: map[string]string{},
+				ready: ready, done: done, cancel: func() { close(done) }}
+			asked := false
+			r.write = func(_ context.Context, msg []byte) error {
+				var m struct {
+					ID     int64  `json:"id"`
+					Method string `json:"method"`
+				}
+				_ = json.Unmarshal(msg, &m)
+				if m.Method == "Page.captureScreenshot" {
+					asked = true
+					// The browser answers on the recorder's loop.
+					go r.handle(context.Background(), fmt.Appendf(nil, tt.answer, m.ID))
+				}
+				return nil
+			}
+			if tt.attach {
+				r.handle(t.Context(), []byte(`{"method":"Target.attachedToTarget","params":{"sessionId":"S","targetInfo":{"targetId":"T","type":"page"}}}`))
+			}
+			if tt.frame {
+				r.handle(t.Context(), []byte(`{"method":"Page.screencastFrame","sessionId":"S","params":{"sessionId":1,"data":"`+base64.StdEncoding.EncodeToString([]byte{0xff, 0xd8, 1})+`"}}`))
+			}
+			rec, replay := r.stop()
+			if asked != tt.asked {
+				t.Errorf("Page.captureScreenshot sent: %v, want %v", asked, tt.asked)
+			}
+			if len(rec.Frames) != tt.nFrames {
+				t.Fatalf("%d frames, want %d", len(rec.Frames), tt.nFrames)
+			}
+			if tt.nFrames > 0 {
+				f := rec.Frames[len(rec.Frames)-1]
+				if got := replay[f.Offset : f.Offset+f.Length]; string(got) != string(tt.want) || f.PageID != tt.pageID {
+					t.Errorf("last frame % x of page %q, want % x of %q", got, f.PageID, tt.want, tt.pageID)
+				}
+			}
+		})
+	}
+}

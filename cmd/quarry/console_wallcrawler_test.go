@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,6 +74,30 @@ func TestConsoleWallcrawler(t *testing.T) {
 		t.Fatalf("fixture: %q", got)
 	}
 	waitFor(t, "the page's fetches", func() bool { return c.eval(cs, "document.title") == "fetched" })
+	// The DOM recording reaches quarry through the page's binding, a
+	// little after the page changed. Its full snapshot is taken when the
+	// recorder's script first runs in the document, which under load may
+	// be after the page's own script wrote its text; a change the tenant
+	// makes after that is an incremental snapshot.
+	domRecorded := func(what string, types map[int]bool, text string) {
+		t.Helper()
+		waitFor(t, what, func() bool {
+			var evs []struct {
+				Type int             `json:"type"`
+				Data json.RawMessage `json:"data"`
+			}
+			s.call(key, "GET", "/v1/sessions/"+x.ID+"/recording", nil, &evs)
+			for _, e := range evs {
+				if types[e.Type] && strings.Contains(string(e.Data), text) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	domRecorded("the DOM recording of the fetched text", map[int]bool{2: true, 3: true}, "got 3")
+	c.eval(cs, `document.getElementById("n").textContent = "got 3, then 4"`)
+	domRecorded("the DOM recording of the tenant's change", map[int]bool{3: true}, "got 3, then 4")
 	if code := s.call(key, "POST", "/v1/sessions/"+x.ID, map[string]any{"status": "REQUEST_RELEASE"}, nil); code != 200 {
 		t.Fatalf("release: %d", code)
 	}
@@ -187,6 +212,23 @@ func TestConsoleWallcrawler(t *testing.T) {
 	// The replay: its last frame is the purple page, and the player steps
 	// through the frames.
 	do("replay tab", chromedp.Click(chromedp.CSS("#tab-replay")), chromedp.WaitVisible(chromedp.CSS("#player")))
+	// The DOM replay: rrweb's Replayer rebuilds the page as it last was,
+	// its text included (written by the page's script after its fetch).
+	do("DOM replay", chromedp.WaitVisible(chromedp.CSS(`#dom-player[data-ready="1"]`)))
+	replayed := func() string {
+		s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var f=document.querySelector("#dom-stage iframe");
+			return f && f.contentDocument && f.contentDocument.body ? f.contentDocument.body.innerText : ""})()`))
+		return s
+	}
+	waitFor(t, "the DOM replay to show the page's text", func() bool { return strings.Contains(replayed(), "got 3, then 4") })
+	if bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("#dom-stage iframe").contentDocument.body).backgroundColor`)); err != nil || bg != "rgb(128, 48, 192)" {
+		t.Errorf("the DOM replay lacks the page's style: background %q %v", bg, err)
+	}
+	shot("console-wallcrawler-session.png", false)
+	do("DOM replay from the start", chromedp.SetValue(chromedp.CSS("#dom-pos"), "0"), chromedp.Click(chromedp.CSS("#dom-play")))
+	waitFor(t, "the DOM replay to play to its end", func() bool {
+		return strings.Contains(text("#dom-status"), " s of ") && strings.Contains(replayed(), "got 3, then 4")
+	})
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(function(ok){var i=document.getElementById("replay-frame");
 		if(i.complete){ok(i.naturalWidth)}else{i.onload=function(){ok(i.naturalWidth)};i.onerror=function(){ok(-1)}}})`, chromedp.EvalAwaitPromise))
 	if err != nil || width <= 0 {
@@ -202,7 +244,6 @@ func TestConsoleWallcrawler(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`parseInt(document.getElementById("player").dataset.frames,10)`)); err != nil || n < 1 {
 		t.Errorf("replay frames: %d %v", n, err)
 	}
-	shot("console-wallcrawler-session.png", false)
 	do("replay player", chromedp.SetValue(chromedp.CSS("#replay-pos"), "0"), chromedp.Click(chromedp.CSS("#replay-play")))
 	waitFor(t, "the player to move", func() bool { return strings.HasPrefix(text("#replay-time"), "Frame ") })
 
@@ -249,6 +290,36 @@ func TestConsoleWallcrawler(t *testing.T) {
 		get(t, hc, u, http.StatusNotFound)
 	}
 	get(t, hc, acme+"/sessions/"+x.ID+"/frames/0.jpg", http.StatusOK)
+	get(t, hc, acme+"/sessions/"+rival.ID+"/dom.json", http.StatusNotFound)
+	get(t, hc, base+"/console/wallcrawler/project_rival/sessions/"+rival.ID+"/dom.json", http.StatusNotFound)
+	if dom := get(t, hc, acme+"/sessions/"+x.ID+"/dom.json", http.StatusOK); !strings.Contains(dom, `"type":2`) || !strings.Contains(dom, "got 3") {
+		t.Errorf("dom.json lacks a full snapshot with the page's text: %.300s", dom)
+	}
+	// The API serves the DOM recording (rrweb meta, full and incremental
+	// snapshot events) beside the frames, in rrweb's envelope.
+	var recorded []struct {
+		Type      int             `json:"type"`
+		SessionID string          `json:"sessionId"`
+		Timestamp int64           `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}
+	if code := s.call(key, "GET", "/v1/sessions/"+x.ID+"/recording", nil, &recorded); code != 200 {
+		t.Fatalf("recording: %d", code)
+	}
+	types := map[int]int{}
+	for _, e := range recorded {
+		types[e.Type]++
+		if e.SessionID != x.ID || e.Timestamp <= 0 || len(e.Data) == 0 {
+			t.Errorf("recording event %+v", e)
+			break
+		}
+	}
+	if types[2] == 0 || types[3] == 0 || types[4] == 0 || types[5] == 0 {
+		t.Errorf("recording event types %v: want meta (4), full (2) and incremental (3) snapshots and frames (5)", types)
+	}
+	if code := s.call(rivalKey, "GET", "/v1/sessions/"+x.ID+"/recording", nil, nil); code != http.StatusNotFound {
+		t.Errorf("another project's key reads the recording: %d", code)
+	}
 	// Each tab is its own server-rendered URL, whole without JavaScript.
 	for tab, want := range map[string]string{"": `id="events"`, "/replay": `id="replay-frame"`, "/console": "hello inspector 42",
 		"/network": "/data.json", "/cdp": "Page.navigate", "/downloads": `href="/console/wallcrawler/project_acme/sessions/` + x.ID + `/downloads.zip"`} {

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/quarrydb/quarry/internal/platform/rrweb"
 )
 
 //go:embed templates/*.html
@@ -215,6 +217,16 @@ func (c *Console) routes() error {
 	m.Handle("GET /console/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
+	}))
+	// rrweb (vendored, internal/platform/rrweb): the session inspector's
+	// DOM replay player, its style and its licence.
+	vendored := http.StripPrefix("/console/static/rrweb/", http.FileServerFS(rrweb.FS))
+	m.Handle("GET /console/static/rrweb/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		if strings.HasSuffix(r.URL.Path, "/LICENSE") {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		}
+		vendored.ServeHTTP(w, r)
 	}))
 	m.HandleFunc("GET /{$}", c.home)
 	m.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusSeeOther) })

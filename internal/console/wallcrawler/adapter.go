@@ -181,8 +181,39 @@ func (w Adapter) Session(ctx context.Context, hash, projectID, id string) (Detai
 	for _, f := range rec.Frames {
 		d.Frames = append(d.Frames, Frame{Time: f.Time, PageID: f.PageID})
 	}
-	d.DroppedConsole, d.DroppedNetwork, d.DroppedFrames, d.RecordError = rec.Dropped.Console, rec.Dropped.Network, rec.Dropped.Frames, rec.Error
+	seen := map[string]int{}
+	for _, e := range rec.DOM {
+		i, ok := seen[e.PageID]
+		if !ok {
+			i = len(d.DOMPages)
+			seen[e.PageID] = i
+			d.DOMPages = append(d.DOMPages, DOMPage{ID: e.PageID})
+		}
+		d.DOMPages[i].Events++
+	}
+	d.DroppedConsole, d.DroppedNetwork, d.DroppedFrames, d.DroppedDOM, d.RecordError = rec.Dropped.Console, rec.Dropped.Network, rec.Dropped.Frames, rec.Dropped.DOM, rec.Error
 	return d, nil
+}
+
+func (w Adapter) DOM(ctx context.Context, hash, projectID, id, pageID string) ([]DOMEvent, error) {
+	p, _, err := w.session(ctx, hash, projectID, id)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := w.sessions.Recording(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if pageID == "" && len(rec.DOM) > 0 {
+		pageID = rec.DOM[0].PageID
+	}
+	var out []DOMEvent
+	for _, e := range rec.DOM {
+		if e.PageID == pageID {
+			out = append(out, DOMEvent{Type: e.Type, Timestamp: e.Timestamp, Data: e.Data})
+		}
+	}
+	return out, nil
 }
 
 func (w Adapter) Frame(ctx context.Context, hash, projectID, id string, n int) ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -98,6 +99,20 @@ type Frame struct {
 	PageID string
 }
 
+// DOMEvent is one rrweb event of a page's DOM recording, in rrweb's
+// shape, for its Replayer.
+type DOMEvent struct {
+	Type      int             `json:"type"`
+	Timestamp int64           `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// DOMPage is a page with a DOM recording.
+type DOMPage struct {
+	ID     string
+	Events int
+}
+
 // Detail is everything the session page shows.
 type Detail struct {
 	Session Session
@@ -106,10 +121,13 @@ type Detail struct {
 	Console []ConsoleMessage
 	Network []Request
 	Frames  []Frame
-	// Dropped counts console messages, requests and frames the
-	// recording's bounds left out.
-	DroppedConsole, DroppedNetwork, DroppedFrames int
-	RecordError                                   string
+	// DOMPages are the pages with a DOM recording, in the order of their
+	// first event.
+	DOMPages []DOMPage
+	// Dropped counts console messages, requests, frames and DOM events
+	// the recording's bounds left out.
+	DroppedConsole, DroppedNetwork, DroppedFrames, DroppedDOM int
+	RecordError                                               string
 }
 
 // BrowserContext is a browser context of a project.
@@ -131,6 +149,9 @@ type Backend interface {
 	Sessions(ctx context.Context, subject, projectID string, limit int) ([]Session, error)
 	// Session returns a session with its lifecycle, logs and recording.
 	Session(ctx context.Context, subject, projectID, id string) (Detail, error)
+	// DOM returns the DOM recording of one page of a session (pageID ""
+	// for the first page recorded), oldest first.
+	DOM(ctx context.Context, subject, projectID, id, pageID string) ([]DOMEvent, error)
 	// Frame returns frame n of a session's replay (a JPEG).
 	Frame(ctx context.Context, subject, projectID, id string, n int) ([]byte, error)
 	// LiveView returns the path (on the console's own origin) of the live
@@ -184,6 +205,7 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/frames/{n}", a.framePage)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/downloads.zip", a.downloads)
 	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/live", a.live)
+	m.HandleFunc("GET /console/wallcrawler/{project}/sessions/{id}/dom.json", a.dom)
 	m.HandleFunc("POST /console/wallcrawler/{project}/sessions/{id}/release", a.release)
 	return nil
 }
@@ -313,6 +335,7 @@ type sessionData struct {
 	Logs    []LogEntry
 	LogsAll int
 	Files   []DownloadFile
+	DOMPage string // the page the replay tab plays
 	Now     time.Time
 }
 
@@ -377,7 +400,38 @@ func (a *Area) sessionPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if tab == "replay" && len(det.DOMPages) > 0 {
+		d.DOMPage = det.DOMPages[0].ID
+		for _, pg := range det.DOMPages {
+			if pg.ID == r.URL.Query().Get("page") {
+				d.DOMPage = pg.ID
+			}
+		}
+		// rrweb's Replayer rebuilds the recorded page, its <style>
+		// elements and style attributes included, in a frame without
+		// scripts (sandbox) that inherits this page's CSP: this page alone
+		// allows inline styles; scripts stay 'self' only.
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+	}
 	a.k.Render(w, r, http.StatusOK, "session", d)
+}
+
+// dom answers one page's DOM recording as a JSON array of rrweb events.
+func (a *Area) dom(w http.ResponseWriter, r *http.Request) {
+	ss, p, _, ok := a.project(w, r)
+	if !ok {
+		return
+	}
+	evs, err := a.b.DOM(r.Context(), ss.Subject, p.ID, r.PathValue("id"), r.URL.Query().Get("page"))
+	if err != nil {
+		a.k.NotFoundOr(w, r, err)
+		return
+	}
+	if evs == nil {
+		evs = []DOMEvent{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(evs)
 }
 
 // zipFiles lists the files of a zip archive.

@@ -26,9 +26,9 @@ const (
 )
 
 // sessionRecording answers what quarry keeps of a session in rrweb's
-// event envelope. quarry records no DOM (rrweb's snapshots, types 2 and
-// 3), so an rrweb player cannot replay it; it keeps low-rate screenshots
-// instead, answered as custom events {"tag":"quarry/frame","payload":
+// event envelope: the DOM recording of its pages as rrweb emitted it (meta
+// events, full and incremental snapshots: types 4, 2 and 3, which rrweb's
+// Replayer plays), low-rate screenshots as custom events {"tag":"quarry/frame","payload":
 // {"pageId","mimeType":"image/jpeg","data":<base64>}}, and the pages'
 // console messages, answered as rrweb's console plugin events
 // ({"plugin":"rrweb/console@1","payload":{"level","trace":[],"payload":[<text as a JSON string>]}}).
@@ -41,7 +41,10 @@ func (h *Handler) sessionRecording(w http.ResponseWriter, r *http.Request) {
 		h.sessionError(w, r, err)
 		return
 	}
-	out := make([]recordingEvent, 0, len(rec.Frames)+len(rec.Console))
+	out := make([]recordingEvent, 0, len(rec.DOM)+len(rec.Frames)+len(rec.Console))
+	for _, e := range rec.DOM {
+		out = append(out, recordingEvent{Type: e.Type, SessionID: id, Timestamp: e.Timestamp, Data: e.Data})
+	}
 	for _, f := range rec.Frames {
 		out = append(out, recordingEvent{Type: rrwebCustom, SessionID: id, Timestamp: f.Time.UnixMilli(), Data: map[string]any{
 			"tag": "quarry/frame", "payload": map[string]any{"pageId": f.PageID, "mimeType": "image/jpeg",
@@ -72,5 +75,5 @@ func (h *Handler) replaysNotSupported(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, http.StatusNotFound, "Session replays and recording downloads (video) are not supported by this server: "+
-		"GET /v1/sessions/{id}/recording returns the session's frames (JPEG) and console messages")
+		"GET /v1/sessions/{id}/recording returns the session's DOM recording (rrweb events), frames (JPEG) and console messages")
 }

@@ -336,7 +336,7 @@ func (m *Manager) provision(x Session, ctxRec *contexts.Context, profileDir stri
 		done <- launchResult{err: err}
 		return
 	}
-	m.startRecording(l) // connects in the background
+	m.startRecording(ctx, l)
 	done <- launchResult{x: ready}
 	// After the answer: the baseline of avgCpuUsage (its CPU time only).
 	m.sampleWith(l, browser.SampleGroupsCPU)

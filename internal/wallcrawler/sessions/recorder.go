@@ -12,8 +12,48 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/quarrydb/quarry/internal/platform/rrweb"
 	"github.com/quarrydb/quarry/internal/wallcrawler/browser"
 )
+
+// The DOM recording: rrweb's recorder runs in each page's top frame, in an
+// isolated world named domWorld (the page's scripts see neither rrweb nor
+// the binding, and rrweb's patched prototypes are that world's), and
+// hands each event, as JSON, to the binding domBinding, which CDP delivers
+// to the recorder as Runtime.bindingCalled. The page's DOM is shared with
+// that world, so whatever the page shows is recorded: the events are
+// hostile input, bounded (RecordLimits) and kept in the session's own
+// recording. Password fields are masked (rrweb's default); rrweb fetches
+// nothing. The recorder's CDP session enables Runtime and Page before it
+// adds the binding and the script: without the Page domain the binding is
+// missing from the documents a page loads later. Only http: and https:
+// documents are recorded: on Chromium's own error page (a navigation it
+// refused, such as a redirect to a file: URL) rrweb's recorder leaves the
+// renderer unresponsive, to the tenant's commands too, and about:blank
+// has nothing to show.
+const (
+	domBinding = "__quarryDOM"
+	domWorld   = "__quarry_recorder"
+)
+
+// domScript loads rrweb in a closure (CommonJS-style, so it sets no
+// global) and starts its recorder.
+var domScript = `(function () {
+  if (window.top !== window || typeof ` + domBinding + ` !== "function") return;
+  if (location.protocol !== "http:" && location.protocol !== "https:") return;
+  var send = ` + domBinding + `;
+  var module = { exports: {} }, exports = module.exports;
+` + string(rrweb.Script) + `
+;
+  var rr = module.exports;
+  if (!rr || typeof rr.record !== "function") return;
+  rr.record({
+    emit: function (e) { try { send(JSON.stringify(e)); } catch (_) {} },
+    sampling: { mousemove: 100, scroll: 150, input: "last" },
+    maskInputOptions: { password: true }
+  });
+})();
+`
 
 // The session inspector's recording: while a session runs, the node that
 // owns its browser keeps, on a CDP connection of its own to the browser
@@ -43,6 +83,12 @@ type RecordLimits struct {
 	// requests kept (default 1,000 and 2,000; later ones are counted, not
 	// kept).
 	MaxConsole, MaxNetwork int
+	// MaxDOMEvents and MaxDOMBytes bound the DOM recording's rrweb events
+	// of a session (default 20,000 events and 16 MiB of their JSON), and
+	// MaxDOMEvent one event (default 4 MiB: a page's full snapshot); an
+	// event past a bound is counted, not kept.
+	MaxDOMEvents             int
+	MaxDOMBytes, MaxDOMEvent int64
 }
 
 func (l RecordLimits) withDefaults() RecordLimits {
@@ -70,6 +116,16 @@ func (l RecordLimits) withDefaults() RecordLimits {
 	if l.MaxNetwork <= 0 {
 		l.MaxNetwork = 2000
 	}
+	if l.MaxDOMEvents <= 0 {
+		l.MaxDOMEvents = 20000
+	}
+	if l.MaxDOMBytes <= 0 {
+		l.MaxDOMBytes = 16 << 20
+	}
+	if l.MaxDOMEvent <= 0 {
+		l.MaxDOMEvent = 4 << 20
+	}
+	l.MaxDOMEvent = min(l.MaxDOMEvent, l.MaxDOMBytes)
 	return l
 }
 
@@ -116,17 +172,31 @@ type FrameInfo struct {
 	Length int64     `json:"length"`
 }
 
+// DOMEvent is one rrweb event of a page's DOM recording: a meta event
+// (type 4: the page's URL and size), a full snapshot (2) or an
+// incremental one (3: mutations, input, scroll, mouse), as rrweb's
+// recorder emitted it in the page. Data is a JSON object the page wrote:
+// hostile input, kept as it is for the tenant's own player.
+type DOMEvent struct {
+	Timestamp int64           `json:"timestamp"` // milliseconds since the epoch
+	PageID    string          `json:"pageId"`
+	Type      int             `json:"type"`
+	Data      json.RawMessage `json:"data"`
+}
+
 // Recording is what the inspector keeps of a session's pages.
 type Recording struct {
 	Console []ConsoleEntry `json:"console"`
 	Network []NetworkEntry `json:"network"`
 	Frames  []FrameInfo    `json:"frames"`
-	// Dropped counts what the limits left out: console messages and
-	// requests past their caps, frames thinned out of the replay.
+	DOM     []DOMEvent     `json:"dom,omitempty"`
+	// Dropped counts what the limits left out: console messages, requests
+	// and DOM events past their caps, frames thinned out of the replay.
 	Dropped struct {
 		Console int `json:"console"`
 		Network int `json:"network"`
 		Frames  int `json:"frames"`
+		DOM     int `json:"dom,omitempty"`
 	} `json:"dropped"`
 	// Error says why nothing could be recorded ("" normally).
 	Error string `json:"error,omitempty"`
@@ -146,7 +216,14 @@ type recorder struct {
 	now    func() time.Time
 	cancel context.CancelFunc
 	done   chan struct{}
-	conn   *websocket.Conn
+	// ready is closed once the browser answered the recorder's
+	// Target.setAutoAttach (the pages open then are being recorded), or
+	// the recorder gave up.
+	ready     chan struct{}
+	readyOnce sync.Once
+	attachID  int64 // the Target.setAutoAttach command
+	// write sends one command to the browser (the recorder's connection).
+	write  func(ctx context.Context, msg []byte) error
 	nextID atomic.Int64
 
 	mu       sync.Mutex
@@ -155,7 +232,12 @@ type recorder struct {
 	bytes    int64
 	requests map[string]int // session/requestId → index in rec.Network
 	pages    map[string]string
-	pending  *frame // the newest picture not yet kept
+	domBytes int64                  // JSON bytes of rec.DOM
+	casts    map[string]*screencast // session → its page's screencast
+	castCmds map[int64]string       // Page.startScreencast command → session
+	lastPage string                 // the session of the page attached last
+	shots    map[int64]chan string  // Page.captureScreenshot command → its answer's data
+	pending  *frame                 // the newest picture not yet kept
 	pendB64  string
 	lastKept time.Time
 }
@@ -165,13 +247,28 @@ type recorder struct {
 func startRecorder(parent context.Context, b browser.Browser, lim RecordLimits, now func() time.Time, log *slog.Logger) *recorder {
 	ctx, cancel := context.WithCancel(parent)
 	r := &recorder{lim: lim.withDefaults(), log: log, now: now, cancel: cancel, done: make(chan struct{}),
-		requests: map[string]int{}, pages: map[string]string{}}
+		ready: make(chan struct{}), requests: map[string]int{}, pages: map[string]string{}}
 	go r.run(ctx, b)
 	return r
 }
 
+// waitReady waits until the recorder records the browser's pages, or
+// gave up, for at most d.
+func (r *recorder) waitReady(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (r *recorder) setReady() { r.readyOnce.Do(func() { close(r.ready) }) }
+
 func (r *recorder) run(ctx context.Context, b browser.Browser) {
 	defer close(r.done)
+	defer r.setReady()
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, _, err := websocket.Dial(dctx, b.WebSocketURL(), &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPClient: b.HTTPClient()})
 	dcancel()
@@ -183,9 +280,11 @@ func (r *recorder) run(ctx context.Context, b browser.Browser) {
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(32 << 20)
-	r.conn = conn
+	r.write = func(ctx context.Context, msg []byte) error { return conn.Write(ctx, websocket.MessageText, msg) }
 	_ = r.send(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true})
-	_ = r.send(ctx, "", "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true,
+	// The pages open now are attached before the browser answers, so the
+	// answer makes the recorder ready (answered).
+	r.attachID, _ = r.command(ctx, "", "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true,
 		"filter": []map[string]any{{"type": "page", "exclude": false}, {"exclude": true}}})
 	if r.lim.FrameEvery > 0 {
 		go r.tick(ctx)
@@ -216,10 +315,23 @@ func (r *recorder) tick(ctx context.Context) {
 }
 
 func (r *recorder) send(ctx context.Context, sessionID, method string, params any) error {
+	_, err := r.command(ctx, sessionID, method, params)
+	return err
+}
+
+// command sends one command and returns its id, which the browser's
+// answer carries.
+func (r *recorder) command(ctx context.Context, sessionID, method string, params any) (int64, error) {
+	id := r.nextID.Add(1)
+	return id, r.commandWith(ctx, id, sessionID, method, params)
+}
+
+// commandWith sends one command with id, taken from r.nextID.
+func (r *recorder) commandWith(ctx context.Context, id int64, sessionID, method string, params any) error {
 	if params == nil {
 		params = map[string]any{}
 	}
-	m := map[string]any{"id": r.nextID.Add(1), "method": method, "params": params}
+	m := map[string]any{"id": id, "method": method, "params": params}
 	if sessionID != "" {
 		m["sessionId"] = sessionID
 	}
@@ -229,14 +341,21 @@ func (r *recorder) send(ctx context.Context, sessionID, method string, params an
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return r.conn.Write(wctx, websocket.MessageText, b)
+	return r.write(wctx, b)
 }
 
-// event is the part of a CDP event the recorder reads.
+// event is the part of a CDP message the recorder reads: an event
+// (Method set) or the answer to one of its commands (ID set, Error when
+// it failed).
 type event struct {
+	ID        int64           `json:"id"`
 	Method    string          `json:"method"`
 	SessionID string          `json:"sessionId"`
 	Params    json.RawMessage `json:"params"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 func cut(s string, n int) string {
@@ -266,16 +385,70 @@ var recorderEvents = map[string]func(*recorder, context.Context, event){
 	"Network.responseReceived":  (*recorder).responseReceived,
 	"Network.loadingFinished":   (*recorder).loadingFinished,
 	"Network.loadingFailed":     (*recorder).loadingFailed,
+	"Runtime.bindingCalled":     (*recorder).bindingCalled,
+	"Page.frameNavigated":       (*recorder).frameNavigated,
 }
 
-// handle dispatches one message of the browser to its event's handler.
+// handle dispatches one message of the browser: an event to its
+// handler, an answer to answered.
 func (r *recorder) handle(ctx context.Context, b []byte) {
 	var ev event
-	if json.Unmarshal(b, &ev) != nil || ev.Method == "" {
+	if json.Unmarshal(b, &ev) != nil {
+		return
+	}
+	if ev.Method == "" {
+		if ev.ID != 0 {
+			r.answered(ctx, ev)
+		}
 		return
 	}
 	if h := recorderEvents[ev.Method]; h != nil {
 		h(r, ctx, ev)
+	}
+}
+
+// answered reads the browser's answer to one of the recorder's commands:
+// Target.setAutoAttach's makes the recorder ready; a Page.startScreencast
+// the browser refused is sent again (screencast).
+func (r *recorder) answered(ctx context.Context, ev event) {
+	if ev.ID == r.attachID {
+		r.setReady()
+	}
+	r.mu.Lock()
+	if shot, ok := r.shots[ev.ID]; ok {
+		delete(r.shots, ev.ID)
+		r.mu.Unlock()
+		var res struct {
+			Data string `json:"data"`
+		}
+		_ = json.Unmarshal(ev.Result, &res)
+		shot <- res.Data // buffered: the one answer
+		return
+	}
+	sid, ok := r.castCmds[ev.ID]
+	delete(r.castCmds, ev.ID)
+	cs := r.casts[sid]
+	if !ok || cs == nil || cs.pending != ev.ID {
+		r.mu.Unlock()
+		return
+	}
+	cs.pending = 0
+	again := false
+	if ev.Error != nil {
+		// The page was between documents when the browser took the
+		// command (a navigation to another site swaps the page's
+		// renderer: "Not attached to an active page"). Started again at
+		// once when a document committed since it was sent, else at the
+		// next commit (frameNavigated).
+		cs.retry = cs.starts < maxScreencastStarts
+		again = cs.retry && cs.commits != cs.sentAt
+		if r.log != nil {
+			r.log.Debug("wallcrawler: screencast did not start", "err", ev.Error.Message, "again", cs.retry)
+		}
+	}
+	r.mu.Unlock()
+	if again {
+		r.startScreencast(ctx, sid)
 	}
 }
 
@@ -294,13 +467,90 @@ func (r *recorder) attached(ctx context.Context, ev event) {
 	}
 	r.mu.Lock()
 	r.pages[p.SessionID] = p.TargetInfo.TargetID
+	r.lastPage = p.SessionID
 	r.mu.Unlock()
 	for _, method := range []string{"Runtime.enable", "Log.enable", "Network.enable"} {
 		_ = r.send(ctx, p.SessionID, method, nil)
 	}
+	_ = r.send(ctx, p.SessionID, "Page.enable", nil)
+	// The screencast before the DOM script: the script's first run
+	// (runImmediately) keeps the page busy while it compiles rrweb (a
+	// second and more on a loaded host), and a screencast asked for after
+	// it was taken up only once the tenant's first navigation had begun,
+	// when the browser refuses it (screencast).
 	if r.lim.FrameEvery > 0 {
-		_ = r.send(ctx, p.SessionID, "Page.startScreencast", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality,
-			"maxWidth": r.lim.FrameWidth, "maxHeight": r.lim.FrameHeight, "everyNthFrame": 1})
+		r.startScreencast(ctx, p.SessionID)
+	}
+	// Runtime and Page enabled, then the binding, then the script that
+	// takes it, for the page's later documents and (runImmediately) the
+	// one it shows now: a page the tenant created with its URL may have
+	// loaded it before the recorder attached.
+	_ = r.send(ctx, p.SessionID, "Runtime.addBinding", map[string]any{"name": domBinding, "executionContextName": domWorld})
+	_ = r.send(ctx, p.SessionID, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": domScript, "worldName": domWorld, "runImmediately": true})
+}
+
+// maxScreencastStarts bounds how often the recorder starts a page's
+// screencast (its first start and the restarts after a failure).
+const maxScreencastStarts = 8
+
+// screencast is the recorder's state of one page's screencast. A page
+// with Page.startScreencast pending or failed has no replay frames: the
+// command fails while the page is between two documents (the renderer
+// of a cross-site navigation, the about:blank of a new page to the
+// tenant's first URL, is not active yet), so a failed start is retried
+// once a document committed.
+type screencast struct {
+	pending int64 // the Page.startScreencast awaiting its answer, 0 if none
+	commits int   // the page's top-frame documents committed so far
+	sentAt  int   // commits when pending was sent
+	starts  int   // Page.startScreencast commands sent
+	retry   bool  // the last start failed: start again at the next commit
+}
+
+// startScreencast sends Page.startScreencast for the page of session sid.
+func (r *recorder) startScreencast(ctx context.Context, sid string) {
+	id, err := r.command(ctx, sid, "Page.startScreencast", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality,
+		"maxWidth": r.lim.FrameWidth, "maxHeight": r.lim.FrameHeight, "everyNthFrame": 1})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.casts == nil {
+		r.casts, r.castCmds = map[string]*screencast{}, map[int64]string{}
+	}
+	cs := r.casts[sid]
+	if cs == nil {
+		cs = &screencast{}
+		r.casts[sid] = cs
+	}
+	cs.starts++
+	cs.retry = false
+	if err != nil {
+		return
+	}
+	cs.pending, cs.sentAt = id, cs.commits
+	r.castCmds[id] = sid
+}
+
+// frameNavigated counts a page's committed top-frame documents and
+// starts again a screencast that failed to start.
+func (r *recorder) frameNavigated(ctx context.Context, ev event) {
+	var p struct {
+		Frame struct {
+			ParentID string `json:"parentId"`
+		} `json:"frame"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil || p.Frame.ParentID != "" {
+		return
+	}
+	r.mu.Lock()
+	cs := r.casts[ev.SessionID]
+	again := false
+	if cs != nil {
+		cs.commits++
+		again = cs.retry && cs.pending == 0
+	}
+	r.mu.Unlock()
+	if again {
+		r.startScreencast(ctx, ev.SessionID)
 	}
 }
 
@@ -312,6 +562,14 @@ func (r *recorder) detached(_ context.Context, ev event) {
 	_ = json.Unmarshal(ev.Params, &p)
 	r.mu.Lock()
 	delete(r.pages, p.SessionID)
+	delete(r.casts, p.SessionID)
+	if r.lastPage == p.SessionID {
+		r.lastPage = ""
+		for sid := range r.pages {
+			r.lastPage = sid
+			break
+		}
+	}
 	r.mu.Unlock()
 }
 
@@ -492,6 +750,41 @@ func (r *recorder) loadingFailed(_ context.Context, ev event) {
 	})
 }
 
+// bindingCalled keeps one rrweb event the recording script sent: only a
+// meta event, a full or an incremental snapshot, whose data is a JSON
+// object, within the DOM bounds; a timestamp more than a minute from the
+// recorder's clock is replaced by the clock's.
+func (r *recorder) bindingCalled(_ context.Context, ev event) {
+	var p struct {
+		Name    string `json:"name"`
+		Payload string `json:"payload"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil || p.Name != domBinding {
+		return
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if int64(len(p.Payload)) > r.lim.MaxDOMEvent || len(r.rec.DOM) >= r.lim.MaxDOMEvents || r.domBytes+int64(len(p.Payload)) > r.lim.MaxDOMBytes {
+		r.rec.Dropped.DOM++
+		return
+	}
+	var e struct {
+		Type      int             `json:"type"`
+		Timestamp float64         `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal([]byte(p.Payload), &e) != nil || e.Type < 2 || e.Type > 4 || len(e.Data) == 0 || e.Data[0] != '{' {
+		return
+	}
+	at := msTime(e.Timestamp, now)
+	if d := at.Sub(now); d > time.Minute || d < -time.Minute {
+		at = now
+	}
+	r.rec.DOM = append(r.rec.DOM, DOMEvent{Timestamp: at.UnixMilli(), PageID: r.pages[ev.SessionID], Type: e.Type, Data: e.Data})
+	r.domBytes += int64(len(e.Data))
+}
+
 func msTime(ms float64, fallback time.Time) time.Time {
 	if ms <= 0 {
 		return fallback
@@ -559,6 +852,61 @@ func (r *recorder) keepPendingLocked() {
 	}
 }
 
+// lastPictureWait bounds how long a session's end waits for lastPicture.
+const lastPictureWait = 2 * time.Second
+
+// lastPicture asks the page attached last for its picture, and keeps it
+// as the replay's frame, when the screencast kept none: a session
+// shorter than the screencast's start (refused, then started again only
+// at the page's next document), or whose page never painted since,
+// still has its last picture. It waits at most d for the answer, and
+// not at all when the recorder has no connection.
+func (r *recorder) lastPicture(d time.Duration) {
+	select {
+	case <-r.ready: // r.write is set before ready is closed
+	default:
+		return
+	}
+	r.mu.Lock()
+	sid := r.lastPage
+	r.mu.Unlock()
+	if sid == "" || r.write == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	shot := make(chan string, 1)
+	// The command's id is taken before it is sent, so that its answer,
+	// read by the recorder's loop, finds its channel.
+	id := r.nextID.Add(1)
+	r.mu.Lock()
+	if r.shots == nil {
+		r.shots = map[int64]chan string{}
+	}
+	r.shots[id] = shot
+	r.mu.Unlock()
+	if err := r.commandWith(ctx, id, sid, "Page.captureScreenshot", map[string]any{"format": "jpeg", "quality": r.lim.FrameQuality}); err != nil {
+		r.mu.Lock()
+		delete(r.shots, id)
+		r.mu.Unlock()
+		return
+	}
+	select {
+	case data := <-shot:
+		if data == "" {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.frames) == 0 && r.pending == nil {
+			r.pending, r.pendB64 = &frame{at: r.now(), pageID: r.pages[sid]}, data
+			r.keepPendingLocked()
+		}
+	case <-ctx.Done():
+	case <-r.done:
+	}
+}
+
 // snapshot returns the recording so far and its replay blob.
 func (r *recorder) snapshot() (Recording, []byte) {
 	r.mu.Lock()
@@ -566,6 +914,7 @@ func (r *recorder) snapshot() (Recording, []byte) {
 	rec := r.rec
 	rec.Console = append([]ConsoleEntry{}, r.rec.Console...)
 	rec.Network = append([]NetworkEntry{}, r.rec.Network...)
+	rec.DOM = append([]DOMEvent(nil), r.rec.DOM...)
 	replay := make([]byte, 0, r.bytes)
 	rec.Frames = make([]FrameInfo, 0, len(r.frames))
 	for _, f := range r.frames {
@@ -579,7 +928,11 @@ func (r *recorder) snapshot() (Recording, []byte) {
 func (r *recorder) stop() (Recording, []byte) {
 	r.mu.Lock()
 	r.keepPendingLocked()
+	none := len(r.frames) == 0 && r.lim.FrameEvery > 0
 	r.mu.Unlock()
+	if none {
+		r.lastPicture(lastPictureWait)
+	}
 	r.cancel()
 	<-r.done
 	return r.snapshot()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/wallcrawler/auth"
@@ -19,14 +20,19 @@ const (
 )
 
 // startRecording starts the inspector's recording of a session that just
-// became READY.
-func (m *Manager) startRecording(l *live) {
+// became READY and waits (a few seconds at most) until it records the
+// browser's pages, so that the tenant, who connects after, finds its
+// pages recorded.
+func (m *Manager) startRecording(ctx context.Context, l *live) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.stopping || l.rec != nil {
+		l.mu.Unlock()
 		return
 	}
-	l.rec = startRecorder(m.base, l.b, m.o.Record, m.now, m.log)
+	r := startRecorder(m.base, l.b, m.o.Record, m.now, m.log)
+	l.rec = r
+	l.mu.Unlock()
+	r.waitReady(ctx, 5*time.Second)
 }
 
 // takeRecorder detaches the recorder of l, if any.

@@ -146,6 +146,9 @@ type Scheduler struct {
 	viewAt time.Time
 	// gone are nodes whose lease ended long ago, removed by the next beat.
 	gone []string
+	// known are the nodes seen live in the registry (until gone): the
+	// only ones whose runs may be taken over when they die (deadNode).
+	known map[string]bool
 	// shares is whether this scheduler takes part in the node registry:
 	// only when it runs every check type, since its share of the checks
 	// is drawn from all of them.
@@ -239,7 +242,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
-		shares: shares,
+		known: map[string]bool{}, shares: shares,
 	}
 }
 
@@ -276,7 +279,7 @@ func (s *Scheduler) scheduleAt(id string, due, at time.Time, force bool) {
 	}
 	s.mu.Lock()
 	if e, ok := s.index[id]; ok {
-		e.due, e.at, e.foreign, e.deferred = due, at, false, false
+		e.due, e.at, e.foreign, e.deferred, e.holder = due, at, false, false, ""
 		if force {
 			e.forceUntil = until
 		}
@@ -463,11 +466,23 @@ func (s *Scheduler) Beat(ctx context.Context, now time.Time) {
 	s.mu.Lock()
 	changed := !slices.Equal(nodes, s.nodes)
 	s.nodes, s.viewAt, s.gone = nodes, now, stale
+	for _, n := range nodes {
+		s.known[n] = true
+	}
+	for _, n := range stale {
+		delete(s.known, n)
+	}
 	var gained []store.Due
 	if changed {
 		for id, e := range s.index {
 			if e.foreign && s.ownsLocked(id, now) {
 				gained = append(gained, store.Due{ID: id})
+			}
+			if e.holder != "" && s.known[e.holder] && !slices.Contains(nodes, e.holder) && e.at.After(now) {
+				// Waiting for the lease of a node now dead: claimed
+				// again at once, which takes the run over.
+				e.at = later(e.due, now)
+				heap.Fix(&s.queue, e.i)
 			}
 		}
 	}
@@ -524,6 +539,20 @@ func (s *Scheduler) ownsLocked(id string, now time.Time) bool {
 		}
 	}
 	return best == s.o.Owner
+}
+
+// deadNode reports whether node, the holder of a check's lease, is known
+// dead at now: a node this one has seen in the registry, absent from a
+// view of the live nodes younger than NodeLease. A process outside the
+// registry (one scheduling only some check types) is never dead to the
+// others, and a stale view knows nothing, so nobody is dead then.
+func (s *Scheduler) deadNode(node string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.known[node] || now.Sub(s.viewAt) > s.o.NodeLease {
+		return false
+	}
+	return !slices.Contains(s.nodes, node)
 }
 
 // mix spreads a hash's bits over the whole word (the splitmix64
@@ -676,11 +705,11 @@ func every(ctx context.Context, d time.Duration, f func()) {
 
 // DefaultRunLease is Options.RunLease's default: how long a claim holds a
 // check without its process renewing it. A lease runs from the run's
-// start (at most MaxLookahead after its claim) or from its last renewal,
-// so a dead process's checks are claimed by the others at most
-// DefaultRunLease + MaxLookahead after its death: 9 s, within the 10 s
-// failover bound docs/checks.md states, with a second for the survivor's
-// claim.
+// start (at most MaxLookahead after its claim) or from its last renewal.
+// A dead process's runs are taken over before their leases end, once its
+// node lease has (store.TakeOver); the run lease bounds the wait only for
+// a process outside the node registry: DefaultRunLease + MaxLookahead, 9
+// s, within the 10 s failover bound docs/checks.md states.
 const DefaultRunLease = 8 * time.Second
 
 // RenewRuns extends, to now + RunLease, the leases of the runs in flight
@@ -813,6 +842,21 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 			return c, false
 		}
 		at := c.NextRunAt
+		dead := c.LeaseOwner != "" && c.LeaseOwner != s.o.Owner && s.deadNode(c.LeaseOwner, now)
+		if dead && c.NextRunAt.Equal(due) && !due.After(now) && c.LeaseUntil.After(now) {
+			// Its holder's node lease has ended: take the run over now
+			// rather than at the end of the run's lease.
+			tc, terr := s.st.TakeOver(ctx, id, s.o.Owner, c.LeaseOwner, due, now, s.o.RunLease)
+			if terr == nil {
+				s.mu.Lock()
+				s.ahead[id] = claim{c: tc, due: due}
+				s.mu.Unlock()
+				return tc, true
+			}
+			if !errors.Is(terr, store.ErrLost) && ctx.Err() == nil {
+				s.log.Warn("checks: take a dead node's run over", "check", id, "node", c.LeaseOwner, "err", terr)
+			}
+		}
 		if c.LeaseOwner != "" && c.LeaseOwner != s.o.Owner {
 			// Another process holds the check (a run in flight, claimed
 			// ahead, or a dead process's): the store refuses to claim it
@@ -823,7 +867,12 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 			// each check to the process that last won it, and the death
 			// of that process would stall all its checks for a lease.
 			at = c.NextRunAt.Add(ahead)
-			if !c.NextRunAt.After(now) {
+			switch {
+			case dead:
+				// Taken over at its due time (or tried again a beat
+				// later), not at its lease's end.
+				at = later(c.NextRunAt, now.Add(s.o.NodeBeat))
+			case !c.NextRunAt.After(now):
 				at = later(c.NextRunAt, c.LeaseUntil.Add(time.Millisecond)).Add(ahead)
 			}
 		}
@@ -831,6 +880,9 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 		s.mu.Lock()
 		if e, ok := s.index[id]; ok {
 			e.forceUntil = time.Time{} // its owner has it
+			if c.LeaseOwner != s.o.Owner {
+				e.holder = c.LeaseOwner
+			}
 		}
 		s.mu.Unlock()
 		return c, false
@@ -1294,6 +1346,9 @@ type entry struct {
 	// deferred: forced here, not owned, and its claim put off by
 	// ForcedGrace for this due time.
 	deferred bool
+	// holder: the other node whose run lease this entry waits for, if
+	// any (rescheduled at once when that node dies).
+	holder string
 	// period: the check's delayMs as its last claim here read it (0:
 	// not claimed yet), so that a late claim is one write
 	// (store.ClaimAhead).

@@ -116,19 +116,36 @@ func (e *env) check(t *testing.T, url string, delay time.Duration, first time.Ti
 
 // runLog records runs by (check, due).
 type runLog struct {
-	mu   sync.Mutex
-	runs map[string][]time.Time // check → due times
-	late []time.Duration
+	mu    sync.Mutex
+	runs  map[string][]time.Time // check → due times
+	first map[string]time.Time   // check → its first run's start
+	late  []time.Duration
 }
 
 func (l *runLog) record(id string, due, started time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.runs == nil {
-		l.runs = map[string][]time.Time{}
+		l.runs, l.first = map[string][]time.Time{}, map[string]time.Time{}
+	}
+	if _, ok := l.first[id]; !ok {
+		l.first[id] = started
 	}
 	l.runs[id] = append(l.runs[id], due)
 	l.late = append(l.late, started.Sub(due))
+}
+
+// startedAfter lists the checks whose first run started after t.
+func (l *runLog) startedAfter(t time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for id, at := range l.first {
+		if at.After(t) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func TestScheduleAccuracy(t *testing.T) {
@@ -970,12 +987,14 @@ func TestNodesShareTheChecks(t *testing.T) {
 		wg.Wait()
 	}
 	runs := 0
+	var worst time.Duration
 	for id, dues := range log.runs {
 		sort.Slice(dues, func(i, j int) bool { return dues[i].Before(dues[j]) })
 		for i := 1; i < len(dues); i++ {
 			if dues[i].Equal(dues[i-1]) {
 				t.Fatalf("check %s ran twice for the period due %v", id, dues[i])
 			}
+			worst = max(worst, dues[i].Sub(dues[i-1]))
 			if gap := dues[i].Sub(dues[i-1]); gap > period+10*time.Second {
 				t.Fatalf("check %s waited %v between runs (due %v, then %v), beyond its period + 10 s", id, gap, dues[i-1], dues[i])
 			}
@@ -989,7 +1008,7 @@ func TestNodesShareTheChecks(t *testing.T) {
 		t.Fatalf("%d checks ran %d times in 60 s at 2 s, want 30 checks and about %d runs", len(log.runs), runs, 30*30)
 	}
 	failed := e.failedWrites()
-	t.Logf("%d runs, %d writes failed on their condition", runs, failed)
+	t.Logf("%d runs, %d writes failed on their condition, longest gap between runs %v", runs, failed, worst)
 	if float64(failed) > 0.02*float64(runs) {
 		t.Fatalf("%d writes failed on their condition for %d runs, want almost none: each check is claimed by its owner only", failed, runs)
 	}
@@ -1065,5 +1084,77 @@ func TestForcedCheckGoesToItsOwner(t *testing.T) {
 	t.Logf("%d runs, %d writes failed on their condition, %d checks handed to their owners", runs, failed, handed)
 	if handed == 0 || failed > int64(handed)+2 {
 		t.Fatalf("%d writes failed on their condition for %d checks handed over by node-a, want one a check: the owners run the checks forced onto node-a", failed, handed)
+	}
+}
+
+// TestDeadNodesRunsTakenOver: node-c claims a run of every check and
+// dies with them in flight. The other nodes take each run over once
+// node-c's node lease has ended (3 s), not once each run's lease would
+// (8 s), and node-c's late record of a run taken over is refused, so no
+// period is recorded twice.
+func TestDeadNodesRunsTakenOver(t *testing.T) {
+	e := newEnv(t)
+	tg := newTarget(t)
+	ctx := context.Background()
+	t0 := e.clock.now()
+	period := 2 * time.Second
+	var ids []string
+	for range 12 {
+		ids = append(ids, e.check(t, tg.URL, period, t0, nil).ID)
+	}
+	var log runLog
+	var nodes []*scheduler.Scheduler
+	for _, name := range []string{"node-a", "node-b", "node-c"} {
+		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: log.record}))
+	}
+	for range 2 {
+		for _, s := range nodes {
+			s.Beat(ctx, t0)
+		}
+	}
+	// node-c's runs of every check are in flight when it dies.
+	for _, id := range ids {
+		if _, err := e.st.Claim(ctx, id, "node-c", t0, t0, scheduler.DefaultRunLease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := nodes[:2]
+	end := t0.Add(12 * time.Second)
+	for now := t0.Add(250 * time.Millisecond); now.Before(end); now = now.Add(250 * time.Millisecond) {
+		e.clock.set(now)
+		var wg sync.WaitGroup
+		for _, s := range live {
+			wg.Go(func() {
+				if now.Sub(t0)%time.Second == 0 {
+					s.Beat(ctx, now)
+				}
+				s.RunDue(ctx, now)
+			})
+		}
+		wg.Wait()
+	}
+	bound := t0.Add(3*time.Second + 2*time.Second) // node lease, a beat, a step
+	for _, id := range ids {
+		dues := log.runs[id]
+		if len(dues) == 0 {
+			t.Fatalf("check %s never ran after node-c died", id)
+		}
+		sort.Slice(dues, func(i, j int) bool { return dues[i].Before(dues[j]) })
+		if first := dues[0]; !first.Equal(t0.Add(period)) {
+			t.Fatalf("check %s first ran for the period due %v, want the one due %v (node-c's run of %v is its own)", id, first, t0.Add(period), t0)
+		}
+		for i := 1; i < len(dues); i++ {
+			if !dues[i].After(dues[i-1]) {
+				t.Fatalf("check %s ran twice for the period due %v", id, dues[i])
+			}
+		}
+	}
+	if late := log.startedAfter(bound); len(late) > 0 {
+		t.Fatalf("%d checks first ran after %v, beyond node-c's node lease + a beat (its runs' own leases end at %v): %v", len(late), bound.Sub(t0), scheduler.DefaultRunLease, late)
+	}
+	// node-c's record of its run in flight is refused: the check is another node's now.
+	err := e.st.Complete(ctx, ids[0], "node-c", store.Outcome{Result: map[string]any{"status": "UP"}, At: t0, AlertState: "ok"})
+	if !errors.Is(err, store.ErrLost) {
+		t.Fatalf("node-c's late record: %v, want ErrLost", err)
 	}
 }

@@ -383,3 +383,40 @@ func TestLateClaimIsOneWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeOverGuards: a run is taken over from its holder only once the
+// holder's node lease has ended and only from the holder named; the
+// holder's late record is refused after.
+func TestTakeOverGuards(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, -1)
+	t0 := e.clock.now()
+	period, lease := 2*time.Second, 8*time.Second
+	c := e.check(t, period, t0)
+	if _, _, err := e.st.BeatNode(ctx, "c", t0, t0.Add(3*time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	held, err := e.st.Claim(ctx, c.ID, "c", t0, t0, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := held.NextRunAt // c's run of t0 is in flight; the next period is due
+	if _, err := e.st.TakeOver(ctx, c.ID, "a", "c", due, due, lease); !errors.Is(err, store.ErrLost) {
+		t.Fatalf("take over while c's node lease runs: %v, want ErrLost", err)
+	}
+	after := t0.Add(4 * time.Second)
+	if _, err := e.st.TakeOver(ctx, c.ID, "a", "x", due, after, lease); !errors.Is(err, store.ErrLost) {
+		t.Fatalf("take over from a node that does not hold the check: %v, want ErrLost", err)
+	}
+	got, err := e.st.TakeOver(ctx, c.ID, "a", "c", due, after, lease)
+	if err != nil {
+		t.Fatalf("take over once c's node lease ended: %v", err)
+	}
+	if got.LeaseOwner != "a" || !got.NextRunAt.After(after) {
+		t.Fatalf("after the take-over: owner %q next %v, want a and after %v", got.LeaseOwner, got.NextRunAt, after)
+	}
+	err = e.st.Complete(ctx, c.ID, "c", store.Outcome{Result: map[string]any{"status": "UP"}, At: t0, AlertState: "ok"})
+	if !errors.Is(err, store.ErrLost) {
+		t.Fatalf("c's late record: %v, want ErrLost", err)
+	}
+}

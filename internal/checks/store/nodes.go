@@ -95,3 +95,51 @@ func (s *Store) DropNode(ctx context.Context, owner string) error {
 	}
 	return nil
 }
+
+// TakeOver claims the run of check id due at due (at or before now) from
+// dead, a process whose node lease has ended, without waiting for the
+// run's own lease to end: one transaction that moves nextRunAt to the
+// next period and leases the check to owner until now + lease, on the
+// conditions that dead still holds the check at due and that dead's node
+// lease in the registry has ended (or is gone). A record dead would still
+// make of a run it had claimed is refused then (its condition is
+// leaseOwner = dead), so a period is recorded at most once. ErrLost when
+// a condition fails; ErrNotFound when the check is gone. Missed periods
+// are skipped as ClaimAhead skips them.
+func (s *Store) TakeOver(ctx context.Context, id, owner, dead string, due, now time.Time, lease time.Duration) (Check, error) {
+	if dead == "" || dead == owner {
+		return Check{}, fmt.Errorf("%w: check %s: no other owner to take it from", ErrLost, id)
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
+			UpdateExpression:         aws.String("SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"),
+			ConditionExpression:      aws.String("#s = :active AND nextRunAt = :due AND nextRunAt <= :now AND leaseOwner = :dead"),
+			ExpressionAttributeNames: map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]av{
+				":me": ddbitem.S(owner), ":dead": ddbitem.S(dead), ":lease": ddbitem.N(ms(now.Add(lease))),
+				":active": ddbitem.S(CheckActive), ":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)),
+			},
+		}},
+		{ConditionCheck: &types.ConditionCheck{
+			TableName: aws.String(s.names.Checks), Key: key(pkNodes, pkNodes),
+			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :now"),
+			ExpressionAttributeNames:  map[string]string{"#n": nodePrefix + dead},
+			ExpressionAttributeValues: map[string]av{":now": ddbitem.N(ms(now))},
+		}},
+	}})
+	if r := ddbitem.CancelReasons(err); len(r) > 0 {
+		return Check{}, fmt.Errorf("%w: check %s: not taken over from %s (%s)", ErrLost, id, dead, strings.Join(r, ", "))
+	}
+	if err != nil {
+		return Check{}, fmt.Errorf("checks: take %s over from %s: %w", id, dead, err)
+	}
+	c, err := s.GetCheck(ctx, "", id)
+	if err != nil {
+		return Check{}, err
+	}
+	if c.LeaseOwner != owner {
+		return Check{}, fmt.Errorf("%w: check %s", ErrLost, id)
+	}
+	return s.skipMissed(ctx, c, owner, now)
+}

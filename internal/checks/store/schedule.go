@@ -176,21 +176,27 @@ func (s *Store) claimAhead(ctx context.Context, id, owner string, due, now time.
 	if err != nil {
 		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)
 	}
-	c := parseCheck(out.Attributes)
+	return s.skipMissed(ctx, parseCheck(out.Attributes), owner, start)
+}
+
+// skipMissed moves the next run of check c, just claimed by owner for a
+// run starting at start, to a period after start when the claim left it
+// at or before start (missed periods: the check runs once, not once per
+// period missed).
+func (s *Store) skipMissed(ctx context.Context, c Check, owner string, start time.Time) (Check, error) {
 	if c.NextRunAt.After(start) {
 		return c, nil
 	}
-	// Missed periods: the next run is a period from the run's start.
 	next := start.Add(time.Duration(c.DelayMs) * time.Millisecond)
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.names.Checks),
-		Key:                       key(id, skCheck),
+		Key:                       key(c.ID, skCheck),
 		UpdateExpression:          aws.String("SET nextRunAt = :next"),
 		ConditionExpression:       aws.String("leaseOwner = :me AND nextRunAt = :was"),
 		ExpressionAttributeValues: map[string]av{":next": ddbitem.N(ms(next)), ":me": ddbitem.S(owner), ":was": ddbitem.N(ms(c.NextRunAt))},
 	})
 	if err != nil && !ddbitem.ConditionFailed(err) {
-		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)
+		return Check{}, fmt.Errorf("checks: claim %s: %w", c.ID, err)
 	}
 	c.NextRunAt = next
 	return c, nil

@@ -30,6 +30,7 @@ type Job struct {
 // CrawlStatus is the progress of this process's crawl.
 type CrawlStatus struct {
 	Running   bool
+	RunID     string
 	URL       string
 	Started   time.Time
 	Finished  time.Time
@@ -55,9 +56,10 @@ type CrawlControl interface {
 	Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputPoint, error)
 	// Retry queues failed jobs again (ids; none: all) and says how many.
 	Retry(ctx context.Context, ids []string) (int, error)
-	// StartCrawl starts a crawl from startURL in the background (ErrBusy
-	// while one runs; an console.ErrInvalid error's message is shown).
-	StartCrawl(ctx context.Context, startURL string, maxPages int) error
+	// StartCrawl starts a crawl from startURL in the background and
+	// returns its run id (ErrBusy while one runs; an console.ErrInvalid
+	// error's message is shown).
+	StartCrawl(ctx context.Context, startURL string, maxPages int) (string, error)
 	// Crawl is the progress of the crawl running or last run.
 	Crawl() CrawlStatus
 }
@@ -137,7 +139,7 @@ func (a *Area) crawlStart(w http.ResponseWriter, r *http.Request) {
 		a.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: "The page limit must be a whole number (0 for no limit)."})
 		return
 	}
-	err = a.crawl.StartCrawl(r.Context(), startURL, maxPages)
+	_, err = a.crawl.StartCrawl(r.Context(), startURL, maxPages)
 	switch {
 	case errors.Is(err, ErrBusy):
 		a.crawlPage(w, r, http.StatusConflict, crawlData{Form: f, Error: "A crawl is already running; wait for it to finish."})

@@ -42,9 +42,9 @@ func (*fakeShelf) Failures(context.Context, int) ([]Job, error) { return nil, ni
 func (*fakeShelf) Throughput(context.Context, time.Time, time.Duration) ([]ThroughputPoint, error) {
 	return nil, nil
 }
-func (*fakeShelf) Retry(context.Context, []string) (int, error)  { return 0, nil }
-func (*fakeShelf) StartCrawl(context.Context, string, int) error { return nil }
-func (f *fakeShelf) Crawl() CrawlStatus                          { return f.status }
+func (*fakeShelf) Retry(context.Context, []string) (int, error)            { return 0, nil }
+func (*fakeShelf) StartCrawl(context.Context, string, int) (string, error) { return "", nil }
+func (f *fakeShelf) Crawl() CrawlStatus                                    { return f.status }
 
 // serveShelf runs the console with the catalogue of f; get reads a page,
 // signed in as an operator when operator is set.

@@ -148,6 +148,10 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	if a.crawl != nil {
 		m.HandleFunc("POST /console/datashelf/crawl/start", a.crawlStart)
 		m.HandleFunc("POST /console/datashelf/crawl/retry", a.crawlRetry)
+		m.HandleFunc("GET /console/datashelf/runs/{id}", a.runPage)
+		m.HandleFunc("GET /console/datashelf/runs/{id}/abort", a.confirmAbort)
+		m.HandleFunc("POST /console/datashelf/runs/{id}/abort", a.abortRun)
+		m.HandleFunc("GET /console/datashelf/runs/{id}/export", a.exportRun)
 	}
 	return nil
 }

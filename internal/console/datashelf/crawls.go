@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -100,4 +101,72 @@ func (s *Adapter) Retry(ctx context.Context, ids []string) (int, error) {
 		return 0, fmt.Errorf("datashelf: retry: %w", err)
 	}
 	return n, nil
+}
+
+// Runs implements CrawlControl.
+func (s *Adapter) Runs(ctx context.Context, limit, offset int) ([]Run, int, error) {
+	rs, total, err := s.st.ListRuns(ctx, store.RunFilter{Limit: limit, Offset: offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("datashelf: runs: %w", err)
+	}
+	out := make([]Run, len(rs))
+	for i, r := range rs {
+		out[i] = s.shelfRun(r)
+	}
+	return out, total, nil
+}
+
+// shelfRun is r as the pages show it.
+func (s *Adapter) shelfRun(r store.Run) Run {
+	sr := Run{ID: r.ID, StartURL: r.StartURL, Node: r.Node, MaxPages: r.MaxPages, State: string(r.State),
+		Pages: r.Pages, Products: r.Products, Failures: r.Failures, Log: r.Log, Started: r.StartedAt, Updated: r.UpdatedAt}
+	if r.LastError != nil {
+		sr.Error = *r.LastError
+	}
+	if r.EndedAt != nil {
+		sr.Ended = *r.EndedAt
+	}
+	if s.runner != nil && r.State == store.RunRunning {
+		st := s.runner.Status()
+		sr.Here = st.Running && strings.EqualFold(st.RunID, r.ID)
+	}
+	return sr
+}
+
+// Run implements CrawlControl.
+func (s *Adapter) Run(ctx context.Context, id string) (Run, error) {
+	r, err := s.st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+		return Run{}, console.ErrNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("datashelf: run: %w", err)
+	}
+	return s.shelfRun(r), nil
+}
+
+// AbortRun implements CrawlControl.
+func (s *Adapter) AbortRun(ctx context.Context, id string) (Run, error) {
+	if s.runner == nil {
+		return Run{}, ErrRunElsewhere
+	}
+	r, err := s.runner.Abort(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
+		return Run{}, console.ErrNotFound
+	case errors.Is(err, store.ErrRunEnded):
+		return s.shelfRun(r), ErrRunEnded
+	case errors.Is(err, crawler.ErrNotHere):
+		return s.shelfRun(r), ErrRunElsewhere
+	case err != nil:
+		return Run{}, fmt.Errorf("datashelf: abort: %w", err)
+	}
+	return s.shelfRun(r), nil
+}
+
+// ExportRun implements CrawlControl.
+func (s *Adapter) ExportRun(ctx context.Context, id, format string, w io.Writer) (int, error) {
+	return store.WriteProducts(format, w, func(fn func(store.Product) error) error {
+		return s.st.RunProducts(ctx, id, fn)
+	})
 }

@@ -45,6 +45,12 @@ func (*fakeShelf) Throughput(context.Context, time.Time, time.Duration) ([]Throu
 func (*fakeShelf) Retry(context.Context, []string) (int, error)            { return 0, nil }
 func (*fakeShelf) StartCrawl(context.Context, string, int) (string, error) { return "", nil }
 func (f *fakeShelf) Crawl() CrawlStatus                                    { return f.status }
+func (*fakeShelf) Runs(context.Context, int, int) ([]Run, int, error)      { return nil, 0, nil }
+func (*fakeShelf) Run(context.Context, string) (Run, error)                { return Run{}, console.ErrNotFound }
+func (*fakeShelf) AbortRun(context.Context, string) (Run, error)           { return Run{}, console.ErrNotFound }
+func (*fakeShelf) ExportRun(context.Context, string, string, io.Writer) (int, error) {
+	return 0, console.ErrNotFound
+}
 
 // serveShelf runs the console with the catalogue of f; get reads a page,
 // signed in as an operator when operator is set.

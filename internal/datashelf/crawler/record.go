@@ -75,6 +75,31 @@ func (c *Crawler) progress() store.RunProgress {
 	}
 }
 
+// heartbeat writes the run record every RunFlushInterval (from before
+// Run loads the catalogue, however long that takes, so that the record
+// never looks stale while its crawl lives) until the returned function
+// is called, which waits for the last write.
+func (c *Crawler) heartbeat(ctx context.Context) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(RunFlushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				c.flushRecord(ctx)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
 // flushRecord writes the counters and the log tail to the run record.
 func (c *Crawler) flushRecord(ctx context.Context) {
 	id := c.RunID()

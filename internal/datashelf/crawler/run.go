@@ -44,6 +44,9 @@ func (c *Crawler) Run(ctx context.Context) (st Stats, err error) {
 		return c.Stats(), err
 	}
 	defer func() { c.endRecord(ctx, err) }()
+	// Deferred after endRecord, so it stops first: the record's last
+	// update is its end.
+	defer c.heartbeat(ctx)()
 	if n, err := c.o.Store.EndStaleRuns(ctx, StaleRunAfter, fmt.Sprintf("its process stopped updating it for %s", StaleRunAfter)); err != nil {
 		c.log.Warn("crawler: end stale runs", "err", err)
 	} else if n > 0 {
@@ -63,15 +66,14 @@ func (c *Crawler) Run(ctx context.Context) (st Stats, err error) {
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		t := time.NewTicker(RunFlushInterval)
+		if c.o.Progress == nil {
+			return
+		}
+		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				c.flushRecord(ctx)
-				if c.o.Progress == nil {
-					continue
-				}
 				c.refreshQueued(ctx)
 				c.o.Progress(c.Stats())
 			case <-stopProgress:

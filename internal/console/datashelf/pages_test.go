@@ -22,6 +22,7 @@ import (
 // control whose crawl is what status says.
 type fakeShelf struct {
 	status CrawlStatus
+	runs   []Run // newest first
 }
 
 func (*fakeShelf) Tree(context.Context) ([]Node, error) { return nil, nil }
@@ -45,9 +46,11 @@ func (*fakeShelf) Throughput(context.Context, time.Time, time.Duration) ([]Throu
 func (*fakeShelf) Retry(context.Context, []string) (int, error)            { return 0, nil }
 func (*fakeShelf) StartCrawl(context.Context, string, int) (string, error) { return "", nil }
 func (f *fakeShelf) Crawl() CrawlStatus                                    { return f.status }
-func (*fakeShelf) Runs(context.Context, int, int) ([]Run, int, error)      { return nil, 0, nil }
-func (*fakeShelf) Run(context.Context, string) (Run, error)                { return Run{}, console.ErrNotFound }
-func (*fakeShelf) AbortRun(context.Context, string) (Run, error)           { return Run{}, console.ErrNotFound }
+func (f *fakeShelf) Runs(_ context.Context, limit, offset int) ([]Run, int, error) {
+	return f.runs[min(offset, len(f.runs)):min(offset+limit, len(f.runs))], len(f.runs), nil
+}
+func (*fakeShelf) Run(context.Context, string) (Run, error)      { return Run{}, console.ErrNotFound }
+func (*fakeShelf) AbortRun(context.Context, string) (Run, error) { return Run{}, console.ErrNotFound }
 func (*fakeShelf) ExportRun(context.Context, string, string, io.Writer) (int, error) {
 	return 0, console.ErrNotFound
 }
@@ -134,5 +137,46 @@ func TestCatalogueLayout(t *testing.T) {
 	get = serveShelf(t, &fakeShelf{}, true)
 	if page := get("/console/datashelf/"); !strings.Contains(page, `<a href="/console/datashelf/crawl" id="nav-crawl">Crawl</a>`) {
 		t.Errorf("an operator's header has no crawl link:\n%s", page)
+	}
+}
+
+// TestRunsList pages through the crawl page's runs, newest first, both
+// ways.
+func TestRunsList(t *testing.T) {
+	f := &fakeShelf{}
+	for i := range 23 {
+		f.runs = append(f.runs, Run{ID: fmt.Sprintf("run-%02d", i), State: "succeeded", StartURL: "https://shop.example/", Started: time.Now()})
+	}
+	f.runs[0].State = "running"
+	get := serveShelf(t, f, true)
+	tests := []struct {
+		query        string
+		first, last  string
+		shown        string
+		newer, older string // the links' queries; "" for none
+	}{
+		{"", "run-00", "run-09", "1–10 of 23", "", "?runs=10"},
+		{"?runs=10", "run-10", "run-19", "11–20 of 23", "?runs=0", "?runs=20"},
+		{"?runs=20", "run-20", "run-22", "21–23 of 23", "?runs=10", ""},
+		{"?runs=-5", "run-00", "run-09", "1–10 of 23", "", "?runs=10"},
+		{"?runs=x", "run-00", "run-09", "1–10 of 23", "", "?runs=10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			page := get("/console/datashelf/crawl" + tt.query)
+			ids := regexp.MustCompile(`href="/console/datashelf/runs/(run-\d+)"`).FindAllStringSubmatch(page, -1)
+			if len(ids) == 0 || ids[0][1] != tt.first || ids[len(ids)-1][1] != tt.last || !strings.Contains(page, tt.shown) {
+				t.Fatalf("runs shown %v, want %s to %s (%s)", ids, tt.first, tt.last, tt.shown)
+			}
+			for id, q := range map[string]string{"runs-newer": tt.newer, "runs-older": tt.older} {
+				link := regexp.MustCompile(`href="([^"]*)" id="` + id + `"`).FindStringSubmatch(page)
+				if (q == "") != (link == nil) || (link != nil && link[1] != q) {
+					t.Errorf("%s link %v, want %q", id, link, q)
+				}
+			}
+		})
+	}
+	if page := get("/console/datashelf/crawl"); !strings.Contains(page, `<td>—</td>`) || !strings.Contains(page, `class="state-running">running<`) {
+		t.Errorf("the running run's row:\n%s", page)
 	}
 }

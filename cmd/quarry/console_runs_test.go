@@ -182,6 +182,9 @@ func TestConsoleCrawlRuns(t *testing.T) {
 		t.Errorf("the aborted run's error: %q", got)
 	}
 	d.open("/console/datashelf/crawl", "#runs")
+	if got := d.text("#crawl-error"); got != "Aborted by an operator." {
+		t.Errorf("the progress card after the abort: %q", got)
+	}
 	if rows := d.text("#runs tbody"); !strings.Contains(strings.Split(rows, "\n")[0], "aborted") {
 		t.Errorf("the newest run is not the aborted one:\n%s", rows)
 	}

@@ -3,7 +3,7 @@
 // filters, sorting, full-text search and keyset pagination, a product's
 // page with its mirrored images and specs; and for operators, the crawl
 // page (crawl.go). Catalogue and CrawlControl are DataShelf as the pages
-// see it; Adapt makes both of DataShelf's store and a Crawls.
+// see it; Adapt makes both of DataShelf's store and a crawler.Runner.
 package datashelf
 
 import (

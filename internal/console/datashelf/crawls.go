@@ -15,11 +15,14 @@ import (
 
 var _ CrawlControl = (*Adapter)(nil)
 
-// crawlError is how the crawl page words why a crawl stopped early. A
-// failed start URL reads "The start URL failed: <url>: <cause>", once:
+// crawlError is how the crawl page words why a crawl stopped early. An
+// aborted crawl reads "Aborted by an operator."; a failed start URL reads "The start URL failed: <url>: <cause>", once:
 // the crawler's own wording of ErrSeedFailed, which prefixes it, is
 // replaced.
 func crawlError(err error) string {
+	if errors.Is(err, crawler.ErrAborted) {
+		return "Aborted by an operator."
+	}
 	if !errors.Is(err, crawler.ErrSeedFailed) {
 		return err.Error()
 	}

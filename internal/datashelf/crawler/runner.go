@@ -112,6 +112,10 @@ func (r *Runner) Start(ctx context.Context, startURL string, maxPages int) (stri
 		r.status.Running = false
 		r.status.Finished = r.now()
 		r.status.Err = err
+		if runCtx.Err() != nil {
+			// ErrAborted for an operator's abort.
+			r.status.Err = context.Cause(runCtx)
+		}
 		r.abort = nil
 	}()
 	return r.status.RunID, nil

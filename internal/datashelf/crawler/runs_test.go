@@ -155,7 +155,7 @@ func TestRunnerAbort(t *testing.T) {
 	if got.State != store.RunAborted || got.EndedAt == nil || got.LastError == nil || *got.LastError != "aborted by an operator" {
 		t.Fatalf("aborted run = %+v", got)
 	}
-	if s := r.Status(); s.Running || s.RunID != id {
+	if s := r.Status(); s.Running || s.RunID != id || !errors.Is(s.Err, ErrAborted) {
 		t.Fatalf("status after the abort: %+v", s)
 	}
 	if got.Products >= 200 {

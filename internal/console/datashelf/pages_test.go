@@ -23,6 +23,8 @@ import (
 type fakeShelf struct {
 	status CrawlStatus
 	runs   []Run // newest first
+	// abortErr is what AbortRun answers for a run of runs.
+	abortErr error
 }
 
 func (*fakeShelf) Tree(context.Context) ([]Node, error) { return nil, nil }
@@ -49,8 +51,21 @@ func (f *fakeShelf) Crawl() CrawlStatus                                    { ret
 func (f *fakeShelf) Runs(_ context.Context, limit, offset int) ([]Run, int, error) {
 	return f.runs[min(offset, len(f.runs)):min(offset+limit, len(f.runs))], len(f.runs), nil
 }
-func (*fakeShelf) Run(context.Context, string) (Run, error)      { return Run{}, console.ErrNotFound }
-func (*fakeShelf) AbortRun(context.Context, string) (Run, error) { return Run{}, console.ErrNotFound }
+func (f *fakeShelf) Run(_ context.Context, id string) (Run, error) {
+	for _, r := range f.runs {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return Run{}, console.ErrNotFound
+}
+func (f *fakeShelf) AbortRun(ctx context.Context, id string) (Run, error) {
+	r, err := f.Run(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	return r, f.abortErr
+}
 func (*fakeShelf) ExportRun(context.Context, string, string, io.Writer) (int, error) {
 	return 0, console.ErrNotFound
 }
@@ -58,6 +73,15 @@ func (*fakeShelf) ExportRun(context.Context, string, string, io.Writer) (int, er
 // serveShelf runs the console with the catalogue of f; get reads a page,
 // signed in as an operator when operator is set.
 func serveShelf(t *testing.T, f *fakeShelf, operator bool) func(path string) string {
+	t.Helper()
+	get, _ := serveShelfClient(t, f, operator)
+	return get
+}
+
+// serveShelfClient is serveShelf that also returns post, which posts a
+// form with the session's CSRF token and returns the final page (after
+// redirects) and its URL.
+func serveShelfClient(t *testing.T, f *fakeShelf, operator bool) (get func(path string) string, post func(path string, form url.Values) (string, string)) {
 	t.Helper()
 	auth := console.AuthFunc(func(context.Context, string) (console.Principal, error) {
 		return console.Principal{ID: "op", Name: "Olga"}, nil
@@ -72,7 +96,7 @@ func serveShelf(t *testing.T, f *fakeShelf, operator bool) func(path string) str
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}
-	get := func(path string) string {
+	get = func(path string) string {
 		t.Helper()
 		resp, err := hc.Get(srv.URL + path)
 		if err != nil {
@@ -82,6 +106,17 @@ func serveShelf(t *testing.T, f *fakeShelf, operator bool) func(path string) str
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
+	post = func(path string, form url.Values) (string, string) {
+		t.Helper()
+		form.Set("csrf", regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(get("/console/datashelf/crawl"))[1])
+		resp, err := hc.PostForm(srv.URL+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.Request.URL.RequestURI()
+	}
 	if operator {
 		nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(get("/console/signin"))[1]
 		resp, err := hc.PostForm(srv.URL+"/console/signin", url.Values{"nonce": {nonce}, "realm": {"operator"}, "credential": {"x"}})
@@ -90,7 +125,7 @@ func serveShelf(t *testing.T, f *fakeShelf, operator bool) func(path string) str
 		}
 		resp.Body.Close()
 	}
-	return get
+	return get, post
 }
 
 // TestCrawlStartFailed: a crawl whose start URL failed shows why once,
@@ -178,5 +213,40 @@ func TestRunsList(t *testing.T) {
 	}
 	if page := get("/console/datashelf/crawl"); !strings.Contains(page, `<td>—</td>`) || !strings.Contains(page, `class="state-running">running<`) {
 		t.Errorf("the running run's row:\n%s", page)
+	}
+}
+
+// TestAbortMessages: after an abort the run's page says what happened,
+// whether the abort stopped the run, found it ended, or found it running
+// on another node; an abort not yet confirmed asks first.
+func TestAbortMessages(t *testing.T) {
+	running := Run{ID: "r1", State: "running", Node: "crawler-node-b-7", StartURL: "https://shop.example/", Started: time.Now()}
+	tests := []struct {
+		name   string
+		run    Run
+		err    error
+		want   string
+		status string
+	}{
+		{"aborted", Run{ID: "r1", State: "aborted", Error: "aborted by an operator", Started: time.Now(), Ended: time.Now()}, nil, `id="msg">Run aborted.<`, "aborted"},
+		{"ended", Run{ID: "r1", State: "succeeded", Started: time.Now(), Ended: time.Now()}, ErrRunEnded, "This run had already ended (succeeded): there was nothing to abort.", "succeeded"},
+		{"on another node", running, ErrRunElsewhere, "This run runs on crawler-node-b-7, not in this server: abort it on that node", "running"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			get, post := serveShelfClient(t, &fakeShelf{runs: []Run{tt.run}, abortErr: tt.err}, true)
+			page, at := post("/console/datashelf/runs/r1/abort", url.Values{"confirm": {"yes"}})
+			if !strings.HasPrefix(at, "/console/datashelf/runs/r1?msg=") || !strings.Contains(page, tt.want) ||
+				!strings.Contains(page, `id="run-state" class="state-`+tt.status+`">`) {
+				t.Errorf("after the abort, at %s:\n%s", at, page)
+			}
+			page, at = post("/console/datashelf/runs/r1/abort", url.Values{})
+			if at != "/console/datashelf/runs/r1/abort" || !strings.Contains(page, "Abort this crawl?") || !strings.Contains(page, ">Abort crawl</button>") {
+				t.Errorf("an abort without confirm=yes, at %s:\n%s", at, page)
+			}
+			if page := get("/console/datashelf/runs/nope"); !strings.Contains(page, "Not found") {
+				t.Errorf("an unknown run:\n%s", page)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 )
@@ -52,9 +54,17 @@ func (c *Crawler) RunID() string {
 }
 
 // note adds a line to the run's log tail: the time (UTC, from Options.Now)
-// and the message. Only the last store.RunLogLines lines are kept.
+// and the message, whose control characters (a page's title may hold a
+// newline) become spaces, so that a line stays one line. Only the last
+// store.RunLogLines lines are kept.
 func (c *Crawler) note(format string, args ...any) {
-	line := c.o.Now().UTC().Format("15:04:05 ") + fmt.Sprintf(format, args...)
+	msg := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, fmt.Sprintf(format, args...))
+	line := c.o.Now().UTC().Format("15:04:05 ") + msg
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.runLog) == store.RunLogLines {

@@ -170,3 +170,24 @@ func TestRunnerAbort(t *testing.T) {
 		t.Fatalf("a crawl after the abort: %q, %v", id2, err)
 	}
 }
+
+// TestNoteBounded: the log tail keeps the last store.RunLogLines lines,
+// each one line of at most store.RunLogLineBytes, stamped with the time.
+func TestNoteBounded(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := &Crawler{o: Options{Now: func() time.Time { return at }}}
+	for i := range store.RunLogLines + 5 {
+		c.note("product stored: %s (%d)", "Title\nwith a newline\tand a tab", i)
+	}
+	c.note("%s", strings.Repeat("x", 2*store.RunLogLineBytes))
+	log := c.progress().Log
+	if len(log) != store.RunLogLines {
+		t.Fatalf("%d lines kept", len(log))
+	}
+	if want := "03:04:05 product stored: Title with a newline and a tab (6)"; log[0] != want {
+		t.Errorf("oldest line kept %q, want %q", log[0], want)
+	}
+	if last := log[len(log)-1]; len(last) > store.RunLogLineBytes || !strings.HasSuffix(last, "…") {
+		t.Errorf("long line kept as %d bytes", len(last))
+	}
+}

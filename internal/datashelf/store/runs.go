@@ -23,6 +23,8 @@ const (
 	MaxRunURLBytes = 2048
 	// DefaultRunLimit is ListRuns' page size when RunFilter.Limit is 0.
 	DefaultRunLimit = 20
+	// RunProductsPage is how many products RunProducts reads per query.
+	RunProductsPage = 200
 )
 
 // RunState is crawl_run.state.
@@ -114,9 +116,10 @@ type Runs interface {
 	EndStaleRuns(ctx context.Context, idle time.Duration, msg string) (int, error)
 	// RunProducts calls fn with each product run id touched: those whose
 	// last_scraped_at lies between the run's start and its end (now while
-	// it runs), ordered by last_scraped_at then id, read one by one. A
-	// product scraped again later belongs to the later run. ErrNotFound
-	// if there is no such run.
+	// it runs), ordered by last_scraped_at then id, read RunProductsPage
+	// at a time, no connection held while fn runs. A product scraped
+	// again later belongs to the later run. ErrNotFound if there is no
+	// such run.
 	RunProducts(ctx context.Context, id string, fn func(Product) error) error
 }
 

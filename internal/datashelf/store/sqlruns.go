@@ -143,7 +143,11 @@ func (s *SQL) EndStaleRuns(ctx context.Context, idle time.Duration, msg string) 
 	return int(n), s.mapErr(err)
 }
 
-// RunProducts implements Runs.
+// RunProducts implements Runs. It reads RunProductsPage products per
+// query, resuming after the last one read (keyset), and calls fn between
+// queries, so that a slow fn (a client reading an export slowly) never
+// holds a database connection (SQLite's only one) and memory holds one
+// page.
 func (s *SQL) RunProducts(ctx context.Context, id string, fn func(Product) error) error {
 	r, err := s.GetRun(ctx, id)
 	if err != nil {
@@ -153,6 +157,36 @@ func (s *SQL) RunProducts(ctx context.Context, id string, fn func(Product) error
 	if r.EndedAt != nil {
 		end = *r.EndedAt
 	}
-	return exportRows(ctx, s, `SELECT `+s.d.ProdCols+` FROM product WHERE last_scraped_at >= `+s.p(1)+
-		` AND last_scraped_at <= `+s.p(2)+` ORDER BY last_scraped_at, id`, s.scanProduct, fn, r.StartedAt, end)
+	var last *Product
+	for {
+		// After the first page the range starts at the last product's
+		// time, so that each query seeks in idx_product_scraped rather
+		// than walking the run's earlier products again.
+		w := NewWhere(s.d.Placeholder)
+		if last == nil {
+			w.Add("last_scraped_at >= ?", r.StartedAt)
+		} else {
+			w.Add("last_scraped_at >= ?", last.LastScrapedAt)
+			w.Add("(last_scraped_at > ? OR id > ?)", last.LastScrapedAt, last.ID)
+		}
+		w.Add("last_scraped_at <= ?", end)
+		rows, err := s.db.Query(ctx, `SELECT `+s.d.ProdCols+` FROM product`+w.String()+
+			` ORDER BY last_scraped_at, id LIMIT `+w.Arg(RunProductsPage), w.Args()...)
+		if err != nil {
+			return s.mapErr(err)
+		}
+		page, err := collect(s, rows, s.scanProduct)
+		if err != nil {
+			return err
+		}
+		for _, p := range page {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if len(page) < RunProductsPage {
+			return nil
+		}
+		last = &page[len(page)-1]
+	}
 }

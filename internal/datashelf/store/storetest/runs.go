@@ -210,6 +210,27 @@ func testRunProducts(t *testing.T, b *bundle) {
 	if got, want := titles(second.ID), []string{"again", "c"}; !slices.Equal(got, want) {
 		t.Fatalf("running run's products = %v, want %v", got, want)
 	}
+	// More than a page of products: every one once, in order.
+	b.clock.Advance(time.Second)
+	third := startRun(t, b, "https://shop.example/")
+	for i := range store.RunProductsPage*2 + 7 {
+		if i%30 == 0 {
+			b.clock.Advance(time.Millisecond) // ties on last_scraped_at, broken by id
+		}
+		put(fmt.Sprintf("bulk-%03d", i))
+	}
+	var prev store.Product
+	seen := map[string]bool{}
+	err := s.RunProducts(ctx, third.ID, func(p store.Product) error {
+		if seen[p.ID] || p.LastScrapedAt.Before(prev.LastScrapedAt) || (p.LastScrapedAt.Equal(prev.LastScrapedAt) && p.ID < prev.ID) {
+			return fmt.Errorf("product %s (%s) repeated or out of order after %s", p.Title, p.ID, prev.ID)
+		}
+		seen[p.ID], prev = true, p
+		return nil
+	})
+	if err != nil || len(seen) != store.RunProductsPage*2+7 {
+		t.Fatalf("a run of %d products: %d read (%v)", store.RunProductsPage*2+7, len(seen), err)
+	}
 	stop := errors.New("stop")
 	n := 0
 	if err := s.RunProducts(ctx, second.ID, func(store.Product) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {

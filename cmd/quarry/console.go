@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -17,12 +16,8 @@ import (
 	"github.com/quarrydb/quarry/internal/console/explorer"
 	"github.com/quarrydb/quarry/internal/console/operators"
 	wcconsole "github.com/quarrydb/quarry/internal/console/wallcrawler"
-	"github.com/quarrydb/quarry/internal/datashelf/crawler"
-	datashelfstore "github.com/quarrydb/quarry/internal/datashelf/store"
-	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/datadir"
-	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/lifecycle"
 )
 
@@ -70,9 +65,7 @@ func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]
 		areas = append(areas, checksconsole.New(checksconsole.Adapt(ck.Store(), ck.API())))
 	}
 	if ds := s.ds.Load(); ds != nil {
-		crawls := consoleCrawls(sub.Context(), ds.Store(), ds.Blobs(), s.policy, s.log)
-		sub.OnStop("console crawls", func(context.Context) error { crawls.Stop(); return nil })
-		shelf := datashelfconsole.Adapt(ds.Store(), crawls)
+		shelf := datashelfconsole.Adapt(ds.Store(), ds.Runner())
 		areas = append(areas, datashelfconsole.New(shelf, shelf))
 	}
 	if ee := s.ee.Load(); running("eecar") && ee != nil {
@@ -84,16 +77,6 @@ func consoleAreas(ctx context.Context, sub *lifecycle.Lifecycle, s *serving) ([]
 		areas = append(areas, wcconsole.New(wcconsole.Adapt(wc.Auth(), wc.Sessions(), wc.Contexts())))
 	}
 	return realms, areas, nil
-}
-
-// consoleCrawls runs the crawls started on the console's crawl page in
-// this process, as `quarry datashelf crawl` would (robots.txt, the World of
-// Books profile), under policy, the serve network policy with quarry's own
-// listeners and backends reserved, until ctx ends or Stop.
-func consoleCrawls(ctx context.Context, ds datashelfstore.Store, blobs blob.Store, policy *fetch.Policy, log *slog.Logger) *datashelfconsole.Crawls {
-	fo := crawler.FetchOptions(version)
-	fo.Policy = policy
-	return datashelfconsole.NewCrawls(ctx, crawler.Options{Store: ds, Fetcher: fetch.New(fo), Blobs: blobs, Logger: log.With("system", "datashelf")})
 }
 
 const adminUsage = `usage:

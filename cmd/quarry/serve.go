@@ -80,11 +80,13 @@ func openStore(dir string, c *config.Config, log *slog.Logger) (*ddb.Store, erro
 //  1. the API listener, then the DynamoDB endpoint's (stop accepting,
 //     drain the requests in flight);
 //  2. the backend health prober;
-//  3. the console, and the DataShelf crawls started from it;
+//  3. the console;
 //  4. each system (its Run, then its Close), in the reverse of its start
 //     (a system that started late stops in its place all the same; one
-//     still waiting stops waiting): DataShelf's store; EECAR's stream follower (and its
-//     webhooks in flight), then its webhook connections; Checks'
+//     still waiting stops waiting): DataShelf's crawl started from the
+//     console or the API (its run recorded as aborted), then its store;
+//     EECAR's stream follower (and its webhooks in flight), then its
+//     webhook connections; Checks'
 //     scheduler and alert dispatcher, then its prober; Wallcrawler's
 //     session reaper and stream notifier, then its sessions (each ends
 //     with a final write, so before the store closes, and closes its

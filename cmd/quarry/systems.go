@@ -175,7 +175,7 @@ func (s *serving) startDataShelf(ctx context.Context) (system, map[string]any, e
 	if err != nil {
 		return nil, nil, err
 	}
-	ds, err := datashelf.New(ctx, s.c.DataShelf, datashelf.Deps{DataDir: s.c.DataDir, Blobs: blobs, Logger: s.log})
+	ds, err := datashelf.New(ctx, s.c.DataShelf, datashelf.Deps{DataDir: s.c.DataDir, Blobs: blobs, Logger: s.log, Policy: s.policy, Version: version})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -147,14 +147,16 @@ func (k *Kit) Error(w http.ResponseWriter, r *http.Request, status int, title, m
 	k.c.render(w, r, status, "error", errorPage{Title: title, Message: message})
 }
 
-// Confirm asks to confirm a deletion: a form posting Fields and
-// confirm=yes to Action, with a link back to Back.
+// Confirm asks to confirm a deletion (or another action that cannot be
+// undone): a form posting Fields and confirm=yes to Action, with a link
+// back to Back. Button labels the form's button ("" means "Delete").
 type Confirm struct {
 	Title   string
 	Message string
 	Action  string
 	Fields  map[string]string
 	Back    string
+	Button  string
 }
 
 // Confirm shows the confirmation page of d.

@@ -20,11 +20,13 @@ import (
 
 	"github.com/quarrydb/quarry/ddb/sigv4"
 	"github.com/quarrydb/quarry/internal/datashelf/api"
+	"github.com/quarrydb/quarry/internal/datashelf/crawler"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
 	"github.com/quarrydb/quarry/internal/datashelf/store/sqlite"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
+	"github.com/quarrydb/quarry/internal/platform/fetch"
 	"github.com/quarrydb/quarry/internal/platform/jsonhttp"
 )
 
@@ -36,12 +38,19 @@ type Deps struct {
 	Blobs blob.Store
 	// Logger logs the system's work (default: discard).
 	Logger *slog.Logger
+	// Policy is the network policy of the crawls the console and the API
+	// start (nil: fetch's default, public addresses only).
+	Policy *fetch.Policy
+	// Version is quarry's version, in the crawler's user agent.
+	Version string
 }
 
 // System is a running DataShelf.
 type System struct {
 	store   store.Store
 	blobs   blob.Store
+	fetcher *fetch.Fetcher
+	runner  *crawler.Runner
 	handler http.Handler
 }
 
@@ -85,8 +94,16 @@ func New(ctx context.Context, cfg config.DataShelf, deps Deps) (*System, error) 
 	if err != nil {
 		return nil, err
 	}
-	h := api.New(api.Options{Store: st, Blobs: deps.Blobs, Keys: keys, Logger: log.With("system", "datashelf")})
-	return &System{store: st, blobs: deps.Blobs, handler: http.StripPrefix("/datashelf", h)}, nil
+	log = log.With("system", "datashelf")
+	// The crawls started from the console or the API run as `quarry
+	// datashelf crawl` would (robots.txt, the World of Books profile),
+	// under the serve network policy, until Close.
+	fo := crawler.FetchOptions(deps.Version)
+	fo.Policy = deps.Policy
+	f := fetch.New(fo)
+	runner := crawler.NewRunner(context.WithoutCancel(ctx), crawler.Options{Store: st, Fetcher: f, Blobs: deps.Blobs, Logger: log})
+	h := api.New(api.Options{Store: st, Blobs: deps.Blobs, Keys: keys, Runs: runner, Logger: log})
+	return &System{store: st, blobs: deps.Blobs, fetcher: f, runner: runner, handler: http.StripPrefix("/datashelf", h)}, nil
 }
 
 // Routes returns the system's handlers by mux pattern: the API at
@@ -101,8 +118,16 @@ func (s *System) Run(context.Context) error { return nil }
 // Health returns nil: /healthz says nothing more of DataShelf.
 func (s *System) Health() map[string]any { return nil }
 
-// Close closes the store.
-func (s *System) Close(context.Context) error { return s.store.Close() }
+// Close stops the crawl running in this process (its run is recorded as
+// aborted) and closes the store.
+func (s *System) Close(context.Context) error {
+	s.runner.Stop()
+	s.fetcher.Close()
+	return s.store.Close()
+}
+
+// Runner returns the runner of the crawls the console and the API start.
+func (s *System) Runner() *crawler.Runner { return s.runner }
 
 // Store returns the system's store.
 func (s *System) Store() store.Store { return s.store }

@@ -16,18 +16,19 @@ import (
 
 // Adapter is DataShelf as the catalogue and the crawl page see it: a
 // Catalogue over DataShelf's store (read only) and a CrawlControl (the
-// crawl page: failures, throughput, retries, and a crawl run in this
-// process by a Crawls).
+// crawl page: failures, throughput, retries, crawl runs, and the crawls
+// run in this process by a crawler.Runner).
 type Adapter struct {
 	st     store.Store
-	crawls *Crawls
+	runner *crawler.Runner
 }
 
 var _ Catalogue = (*Adapter)(nil)
 
-// Adapt returns the pages' view of st; crawls runs the crawls the crawl
-// page starts (nil: the page shows the queue only; see Crawl).
-func Adapt(st store.Store, crawls *Crawls) *Adapter { return &Adapter{st: st, crawls: crawls} }
+// Adapt returns the pages' view of st; runner runs (and aborts) the
+// crawls the crawl page starts (nil: the page shows the queue only; see
+// Crawl).
+func Adapt(st store.Store, runner *crawler.Runner) *Adapter { return &Adapter{st: st, runner: runner} }
 
 // maxTreeCategories bounds the categories the catalogue's tree lists.
 const maxTreeCategories = 1000

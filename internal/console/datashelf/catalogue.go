@@ -3,7 +3,7 @@
 // filters, sorting, full-text search and keyset pagination, a product's
 // page with its mirrored images and specs; and for operators, the crawl
 // page (crawl.go). Catalogue and CrawlControl are DataShelf as the pages
-// see it; Adapt makes both of DataShelf's store and a Crawls.
+// see it; Adapt makes both of DataShelf's store and a crawler.Runner.
 package datashelf
 
 import (
@@ -148,6 +148,10 @@ func (a *Area) Mount(m *http.ServeMux, k *console.Kit) error {
 	if a.crawl != nil {
 		m.HandleFunc("POST /console/datashelf/crawl/start", a.crawlStart)
 		m.HandleFunc("POST /console/datashelf/crawl/retry", a.crawlRetry)
+		m.HandleFunc("GET /console/datashelf/runs/{id}", a.runPage)
+		m.HandleFunc("GET /console/datashelf/runs/{id}/abort", a.confirmAbort)
+		m.HandleFunc("POST /console/datashelf/runs/{id}/abort", a.abortRun)
+		m.HandleFunc("GET /console/datashelf/runs/{id}/export", a.exportRun)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package datashelf
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,6 +31,7 @@ type Job struct {
 // CrawlStatus is the progress of this process's crawl.
 type CrawlStatus struct {
 	Running   bool
+	RunID     string
 	URL       string
 	Started   time.Time
 	Finished  time.Time
@@ -44,8 +46,41 @@ type CrawlStatus struct {
 	Error string
 }
 
-// ErrBusy is a crawl started while another runs.
-var ErrBusy = errors.New("datashelf: a crawl is already running")
+// Run is a crawl run as the crawl and run pages show it.
+type Run struct {
+	ID       string
+	StartURL string
+	Node     string
+	MaxPages int
+	// State is running, succeeded, failed or aborted.
+	State    string
+	Pages    int64
+	Products int64
+	Failures int64
+	// Error is why the run failed or was aborted.
+	Error string
+	// Log is the run's log tail, oldest first (the run page only).
+	Log     []string
+	Started time.Time
+	Updated time.Time
+	// Ended is zero while the run runs.
+	Ended time.Time
+	// Here is set when this process runs the run (its Abort works here).
+	Here bool
+}
+
+// Running reports whether the run has not ended.
+func (r Run) Running() bool { return r.State == "running" }
+
+// Errors of crawl runs.
+var (
+	// ErrBusy is a crawl started while another runs.
+	ErrBusy = errors.New("datashelf: a crawl is already running")
+	// ErrRunEnded is an abort of a run that has ended.
+	ErrRunEnded = errors.New("datashelf: the run has ended")
+	// ErrRunElsewhere is an abort of a run another process runs.
+	ErrRunElsewhere = errors.New("datashelf: the run runs in another process")
+)
 
 // CrawlControl is what the crawl page needs of DataShelf besides its store.
 type CrawlControl interface {
@@ -55,11 +90,24 @@ type CrawlControl interface {
 	Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputPoint, error)
 	// Retry queues failed jobs again (ids; none: all) and says how many.
 	Retry(ctx context.Context, ids []string) (int, error)
-	// StartCrawl starts a crawl from startURL in the background (ErrBusy
-	// while one runs; an console.ErrInvalid error's message is shown).
-	StartCrawl(ctx context.Context, startURL string, maxPages int) error
+	// StartCrawl starts a crawl from startURL in the background and
+	// returns its run id (ErrBusy while one runs; an console.ErrInvalid
+	// error's message is shown).
+	StartCrawl(ctx context.Context, startURL string, maxPages int) (string, error)
 	// Crawl is the progress of the crawl running or last run.
 	Crawl() CrawlStatus
+	// Runs returns a page of crawl runs, the newest first, without their
+	// logs, and how many there are.
+	Runs(ctx context.Context, limit, offset int) ([]Run, int, error)
+	// Run returns one run with its log tail (console.ErrNotFound).
+	Run(ctx context.Context, id string) (Run, error)
+	// AbortRun stops a run this process runs and returns it, ended;
+	// ErrRunEnded (with the run) if it had ended, ErrRunElsewhere (with
+	// the run) if another process runs it, console.ErrNotFound.
+	AbortRun(ctx context.Context, id string) (Run, error)
+	// ExportRun writes the run's products to w in format ("jsonl" or
+	// "csv"), streamed, and returns how many.
+	ExportRun(ctx context.Context, id, format string, w io.Writer) (int, error)
 }
 
 // crawlFailures is how many failures the crawl page lists.
@@ -77,6 +125,7 @@ type crawlData struct {
 	Control  bool // CrawlControl is set
 	Crawl    CrawlStatus
 	Failures []Job
+	Runs     runsList
 	Chart    bars
 	Range    string
 	Ranges   []string
@@ -99,6 +148,10 @@ func (a *Area) crawlPage(w http.ResponseWriter, r *http.Request, status int, d c
 		// progress card says how (and why, when it stopped early).
 		if d.Msg == msgStarted && !d.Crawl.Running {
 			d.Msg = ""
+		}
+		if d.Runs, err = a.listRuns(r); err != nil {
+			a.k.Failure(w, r, err)
+			return
 		}
 		if d.Failures, err = cc.Failures(r.Context(), crawlFailures); err != nil {
 			a.k.Failure(w, r, err)
@@ -137,7 +190,7 @@ func (a *Area) crawlStart(w http.ResponseWriter, r *http.Request) {
 		a.crawlPage(w, r, http.StatusBadRequest, crawlData{Form: f, Error: "The page limit must be a whole number (0 for no limit)."})
 		return
 	}
-	err = a.crawl.StartCrawl(r.Context(), startURL, maxPages)
+	_, err = a.crawl.StartCrawl(r.Context(), startURL, maxPages)
 	switch {
 	case errors.Is(err, ErrBusy):
 		a.crawlPage(w, r, http.StatusConflict, crawlData{Form: f, Error: "A crawl is already running; wait for it to finish."})

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quarrydb/quarry/internal/console"
@@ -16,104 +15,14 @@ import (
 
 var _ CrawlControl = (*Adapter)(nil)
 
-// Crawls runs the crawls started from the console, one at a time per
-// process, in the background: each is what `quarry datashelf crawl URL
-// --max-pages N` runs, with the options given to NewCrawls.
-type Crawls struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	opts   crawler.Options
-	now    func() time.Time
-
-	mu      sync.Mutex
-	running bool
-	status  CrawlStatus
-	done    chan struct{}
-}
-
-// NewCrawls returns a runner of crawls that live until ctx ends (the
-// server's life) or Stop, each with o (Store, Fetcher, Blobs, Profile, …;
-// its MaxPages and Progress are set per crawl).
-func NewCrawls(ctx context.Context, o crawler.Options) *Crawls {
-	ctx, cancel := context.WithCancel(ctx)
-	return &Crawls{ctx: ctx, cancel: cancel, opts: o, now: time.Now}
-}
-
-// Stop ends the running crawl (its jobs in flight are rescued by a later
-// crawl once their lease expires, as after a crash) and waits for it; no
-// crawl starts after it.
-func (c *Crawls) Stop() {
-	c.cancel()
-	c.Wait()
-}
-
-// Wait blocks until the running crawl (if any) has returned.
-func (c *Crawls) Wait() {
-	c.mu.Lock()
-	done := c.done
-	c.mu.Unlock()
-	if done != nil {
-		<-done
-	}
-}
-
-func (c *Crawls) progress(s crawler.Stats) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := &c.status
-	st.Pages, st.Products, st.Images, st.Completed, st.Failures, st.Queued = s.Pages, s.Products, s.Images, s.Completed, s.Failures, s.Queued
-	st.PerSecond = s.PagesPerSecond()
-}
-
-// start seeds startURL and runs the crawl in the background.
-func (c *Crawls) start(ctx context.Context, startURL string, maxPages int) error {
-	u, err := url.Parse(startURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: the start URL must be an absolute http or https URL", console.ErrInvalid)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running {
-		return ErrBusy
-	}
-	if c.ctx.Err() != nil {
-		return errors.New("datashelf: the server is stopping")
-	}
-	o := c.opts
-	o.MaxPages = maxPages
-	o.Progress = c.progress
-	cr, err := crawler.New(o)
-	if err != nil {
-		return err
-	}
-	if err := cr.Seed(ctx, startURL); err != nil {
-		return fmt.Errorf("%w: %v", console.ErrInvalid, err)
-	}
-	c.running = true
-	c.status = CrawlStatus{Running: true, URL: startURL, Started: c.now()}
-	c.done = make(chan struct{})
-	done := c.done
-	go func() {
-		defer close(done)
-		st, err := cr.Run(c.ctx)
-		c.progress(st)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.running = false
-		c.status.Running = false
-		c.status.Finished = c.now()
-		if err != nil {
-			c.status.Error = crawlError(err)
-		}
-	}()
-	return nil
-}
-
-// crawlError is how the crawl page words why a crawl stopped early. A
-// failed start URL reads "The start URL failed: <url>: <cause>", once:
+// crawlError is how the crawl page words why a crawl stopped early. An
+// aborted crawl reads "Aborted by an operator."; a failed start URL reads "The start URL failed: <url>: <cause>", once:
 // the crawler's own wording of ErrSeedFailed, which prefixes it, is
 // replaced.
 func crawlError(err error) string {
+	if errors.Is(err, crawler.ErrAborted) {
+		return "Aborted by an operator."
+	}
 	if !errors.Is(err, crawler.ErrSeedFailed) {
 		return err.Error()
 	}
@@ -121,21 +30,35 @@ func crawlError(err error) string {
 }
 
 // StartCrawl implements CrawlControl.
-func (s *Adapter) StartCrawl(ctx context.Context, startURL string, maxPages int) error {
-	if s.crawls == nil {
-		return errors.New("datashelf: crawls are not run by this console")
+func (s *Adapter) StartCrawl(ctx context.Context, startURL string, maxPages int) (string, error) {
+	if s.runner == nil {
+		return "", errors.New("datashelf: crawls are not run by this console")
 	}
-	return s.crawls.start(ctx, startURL, maxPages)
+	id, err := s.runner.Start(ctx, startURL, maxPages)
+	switch {
+	case errors.Is(err, crawler.ErrBusy):
+		return "", ErrBusy
+	case errors.Is(err, crawler.ErrBadStart), errors.Is(err, store.ErrInvalid):
+		return "", fmt.Errorf("%w: %s", console.ErrInvalid, strings.TrimPrefix(err.Error(), "crawler: "))
+	case errors.Is(err, crawler.ErrStopping):
+		return "", errors.New("datashelf: the server is stopping")
+	}
+	return id, err
 }
 
 // Crawl implements CrawlControl.
 func (s *Adapter) Crawl() CrawlStatus {
-	if s.crawls == nil {
+	if s.runner == nil {
 		return CrawlStatus{}
 	}
-	s.crawls.mu.Lock()
-	defer s.crawls.mu.Unlock()
-	return s.crawls.status
+	st := s.runner.Status()
+	cs := CrawlStatus{Running: st.Running, RunID: st.RunID, URL: st.URL, Started: st.Started, Finished: st.Finished,
+		Pages: st.Pages, Products: st.Products, Images: st.Images, Completed: st.Completed, Failures: st.Failures,
+		Queued: st.Queued, PerSecond: st.PagesPerSecond()}
+	if st.Err != nil {
+		cs.Error = crawlError(st.Err)
+	}
+	return cs
 }
 
 // Failures implements CrawlControl.
@@ -181,4 +104,72 @@ func (s *Adapter) Retry(ctx context.Context, ids []string) (int, error) {
 		return 0, fmt.Errorf("datashelf: retry: %w", err)
 	}
 	return n, nil
+}
+
+// Runs implements CrawlControl.
+func (s *Adapter) Runs(ctx context.Context, limit, offset int) ([]Run, int, error) {
+	rs, total, err := s.st.ListRuns(ctx, store.RunFilter{Limit: limit, Offset: offset})
+	if err != nil {
+		return nil, 0, fmt.Errorf("datashelf: runs: %w", err)
+	}
+	out := make([]Run, len(rs))
+	for i, r := range rs {
+		out[i] = s.shelfRun(r)
+	}
+	return out, total, nil
+}
+
+// shelfRun is r as the pages show it.
+func (s *Adapter) shelfRun(r store.Run) Run {
+	sr := Run{ID: r.ID, StartURL: r.StartURL, Node: r.Node, MaxPages: r.MaxPages, State: string(r.State),
+		Pages: r.Pages, Products: r.Products, Failures: r.Failures, Log: r.Log, Started: r.StartedAt, Updated: r.UpdatedAt}
+	if r.LastError != nil {
+		sr.Error = *r.LastError
+	}
+	if r.EndedAt != nil {
+		sr.Ended = *r.EndedAt
+	}
+	if s.runner != nil && r.State == store.RunRunning {
+		st := s.runner.Status()
+		sr.Here = st.Running && strings.EqualFold(st.RunID, r.ID)
+	}
+	return sr
+}
+
+// Run implements CrawlControl.
+func (s *Adapter) Run(ctx context.Context, id string) (Run, error) {
+	r, err := s.st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+		return Run{}, console.ErrNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("datashelf: run: %w", err)
+	}
+	return s.shelfRun(r), nil
+}
+
+// AbortRun implements CrawlControl.
+func (s *Adapter) AbortRun(ctx context.Context, id string) (Run, error) {
+	if s.runner == nil {
+		return Run{}, ErrRunElsewhere
+	}
+	r, err := s.runner.Abort(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
+		return Run{}, console.ErrNotFound
+	case errors.Is(err, store.ErrRunEnded):
+		return s.shelfRun(r), ErrRunEnded
+	case errors.Is(err, crawler.ErrNotHere):
+		return s.shelfRun(r), ErrRunElsewhere
+	case err != nil:
+		return Run{}, fmt.Errorf("datashelf: abort: %w", err)
+	}
+	return s.shelfRun(r), nil
+}
+
+// ExportRun implements CrawlControl.
+func (s *Adapter) ExportRun(ctx context.Context, id, format string, w io.Writer) (int, error) {
+	return store.WriteProducts(format, w, func(fn func(store.Product) error) error {
+		return s.st.RunProducts(ctx, id, fn)
+	})
 }

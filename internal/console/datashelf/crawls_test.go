@@ -30,16 +30,16 @@ func TestCrawlsOneAtATimeAndStop(t *testing.T) {
 	defer srv.Close()
 	f := fetch.New(fetch.Options{Policy: fetch.AllowAllPolicy()})
 	defer f.Close()
-	crawls := NewCrawls(ctx, crawler.Options{Store: st, Fetcher: f, Workers: 2})
+	crawls := crawler.NewRunner(ctx, crawler.Options{Store: st, Fetcher: f, Workers: 2})
 	s := Adapt(st, crawls)
 
-	if err := s.StartCrawl(ctx, "ftp://x/", 0); !errors.Is(err, console.ErrInvalid) {
+	if _, err := s.StartCrawl(ctx, "ftp://x/", 0); !errors.Is(err, console.ErrInvalid) {
 		t.Fatalf("a bad URL: %v", err)
 	}
-	if err := s.StartCrawl(ctx, srv.URL+fixture.Locale, 0); err != nil {
+	if _, err := s.StartCrawl(ctx, srv.URL+fixture.Locale, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartCrawl(ctx, srv.URL+fixture.Locale, 0); !errors.Is(err, ErrBusy) {
+	if _, err := s.StartCrawl(ctx, srv.URL+fixture.Locale, 0); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a second crawl while one runs: %v", err)
 	}
 	if got := s.Crawl(); !got.Running || got.URL != srv.URL+fixture.Locale {
@@ -55,7 +55,7 @@ func TestCrawlsOneAtATimeAndStop(t *testing.T) {
 	if got := s.Crawl(); got.Running || got.Finished.IsZero() || got.Error == "" {
 		t.Errorf("status after Stop: %+v", got)
 	}
-	if err := s.StartCrawl(ctx, srv.URL+fixture.Locale, 0); err == nil || errors.Is(err, ErrBusy) {
+	if _, err := s.StartCrawl(ctx, srv.URL+fixture.Locale, 0); err == nil || errors.Is(err, ErrBusy) {
 		t.Errorf("a crawl started after Stop: %v", err)
 	}
 }

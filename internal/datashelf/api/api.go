@@ -1,6 +1,7 @@
 // Package api is DataShelf's HTTP API: public, rate-limited JSON reads of
 // navigation, categories and products, image serving from the blob store,
-// and HMAC-signed scraper endpoints (enqueue, queue status).
+// and HMAC-signed operator endpoints (enqueue, queue status, crawl runs:
+// list, read, abort, export).
 //
 // The handler returned by New expects to be mounted under a prefix (quarry
 // mounts it at /datashelf with http.StripPrefix), so it routes paths such as
@@ -42,6 +43,10 @@ type Options struct {
 	Store store.Store
 	// Blobs serves GET /images/{key...}. Nil means every image is 404.
 	Blobs blob.Store
+	// Runs aborts the crawl runs this process runs (POST
+	// /api/runs/{id}/abort). Nil answers every abort 409: this server
+	// runs no crawls.
+	Runs Aborter
 	// Keys maps HMAC key ids (the Bearer token) to their secrets. With no
 	// keys every signed endpoint answers 401.
 	Keys map[string][]byte
@@ -119,19 +124,27 @@ func New(opts Options) http.Handler {
 	public("GET /images/{key...}", s.getImage)
 	mux.Handle("POST /api/scraper/enqueue", s.signed(s.enqueue))
 	mux.Handle("GET /api/scraper/status", s.signed(s.status))
+	mux.Handle("GET /api/runs", s.signed(s.listRuns))
+	mux.Handle("GET /api/runs/{id}", s.signed(s.getRun))
+	mux.Handle("POST /api/runs/{id}/abort", s.signed(s.abortRun))
+	mux.Handle("GET /api/runs/{id}/products", s.signed(s.exportRun))
 	public("GET /{$}", s.index)
 
 	// Method-less patterns catch the other methods so that 405s are JSON.
 	for path, allow := range map[string]string{
-		"/api/navigation":      "GET, HEAD",
-		"/api/categories":      "GET, HEAD",
-		"/api/categories/{id}": "GET, HEAD",
-		"/api/products":        "GET, HEAD",
-		"/api/products/{id}":   "GET, HEAD",
-		"/images/{key...}":     "GET, HEAD",
-		"/api/scraper/enqueue": "POST",
-		"/api/scraper/status":  "GET, HEAD",
-		"/{$}":                 "GET, HEAD",
+		"/api/navigation":         "GET, HEAD",
+		"/api/categories":         "GET, HEAD",
+		"/api/categories/{id}":    "GET, HEAD",
+		"/api/products":           "GET, HEAD",
+		"/api/products/{id}":      "GET, HEAD",
+		"/images/{key...}":        "GET, HEAD",
+		"/api/scraper/enqueue":    "POST",
+		"/api/scraper/status":     "GET, HEAD",
+		"/api/runs":               "GET, HEAD",
+		"/api/runs/{id}":          "GET, HEAD",
+		"/api/runs/{id}/abort":    "POST",
+		"/api/runs/{id}/products": "GET, HEAD",
+		"/{$}":                    "GET, HEAD",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
@@ -163,6 +176,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/images/{key}", "a mirrored product image"},
 	{"POST", "/api/scraper/enqueue", "signed: enqueue a crawl job {url, type, priority}"},
 	{"GET", "/api/scraper/status", "signed: queue statistics"},
+	{"GET", "/api/runs", "signed: crawl runs, newest first (limit, offset): {items, total, pagination}"},
+	{"GET", "/api/runs/{id}", "signed: one crawl run with its counters, state and log tail"},
+	{"POST", "/api/runs/{id}/abort", "signed: abort a crawl run running on this server"},
+	{"GET", "/api/runs/{id}/products", "signed: the products of a crawl run, streamed (format=jsonl or csv)"},
 }
 
 // index answers the root of the API with its endpoints, their paths as

@@ -189,6 +189,10 @@ type Crawler struct {
 	imgs   map[string]*imageEntry    // image source URL → blob key
 	loaded bool
 
+	runID    string   // the run record of the current (or last) Run
+	runEnded bool     // runID's record has ended
+	runLog   []string // the run's log tail, at most store.RunLogLines
+
 	seedID  string        // the job Seed enqueued
 	seedErr error         // set once the seed failed for good (see ErrSeedFailed)
 	stop    chan struct{} // closed with seedErr; made by Run
@@ -261,7 +265,9 @@ func New(o Options) (*Crawler, error) {
 // queued one (say, waiting out the backoff of an earlier run's failure) is
 // made due at once with its attempts counted afresh (store.NewJob.Reset),
 // so a new crawl never waits for an old one's retry. If the seed's job
-// fails for good during Run, Run stops and returns ErrSeedFailed.
+// fails for good during Run, Run stops and returns ErrSeedFailed. Seed
+// also records the crawl's run (store.Runs.StartRun), which Run updates
+// and ends.
 func (c *Crawler) Seed(ctx context.Context, startURL string) error {
 	u, err := url.Parse(startURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -275,6 +281,10 @@ func (c *Crawler) Seed(ctx context.Context, startURL string) error {
 	c.mu.Lock()
 	c.seedID = j.ID
 	c.mu.Unlock()
+	if err := c.startRecord(ctx, u.String()); err != nil {
+		return err
+	}
+	c.note("seeded %s", u.String())
 	return nil
 }
 

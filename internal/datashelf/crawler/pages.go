@@ -35,6 +35,7 @@ func (c *Crawler) fetchPage(ctx context.Context, rawURL string, htmlPage bool) (
 	if htmlPage && !hasHTMLEnd(resp.Body) {
 		return nil, nil, fmt.Errorf("%w: %s has no closing </html> tag (%d bytes)", ErrTruncated, rawURL, len(resp.Body))
 	}
+	c.note("fetched %s (HTTP %d, %d bytes)", rawURL, resp.Status, len(resp.Body))
 	final := resp.URL
 	if final == "" {
 		final = rawURL
@@ -163,6 +164,7 @@ func (c *Crawler) category(ctx context.Context, j store.Job) error {
 			return err
 		}
 	}
+	c.note("category %s: %d product link(s) found", j.TargetURL, len(productURLs))
 	for _, r := range cp.Related {
 		ru, err := url.Parse(r.URL)
 		if err != nil {
@@ -311,6 +313,7 @@ func (c *Crawler) upsert(ctx context.Context, in store.ProductInput) error {
 		return fmt.Errorf("upsert product %s: %w", in.SourceURL, err)
 	}
 	c.products.Add(1)
+	c.note("product stored: %s (%s)", p.Title, p.SourceURL)
 	c.mu.Lock()
 	c.prods[p.SourceURL] = p
 	c.mu.Unlock()

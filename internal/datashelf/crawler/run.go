@@ -17,7 +17,14 @@ import (
 // left, including jobs waiting for a retry), until MaxPages pages have been
 // fetched, or until ctx ends (then it returns ctx's error; jobs being
 // processed stay running and are rescued once their lease expires).
-func (c *Crawler) Run(ctx context.Context) (Stats, error) {
+//
+// Run keeps the crawl's run record (see Seed; a Run without a Seed
+// records one of its own): counters and log tail every
+// RunFlushInterval, then its end, as succeeded (nil error), aborted (ctx
+// ended; an operator's abort cancels it with ErrAborted as the cause) or
+// failed. It also fails the running records of other crawls whose
+// process stopped updating them for StaleRunAfter.
+func (c *Crawler) Run(ctx context.Context) (st Stats, err error) {
 	if !c.running.CompareAndSwap(false, true) {
 		return c.Stats(), errors.New("crawler: Run is already running")
 	}
@@ -33,6 +40,18 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 	c.stop = make(chan struct{})
 	stop := c.stop
 	c.mu.Unlock()
+	if err := c.startRecord(ctx, queuedStart); err != nil {
+		return c.Stats(), err
+	}
+	defer func() { c.endRecord(ctx, err) }()
+	// Deferred after endRecord, so it stops first: the record's last
+	// update is its end.
+	defer c.heartbeat(ctx)()
+	if n, err := c.o.Store.EndStaleRuns(ctx, StaleRunAfter, fmt.Sprintf("its process stopped updating it for %s", StaleRunAfter)); err != nil {
+		c.log.Warn("crawler: end stale runs", "err", err)
+	} else if n > 0 {
+		c.log.Info("crawler: ended stale runs", "count", n)
+	}
 	if err := c.load(ctx); err != nil {
 		return c.Stats(), err
 	}
@@ -63,7 +82,7 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 		}
 	}()
 
-	d, err := dispatch.New(dispatch.Options{
+	d, derr := dispatch.New(dispatch.Options{
 		Store:        c.o.Store,
 		Worker:       c.o.WorkerID,
 		Workers:      c.o.Workers,
@@ -84,6 +103,7 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 		Idle: c.drained,
 		Stop: stop,
 	})
+	err = derr
 	if err == nil {
 		err = d.Run(ctx, c.work)
 	}
@@ -95,7 +115,7 @@ func (c *Crawler) Run(ctx context.Context) (Stats, error) {
 	if ctx.Err() == nil {
 		c.refreshQueued(ctx)
 	}
-	st := c.Stats()
+	st = c.Stats()
 	if c.o.Progress != nil {
 		c.o.Progress(st)
 	}
@@ -171,6 +191,11 @@ func (c *Crawler) work(ctx context.Context, j store.Job) bool {
 	if ferr != nil {
 		c.log.Warn("crawler: fail", "job", j.ID, "err", ferr)
 		return false
+	}
+	if nj.Status == store.StatusFailed {
+		c.note("%s %s failed for good (attempt %d): %s", j.Type, j.TargetURL, nj.Attempts, msg)
+	} else {
+		c.note("%s %s failed (attempt %d, retried later): %s", j.Type, j.TargetURL, nj.Attempts, msg)
 	}
 	c.log.Info("crawler: job failed", "type", j.Type, "url", j.TargetURL, "attempt", nj.Attempts, "status", nj.Status, "err", msg)
 	if nj.Status == store.StatusFailed && c.isSeed(j.ID) {

@@ -171,60 +171,78 @@ var (
 // returns it). Rows are streamed: memory does not grow with the table. It
 // returns the number of rows written.
 func Export(ctx context.Context, a Admin, table, format string, w io.Writer) (int, error) {
+	switch table {
+	case ExportProduct:
+		return WriteProducts(format, w, func(fn func(Product) error) error { return a.ExportProducts(ctx, fn) })
+	case ExportCategory:
+		n, err := writeRows(format, w, CategoryColumns, categoryRecord, func(fn func(Category) error) error {
+			return a.ExportCategories(ctx, fn)
+		})
+		if err != nil {
+			return n, fmt.Errorf("export %s: %w", table, err)
+		}
+		return n, nil
+	default:
+		if err := checkFormat(format); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: export table %q (want product or category)", ErrInvalid, table)
+	}
+}
+
+// WriteProducts writes the products each yields to w in format, as
+// Export writes the product table, and returns how many it wrote. each
+// calls its function with every product in turn (ExportProducts,
+// Runs.RunProducts), so that memory does not grow with their number.
+func WriteProducts(format string, w io.Writer, each func(fn func(Product) error) error) (int, error) {
+	n, err := writeRows(format, w, ProductColumns, productRecord, each)
+	if err != nil {
+		return n, fmt.Errorf("export %s: %w", ExportProduct, err)
+	}
+	return n, nil
+}
+
+func checkFormat(format string) error {
 	if format != FormatCSV && format != FormatJSONL {
-		return 0, fmt.Errorf("%w: export format %q (want csv or jsonl)", ErrInvalid, format)
+		return fmt.Errorf("%w: export format %q (want csv or jsonl)", ErrInvalid, format)
+	}
+	return nil
+}
+
+// writeRows writes the rows each yields to w in format: CSV records (after
+// the header) or JSON lines.
+func writeRows[T any](format string, w io.Writer, header []string, record func(T) []string, each func(fn func(T) error) error) (int, error) {
+	if err := checkFormat(format); err != nil {
+		return 0, err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var cw *csv.Writer
 	if format == FormatCSV {
 		cw = csv.NewWriter(bw)
+		if err := cw.Write(header); err != nil {
+			return 0, err
+		}
 	}
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	n := 0
-	write := func(v any, record func() []string) error {
+	err := each(func(v T) error {
 		n++
 		if cw != nil {
-			return cw.Write(record())
+			return cw.Write(record(v))
 		}
 		return enc.Encode(v)
-	}
-	var err error
-	switch table {
-	case ExportProduct:
-		if cw != nil {
-			if err := cw.Write(ProductColumns); err != nil {
-				return 0, fmt.Errorf("export: %w", err)
-			}
-		}
-		err = a.ExportProducts(ctx, func(p Product) error {
-			return write(p, func() []string { return productRecord(p) })
-		})
-	case ExportCategory:
-		if cw != nil {
-			if err := cw.Write(CategoryColumns); err != nil {
-				return 0, fmt.Errorf("export: %w", err)
-			}
-		}
-		err = a.ExportCategories(ctx, func(c Category) error {
-			return write(c, func() []string { return categoryRecord(c) })
-		})
-	default:
-		return 0, fmt.Errorf("%w: export table %q (want product or category)", ErrInvalid, table)
-	}
+	})
 	if err != nil {
-		return n, fmt.Errorf("export %s: %w", table, err)
+		return n, err
 	}
 	if cw != nil {
 		cw.Flush()
 		if err := cw.Error(); err != nil {
-			return n, fmt.Errorf("export %s: %w", table, err)
+			return n, err
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return n, fmt.Errorf("export %s: %w", table, err)
-	}
-	return n, nil
+	return n, bw.Flush()
 }
 
 func opt(s *string) string {

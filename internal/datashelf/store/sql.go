@@ -78,6 +78,9 @@ type Dialect struct {
 	// Column lists read by the scans of each table, in the order of the
 	// fields of Navigation, Category, Product and Job.
 	NavCols, CatCols, ProdCols, JobCols string
+	// RunCols lists crawl_run's columns but its log, in the order of the
+	// fields of Run.
+	RunCols string
 
 	// UpsertNavigation: title, source_url, parent_id, now; RETURNING
 	// NavCols.

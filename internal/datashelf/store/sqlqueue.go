@@ -294,8 +294,8 @@ func (s *SQL) ExportCategories(ctx context.Context, fn func(Category) error) err
 	return exportRows(ctx, s, `SELECT `+s.d.CatCols+` FROM category ORDER BY id`, s.scanCat, fn)
 }
 
-func exportRows[T any](ctx context.Context, s *SQL, query string, scan func(Row) (T, error), fn func(T) error) error {
-	rows, err := s.db.Query(ctx, query)
+func exportRows[T any](ctx context.Context, s *SQL, query string, scan func(Row) (T, error), fn func(T) error, args ...any) error {
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return s.mapErr(err)
 	}

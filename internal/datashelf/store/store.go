@@ -222,6 +222,9 @@ type Store interface {
 	// them). Finished jobs are kept until CleanupFinished removes them.
 	Throughput(ctx context.Context, since time.Time, bucket time.Duration) ([]ThroughputBucket, error)
 
+	// Runs is the record of crawl runs.
+	Runs
+
 	// Ping runs one trivial query (SELECT 1), so that a database that
 	// stopped answering shows in /healthz.
 	Ping(ctx context.Context) error

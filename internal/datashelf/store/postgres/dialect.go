@@ -20,6 +20,8 @@ const (
 	image_urls::text, summary, specs::text, available, last_scraped_at, created_at, updated_at`
 	jobCols = `id::text, type, target_url, status, attempts, max_attempts, priority, run_after, locked_at,
 	locked_by, last_error, metadata::text, created_at, updated_at, completed_at`
+	runCols = `id::text, start_url, node, max_pages, state, pages, products, failures, last_error, started_at,
+	updated_at, ended_at`
 )
 
 // newDialect returns PostgreSQL's statements for store.SQL: ids from
@@ -40,6 +42,7 @@ func newDialect() *store.Dialect {
 		CatCols:     catCols,
 		ProdCols:    prodCols,
 		JobCols:     jobCols,
+		RunCols:     runCols,
 		UpsertNavigation: `
 		INSERT INTO navigation (title, source_url, parent_id, last_scraped_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $4, $4)

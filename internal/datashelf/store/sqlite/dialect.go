@@ -22,6 +22,8 @@ const (
 	available, last_scraped_at, created_at, updated_at`
 	jobCols = `id, type, target_url, status, attempts, max_attempts, priority, run_after, locked_at, locked_by,
 	last_error, metadata, created_at, updated_at, completed_at`
+	runCols = `id, start_url, node, max_pages, state, pages, products, failures, last_error, started_at, updated_at,
+	ended_at`
 )
 
 // newDialect returns SQLite's statements for store.SQL: random (version
@@ -56,6 +58,7 @@ func newDialect(queued func()) *store.Dialect {
 		CatCols:  catCols,
 		ProdCols: prodCols,
 		JobCols:  jobCols,
+		RunCols:  runCols,
 		UpsertNavigation: `
 		INSERT INTO navigation (id, title, source_url, parent_id, last_scraped_at, created_at, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)

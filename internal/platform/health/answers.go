@@ -9,8 +9,8 @@ import (
 // Answers records when a backend last answered one of the process's own
 // calls, so that its probe can be skipped while that traffic shows it
 // answering: a busy process spends no request of its own on the
-// backend's health, and an idle one probes it as before. The zero value
-// has seen no answer.
+// backend's health, and an idle one probes it every interval. The zero
+// value has seen no answer.
 type Answers struct {
 	last atomic.Int64 // Unix nanoseconds of the latest answer; 0: none
 }

@@ -221,10 +221,27 @@ func run(nItems, nChecks, n, nExport int, out string) error {
 			productID = p.ID
 		}
 	}
+	// nItems crawl runs, ended, each with a full log tail; the newest
+	// one's page is measured.
+	logTail := make([]string, shelfstore.RunLogLines)
+	for i := range logTail {
+		logTail[i] = fmt.Sprintf("fetched https://shop.example/p/%d: 1 product", i)
+	}
+	var runID string
+	for i := range nItems {
+		r, err := ds.StartRun(ctx, shelfstore.NewRun{StartURL: "https://shop.example/", Node: "bench", MaxPages: 100})
+		if err != nil {
+			return err
+		}
+		if _, err := ds.EndRun(ctx, r.ID, shelfstore.RunSucceeded, shelfstore.RunProgress{RunCounters: shelfstore.RunCounters{Pages: int64(i), Products: int64(i / 2)}, Log: logTail}, ""); err != nil {
+			return err
+		}
+		runID = r.ID
+	}
 	shelf := datashelfconsole.Adapt(ds, nil)
 	setupTime := time.Since(setup)
 
-	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, checksapi.New(st, nil, nil, checksapi.Options{}))), datashelfconsole.New(shelf, nil)},
+	c, err := console.New(console.Options{Key: []byte(strings.Repeat("k", 32)), Areas: []console.Area{explorer.New(client), checksconsole.New(checksconsole.Adapt(st, checksapi.New(st, nil, nil, checksapi.Options{}))), datashelfconsole.New(shelf, shelf)},
 		Realms: []console.Realm{
 			{Kind: "operator", Label: "Operator token", Operator: true, Auth: console.AuthFunc(func(ctx context.Context, cred string) (console.Principal, error) {
 				if cred != "op" {
@@ -269,6 +286,10 @@ func run(nItems, nChecks, n, nExport int, out string) error {
 		{"explorer: Scan page 2 (Previous from page 3)", "operator", ""},
 		{"explorer: PartiQL SELECT pk = p3, 25 a page", "operator", "/console/explorer/partiql?" + url.Values{"stmt": {`SELECT * FROM "` + table + `" WHERE pk = 'p3'`}, "limit": {"25"}}.Encode()},
 		{"explorer: bulk delete confirmation, 25 items", "operator", ""},
+		// The crawl runs of issue #30: indexes 19 on.
+		{"datashelf: crawl page, runs 1–10 of " + strconv.Itoa(nItems), "operator", "/console/datashelf/crawl"},
+		{"datashelf: crawl page, runs 21–30", "operator", "/console/datashelf/crawl?runs=20"},
+		{"datashelf: a run's page (its " + strconv.Itoa(shelfstore.RunLogLines) + "-line log)", "operator", "/console/datashelf/runs/" + runID},
 	}
 	clients := map[string]*http.Client{}
 	for realm, cred := range map[string]string{"operator": "op", "checks": token} {
@@ -374,7 +395,7 @@ func run(nItems, nChecks, n, nExport int, out string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s — console page time (consolebench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average (1/5/15 min) before: %s, after: %s\n- Command: `%s`\n", report.Machine(), loadBefore, report.LoadAvg(), "go run ./bench/consolebench "+strings.Join(os.Args[1:], " "))
-	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each; DataShelf on SQLite with %d products in one category (the checks and datashelf areas' adapters, as `quarry serve` uses them). Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, nItems, n)
+	fmt.Fprintf(&b, "- Setup (not measured, %s): embedded store (ddb.Open, no fsync), in-process ddb.NewClient; a table of %d items (10 partitions); one Checks PRO user with %d checks, the first with %d runs of history (one a minute), the others one run each; DataShelf on SQLite with %d products in one category and %d ended crawl runs, each with a full log tail (the checks and datashelf areas' adapters, as `quarry serve` uses them). Server time is internal/console's ServeHTTP, signed in, over loopback HTTP; %d requests per page after one warm-up.\n\n", setupTime.Round(time.Millisecond), nItems, nChecks, nItems, nItems, nItems, n)
 	fmt.Fprintf(&b, "| page | p50 | p99 | max |\n|---|--:|--:|--:|\n")
 	for _, p := range pages {
 		d := tm.d[p.name]

@@ -941,6 +941,45 @@ func (e *env) failedWrites() int64 {
 	return n
 }
 
+// threeNodes starts schedulers node-a, node-b and node-c on e's store,
+// their runs recorded by onRun(node index, ...), and has each beat
+// twice at now, so that every node sees the others before its first
+// claim.
+func (e *env) threeNodes(t *testing.T, now time.Time, onRun func(node int, id string, due, started time.Time)) []*scheduler.Scheduler {
+	t.Helper()
+	var nodes []*scheduler.Scheduler
+	for i, name := range []string{"node-a", "node-b", "node-c"} {
+		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: func(id string, due, started time.Time) { onRun(i, id, due, started) }}))
+	}
+	for range 2 {
+		for _, s := range nodes {
+			s.Beat(context.Background(), now)
+		}
+	}
+	return nodes
+}
+
+// step drives schedulers with e's clock from from to before to, every
+// 250 ms: at each step the nodes live(now) returns run their due checks
+// concurrently, after a beat when now is a whole number of beat periods
+// after from.
+func (e *env) step(from, to time.Time, beat time.Duration, live func(now time.Time) []*scheduler.Scheduler) {
+	ctx := context.Background()
+	for now := from; now.Before(to); now = now.Add(250 * time.Millisecond) {
+		e.clock.set(now)
+		var wg sync.WaitGroup
+		for _, s := range live(now) {
+			wg.Go(func() {
+				if now.Sub(from)%beat == 0 {
+					s.Beat(ctx, now)
+				}
+				s.RunDue(ctx, now)
+			})
+		}
+		wg.Wait()
+	}
+}
+
 // TestNodesShareTheChecks runs three schedulers on one store, each
 // beating its node lease: each check is claimed by one node only, so
 // almost no claim fails (without the sharing, two of every three claims
@@ -949,43 +988,23 @@ func (e *env) failedWrites() int64 {
 func TestNodesShareTheChecks(t *testing.T) {
 	e := newEnv(t)
 	tg := newTarget(t)
-	ctx := context.Background()
 	t0 := e.clock.now()
 	period := 2 * time.Second
 	for i := range 30 {
 		e.check(t, tg.URL, period, t0.Add(time.Duration(i)*50*time.Millisecond), nil)
 	}
 	var log runLog
-	var nodes []*scheduler.Scheduler
-	for _, name := range []string{"node-a", "node-b", "node-c"} {
-		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: log.record}))
-	}
-	for range 2 { // every node sees the others before the first claim
-		for _, s := range nodes {
-			s.Beat(ctx, t0)
-		}
-	}
+	nodes := e.threeNodes(t, t0, func(_ int, id string, due, started time.Time) { log.record(id, due, started) })
 	if got := nodes[0].Nodes(); len(got) != 3 {
 		t.Fatalf("node-a sees the nodes %v, want all three", got)
 	}
 	death, end := t0.Add(30*time.Second), t0.Add(60*time.Second)
-	for now := t0; now.Before(end); now = now.Add(250 * time.Millisecond) {
-		e.clock.set(now)
-		live := nodes
+	e.step(t0, end, 2*time.Second, func(now time.Time) []*scheduler.Scheduler {
 		if !now.Before(death) {
-			live = nodes[:2] // node-c is gone: no beat, no claim
+			return nodes[:2] // node-c is gone: no beat, no claim
 		}
-		var wg sync.WaitGroup
-		for _, s := range live {
-			wg.Go(func() {
-				if now.Sub(t0)%(2*time.Second) == 0 {
-					s.Beat(ctx, now)
-				}
-				s.RunDue(ctx, now)
-			})
-		}
-		wg.Wait()
-	}
+		return nodes
+	})
 	runs := 0
 	var worst time.Duration
 	for id, dues := range log.runs {
@@ -1022,7 +1041,6 @@ func TestNodesShareTheChecks(t *testing.T) {
 func TestForcedCheckGoesToItsOwner(t *testing.T) {
 	e := newEnv(t)
 	tg := newTarget(t)
-	ctx := context.Background()
 	t0 := e.clock.now()
 	period := 2 * time.Second
 	var ids []string
@@ -1031,39 +1049,17 @@ func TestForcedCheckGoesToItsOwner(t *testing.T) {
 	}
 	var log runLog
 	var others runLog // the runs on node-b and node-c
-	var nodes []*scheduler.Scheduler
-	for i, name := range []string{"node-a", "node-b", "node-c"} {
-		onRun := log.record
-		if i > 0 {
-			onRun = func(id string, due, started time.Time) {
-				log.record(id, due, started)
-				others.record(id, due, started)
-			}
+	nodes := e.threeNodes(t, t0, func(node int, id string, due, started time.Time) {
+		log.record(id, due, started)
+		if node > 0 {
+			others.record(id, due, started)
 		}
-		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: onRun}))
-	}
-	for range 2 {
-		for _, s := range nodes {
-			s.Beat(ctx, t0)
-		}
-	}
+	})
 	for i, id := range ids {
 		nodes[0].Schedule(id, t0.Add(time.Duration(i)*50*time.Millisecond))
 	}
 	end := t0.Add(16 * time.Second) // within the force's two Refresh periods
-	for now := t0; now.Before(end); now = now.Add(250 * time.Millisecond) {
-		e.clock.set(now)
-		var wg sync.WaitGroup
-		for _, s := range nodes {
-			wg.Go(func() {
-				if now.Sub(t0)%(2*time.Second) == 0 {
-					s.Beat(ctx, now)
-				}
-				s.RunDue(ctx, now)
-			})
-		}
-		wg.Wait()
-	}
+	e.step(t0, end, 2*time.Second, func(time.Time) []*scheduler.Scheduler { return nodes })
 	runs := 0
 	for id, dues := range log.runs {
 		sort.Slice(dues, func(i, j int) bool { return dues[i].Before(dues[j]) })
@@ -1103,36 +1099,14 @@ func TestDeadNodesRunsTakenOver(t *testing.T) {
 		ids = append(ids, e.check(t, tg.URL, period, t0, nil).ID)
 	}
 	var log runLog
-	var nodes []*scheduler.Scheduler
-	for _, name := range []string{"node-a", "node-b", "node-c"} {
-		nodes = append(nodes, e.schedWith(t, nil, scheduler.Options{Owner: name, OnRun: log.record}))
-	}
-	for range 2 {
-		for _, s := range nodes {
-			s.Beat(ctx, t0)
-		}
-	}
+	nodes := e.threeNodes(t, t0, func(_ int, id string, due, started time.Time) { log.record(id, due, started) })
 	// node-c's runs of every check are in flight when it dies.
 	for _, id := range ids {
 		if _, err := e.st.Claim(ctx, id, "node-c", t0, t0, scheduler.DefaultRunLease); err != nil {
 			t.Fatal(err)
 		}
 	}
-	live := nodes[:2]
-	end := t0.Add(12 * time.Second)
-	for now := t0.Add(250 * time.Millisecond); now.Before(end); now = now.Add(250 * time.Millisecond) {
-		e.clock.set(now)
-		var wg sync.WaitGroup
-		for _, s := range live {
-			wg.Go(func() {
-				if now.Sub(t0)%time.Second == 0 {
-					s.Beat(ctx, now)
-				}
-				s.RunDue(ctx, now)
-			})
-		}
-		wg.Wait()
-	}
+	e.step(t0.Add(time.Second), t0.Add(12*time.Second), time.Second, func(time.Time) []*scheduler.Scheduler { return nodes[:2] })
 	bound := t0.Add(3*time.Second + 2*time.Second) // node lease, a beat, a step
 	for _, id := range ids {
 		dues := log.runs[id]

@@ -63,14 +63,25 @@ type runData struct {
 
 func runPath(id string) string { return "/console/datashelf/runs/" + url.PathEscape(id) }
 
-// runPage shows one run; while it runs the page reloads itself.
-func (a *Area) runPage(w http.ResponseWriter, r *http.Request) {
+// operatorRun is the start of every page of one run: the operator's
+// session and the run the path names; when either fails it has answered
+// (sign-in, 404, or the store's error).
+func (a *Area) operatorRun(w http.ResponseWriter, r *http.Request) (Run, bool) {
 	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
+		return Run{}, false
 	}
 	run, err := a.crawl.Run(r.Context(), r.PathValue("id"))
 	if err != nil {
 		a.k.NotFoundOr(w, r, err)
+		return Run{}, false
+	}
+	return run, true
+}
+
+// runPage shows one run; while it runs the page reloads itself.
+func (a *Area) runPage(w http.ResponseWriter, r *http.Request) {
+	run, ok := a.operatorRun(w, r)
+	if !ok {
 		return
 	}
 	d := runData{Run: run}
@@ -93,12 +104,8 @@ func (a *Area) runPage(w http.ResponseWriter, r *http.Request) {
 // confirmAbort asks to confirm an abort (the path without script: the
 // button's data-confirm asks in the browser otherwise).
 func (a *Area) confirmAbort(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	run, err := a.crawl.Run(r.Context(), r.PathValue("id"))
-	if err != nil {
-		a.k.NotFoundOr(w, r, err)
+	run, ok := a.operatorRun(w, r)
+	if !ok {
 		return
 	}
 	a.k.Confirm(w, r, console.Confirm{Title: "Abort this crawl?",
@@ -133,12 +140,8 @@ func (a *Area) abortRun(w http.ResponseWriter, r *http.Request) {
 
 // exportRun streams the run's products as JSON lines or CSV.
 func (a *Area) exportRun(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.k.Require(w, r, "operator"); !ok {
-		return
-	}
-	run, err := a.crawl.Run(r.Context(), r.PathValue("id"))
-	if err != nil {
-		a.k.NotFoundOr(w, r, err)
+	run, ok := a.operatorRun(w, r)
+	if !ok {
 		return
 	}
 	format := r.URL.Query().Get("format")

@@ -93,7 +93,7 @@ func setupContexts(t *testing.T) *ctxEnv {
 	}
 	e.blobs = blobs
 	e.contexts = contexts.New(client, names, blobs, &contexts.Options{Now: e.clock.now})
-	e.extensions = extensions.New(blobs, &extensions.Options{Now: e.clock.now, MaxZipBytes: 64 << 10, TempDir: t.TempDir()})
+	e.extensions = extensions.New(blobs, &extensions.Options{Now: e.clock.now, MaxZipBytes: 64 << 10, MaxPerProject: 3, TempDir: t.TempDir()})
 	signer := blob.NewSigner([]byte("test secret"), "/blobs/", e.clock.now)
 	h := api.New(st, &api.Options{
 		Contexts:   e.contexts,

@@ -74,7 +74,8 @@ func (h *Handler) createExtension(w http.ResponseWriter, r *http.Request) {
 }
 
 // extensionError answers a refused upload: 400 with what to fix for an
-// archive that is not an acceptable extension, 413 past a cap.
+// archive that is not an acceptable extension, 413 past a cap, 403 for a
+// project at its extension quota.
 func (h *Handler) extensionError(w http.ResponseWriter, r *http.Request, err error, maxZip int64) {
 	var le *extensions.LimitError
 	var mbe *http.MaxBytesError
@@ -83,6 +84,8 @@ func (h *Handler) extensionError(w http.ResponseWriter, r *http.Request, err err
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The extension's archive passes this server's cap: more than %d %s", le.Limit, le.What))
 	case errors.As(err, &mbe):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The body passes %d bytes: an extension's archive may hold at most %d", mbe.Limit, maxZip))
+	case errors.Is(err, extensions.ErrQuota):
+		writeError(w, http.StatusForbidden, fmt.Sprintf("This project has %d extensions, the most allowed: delete one (DELETE /v1/extensions/{id}) before uploading another", h.opts.Extensions.MaxPerProject()))
 	case errors.Is(err, extensions.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "The extension cannot be used: "+strings.TrimPrefix(err.Error(), extensions.ErrInvalid.Error()+": "))
 	case errors.Is(err, extensions.ErrNotFound):

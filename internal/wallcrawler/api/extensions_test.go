@@ -168,3 +168,41 @@ func TestExtensionsRefused(t *testing.T) {
 		t.Errorf("%d objects stored after refusals", objects)
 	}
 }
+
+// TestExtensionsQuota uploads past a project's extension cap (3 here):
+// the upload is refused with 403 and what to do, nothing more is stored,
+// another project still uploads, and a delete makes room again.
+func TestExtensionsQuota(t *testing.T) {
+	t.Parallel()
+	e := setupContexts(t)
+	var ids []string
+	for i := range 3 {
+		status, b := e.postExtension(t, e.key, "file", "ext.zip", extensionZip(t, goodManifest))
+		if status != http.StatusCreated {
+			t.Fatalf("upload %d: %d %s", i+1, status, b)
+		}
+		var a extensionAnswer
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, a.ID)
+	}
+	before, err := e.blobs.List(t.Context(), "", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, b := e.postExtension(t, e.key, "file", "ext.zip", extensionZip(t, goodManifest))
+	wantCtxError(t, status, b, http.StatusForbidden, "This project has 3 extensions, the most allowed: delete one (DELETE /v1/extensions/{id})")
+	if after, err := e.blobs.List(t.Context(), "", "", 100); err != nil || len(after) != len(before) {
+		t.Fatalf("%d objects stored after the refusal, %d before (%v)", len(after), len(before), err)
+	}
+	if status, b := e.postExtension(t, e.key3, "file", "ext.zip", extensionZip(t, goodManifest)); status != http.StatusCreated {
+		t.Fatalf("another project's upload: %d %s", status, b)
+	}
+	if status, b := e.call(t, "DELETE", "/v1/extensions/"+ids[0], e.key, ""); status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", status, b)
+	}
+	if status, b := e.postExtension(t, e.key, "file", "ext.zip", extensionZip(t, goodManifest)); status != http.StatusCreated {
+		t.Fatalf("upload after a delete: %d %s", status, b)
+	}
+}

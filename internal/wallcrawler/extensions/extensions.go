@@ -41,6 +41,8 @@ var (
 	// ErrTooLarge means the archive passes one of the caps; the error is
 	// a *LimitError naming it.
 	ErrTooLarge = errors.New("extensions: archive too large")
+	// ErrQuota means the project holds MaxPerProject extensions already.
+	ErrQuota = errors.New("extensions: the project has the most extensions allowed")
 )
 
 // Default caps of an extension archive.
@@ -48,6 +50,9 @@ const (
 	DefaultMaxZipBytes    = 32 << 20  // the archive as uploaded
 	DefaultMaxUnpackBytes = 128 << 20 // written to disk when unpacked
 	DefaultMaxEntries     = 10_000    // files and directories
+	// DefaultMaxPerProject caps a project's extensions, so that one
+	// tenant's uploads cannot fill the blob store (at most 50 × 32 MiB).
+	DefaultMaxPerProject = 50
 )
 
 // LimitError reports which cap an archive passed. It matches ErrTooLarge
@@ -95,6 +100,9 @@ type Options struct {
 	MaxUnpackBytes int64
 	// MaxEntries caps an archive's entries; default DefaultMaxEntries.
 	MaxEntries int
+	// MaxPerProject caps a project's extensions; default
+	// DefaultMaxPerProject.
+	MaxPerProject int
 	// TempDir holds archives while they are checked; default
 	// os.TempDir().
 	TempDir string
@@ -127,6 +135,9 @@ func New(blobs blob.Store, opts *Options) *Store {
 	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.MaxPerProject <= 0 {
+		o.MaxPerProject = DefaultMaxPerProject
 	}
 	return &Store{blobs: blobs, opts: o}
 }
@@ -166,10 +177,18 @@ func validProject(projectID string) bool {
 // Create checks the zip archive read from src and stores it as a new
 // extension of project projectID. fileName is the uploaded file's name,
 // kept for display. An archive past a cap is a *LimitError (ErrTooLarge);
-// one that is not a valid extension is ErrInvalid with what to fix.
+// one that is not a valid extension is ErrInvalid with what to fix; a
+// project that holds MaxPerProject extensions is refused with ErrQuota
+// (uploads at the same moment may each pass the count, so the cap can be
+// passed by as many).
 func (s *Store) Create(ctx context.Context, projectID, fileName string, src io.Reader) (Extension, error) {
 	if !validProject(projectID) {
 		return Extension{}, fmt.Errorf("extensions: create: invalid project id %q", projectID)
+	}
+	if n, err := s.count(ctx, projectID); err != nil {
+		return Extension{}, err
+	} else if n >= s.opts.MaxPerProject {
+		return Extension{}, fmt.Errorf("%w: %d", ErrQuota, s.opts.MaxPerProject)
 	}
 	f, size, cleanup, err := s.spool(src, s.opts.MaxZipBytes)
 	if err != nil {
@@ -205,6 +224,36 @@ func (s *Store) Create(ctx context.Context, projectID, fileName string, src io.R
 		return Extension{}, fmt.Errorf("extensions: create: store record: %w", err)
 	}
 	return e, nil
+}
+
+// MaxPerProject returns the cap on a project's extensions.
+func (s *Store) MaxPerProject() int { return s.opts.MaxPerProject }
+
+// count returns how many extension records project projectID holds, up
+// to MaxPerProject, from the blob store's listing (no record is read).
+func (s *Store) count(ctx context.Context, projectID string) (int, error) {
+	l, ok := s.blobs.(blob.Lister)
+	if !ok {
+		return 0, errors.New("extensions: create: the blob store cannot list its objects")
+	}
+	under := projectID + "/extensions/"
+	n, after := 0, ""
+	for n < s.opts.MaxPerProject {
+		objs, err := l.List(ctx, under, after, 256)
+		if err != nil {
+			return 0, fmt.Errorf("extensions: count: %w", err)
+		}
+		for _, o := range objs {
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, under), "/extension.json"); ok && validID(id) {
+				n++
+			}
+		}
+		if len(objs) < 256 {
+			break
+		}
+		after = objs[len(objs)-1].Key
+	}
+	return n, nil
 }
 
 // MaxList bounds how many extensions List returns.

@@ -28,6 +28,17 @@ func waitPoolReady(t *testing.T, pool *Pool, n int) {
 	}
 }
 
+// closePool closes pool at cleanup, failing when that takes long (a
+// refill that Close cannot stop).
+func closePool(t *testing.T, pool *Pool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pool.Close(ctx); err != nil {
+		t.Errorf("pool Close at cleanup: %v", err)
+	}
+}
+
 // countingProvider counts the launches it was asked for, as they start.
 type countingProvider struct {
 	p Provider
@@ -84,7 +95,7 @@ func TestPoolPacesRefills(t *testing.T) {
 			counted := &countingProvider{p: c}
 			timers := make(manualTimers, 4)
 			pool := newPool(t.Context(), counted, 1, nil, poolConfig{delay: RefillDelay, after: timers.after})
-			t.Cleanup(func() { _ = pool.Close(context.Background()) })
+			t.Cleanup(func() { closePool(t, pool) })
 			waitPoolReady(t, pool, 1)
 
 			b, err := pool.Launch(t.Context(), LaunchOptions{})
@@ -200,7 +211,7 @@ func TestPoolPriority(t *testing.T) {
 			}
 			never := make(manualTimers, 4) // refills after the take never launch
 			pool := newPool(t.Context(), c, 1, nil, poolConfig{delay: RefillDelay, after: never.after, nice: tc.nice, baseNice: base})
-			t.Cleanup(func() { _ = pool.Close(context.Background()) })
+			t.Cleanup(func() { closePool(t, pool) })
 			waitPoolReady(t, pool, 1)
 
 			pool.mu.Lock()

@@ -34,6 +34,12 @@ type LaunchOptions struct {
 	// extension before Launch returns, without access to file:// URLs.
 	// A warm browser is never handed out for it.
 	Extension func(dir string) error
+	// Nice, when positive, starts the browser that much nicer (at a lower
+	// CPU priority) than quarry: every process and thread of it is born
+	// at quarry's niceness plus Nice (at most 19). A Pool starts its warm
+	// browsers so and gives them quarry's niceness back when it hands one
+	// over.
+	Nice int
 }
 
 // size returns the effective window size of o.

@@ -420,9 +420,16 @@ func (c *Chromium) start(ctx context.Context, b *chromiumBrowser, opts LaunchOpt
 		return fmt.Errorf("pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	if b.netns != nil {
-		err = b.netns.run(cmd.Start)
-	} else {
+	startCmd := cmd.Start
+	if opts.Nice > 0 {
+		startCmd = func() error { return startNicer(cmd, opts.Nice) }
+	}
+	switch {
+	case b.netns != nil:
+		err = b.netns.run(startCmd)
+	case opts.Nice > 0:
+		err = onOwnThread(startCmd)
+	default:
 		err = cmd.Start()
 	}
 	closeAll(pw, cmdIn, cmdOut)

@@ -72,8 +72,9 @@ func (ns *netns) Close() {
 
 // onLockedThread runs f on a thread of its own and then returns the
 // thread to the network namespace it started in. A thread that cannot be
-// returned is not given back to the Go runtime: it ends with its
-// goroutine, so no other goroutine ever runs in a browser's namespace.
+// returned, or whose niceness f could not restore (errThreadNiced), is not
+// given back to the Go runtime: it ends with its goroutine, so no other
+// goroutine ever runs in a browser's namespace or at a browser's priority.
 func onLockedThread(f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
@@ -86,6 +87,10 @@ func onLockedThread(f func() error) error {
 		}
 		defer orig.Close()
 		ferr := f()
+		if errors.Is(ferr, errThreadNiced) {
+			errc <- ferr
+			return // the thread stays locked and ends with this goroutine
+		}
 		if err := setns(orig); err != nil {
 			errc <- errors.Join(ferr, fmt.Errorf("return to the host's network namespace: %w", err))
 			return // the thread stays locked and ends with this goroutine

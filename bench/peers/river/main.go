@@ -143,7 +143,7 @@ func main() {
 		if !ok {
 			fail(fmt.Errorf("-postgres %q: want LABEL=URL", t))
 		}
-		systems := []string{"quarry", "river", "river-tuned"}
+		systems := []string{"quarry", "quarry-separate", "river", "river-tuned"}
 		sum := map[string]*result{}
 		for _, sys := range systems {
 			sum[sys] = &result{system: sys, cluster: label}
@@ -194,8 +194,8 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 	defer dropDB(ctx, url, db)
 	open := func() (queue, error) {
 		switch sys {
-		case "quarry":
-			return openQuarry(ctx, dbURL, cfg)
+		case "quarry", "quarry-separate":
+			return openQuarry(ctx, dbURL, cfg, sys == "quarry-separate")
 		case "river":
 			return openRiver(ctx, dbURL, cfg, false)
 		default:
@@ -359,9 +359,11 @@ type quarryQueue struct {
 	workers int
 	poll    time.Duration
 	delay   time.Duration
+	// separate: dispatch.Options.SeparateCompletions (quarry-separate).
+	separate bool
 }
 
-func openQuarry(ctx context.Context, url string, cfg config) (queue, error) {
+func openQuarry(ctx context.Context, url string, cfg config, separate bool) (queue, error) {
 	s, err := postgres.Open(ctx, url, &postgres.Options{MaxConns: cfg.maxConns})
 	if err != nil {
 		return nil, err
@@ -371,7 +373,7 @@ func openQuarry(ctx context.Context, url string, cfg config) (queue, error) {
 		s.Close()
 		return nil, err
 	}
-	return &quarryQueue{s: s, counted: &countingStore{Store: s}, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay}, nil
+	return &quarryQueue{s: s, counted: &countingStore{Store: s}, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay, separate: separate}, nil
 }
 
 func quarryURL(i int) string { return "https://shop.example/products/p-" + strconv.Itoa(i) }
@@ -385,15 +387,17 @@ func (q *quarryQueue) enqueue(ctx context.Context, i int, _ time.Time) error {
 // internal/datashelf/crawler's Run is built on): one dispatcher claims as
 // many jobs as workers are free, woken by the store's LISTEN/NOTIFY
 // wake-ups (Store.Wake), a worker finishing, or the poll interval; each
-// worker runs a no-op, and finished jobs are completed in batches
-// (CompleteMany); expired leases are rescued on a timer, not in Claim.
+// worker runs a no-op, and finished jobs are completed with the next
+// claim (CompleteAndClaim) or in batches (CompleteMany); expired leases
+// are rescued on a timer, not in Claim.
 func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
 	d, err := dispatch.New(dispatch.Options{
-		Store:         q.counted,
-		Worker:        "bench",
-		Workers:       q.workers,
-		PollInterval:  q.poll,
-		CompleteDelay: q.delay,
+		Store:               q.counted,
+		Worker:              "bench",
+		Workers:             q.workers,
+		PollInterval:        q.poll,
+		CompleteDelay:       q.delay,
+		SeparateCompletions: q.separate,
 		Completed: func(j store.Job, err error) {
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", j.ID, err)
@@ -431,13 +435,15 @@ func (q *quarryQueue) close()            { q.s.Close(); q.pool.Close() }
 
 // storeCalls counts the store calls of quarry's dispatcher that may
 // commit a write: claims that returned jobs (an empty claim writes
-// nothing), CompleteMany calls, heartbeats and lease rescues.
+// nothing), CompleteMany calls, CompleteAndClaim calls (completions
+// committed with a claim), heartbeats and lease rescues.
 type storeCalls struct {
-	claims, emptyClaims, completes, heartbeats, rescues int64
+	claims, emptyClaims, completes, completeClaims, heartbeats, rescues int64
 }
 
 func (c *storeCalls) add(o *storeCalls) {
 	c.claims += o.claims
+	c.completeClaims += o.completeClaims
 	c.emptyClaims += o.emptyClaims
 	c.completes += o.completes
 	c.heartbeats += o.heartbeats
@@ -447,17 +453,17 @@ func (c *storeCalls) add(o *storeCalls) {
 // countingStore counts the calls of storeCalls.
 type countingStore struct {
 	store.Store
-	claims, emptyClaims, completes, heartbeats, rescues atomic.Int64
+	claims, emptyClaims, completes, completeClaims, heartbeats, rescues atomic.Int64
 }
 
 func (s *countingStore) reset() {
-	for _, c := range []*atomic.Int64{&s.claims, &s.emptyClaims, &s.completes, &s.heartbeats, &s.rescues} {
+	for _, c := range []*atomic.Int64{&s.claims, &s.emptyClaims, &s.completes, &s.completeClaims, &s.heartbeats, &s.rescues} {
 		c.Store(0)
 	}
 }
 
 func (s *countingStore) snapshot() storeCalls {
-	return storeCalls{s.claims.Load(), s.emptyClaims.Load(), s.completes.Load(), s.heartbeats.Load(), s.rescues.Load()}
+	return storeCalls{s.claims.Load(), s.emptyClaims.Load(), s.completes.Load(), s.completeClaims.Load(), s.heartbeats.Load(), s.rescues.Load()}
 }
 
 func (s *countingStore) Claim(ctx context.Context, worker string, n int) ([]store.Job, error) {
@@ -473,6 +479,11 @@ func (s *countingStore) Claim(ctx context.Context, worker string, n int) ([]stor
 func (s *countingStore) CompleteMany(ctx context.Context, ids []string, worker string) ([]string, error) {
 	s.completes.Add(1)
 	return s.Store.CompleteMany(ctx, ids, worker)
+}
+
+func (s *countingStore) CompleteAndClaim(ctx context.Context, ids []string, worker string, n int) ([]string, []store.Job, error) {
+	s.completeClaims.Add(1)
+	return s.Store.CompleteAndClaim(ctx, ids, worker, n)
 }
 
 func (s *countingStore) Heartbeat(ctx context.Context, id, worker string) error {
@@ -752,7 +763,7 @@ func render(rs []result, cfg config, command string) string {
 	fmt.Fprintf(&b, "\n## %s — job queue: DataShelf vs River (riverbench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average: %s\n", report.Machine(), report.LoadAvg())
 	fmt.Fprintf(&b, "- Command: `%s`\n", command)
-	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free, 1 ms cooldown between claims that returned jobs, woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; completions batched for up to %s or %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
+	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free, 1 ms cooldown between claims that returned jobs, woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; finished jobs completed in the commit of the next claim (CompleteAndClaim), or on their own after %s or at %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim); `quarry-separate`: the same with dispatch.Options.SeparateCompletions (finished jobs committed only on their own, CompleteMany, never with a claim).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
 	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run a no-op and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, cfg.rate, cfg.latencyFor)
 	fmt.Fprintf(&b, "| cluster | system | enqueue jobs/s | claim+run+complete jobs/s | WAL syncs/job (work) | write commits/job (work) | PostgreSQL CPU/job | bench CPU/job | ran twice | lost | latency p50 | p99 | max | not started | enqueue behind by |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	type fig struct{ p50, p99, mx time.Duration }
@@ -776,13 +787,14 @@ func render(rs []result, cfg config, command string) string {
 	}
 	for i := range rs {
 		q := &rs[i]
-		if q.system != "quarry" {
+		if !strings.HasPrefix(q.system, "quarry") {
 			continue
 		}
 		for j := range rs {
 			p := &rs[j]
-			if strings.HasPrefix(p.system, "river") && p.cluster == q.cluster {
-				fmt.Fprintf(&b, "| %s | **quarry/%s** | %.2f× | %.2f× | %s | %s | %s | %s | | | %s | %s | %s | | |\n", q.cluster, p.system, q.enqueuePerSec()/p.enqueuePerSec(), q.workPerSec()/p.workPerSec(),
+			peer := strings.HasPrefix(p.system, "river") || q.system == "quarry" && p.system == "quarry-separate"
+			if peer && p.cluster == q.cluster {
+				fmt.Fprintf(&b, "| %s | **%s/%s** | %.2f× | %.2f× | %s | %s | %s | %s | | | %s | %s | %s | | |\n", q.cluster, q.system, p.system, q.enqueuePerSec()/p.enqueuePerSec(), q.workPerSec()/p.workPerSec(),
 					fratio(float64(q.walSyncs)/float64(q.jobs), float64(p.walSyncs)/float64(p.jobs)),
 					fratio(float64(q.writeXacts)/float64(q.jobs), float64(p.writeXacts)/float64(p.jobs)),
 					ratio(q.perJob(q.pgCPU), p.perJob(p.pgCPU)), ratio(q.perJob(q.benchCPU), p.perJob(p.benchCPU)), ratio(figs[i].p50, figs[j].p50), ratio(figs[i].p99, figs[j].p99), ratio(figs[i].mx, figs[j].mx))
@@ -790,10 +802,10 @@ func render(rs []result, cfg config, command string) string {
 		}
 	}
 	for i := range rs {
-		if r := &rs[i]; r.system == "quarry" {
+		if r := &rs[i]; strings.HasPrefix(r.system, "quarry") {
 			c, k := &r.calls, 1000/float64(r.jobs)
-			fmt.Fprintf(&b, "\nquarry's store calls in the work phase on %s, per 1000 jobs: %.1f claims that returned jobs, %.1f empty claims, %.1f CompleteMany, %.1f heartbeats, %.1f lease rescues.\n",
-				r.cluster, float64(c.claims)*k, float64(c.emptyClaims)*k, float64(c.completes)*k, float64(c.heartbeats)*k, float64(c.rescues)*k)
+			fmt.Fprintf(&b, "\n%s's store calls in the work phase on %s, per 1000 jobs: %.1f CompleteAndClaim (completions committed with a claim), %.1f claims alone that returned jobs, %.1f empty claims, %.1f CompleteMany, %.1f heartbeats, %.1f lease rescues.\n",
+				r.system, r.cluster, float64(c.completeClaims)*k, float64(c.claims)*k, float64(c.emptyClaims)*k, float64(c.completes)*k, float64(c.heartbeats)*k, float64(c.rescues)*k)
 		}
 	}
 	b.WriteString("\nThroughput ratios above 1 and CPU/latency/sync ratios below 1 favour quarry. \"WAL syncs/job\": pg_stat_wal.wal_sync over the work phase ÷ jobs (the cluster serves only this run); \"write commits/job\": transaction ids taken over the work phase ÷ jobs (only a transaction that writes takes one, and only its commit waits for a WAL flush; PostgreSQL may flush several such commits with one sync). \"enqueue behind by\": how late an enqueue call started after its due time, at most (one enqueuer; when the disk stalls it falls behind and the latency includes that backlog).\n")

@@ -88,6 +88,13 @@ func (s *SQL) claim(ctx context.Context, c Conn, worker string, n int, now time.
 	if err != nil {
 		return nil, err
 	}
+	sortClaimed(jobs)
+	return jobs, nil
+}
+
+// sortClaimed orders claimed jobs as the claim picked them (a statement's
+// RETURNING order is unspecified).
+func sortClaimed(jobs []Job) {
 	sort.SliceStable(jobs, func(a, b int) bool {
 		x, y := jobs[a], jobs[b]
 		if x.Priority != y.Priority {
@@ -98,7 +105,17 @@ func (s *SQL) claim(ctx context.Context, c Conn, worker string, n int, now time.
 		}
 		return x.ID < y.ID
 	})
-	return jobs, nil
+}
+
+// kindRow scans a row's first column into kind and the others into the
+// destinations Scan is given.
+type kindRow struct {
+	row  Row
+	kind *string
+}
+
+func (r kindRow) Scan(dest ...any) error {
+	return r.row.Scan(append([]any{r.kind}, dest...)...)
 }
 
 // Heartbeat implements Store.
@@ -171,11 +188,13 @@ func (s *SQL) completeMany(ctx context.Context, c Conn, ids []string, worker str
 	})
 }
 
-// CompleteAndClaim implements Store: CompleteMany's and Claim's statements
-// in one transaction, or the one of them that has work alone. Only the
-// claim runs under ctx: a ctx that ends during it rolls the transaction
-// back, and once it has run the commit is not interrupted, so the end of
-// ctx never leaves the completions' outcome unknown.
+// CompleteAndClaim implements Store: the dialect's one statement, or
+// CompleteMany's and Claim's statements in one transaction, or the one of
+// them that has work alone. The end of ctx never leaves the completions'
+// outcome unknown: the one statement is not sent once ctx has ended and
+// is not interrupted after; in the transaction only the claim runs under
+// ctx (its interruption rolls the completions back), and the commit is
+// not interrupted.
 func (s *SQL) CompleteAndClaim(ctx context.Context, ids []string, worker string, n int) ([]string, []Job, error) {
 	if err := ValidateIDs(ids); err != nil {
 		return nil, nil, err
@@ -192,6 +211,38 @@ func (s *SQL) CompleteAndClaim(ctx context.Context, ids []string, worker string,
 	}
 	var done []string
 	var jobs []Job
+	if s.d.CompleteAndClaim != "" {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		rows, err := s.db.Query(tctx, s.d.CompleteAndClaim, now, n, worker, s.d.IDList(lowerIDs(ids)))
+		if err != nil {
+			return nil, nil, s.mapErr(err)
+		}
+		type kindJob struct {
+			kind string
+			job  Job
+		}
+		all, err := collect(s, rows, func(row Row) (kindJob, error) {
+			var k kindJob
+			var err error
+			k.job, err = s.scanJob(kindRow{row, &k.kind})
+			return k, err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		done, jobs = []string{}, []Job{}
+		for _, k := range all {
+			if k.kind == "done" {
+				done = append(done, k.job.ID)
+			} else {
+				jobs = append(jobs, k.job)
+			}
+		}
+		sortClaimed(jobs)
+		return done, jobs, nil
+	}
 	err := s.db.InTx(tctx, func(tx Conn) error {
 		var err error
 		if done, err = s.completeMany(tctx, tx, ids, worker, now); err != nil {

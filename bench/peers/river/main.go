@@ -32,13 +32,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/datashelf/dispatch"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 )
 
 // riverVersion is the River release this module requires (go.mod).
@@ -66,6 +67,8 @@ type result struct {
 	dup, lost           int
 	pgCPU, benchCPU     time.Duration // over enqueue + work; pgCPU < 0: unknown
 	walSyncs            int64         // WAL syncs (fsyncs) during the work phase; < 0: unknown
+	writeXacts          int64         // transactions that wrote (took an xid) during the work phase; < 0: unknown
+	calls               storeCalls    // quarry: its store's calls during the work phase
 	lats                []time.Duration
 	latJobs, latLate    int
 	enqueueLag          time.Duration // how late an enqueue call started after its due time, at most
@@ -88,6 +91,12 @@ func (r *result) add(o result) {
 	} else {
 		r.walSyncs = -1
 	}
+	if r.writeXacts >= 0 && o.writeXacts >= 0 {
+		r.writeXacts += o.writeXacts
+	} else {
+		r.writeXacts = -1
+	}
+	r.calls.add(&o.calls)
 	r.benchCPU += o.benchCPU
 	r.lats = append(r.lats, o.lats...)
 	r.latJobs += o.latJobs
@@ -134,7 +143,7 @@ func main() {
 		if !ok {
 			fail(fmt.Errorf("-postgres %q: want LABEL=URL", t))
 		}
-		systems := []string{"quarry", "river", "river-tuned"}
+		systems := []string{"quarry", "quarry-separate", "river", "river-tuned"}
 		sum := map[string]*result{}
 		for _, sys := range systems {
 			sum[sys] = &result{system: sys, cluster: label}
@@ -183,19 +192,30 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 		return r, err
 	}
 	defer dropDB(ctx, url, db)
-	var q queue
-	switch sys {
-	case "quarry":
-		q, err = openQuarry(ctx, dbURL, cfg)
-	case "river":
-		q, err = openRiver(ctx, dbURL, cfg, false)
-	case "river-tuned":
-		q, err = openRiver(ctx, dbURL, cfg, true)
+	open := func() (queue, error) {
+		switch sys {
+		case "quarry", "quarry-separate":
+			return openQuarry(ctx, dbURL, cfg, sys == "quarry-separate")
+		case "river":
+			return openRiver(ctx, dbURL, cfg, false)
+		default:
+			return openRiver(ctx, dbURL, cfg, true)
+		}
 	}
+	// Each phase opens the system afresh and closes it before the
+	// cluster's counters are read: a backend reports its WAL statistics
+	// at most once a second while busy and up to 10 s later while idle,
+	// but always when its connection closes, so the counters then hold
+	// every sync of the phase and none of the next.
+	q, err := open()
 	if err != nil {
 		return r, err
 	}
-	defer q.close()
+	defer func() {
+		if q != nil {
+			q.close()
+		}
+	}()
 
 	// Throughput: enqueue every job, then start the workers and wait until
 	// the database holds every job as completed.
@@ -207,9 +227,14 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 		}
 	}
 	r.enqueueDur = time.Since(t0)
+	q.close()
+	if q, err = open(); err != nil {
+		return r, err
+	}
 	runs := newRunLog(cfg.jobs)
 	wctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	wal0 := walSyncs(ctx, dbURL)
+	wal0, xid0 := walSyncs(ctx, dbURL), nextXid(ctx, dbURL)
+	q.resetCalls()
 	t1 := time.Now()
 	stop, err := q.start(wctx, runs)
 	if err != nil {
@@ -219,13 +244,21 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 	err = waitCompleted(wctx, q, cfg.jobs)
 	r.workDur = time.Since(t1)
 	cpu1, pg1 := report.SelfCPU(), postgresCPU(pgPID)
+	stop()
+	cancel()
+	r.calls = q.calls()
+	q.close()
+	q = nil
 	if wal1 := walSyncs(ctx, dbURL); wal0 >= 0 && wal1 >= 0 {
 		r.walSyncs = wal1 - wal0
 	} else {
 		r.walSyncs = -1
 	}
-	stop()
-	cancel()
+	if xid1 := nextXid(ctx, dbURL); xid0 >= 0 && xid1 >= 0 {
+		r.writeXacts = xid1 - xid0
+	} else {
+		r.writeXacts = -1
+	}
 	if err != nil {
 		return r, fmt.Errorf("work: %w", err)
 	}
@@ -241,6 +274,9 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 	// rate (open loop: each at its due time, timed from it), the time from
 	// due to the start of the job's work.
 	if cfg.rate > 0 && cfg.latencyFor > 0 {
+		if q, err = open(); err != nil {
+			return r, err
+		}
 		n := int(cfg.rate * cfg.latencyFor.Seconds())
 		lat := newLatencyLog(n)
 		lctx, cancel := context.WithTimeout(ctx, cfg.latencyFor+cfg.timeout)
@@ -287,6 +323,10 @@ type queue interface {
 	start(ctx context.Context, l starter) (stop func(), err error)
 	// completed counts the jobs the database holds as completed.
 	completed(ctx context.Context) (int, error)
+	// resetCalls and calls count the system's store calls (quarry's only;
+	// the others return zeros).
+	resetCalls()
+	calls() storeCalls
 	close()
 }
 
@@ -314,13 +354,16 @@ func waitCompleted(ctx context.Context, q queue, n int) error {
 
 type quarryQueue struct {
 	s       *postgres.Store
+	counted *countingStore
 	pool    *pgxpool.Pool
 	workers int
 	poll    time.Duration
 	delay   time.Duration
+	// separate: dispatch.Options.SeparateCompletions (quarry-separate).
+	separate bool
 }
 
-func openQuarry(ctx context.Context, url string, cfg config) (queue, error) {
+func openQuarry(ctx context.Context, url string, cfg config, separate bool) (queue, error) {
 	s, err := postgres.Open(ctx, url, &postgres.Options{MaxConns: cfg.maxConns})
 	if err != nil {
 		return nil, err
@@ -330,7 +373,7 @@ func openQuarry(ctx context.Context, url string, cfg config) (queue, error) {
 		s.Close()
 		return nil, err
 	}
-	return &quarryQueue{s: s, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay}, nil
+	return &quarryQueue{s: s, counted: &countingStore{Store: s}, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay, separate: separate}, nil
 }
 
 func quarryURL(i int) string { return "https://shop.example/products/p-" + strconv.Itoa(i) }
@@ -344,15 +387,17 @@ func (q *quarryQueue) enqueue(ctx context.Context, i int, _ time.Time) error {
 // internal/datashelf/crawler's Run is built on): one dispatcher claims as
 // many jobs as workers are free, woken by the store's LISTEN/NOTIFY
 // wake-ups (Store.Wake), a worker finishing, or the poll interval; each
-// worker runs a no-op, and finished jobs are completed in batches
-// (CompleteMany); expired leases are rescued on a timer, not in Claim.
+// worker runs a no-op, and finished jobs are completed with the next
+// claim (CompleteAndClaim) or in batches (CompleteMany); expired leases
+// are rescued on a timer, not in Claim.
 func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
 	d, err := dispatch.New(dispatch.Options{
-		Store:         q.s,
-		Worker:        "bench",
-		Workers:       q.workers,
-		PollInterval:  q.poll,
-		CompleteDelay: q.delay,
+		Store:               q.counted,
+		Worker:              "bench",
+		Workers:             q.workers,
+		PollInterval:        q.poll,
+		CompleteDelay:       q.delay,
+		SeparateCompletions: q.separate,
 		Completed: func(j store.Job, err error) {
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", j.ID, err)
@@ -384,7 +429,72 @@ func (q *quarryQueue) completed(ctx context.Context) (int, error) {
 	return n, err
 }
 
-func (q *quarryQueue) close() { q.s.Close(); q.pool.Close() }
+func (q *quarryQueue) resetCalls()       { q.counted.reset() }
+func (q *quarryQueue) calls() storeCalls { return q.counted.snapshot() }
+func (q *quarryQueue) close()            { q.s.Close(); q.pool.Close() }
+
+// storeCalls counts the store calls of quarry's dispatcher that may
+// commit a write: claims that returned jobs (an empty claim writes
+// nothing), CompleteMany calls, CompleteAndClaim calls (completions
+// committed with a claim), heartbeats and lease rescues.
+type storeCalls struct {
+	claims, emptyClaims, completes, completeClaims, heartbeats, rescues int64
+}
+
+func (c *storeCalls) add(o *storeCalls) {
+	c.claims += o.claims
+	c.completeClaims += o.completeClaims
+	c.emptyClaims += o.emptyClaims
+	c.completes += o.completes
+	c.heartbeats += o.heartbeats
+	c.rescues += o.rescues
+}
+
+// countingStore counts the calls of storeCalls.
+type countingStore struct {
+	store.Store
+	claims, emptyClaims, completes, completeClaims, heartbeats, rescues atomic.Int64
+}
+
+func (s *countingStore) reset() {
+	for _, c := range []*atomic.Int64{&s.claims, &s.emptyClaims, &s.completes, &s.completeClaims, &s.heartbeats, &s.rescues} {
+		c.Store(0)
+	}
+}
+
+func (s *countingStore) snapshot() storeCalls {
+	return storeCalls{s.claims.Load(), s.emptyClaims.Load(), s.completes.Load(), s.completeClaims.Load(), s.heartbeats.Load(), s.rescues.Load()}
+}
+
+func (s *countingStore) Claim(ctx context.Context, worker string, n int) ([]store.Job, error) {
+	jobs, err := s.Store.Claim(ctx, worker, n)
+	if len(jobs) > 0 {
+		s.claims.Add(1)
+	} else {
+		s.emptyClaims.Add(1)
+	}
+	return jobs, err
+}
+
+func (s *countingStore) CompleteMany(ctx context.Context, ids []string, worker string) ([]string, error) {
+	s.completes.Add(1)
+	return s.Store.CompleteMany(ctx, ids, worker)
+}
+
+func (s *countingStore) CompleteAndClaim(ctx context.Context, ids []string, worker string, n int) ([]string, []store.Job, error) {
+	s.completeClaims.Add(1)
+	return s.Store.CompleteAndClaim(ctx, ids, worker, n)
+}
+
+func (s *countingStore) Heartbeat(ctx context.Context, id, worker string) error {
+	s.heartbeats.Add(1)
+	return s.Store.Heartbeat(ctx, id, worker)
+}
+
+func (s *countingStore) RescueExpired(ctx context.Context, now time.Time, lease time.Duration) (int, error) {
+	s.rescues.Add(1)
+	return s.Store.RescueExpired(ctx, now, lease)
+}
 
 // ---- River ----
 
@@ -482,7 +592,9 @@ func (q *riverQueue) completed(ctx context.Context) (int, error) {
 	return n, err
 }
 
-func (q *riverQueue) close() { q.pool.Close() }
+func (q *riverQueue) resetCalls()       {}
+func (q *riverQueue) calls() storeCalls { return storeCalls{} }
+func (q *riverQueue) close()            { q.pool.Close() }
 
 // ---- bookkeeping ----
 
@@ -581,6 +693,22 @@ func walSyncs(ctx context.Context, url string) int64 {
 	return n
 }
 
+// nextXid returns the cluster's next transaction id (which only
+// transactions that write take, so its delta counts the commits that
+// must reach the WAL), or -1.
+func nextXid(ctx context.Context, url string) int64 {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return -1
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
 func dropDB(ctx context.Context, url, name string) {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -635,9 +763,9 @@ func render(rs []result, cfg config, command string) string {
 	fmt.Fprintf(&b, "\n## %s — job queue: DataShelf vs River (riverbench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average: %s\n", report.Machine(), report.LoadAvg())
 	fmt.Fprintf(&b, "- Command: `%s`\n", command)
-	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free, 1 ms cooldown between claims that returned jobs, woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; completions batched for up to %s or %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
+	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free, 1 ms cooldown between claims that returned jobs, woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; finished jobs completed in the commit of the next claim (CompleteAndClaim), or on their own after %s or at %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim); `quarry-separate`: the same with dispatch.Options.SeparateCompletions (finished jobs committed only on their own, CompleteMany, never with a claim).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
 	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run a no-op and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, cfg.rate, cfg.latencyFor)
-	fmt.Fprintf(&b, "| cluster | system | enqueue jobs/s | claim+run+complete jobs/s | WAL syncs/job (work) | PostgreSQL CPU/job | bench CPU/job | ran twice | lost | latency p50 | p99 | max | not started | enqueue behind by |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(&b, "| cluster | system | enqueue jobs/s | claim+run+complete jobs/s | WAL syncs/job (work) | write commits/job (work) | PostgreSQL CPU/job | bench CPU/job | ran twice | lost | latency p50 | p99 | max | not started | enqueue behind by |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	type fig struct{ p50, p99, mx time.Duration }
 	figs := make([]fig, len(rs))
 	for i := range rs {
@@ -651,23 +779,36 @@ func render(rs []result, cfg config, command string) string {
 		if r.walSyncs >= 0 {
 			wal = fmt.Sprintf("%.2f", float64(r.walSyncs)/float64(r.jobs))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s | %d | %d | %s | %s | %s | %d | %s |\n", r.cluster, r.system, r.enqueuePerSec(), r.workPerSec(), wal, pg, us(r.perJob(r.benchCPU)), r.dup, r.lost, ms(figs[i].p50), ms(figs[i].p99), ms(figs[i].mx), r.latLate, ms(r.enqueueLag))
+		xacts := "n/a"
+		if r.writeXacts >= 0 {
+			xacts = fmt.Sprintf("%.3f", float64(r.writeXacts)/float64(r.jobs))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s | %s | %d | %d | %s | %s | %s | %d | %s |\n", r.cluster, r.system, r.enqueuePerSec(), r.workPerSec(), wal, xacts, pg, us(r.perJob(r.benchCPU)), r.dup, r.lost, ms(figs[i].p50), ms(figs[i].p99), ms(figs[i].mx), r.latLate, ms(r.enqueueLag))
 	}
 	for i := range rs {
 		q := &rs[i]
-		if q.system != "quarry" {
+		if !strings.HasPrefix(q.system, "quarry") {
 			continue
 		}
 		for j := range rs {
 			p := &rs[j]
-			if strings.HasPrefix(p.system, "river") && p.cluster == q.cluster {
-				fmt.Fprintf(&b, "| %s | **quarry/%s** | %.2f× | %.2f× | %s | %s | %s | | | %s | %s | %s | | |\n", q.cluster, p.system, q.enqueuePerSec()/p.enqueuePerSec(), q.workPerSec()/p.workPerSec(),
+			peer := strings.HasPrefix(p.system, "river") || q.system == "quarry" && p.system == "quarry-separate"
+			if peer && p.cluster == q.cluster {
+				fmt.Fprintf(&b, "| %s | **%s/%s** | %.2f× | %.2f× | %s | %s | %s | %s | | | %s | %s | %s | | |\n", q.cluster, q.system, p.system, q.enqueuePerSec()/p.enqueuePerSec(), q.workPerSec()/p.workPerSec(),
 					fratio(float64(q.walSyncs)/float64(q.jobs), float64(p.walSyncs)/float64(p.jobs)),
+					fratio(float64(q.writeXacts)/float64(q.jobs), float64(p.writeXacts)/float64(p.jobs)),
 					ratio(q.perJob(q.pgCPU), p.perJob(p.pgCPU)), ratio(q.perJob(q.benchCPU), p.perJob(p.benchCPU)), ratio(figs[i].p50, figs[j].p50), ratio(figs[i].p99, figs[j].p99), ratio(figs[i].mx, figs[j].mx))
 			}
 		}
 	}
-	b.WriteString("\nThroughput ratios above 1 and CPU/latency/sync ratios below 1 favour quarry. \"WAL syncs/job\": pg_stat_wal.wal_sync over the work phase ÷ jobs (the cluster serves only this run). \"enqueue behind by\": how late an enqueue call started after its due time, at most (one enqueuer; when the disk stalls it falls behind and the latency includes that backlog).\n")
+	for i := range rs {
+		if r := &rs[i]; strings.HasPrefix(r.system, "quarry") {
+			c, k := &r.calls, 1000/float64(r.jobs)
+			fmt.Fprintf(&b, "\n%s's store calls in the work phase on %s, per 1000 jobs: %.1f CompleteAndClaim (completions committed with a claim), %.1f claims alone that returned jobs, %.1f empty claims, %.1f CompleteMany, %.1f heartbeats, %.1f lease rescues.\n",
+				r.system, r.cluster, float64(c.completeClaims)*k, float64(c.claims)*k, float64(c.emptyClaims)*k, float64(c.completes)*k, float64(c.heartbeats)*k, float64(c.rescues)*k)
+		}
+	}
+	b.WriteString("\nThroughput ratios above 1 and CPU/latency/sync ratios below 1 favour quarry. \"WAL syncs/job\": pg_stat_wal.wal_sync over the work phase ÷ jobs (the cluster serves only this run); \"write commits/job\": transaction ids taken over the work phase ÷ jobs (only a transaction that writes takes one, and only its commit waits for a WAL flush; PostgreSQL may flush several such commits with one sync). \"enqueue behind by\": how late an enqueue call started after its due time, at most (one enqueuer; when the disk stalls it falls behind and the latency includes that backlog).\n")
 	return b.String()
 }
 

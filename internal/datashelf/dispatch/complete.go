@@ -17,12 +17,15 @@ const completeRetries = 3
 
 // completer completes finished jobs in batches: a batch starts with the
 // first job that arrives and is committed CompleteDelay later, at
-// CompleteBatch jobs, on flush, or when the completer is closed.
+// CompleteBatch jobs, on flush, or when the completer is closed, unless
+// the dispatcher takes it first to commit it with its next claim
+// (store.Store.CompleteAndClaim).
 type completer struct {
 	o        Options
 	log      *slog.Logger
 	in       chan store.Job
 	flushReq chan chan struct{}
+	takeReq  chan chan []store.Job
 }
 
 func newCompleter(o Options, log *slog.Logger) *completer {
@@ -31,6 +34,7 @@ func newCompleter(o Options, log *slog.Logger) *completer {
 		log:      log,
 		in:       make(chan store.Job, 2*max(o.Workers, o.CompleteBatch)),
 		flushReq: make(chan chan struct{}),
+		takeReq:  make(chan chan []store.Job),
 	}
 }
 
@@ -42,6 +46,29 @@ func (c *completer) flush() {
 	done := make(chan struct{})
 	c.flushReq <- done
 	<-done
+}
+
+// take returns the jobs added before it and not committed yet, at most
+// CompleteBatch, and leaves the others for later; the caller completes
+// them and reports the outcome with settle.
+func (c *completer) take() []store.Job {
+	reply := make(chan []store.Job)
+	c.takeReq <- reply
+	return <-reply
+}
+
+// settle reports the outcome of completing jobs it got from take: done
+// holds the ids the store completed. On an error the jobs go back to the
+// completer, which commits them on its own with its retries.
+func (c *completer) settle(jobs []store.Job, done []string, err error) {
+	if err != nil {
+		c.log.Warn("dispatch: complete with claim", "jobs", len(jobs), "err", err)
+		for _, j := range jobs {
+			c.in <- j
+		}
+		return
+	}
+	c.report(jobs, done, nil)
 }
 
 // close commits the jobs left and ends run; add must not be called after.
@@ -60,6 +87,20 @@ func (c *completer) run(ctx context.Context) {
 		}
 		c.commit(ctx, batch)
 		batch = batch[:0]
+	}
+	// drain moves the jobs added so far from in to batch.
+	drain := func() {
+		for {
+			select {
+			case j, ok := <-c.in:
+				if !ok {
+					return
+				}
+				batch = append(batch, j)
+			default:
+				return
+			}
+		}
 	}
 	for {
 		select {
@@ -80,20 +121,21 @@ func (c *completer) run(ctx context.Context) {
 			commit()
 		case done := <-c.flushReq:
 			// Jobs added before the flush are in the buffer already.
-			for drained := false; !drained; {
-				select {
-				case j, ok := <-c.in:
-					if ok {
-						batch = append(batch, j)
-					} else {
-						drained = true
-					}
-				default:
-					drained = true
-				}
-			}
+			drain()
 			commit()
 			close(done)
+		case reply := <-c.takeReq:
+			// So are jobs added before the take. The dispatcher takes
+			// while in is open (it closes it only after its loop).
+			drain()
+			n := min(len(batch), c.o.CompleteBatch)
+			out := slices.Clone(batch[:n])
+			batch = append(batch[:0], batch[n:]...)
+			if len(batch) == 0 && timer != nil {
+				timer.Stop()
+				timer, deadline = nil, nil
+			}
+			reply <- out
 		}
 	}
 }
@@ -115,21 +157,28 @@ func (c *completer) commit(ctx context.Context, batch []store.Job) {
 			c.log.Warn("dispatch: complete", "jobs", len(ids), "err", err)
 			time.Sleep(50 * time.Millisecond << try)
 		}
-		ok := make(map[string]bool, len(done))
-		for _, id := range done {
-			ok[id] = true
+		c.report(part, done, err)
+	}
+}
+
+// report passes the outcome of completing jobs to Options.Completed: err,
+// or, when err is nil, nil for the ids of done and store.ErrNotRunning for
+// the others.
+func (c *completer) report(jobs []store.Job, done []string, err error) {
+	ok := make(map[string]bool, len(done))
+	for _, id := range done {
+		ok[id] = true
+	}
+	for _, j := range jobs {
+		res := err
+		if res == nil && !ok[j.ID] {
+			res = store.ErrNotRunning
 		}
-		for _, j := range part {
-			res := err
-			if res == nil && !ok[j.ID] {
-				res = store.ErrNotRunning
-			}
-			if res != nil {
-				c.log.Warn("dispatch: complete", "job", j.ID, "err", res)
-			}
-			if c.o.Completed != nil {
-				c.o.Completed(j, res)
-			}
+		if res != nil {
+			c.log.Warn("dispatch: complete", "job", j.ID, "err", res)
+		}
+		if c.o.Completed != nil {
+			c.o.Completed(j, res)
 		}
 	}
 }

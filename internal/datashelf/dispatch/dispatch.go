@@ -9,10 +9,13 @@
 //     poll interval passes (the fallback for a lost wake-up) or the next
 //     lease rescue is due;
 //   - each worker runs the Handler under heartbeats (every Lease/3);
-//   - jobs the Handler finished are completed in batches
-//     (store.Store.CompleteMany, one statement and one commit for up to
-//     CompleteBatch jobs collected for at most CompleteDelay), flushed
-//     before the dispatcher decides the queue is idle and when Run ends;
+//   - jobs the Handler finished are completed in batches: the dispatcher's
+//     next claim takes the batch and commits it with the claim
+//     (store.Store.CompleteAndClaim: a finished job frees a worker, so
+//     while jobs keep finishing, one commit both settles them and hands
+//     out the next ones); a batch no claim took within CompleteDelay, at
+//     CompleteBatch jobs, before the dispatcher decides the queue is idle
+//     and when Run ends is committed on its own (store.Store.CompleteMany);
 //   - expired leases are rescued (store.Store.RescueExpired) when Run
 //     starts and every RescueEvery, never inside a claim: a job whose
 //     worker died is queued again at most Lease + RescueEvery after its
@@ -76,11 +79,16 @@ type Options struct {
 	// takes more jobs; an idle queue woken by a wake-up is claimed from at
 	// once.
 	ClaimCooldown time.Duration
-	// CompleteDelay is how long a finished job may wait for others to be
-	// completed with it (default 2 ms); CompleteBatch caps a batch
-	// (default 100).
+	// CompleteDelay is how long a finished job may wait for a claim or
+	// other finished jobs to be committed with (default 2 ms);
+	// CompleteBatch caps a batch (default 100).
 	CompleteDelay time.Duration
 	CompleteBatch int
+	// SeparateCompletions, when set, never commits finished jobs with a
+	// claim: the completer commits them on its own (CompleteMany), two
+	// commits where one would do. It is for comparison (the riverbench
+	// harness measures both ways in one run).
+	SeparateCompletions bool
 	// Now is the clock given to RescueExpired (default time.Now).
 	Now func() time.Time
 	// Logger receives claim, heartbeat, rescue and completion errors; nil
@@ -238,8 +246,24 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 		}
 		var claimed []store.Job
 		if free > 0 {
+			// The jobs that freed these workers are completed in the
+			// claim's commit: one commit a batch instead of two.
+			var finishedJobs []store.Job
+			if !o.SeparateCompletions {
+				finishedJobs = comp.take()
+			}
 			var err error
-			claimed, err = o.Store.Claim(ctx, o.Worker, free)
+			if len(finishedJobs) > 0 {
+				ids := make([]string, len(finishedJobs))
+				for i, j := range finishedJobs {
+					ids[i] = j.ID
+				}
+				var done []string
+				done, claimed, err = o.Store.CompleteAndClaim(ctx, ids, o.Worker, free)
+				comp.settle(finishedJobs, done, err)
+			} else {
+				claimed, err = o.Store.Claim(ctx, o.Worker, free)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

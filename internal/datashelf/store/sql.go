@@ -105,6 +105,11 @@ type Dialect struct {
 	Complete string
 	// CompleteMany: IDList(ids), now, worker; RETURNING id.
 	CompleteMany string
+	// CompleteAndClaim, when set, is CompleteMany and Claim in one
+	// statement: now, n, worker, IDList(ids); rows of a kind ('done' or
+	// 'claimed') and JobCols. Empty: the two statements run in one
+	// transaction.
+	CompleteAndClaim string
 	// FailLock reads status, locked_by, attempts, max_attempts of job id
 	// (locking it until the transaction ends).
 	FailLock string

@@ -72,10 +72,15 @@ func (s *SQL) GetJob(ctx context.Context, id string) (Job, error) {
 
 // Claim implements Store with the dialect's one atomic claiming statement.
 func (s *SQL) Claim(ctx context.Context, worker string, n int) ([]Job, error) {
+	return s.claim(ctx, s.db, worker, n, s.opts.Clock())
+}
+
+// claim runs the claiming statement on c.
+func (s *SQL) claim(ctx context.Context, c Conn, worker string, n int, now time.Time) ([]Job, error) {
 	if n <= 0 {
 		return []Job{}, nil
 	}
-	rows, err := s.db.Query(ctx, s.d.Claim, s.opts.Clock(), n, worker)
+	rows, err := c.Query(ctx, s.d.Claim, now, n, worker)
 	if err != nil {
 		return nil, s.mapErr(err)
 	}
@@ -83,6 +88,13 @@ func (s *SQL) Claim(ctx context.Context, worker string, n int) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	sortClaimed(jobs)
+	return jobs, nil
+}
+
+// sortClaimed orders claimed jobs as the claim picked them (a statement's
+// RETURNING order is unspecified).
+func sortClaimed(jobs []Job) {
 	sort.SliceStable(jobs, func(a, b int) bool {
 		x, y := jobs[a], jobs[b]
 		if x.Priority != y.Priority {
@@ -93,7 +105,17 @@ func (s *SQL) Claim(ctx context.Context, worker string, n int) ([]Job, error) {
 		}
 		return x.ID < y.ID
 	})
-	return jobs, nil
+}
+
+// kindRow scans a row's first column into kind and the others into the
+// destinations Scan is given.
+type kindRow struct {
+	row  Row
+	kind *string
+}
+
+func (r kindRow) Scan(dest ...any) error {
+	return r.row.Scan(append([]any{r.kind}, dest...)...)
 }
 
 // Heartbeat implements Store.
@@ -148,10 +170,15 @@ func (s *SQL) CompleteMany(ctx context.Context, ids []string, worker string) ([]
 	if err := ValidateIDs(ids); err != nil {
 		return nil, err
 	}
+	return s.completeMany(ctx, s.db, ids, worker, s.opts.Clock())
+}
+
+// completeMany runs CompleteMany's statement on c; ids are validated.
+func (s *SQL) completeMany(ctx context.Context, c Conn, ids []string, worker string, now time.Time) ([]string, error) {
 	if len(ids) == 0 {
 		return []string{}, nil
 	}
-	rows, err := s.db.Query(ctx, s.d.CompleteMany, s.d.IDList(lowerIDs(ids)), s.opts.Clock(), worker)
+	rows, err := c.Query(ctx, s.d.CompleteMany, s.d.IDList(lowerIDs(ids)), now, worker)
 	if err != nil {
 		return nil, s.mapErr(err)
 	}
@@ -159,6 +186,78 @@ func (s *SQL) CompleteMany(ctx context.Context, ids []string, worker string) ([]
 		var id string
 		return id, s.mapErr(row.Scan(&id))
 	})
+}
+
+// CompleteAndClaim implements Store: the dialect's one statement, or
+// CompleteMany's and Claim's statements in one transaction, or the one of
+// them that has work alone. The end of ctx never leaves the completions'
+// outcome unknown: the one statement is not sent once ctx has ended and
+// is not interrupted after; in the transaction only the claim runs under
+// ctx (its interruption rolls the completions back), and the commit is
+// not interrupted.
+func (s *SQL) CompleteAndClaim(ctx context.Context, ids []string, worker string, n int) ([]string, []Job, error) {
+	if err := ValidateIDs(ids); err != nil {
+		return nil, nil, err
+	}
+	now := s.opts.Clock()
+	tctx := context.WithoutCancel(ctx)
+	switch {
+	case len(ids) == 0:
+		jobs, err := s.claim(ctx, s.db, worker, n, now)
+		return []string{}, jobs, err
+	case n <= 0:
+		done, err := s.completeMany(tctx, s.db, ids, worker, now)
+		return done, []Job{}, err
+	}
+	var done []string
+	var jobs []Job
+	if s.d.CompleteAndClaim != "" {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		rows, err := s.db.Query(tctx, s.d.CompleteAndClaim, now, n, worker, s.d.IDList(lowerIDs(ids)))
+		if err != nil {
+			return nil, nil, s.mapErr(err)
+		}
+		type kindJob struct {
+			kind string
+			job  Job
+		}
+		all, err := collect(s, rows, func(row Row) (kindJob, error) {
+			var k kindJob
+			var err error
+			k.job, err = s.scanJob(kindRow{row, &k.kind})
+			return k, err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		done, jobs = []string{}, []Job{}
+		for _, k := range all {
+			if k.kind == "done" {
+				done = append(done, k.job.ID)
+			} else {
+				jobs = append(jobs, k.job)
+			}
+		}
+		sortClaimed(jobs)
+		return done, jobs, nil
+	}
+	err := s.db.InTx(tctx, func(tx Conn) error {
+		var err error
+		if done, err = s.completeMany(tctx, tx, ids, worker, now); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		jobs, err = s.claim(ctx, tx, worker, n, now)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return done, jobs, nil
 }
 
 // Fail implements Store.

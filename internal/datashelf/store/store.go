@@ -189,6 +189,15 @@ type Store interface {
 	// another worker, missing) are left as they are, as Complete would
 	// have refused them.
 	CompleteMany(ctx context.Context, ids []string, worker string) ([]string, error)
+	// CompleteAndClaim is CompleteMany(ids, worker) and then Claim(worker,
+	// n) in one transaction, so one commit both settles the jobs a
+	// worker pool finished and hands it the next ones (the dispatcher's
+	// steady state). It returns the ids completed and the jobs claimed,
+	// with the guarantees of the two calls. On an error neither took
+	// effect, unless the commit's own outcome is unknown (a connection
+	// lost during it); the end of ctx interrupts the claim, rolling the
+	// completions back with it, but never a commit under way.
+	CompleteAndClaim(ctx context.Context, ids []string, worker string, n int) (done []string, claimed []Job, err error)
 	// FailPermanently records a failure that retrying cannot cure (the
 	// network policy refuses the address, the page answers 404): the
 	// running job held by worker is failed at once, with last_error = msg

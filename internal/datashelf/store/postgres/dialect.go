@@ -101,6 +101,28 @@ func newDialect() *store.Dialect {
 		CompleteMany: `UPDATE scrape_job SET status = 'completed', completed_at = $2,
 		locked_at = NULL, locked_by = NULL, updated_at = $2
 		WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $3 RETURNING id::text`,
+		// Both UPDATEs see the statement's one snapshot, in which the
+		// jobs completed are running and those claimed queued: they never
+		// touch the same row.
+		CompleteAndClaim: `
+		WITH done AS (
+			UPDATE scrape_job SET status = 'completed', completed_at = $1,
+				locked_at = NULL, locked_by = NULL, updated_at = $1
+			WHERE id = ANY($4::uuid[]) AND status = 'running' AND locked_by = $3
+			RETURNING ` + jobCols + `
+		), next AS (
+			SELECT id FROM scrape_job
+			WHERE status = 'queued' AND run_after <= $1
+			ORDER BY priority DESC, created_at ASC, id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		), claimed AS (
+			UPDATE scrape_job j SET status = 'running', locked_at = $1, locked_by = $3,
+				attempts = j.attempts + 1, updated_at = $1
+			FROM next WHERE j.id = next.id
+			RETURNING ` + prefixCols("j.", jobCols) + `
+		)
+		SELECT 'done', * FROM done UNION ALL SELECT 'claimed', * FROM claimed`,
 		FailLock: `SELECT status, locked_by, attempts, max_attempts FROM scrape_job WHERE id = $1 FOR UPDATE`,
 		FailFinal: `UPDATE scrape_job SET status = 'failed', completed_at = $2,
 				last_error = $3, locked_at = NULL, locked_by = NULL, updated_at = $2 WHERE id = $1

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +124,81 @@ func testCompleteManyOwnership(t *testing.T, b *bundle) {
 	}
 	_, err := s.CompleteMany(ctx, []string{"nope"}, "B")
 	wantErr(t, err, store.ErrInvalid)
+}
+
+// testCompleteAndClaim: one CompleteAndClaim completes only the jobs
+// running under the caller (as CompleteMany) and claims the next ones in
+// priority order (as Claim); a job is never completed twice; an invalid
+// id changes nothing.
+func testCompleteAndClaim(t *testing.T, b *bundle) {
+	ctx, s := b.ctx, b.s
+	mine := enqueue(t, b, store.JobProduct, "https://x/mine", 9)
+	lost := enqueue(t, b, store.JobProduct, "https://x/lost", 8)
+	kept := enqueue(t, b, store.JobProduct, "https://x/kept", 7)
+	next := enqueue(t, b, store.JobProduct, "https://x/next", 2)
+	later := enqueue(t, b, store.JobProduct, "https://x/later", 1)
+	if got := must(s.Claim(ctx, "A", 3)); len(got) != 3 || got[0].ID != mine.ID || got[1].ID != lost.ID || got[2].ID != kept.ID {
+		t.Fatalf("A claimed %+v", got)
+	}
+	b.clock.Advance(store.DefaultLease + time.Second)
+	must(s.RescueExpired(ctx, b.clock.Now(), store.DefaultLease))
+	if got := must(s.Claim(ctx, "B", 3)); len(got) != 3 || got[0].ID != mine.ID || got[1].ID != lost.ID || got[2].ID != kept.ID {
+		t.Fatalf("B claimed %+v", got)
+	}
+
+	missing := "00000000-0000-4000-8000-000000000000"
+	// A lost all three; B completes two of them and claims the next job.
+	if done, claimed := must2(s.CompleteAndClaim(ctx, []string{mine.ID, lost.ID}, "A", 1)); len(done) != 0 || len(claimed) != 1 || claimed[0].ID != next.ID {
+		t.Fatalf("A's stale CompleteAndClaim = %v, %+v; want nothing completed and %s claimed", done, claimed, next.ID)
+	}
+	done, claimed := must2(s.CompleteAndClaim(ctx, []string{strings.ToUpper(mine.ID), lost.ID, missing}, "B", 5))
+	if len(done) != 2 || !slices.Contains(done, mine.ID) || !slices.Contains(done, lost.ID) {
+		t.Fatalf("B completed %v, want %s and %s", done, mine.ID, lost.ID)
+	}
+	if len(claimed) != 1 || claimed[0].ID != later.ID || claimed[0].Status != store.StatusRunning || claimed[0].LockedBy == nil || *claimed[0].LockedBy != "B" {
+		t.Fatalf("B claimed %+v, want %s running under B", claimed, later.ID)
+	}
+	for _, id := range []string{mine.ID, lost.ID} {
+		if j := must(s.GetJob(ctx, id)); j.Status != store.StatusCompleted || j.CompletedAt == nil || j.LockedBy != nil {
+			t.Fatalf("job %s after B's CompleteAndClaim: %+v", id, j)
+		}
+	}
+	if j := must(s.GetJob(ctx, next.ID)); j.Status != store.StatusRunning || *j.LockedBy != "A" {
+		t.Fatalf("A's claimed job: %+v", j)
+	}
+	// Never twice; nothing left to claim.
+	if done, claimed := must2(s.CompleteAndClaim(ctx, []string{mine.ID}, "B", 3)); len(done) != 0 || len(claimed) != 0 {
+		t.Fatalf("second CompleteAndClaim = %v, %+v", done, claimed)
+	}
+	// One side alone.
+	if done, claimed := must2(s.CompleteAndClaim(ctx, []string{later.ID}, "B", 0)); len(done) != 1 || done[0] != later.ID || len(claimed) != 0 {
+		t.Fatalf("CompleteAndClaim(n 0) = %v, %+v", done, claimed)
+	}
+	again := enqueue(t, b, store.JobProduct, "https://x/again", 0)
+	if done, claimed := must2(s.CompleteAndClaim(ctx, nil, "B", 2)); len(done) != 0 || len(claimed) != 1 || claimed[0].ID != again.ID {
+		t.Fatalf("CompleteAndClaim(no ids) = %v, %+v", done, claimed)
+	}
+	// An invalid id: an error naming it, nothing completed, nothing claimed.
+	fresh := enqueue(t, b, store.JobProduct, "https://x/fresh", 0)
+	_, _, err := s.CompleteAndClaim(ctx, []string{kept.ID, "nope"}, "B", 1)
+	wantErr(t, err, store.ErrInvalid)
+	if j := must(s.GetJob(ctx, kept.ID)); j.Status != store.StatusRunning {
+		t.Fatalf("job after a refused CompleteAndClaim: %+v", j)
+	}
+	if j := must(s.GetJob(ctx, fresh.ID)); j.Status != store.StatusQueued {
+		t.Fatalf("queued job after a refused CompleteAndClaim: %+v", j)
+	}
+	// A ctx ended before the claim: the completions roll back with it.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _, err = s.CompleteAndClaim(cctx, []string{kept.ID}, "B", 1)
+	wantErr(t, err, context.Canceled)
+	if j := must(s.GetJob(ctx, kept.ID)); j.Status != store.StatusRunning {
+		t.Fatalf("job after a cancelled CompleteAndClaim: %+v", j)
+	}
+	if j := must(s.GetJob(ctx, fresh.ID)); j.Status != store.StatusQueued {
+		t.Fatalf("queued job after a cancelled CompleteAndClaim: %+v", j)
+	}
 }
 
 // runDispatcher runs a dispatcher over b's store (polling once an hour:

@@ -124,6 +124,7 @@ func RunWith(t *testing.T, open Opener, opts Options) {
 		{"Heartbeat", testHeartbeat},
 		{"StaleWorkerCannotFinish", testStaleWorker},
 		{"CompleteManyOwnership", testCompleteManyOwnership},
+		{"CompleteAndClaim", testCompleteAndClaim},
 		{"Wake", testWake},
 		{"DispatcherWakes", testDispatcherWakes},
 		{"DispatcherLostLease", testDispatcherLostLease},

@@ -44,11 +44,11 @@ import (
 )
 
 // e2eProducts is the fixture size of TestEndToEnd: the 5,000
-// products normally; 1,000 under the race detector (which slows the
-// crawl about 5×) or with -short.
+// products normally; 500 under the race detector (which slows the crawl
+// about 5×; still every category several pages deep) or with -short.
 func e2eProducts() int {
 	if raceOn || testing.Short() {
-		return 1000
+		return 500
 	}
 	return 5000
 }
@@ -263,11 +263,11 @@ func TestKill9Resume(t *testing.T) {
 		t.Skip("in the child")
 	}
 	t.Parallel()
-	// ~1,000 products normally; 400 under the race detector, which slows
+	// ~1,000 products normally; 200 under the race detector, which slows
 	// both crawls (interrupted and reference) about 5×.
 	n := 1000
 	if raceOn || testing.Short() {
-		n = 400
+		n = 200
 	}
 	killAt := n / 3
 	site := fixture.New(fixture.Options{Products: n, Seed: 77, CrawlDelay: -1})

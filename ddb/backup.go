@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 

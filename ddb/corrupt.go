@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/pebble"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 

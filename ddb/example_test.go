@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
+
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/consumer"
 )

@@ -2,6 +2,7 @@ package ddb
 
 import (
 	"github.com/cockroachdb/pebble"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 

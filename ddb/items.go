@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 	"github.com/quarrydb/quarry/ddb/expr"
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/cockroachdb/pebble"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 	"github.com/quarrydb/quarry/ddb/expr"
 )

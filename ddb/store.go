@@ -27,6 +27,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
+
 	"github.com/quarrydb/quarry/ddb/sigv4"
 )
 

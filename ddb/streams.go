@@ -50,6 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/cockroachdb/pebble"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 

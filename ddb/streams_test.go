@@ -23,6 +23,7 @@ import (
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
 	"github.com/cockroachdb/pebble/vfs"
+
 	"github.com/quarrydb/quarry/ddb"
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/google/uuid"
+
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 

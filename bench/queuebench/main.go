@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"

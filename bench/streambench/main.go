@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/consumer"

@@ -14,6 +14,7 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/ddb/consumer"
 )

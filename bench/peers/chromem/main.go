@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/philippgille/chromem-go"
+
 	"github.com/quarrydb/quarry/bench/internal/eecarload"
 	"github.com/quarrydb/quarry/bench/internal/report"
 	"github.com/quarrydb/quarry/internal/eecar/embed"

@@ -25,8 +25,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/quarrydb/quarry/ddb"
 	"github.com/valyala/fasthttp"
+
+	"github.com/quarrydb/quarry/ddb"
 )
 
 // maxBody is the largest body read: one byte over DynamoDB's 16 MB, so

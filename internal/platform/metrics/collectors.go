@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/egress"
 )

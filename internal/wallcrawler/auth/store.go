@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/quarrydb/quarry/internal/wallcrawler/tables"
 )
 

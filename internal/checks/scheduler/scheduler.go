@@ -478,7 +478,7 @@ func (s *Scheduler) Beat(ctx context.Context, now time.Time) {
 			if e.foreign && s.ownsLocked(id, now) {
 				gained = append(gained, store.Due{ID: id})
 			}
-			if e.holder != "" && s.known[e.holder] && !slices.Contains(nodes, e.holder) && e.at.After(now) {
+			if s.deadLocked(e.holder, now) && e.at.After(now) {
 				// Waiting for the lease of a node now dead: claimed
 				// again at once, which takes the run over.
 				e.at = later(e.due, now)
@@ -549,7 +549,12 @@ func (s *Scheduler) ownsLocked(id string, now time.Time) bool {
 func (s *Scheduler) deadNode(node string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.known[node] || now.Sub(s.viewAt) > s.o.NodeLease {
+	return s.deadLocked(node, now)
+}
+
+// deadLocked is deadNode with s.mu held.
+func (s *Scheduler) deadLocked(node string, now time.Time) bool {
+	if node == "" || !s.known[node] || now.Sub(s.viewAt) > s.o.NodeLease {
 		return false
 	}
 	return !slices.Contains(s.nodes, node)

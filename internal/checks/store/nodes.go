@@ -104,8 +104,8 @@ func (s *Store) DropNode(ctx context.Context, owner string) error {
 // lease in the registry has ended (or is gone). A record dead would still
 // make of a run it had claimed is refused then (its condition is
 // leaseOwner = dead), so a period is recorded at most once. ErrLost when
-// a condition fails; ErrNotFound when the check is gone. Missed periods
-// are skipped as ClaimAhead skips them.
+// a condition fails (a check gone or no longer active included). Missed
+// periods are skipped as ClaimAhead skips them.
 func (s *Store) TakeOver(ctx context.Context, id, owner, dead string, due, now time.Time, lease time.Duration) (Check, error) {
 	if dead == "" || dead == owner {
 		return Check{}, fmt.Errorf("%w: check %s: no other owner to take it from", ErrLost, id)

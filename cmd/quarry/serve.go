@@ -208,15 +208,14 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 	lc.OnStop("backend health prober", func(context.Context) error { backends.Stop(); return nil })
 	s.registerMetrics(store)
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpserver.HealthDetails(func(ctx context.Context) error {
-		if err := backends.Check(ctx); err != nil {
-			return err
+	mux.Handle("GET /healthz", httpserver.HealthDetails(func(context.Context) (map[string]any, error) {
+		report, err := backends.Snapshot() // the status and the backends it names, read at once
+		if err == nil {
+			err = lifecycle.Waiting(s.slots)
 		}
-		return lifecycle.Waiting(s.slots)
-	}, func() map[string]any {
 		d := s.details() // wallcrawler: how its browsers are confined
-		d["systems"], d["dynamodb"], d["backends"] = s.health(), s.caps.Health(), backends.Report()
-		return d
+		d["systems"], d["dynamodb"], d["backends"] = s.health(), s.caps.Health(), report
+		return d, err
 	}))
 	mux.Handle("GET /metrics", s.reg)
 	for _, sl := range s.slots {

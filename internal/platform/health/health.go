@@ -4,7 +4,7 @@
 // once it fails, again after a backoff that doubles from Interval up to
 // MaxBackoff until it answers again. The process keeps serving whatever
 // does not need a failing backend; /healthz reports the failure (see
-// Checker.Check and Checker.Report) and recovers by itself.
+// Checker.Snapshot) and recovers by itself.
 package health
 
 import (
@@ -187,10 +187,8 @@ func (c *Checker) probe(ctx context.Context, name string) bool {
 	return err == nil
 }
 
-// Failing lists the backends whose last probe failed, by name.
-func (c *Checker) Failing() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// failingLocked lists the backends whose last probe failed, by name.
+func (c *Checker) failingLocked() []string {
 	var out []string
 	for _, name := range c.names {
 		if !c.backends[name].ok {
@@ -216,19 +214,15 @@ func (e *DegradedError) Error() string {
 // httpserver.HealthDetails.
 func (e *DegradedError) Degraded() bool { return true }
 
-// Check returns nil when every backend answered its last probe, and a
-// *DegradedError naming those that did not otherwise. It does not probe.
-func (c *Checker) Check(context.Context) error {
-	if failing := c.Failing(); len(failing) > 0 {
-		return &DegradedError{Backends: failing}
-	}
-	return nil
-}
-
-// Report is every backend's state as /healthz shows it:
-// {"dynamodb":{"ok":false,"error":"…","since":"…"},"postgres":{"ok":true}}.
-// since (RFC 3339, UTC) is when a failing backend stopped answering.
-func (c *Checker) Report() map[string]any {
+// Snapshot is every backend's state as /healthz shows it, and the status
+// it makes, read at one instant so that a status never contradicts the
+// backends beside it. The report is
+// {"dynamodb":{"ok":false,"error":"…","since":"…"},"postgres":{"ok":true}},
+// since (RFC 3339, UTC) being when a failing backend stopped answering; the
+// error is nil when every backend answered its last probe, and a
+// *DegradedError naming exactly those the report shows failing otherwise.
+// It does not probe.
+func (c *Checker) Snapshot() (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]any, len(c.names))
@@ -240,5 +234,8 @@ func (c *Checker) Report() map[string]any {
 		}
 		out[name] = map[string]any{"ok": false, "error": b.err, "since": b.since.UTC().Format(time.RFC3339)}
 	}
-	return out
+	if failing := c.failingLocked(); len(failing) > 0 {
+		return out, &DegradedError{Backends: failing}
+	}
+	return out, nil
 }

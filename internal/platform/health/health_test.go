@@ -49,18 +49,18 @@ func TestCheckerFailsAndRecovers(t *testing.T) {
 	if db.probes.Load() < 1 || pg.probes.Load() < 1 {
 		t.Fatal("Start returned before the first probes")
 	}
-	if err := c.Check(context.Background()); err != nil {
+	if err := check(c); err != nil {
 		t.Fatalf("healthy: %v", err)
 	}
 
 	db.down.Store(true)
-	waitUntil(t, "dynamodb failing", func() bool { return c.Check(context.Background()) != nil })
-	err := c.Check(context.Background())
+	waitUntil(t, "dynamodb failing", func() bool { return check(c) != nil })
+	err := check(c)
 	var d *DegradedError
 	if !errors.As(err, &d) || len(d.Backends) != 1 || d.Backends[0] != "dynamodb" || !d.Degraded() {
 		t.Fatalf("Check = %v, want a DegradedError naming dynamodb", err)
 	}
-	r := c.Report()
+	r := report(c)
 	got, _ := r["dynamodb"].(map[string]any)
 	if got["ok"] != false || got["error"] != "connection refused" || got["since"] == "" {
 		t.Errorf("report of dynamodb: %v", got)
@@ -85,8 +85,8 @@ func TestCheckerFailsAndRecovers(t *testing.T) {
 	}
 
 	db.down.Store(false)
-	waitUntil(t, "recovery", func() bool { return c.Check(context.Background()) == nil })
-	if r := c.Report()["dynamodb"].(map[string]any); r["ok"] != true {
+	waitUntil(t, "recovery", func() bool { return check(c) == nil })
+	if r := report(c)["dynamodb"].(map[string]any); r["ok"] != true {
 		t.Errorf("after recovery: %v", r)
 	}
 }
@@ -101,10 +101,56 @@ func TestCheckerTimeout(t *testing.T) {
 		t.Fatalf("Start took %s with a silent backend", time.Since(start))
 	}
 	var d *DegradedError
-	if err := c.Check(context.Background()); !errors.As(err, &d) {
+	if err := check(c); !errors.As(err, &d) {
 		t.Fatalf("Check = %v, want degraded", err)
 	}
-	if e := c.Report()["s3"].(map[string]any)["error"].(string); e == "" {
+	if e := report(c)["s3"].(map[string]any)["error"].(string); e == "" {
 		t.Error("no error reported")
 	}
+}
+
+// TestSnapshotAgrees reads the state while a backend flips between up and
+// down at every probe: the status (the error) and the report beside it
+// must describe the same instant, or /healthz says "ok" beside a failing
+// backend.
+func TestSnapshotAgrees(t *testing.T) {
+	var calls atomic.Int64
+	flip := func(context.Context) error {
+		if calls.Add(1)%2 == 0 {
+			return errors.New("connection refused")
+		}
+		return nil
+	}
+	c := New(Options{Interval: time.Microsecond, MaxBackoff: time.Microsecond})
+	c.Add("s3", flip)
+	c.Add("dynamodb", func(context.Context) error { return nil })
+	c.Start(context.Background())
+	defer c.Stop()
+	var up, down int
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		report, err := c.Snapshot()
+		s3ok := report["s3"].(map[string]any)["ok"].(bool)
+		var degraded *DegradedError
+		switch {
+		case err == nil && s3ok:
+			up++
+		case errors.As(err, &degraded) && !s3ok && len(degraded.Backends) == 1 && degraded.Backends[0] == "s3":
+			down++
+		default:
+			t.Fatalf("status error %v beside report %v", err, report)
+		}
+	}
+	if up == 0 || down == 0 {
+		t.Fatalf("saw %d up and %d down states; the backend never flipped while read", up, down)
+	}
+}
+
+func check(c *Checker) error {
+	_, err := c.Snapshot()
+	return err
+}
+
+func report(c *Checker) map[string]any {
+	r, _ := c.Snapshot()
+	return r
 }

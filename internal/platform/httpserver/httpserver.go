@@ -251,50 +251,52 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Health returns a /healthz handler that runs check (nil means healthy).
 func Health(check func(context.Context) error) http.Handler {
-	return HealthDetails(check, nil)
+	return HealthDetails(func(ctx context.Context) (map[string]any, error) {
+		if check == nil {
+			return nil, nil
+		}
+		return nil, check(ctx)
+	})
 }
 
-// HealthDetails is Health with details: each entry of what details returns
+// HealthDetails is Health with details, both from one call of state so
+// that they describe the same instant: each entry of the map state returns
 // (nil: none) is one more member of the JSON object, after "status" (and
 // "error"), in key order; for example
 // {"status":"ok","wallcrawler":{"browserUser":"nobody","sandbox":true}}.
-// A failing check answers 503 with status "unhealthy", or "degraded" when
-// its error (or one it wraps) has a method Degraded() bool that returns
+// A non-nil error answers 503 with status "unhealthy", or "degraded" when
+// the error (or one it wraps) has a method Degraded() bool that returns
 // true: the process serves, but something it depends on fails.
-func HealthDetails(check func(context.Context) error, details func() map[string]any) http.Handler {
+func HealthDetails(state func(context.Context) (map[string]any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		d, err := state(r.Context())
 		var extra []byte
-		if details != nil {
-			d := details()
-			keys := make([]string, 0, len(d))
-			for k := range d {
-				if k != "status" && k != "error" {
-					keys = append(keys, k)
-				}
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				kj, _ := json.Marshal(k)
-				vj, err := json.Marshal(d[k])
-				if err != nil {
-					vj, _ = json.Marshal(err.Error())
-				}
-				extra = append(append(append(append(extra, ','), kj...), ':'), vj...)
+		keys := make([]string, 0, len(d))
+		for k := range d {
+			if k != "status" && k != "error" {
+				keys = append(keys, k)
 			}
 		}
-		if check != nil {
-			if err := check(r.Context()); err != nil {
-				status := "unhealthy"
-				var d interface{ Degraded() bool }
-				if errors.As(err, &d) && d.Degraded() {
-					status = "degraded"
-				}
-				msg, _ := json.Marshal(err.Error())
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "{\"status\":%q,\"error\":%s%s}\n", status, msg, extra)
-				return
+		sort.Strings(keys)
+		for _, k := range keys {
+			kj, _ := json.Marshal(k)
+			vj, merr := json.Marshal(d[k])
+			if merr != nil {
+				vj, _ = json.Marshal(merr.Error())
 			}
+			extra = append(append(append(append(extra, ','), kj...), ':'), vj...)
+		}
+		if err != nil {
+			status := "unhealthy"
+			var d interface{ Degraded() bool }
+			if errors.As(err, &d) && d.Degraded() {
+				status = "degraded"
+			}
+			msg, _ := json.Marshal(err.Error())
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "{\"status\":%q,\"error\":%s%s}\n", status, msg, extra)
+			return
 		}
 		fmt.Fprintf(w, "{\"status\":\"ok\"%s}\n", extra)
 	})

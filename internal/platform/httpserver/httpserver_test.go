@@ -43,7 +43,16 @@ func TestHealthDetails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			HealthDetails(tc.check, tc.details).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+			HealthDetails(func(ctx context.Context) (map[string]any, error) {
+				var d map[string]any
+				if tc.details != nil {
+					d = tc.details()
+				}
+				if tc.check == nil {
+					return d, nil
+				}
+				return d, tc.check(ctx)
+			}).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
 			if rec.Code != tc.wantCode || rec.Body.String() != tc.wantBody {
 				t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
 			}

@@ -95,6 +95,10 @@ func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
 		projectID = in.ProjectID
 	}
 	c, err := h.opts.Contexts.Create(r.Context(), projectID, in.Name)
+	if errors.Is(err, contexts.ErrQuota) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("This project has %d contexts, the most allowed: delete one (DELETE /v1/contexts/{id}) before creating another", h.opts.Contexts.MaxPerProject()))
+		return
+	}
 	if err != nil {
 		h.serverError(w, r, err)
 		return

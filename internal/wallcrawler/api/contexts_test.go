@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +58,8 @@ type ctxEnv struct {
 	key      string
 	key3     string
 
-	// extensions is served too, with archives capped at 64 KiB.
+	// contexts are capped at 3 a project; extensions are served too, with
+	// archives capped at 64 KiB and 3 a project.
 	extensions *extensions.Store
 }
 
@@ -92,7 +94,7 @@ func setupContexts(t *testing.T) *ctxEnv {
 		t.Fatal(err)
 	}
 	e.blobs = blobs
-	e.contexts = contexts.New(client, names, blobs, &contexts.Options{Now: e.clock.now})
+	e.contexts = contexts.New(client, names, blobs, &contexts.Options{Now: e.clock.now, MaxPerProject: 3})
 	e.extensions = extensions.New(blobs, &extensions.Options{Now: e.clock.now, MaxZipBytes: 64 << 10, MaxPerProject: 3, TempDir: t.TempDir()})
 	signer := blob.NewSigner([]byte("test secret"), "/blobs/", e.clock.now)
 	h := api.New(st, &api.Options{
@@ -512,4 +514,47 @@ func TestContextUploadURLDiesWithContext(t *testing.T) {
 			t.Fatal("the racing upload's archive survived the DELETE")
 		}
 	})
+}
+
+// TestContextsQuota creates past a project's context cap (3 here), one
+// by one and then 12 at once: the cap holds under concurrent creates, a
+// refusal is 403 with what to do, another project still creates, and a
+// delete makes room again.
+func TestContextsQuota(t *testing.T) {
+	t.Parallel()
+	e := setupContexts(t)
+	var ids []string
+	for range 3 {
+		ids = append(ids, e.create(t, e.key, "").ID)
+	}
+	status, b := e.call(t, "POST", "/v1/contexts", e.key, "")
+	wantCtxError(t, status, b, http.StatusForbidden, "This project has 3 contexts, the most allowed: delete one (DELETE /v1/contexts/{id})")
+
+	var wg sync.WaitGroup
+	var created atomic.Int32
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, b := e.call(t, "POST", "/v1/contexts", e.key3, "")
+			switch status {
+			case http.StatusCreated:
+				created.Add(1)
+			case http.StatusForbidden:
+			default:
+				t.Errorf("concurrent create: %d %s", status, b)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := created.Load(); n != 3 {
+		t.Fatalf("%d of 12 concurrent creates passed a cap of 3", n)
+	}
+
+	if status, b := e.call(t, "DELETE", "/v1/contexts/"+ids[0], e.key, ""); status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", status, b)
+	}
+	e.create(t, e.key, "")
+	status, b = e.call(t, "POST", "/v1/contexts", e.key, "")
+	wantCtxError(t, status, b, http.StatusForbidden, "This project has 3 contexts")
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +44,22 @@ var (
 	// data, a malformed tar header, an entry shorter or longer than its
 	// header says).
 	ErrCorruptArchive = errors.New("contexts: corrupt archive")
+	// ErrQuota means the project holds Options.MaxPerProject contexts
+	// already.
+	ErrQuota = errors.New("contexts: the project has the most contexts allowed")
 )
+
+// DefaultMaxPerProject caps a project's contexts, so that one tenant
+// cannot fill the blob store with profile archives (each up to
+// Store.MaxArchiveBytes).
+const DefaultMaxPerProject = 100
+
+// countAttr is the attribute of the project's item (wallcrawler-projects)
+// that counts its contexts: Create adds one in the same transaction that
+// writes the context, Delete takes one away in the transaction that
+// removes it, so the count cannot drift, and the cap holds under
+// concurrent creates.
+const countAttr = "contextCount"
 
 // Default unpack caps of a context archive.
 const (
@@ -110,6 +126,9 @@ type Options struct {
 	// type) Restore reads from one archive; default
 	// DefaultMaxUnpackEntries.
 	MaxUnpackEntries int
+	// MaxPerProject caps the contexts of one project; default
+	// DefaultMaxPerProject.
+	MaxPerProject int
 }
 
 // Store reads and writes contexts and their archives. It is safe for
@@ -140,6 +159,9 @@ func New(client *dynamodb.Client, names tables.Names, blobs blob.Store, opts *Op
 	if o.MaxUnpackEntries <= 0 {
 		o.MaxUnpackEntries = DefaultMaxUnpackEntries
 	}
+	if o.MaxPerProject <= 0 {
+		o.MaxPerProject = DefaultMaxPerProject
+	}
 	return &Store{client: client, names: names, blobs: blobs, opts: o}
 }
 
@@ -158,6 +180,7 @@ func StorageKey(projectID, contextID string) string {
 }
 
 // Create writes a new context of project projectID with an optional name.
+// A project that holds MaxPerProject contexts is refused with ErrQuota.
 func (s *Store) Create(ctx context.Context, projectID, name string) (Context, error) {
 	if projectID == "" {
 		return Context{}, errors.New("contexts: create: project id is required")
@@ -176,16 +199,35 @@ func (s *Store) Create(ctx context.Context, projectID, name string) (Context, er
 		UpdatedAt: now,
 	}
 	c.StorageKey = StorageKey(projectID, c.ID)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.names.Contexts),
-		Item:                item(c),
-		ConditionExpression: aws.String("attribute_not_exists(contextId)"),
-	})
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                aws.String(s.names.Projects),
+			Key:                      map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: projectID}},
+			UpdateExpression:         aws.String("ADD #n :one"),
+			ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :max"),
+			ExpressionAttributeNames: map[string]string{"#n": countAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":one": &types.AttributeValueMemberN{Value: "1"},
+				":max": &types.AttributeValueMemberN{Value: strconv.Itoa(s.opts.MaxPerProject)},
+			},
+		}},
+		{Put: &types.Put{
+			TableName:           aws.String(s.names.Contexts),
+			Item:                item(c),
+			ConditionExpression: aws.String("attribute_not_exists(contextId)"),
+		}},
+	}})
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		return Context{}, fmt.Errorf("%w: %d", ErrQuota, s.opts.MaxPerProject)
+	}
 	if err != nil {
 		return Context{}, fmt.Errorf("contexts: create: %w", err)
 	}
 	return c, nil
 }
+
+// MaxPerProject returns the cap on a project's contexts.
+func (s *Store) MaxPerProject() int { return s.opts.MaxPerProject }
 
 // maxIDBytes bounds the context IDs looked up: quarry's own are "ctx_" and hex,
 // and a longer one (from a request body) cannot name a context, where
@@ -289,16 +331,47 @@ func (s *Store) Delete(ctx context.Context, projectID, id string) error {
 	if err := s.blobs.Delete(ctx, c.StorageKey); err != nil {
 		return fmt.Errorf("contexts: delete archive: %w", err)
 	}
-	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	return s.deleteItem(ctx, projectID, id)
+}
+
+// deleteItem removes the context's item and takes it off its project's
+// count in one transaction. A context written before the project had a
+// count (the count's condition fails) is removed alone.
+func (s *Store) deleteItem(ctx context.Context, projectID, id string) error {
+	del := &types.Delete{
 		TableName:           aws.String(s.names.Contexts),
 		Key:                 key(id),
 		ConditionExpression: aws.String("projectId = :p"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":p": &types.AttributeValueMemberS{Value: projectID},
 		},
-	})
-	if ddbitem.ConditionFailed(err) {
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Delete: del},
+		{Update: &types.Update{
+			TableName:                aws.String(s.names.Projects),
+			Key:                      map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: projectID}},
+			UpdateExpression:         aws.String("ADD #n :minus"),
+			ConditionExpression:      aws.String("#n > :zero"),
+			ExpressionAttributeNames: map[string]string{"#n": countAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":minus": &types.AttributeValueMemberN{Value: "-1"},
+				":zero":  &types.AttributeValueMemberN{Value: "0"},
+			},
+		}},
+	}})
+	r := ddbitem.CancelReasons(err)
+	switch {
+	case len(r) > 0 && r[0] == "ConditionalCheckFailed":
 		return fmt.Errorf("%w: context %s", ErrNotFound, id)
+	case len(r) > 1 && r[1] == "ConditionalCheckFailed":
+		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: del.TableName, Key: del.Key,
+			ConditionExpression: del.ConditionExpression, ExpressionAttributeValues: del.ExpressionAttributeValues,
+		})
+		if ddbitem.ConditionFailed(err) {
+			return fmt.Errorf("%w: context %s", ErrNotFound, id)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("contexts: delete: %w", err)

@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/quarrydb/quarry/ddb"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/wallcrawler/contexts"
@@ -41,9 +45,11 @@ func (c *clock) add(d time.Duration) {
 }
 
 type env struct {
-	store *contexts.Store
-	blobs *blob.Dir
-	clock *clock
+	store  *contexts.Store
+	client *dynamodb.Client
+	names  tables.Names
+	blobs  *blob.Dir
+	clock  *clock
 }
 
 func setup(t *testing.T) *env {
@@ -63,7 +69,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	c := &clock{t: time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)}
-	return &env{store: contexts.New(client, names, blobs, &contexts.Options{Now: c.now}), blobs: blobs, clock: c}
+	return &env{store: contexts.New(client, names, blobs, &contexts.Options{Now: c.now}), client: client, names: names, blobs: blobs, clock: c}
 }
 
 func (e *env) create(t *testing.T, projectID string) contexts.Context {
@@ -520,5 +526,37 @@ func TestRestoreCorruptArchive(t *testing.T) {
 	}
 	if ok, err := e.store.Restore(context.Background(), c, t.TempDir()); err == nil || ok {
 		t.Fatalf("Restore = %v, %v", ok, err)
+	}
+}
+
+// TestDeleteUncounted deletes a context its project's count does not
+// know (written before the project had one): the delete succeeds, and the
+// count never goes below zero, so the project can still create up to its
+// cap.
+func TestDeleteUncounted(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c := e.create(t, "proj_a")
+	if _, err := e.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(e.names.Projects),
+		Key:              map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: "proj_a"}},
+		UpdateExpression: aws.String("REMOVE contextCount"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Delete(ctx, "proj_a", c.ID); err != nil {
+		t.Fatalf("delete of an uncounted context: %v", err)
+	}
+	if _, err := e.store.Get(ctx, "proj_a", c.ID); !errors.Is(err, contexts.ErrNotFound) {
+		t.Fatalf("after delete: %v, want ErrNotFound", err)
+	}
+	for i := range contexts.DefaultMaxPerProject {
+		if _, err := e.store.Create(ctx, "proj_a", ""); err != nil {
+			t.Fatalf("create %d of %d: %v", i+1, contexts.DefaultMaxPerProject, err)
+		}
+	}
+	if _, err := e.store.Create(ctx, "proj_a", ""); !errors.Is(err, contexts.ErrQuota) {
+		t.Fatalf("create past the cap: %v, want ErrQuota", err)
 	}
 }

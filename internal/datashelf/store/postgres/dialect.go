@@ -103,13 +103,16 @@ func newDialect() *store.Dialect {
 		WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $3 RETURNING id::text`,
 		// Both UPDATEs see the statement's one snapshot, in which the
 		// jobs completed are running and those claimed queued: they never
-		// touch the same row.
+		// touch the same row. A completed job comes back as its id only,
+		// the other columns filled with constants of their types (the
+		// caller reads only the id), so the statement does not copy the
+		// finished jobs' metadata back.
 		CompleteAndClaim: `
 		WITH done AS (
 			UPDATE scrape_job SET status = 'completed', completed_at = $1,
 				locked_at = NULL, locked_by = NULL, updated_at = $1
 			WHERE id = ANY($4::uuid[]) AND status = 'running' AND locked_by = $3
-			RETURNING ` + jobCols + `
+			RETURNING id
 		), next AS (
 			SELECT id FROM scrape_job
 			WHERE status = 'queued' AND run_after <= $1
@@ -122,7 +125,8 @@ func newDialect() *store.Dialect {
 			FROM next WHERE j.id = next.id
 			RETURNING ` + prefixCols("j.", jobCols) + `
 		)
-		SELECT 'done', * FROM done UNION ALL SELECT 'claimed', * FROM claimed`,
+		SELECT 'claimed', * FROM claimed UNION ALL
+		SELECT 'done', id::text, 'product', '', 'completed', 0, 0, 0, $1, NULL, NULL, NULL, '{}', $1, $1, $1 FROM done`,
 		FailLock: `SELECT status, locked_by, attempts, max_attempts FROM scrape_job WHERE id = $1 FOR UPDATE`,
 		FailFinal: `UPDATE scrape_job SET status = 'failed', completed_at = $2,
 				last_error = $3, locked_at = NULL, locked_by = NULL, updated_at = $2 WHERE id = $1

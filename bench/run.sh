@@ -12,7 +12,9 @@
 #     the clients go, to compare latencies at a load every target carries.
 #   DYNALITE_PORT (4567), QUARRY_PORT (8000), NULL_PORT (8100): the next
 #     free port is used when one is taken.
-#   PEERS (/tmp/peers): where dynalite is installed, outside the repository.
+#   PEERS (PEERS_DIR when set, as `make bench` sets it to .cache/peers, a
+#     git-ignored directory; else /tmp/peers): where dynalite (and moto when
+#     the python on PATH lacks it) is installed, never in tracked files.
 #   QUARRY_MODE: "cli" (go build ./cmd/quarry, then `quarry ddb serve`) or
 #     "embedded" (ddbbench -embedded); default: cli when cmd/quarry exists.
 #   NULL_TARGET (1): 0 leaves out the null server (target "null").
@@ -46,7 +48,7 @@ DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 OUT=${OUT:-bench/RESULTS.md}
-PEERS=${PEERS:-/tmp/peers}
+PEERS=${PEERS:-${PEERS_DIR:-/tmp/peers}}
 DYNALITE_VERSION=4.0.0
 if [[ -z ${QUARRY_MODE:-} ]]; then
 	if [[ -d cmd/quarry ]]; then QUARRY_MODE=cli; else QUARRY_MODE=embedded; fi

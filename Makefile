@@ -79,7 +79,7 @@ peer-deps:
 test-peer: peer-deps
 	@PEERS_DIR=$(PEERS_DIR) bash scripts/test-peer.sh
 
-## bench: run bench/ against quarry and dynalite; appends to bench/RESULTS.md
+## bench: run bench/ against quarry, dynalite and moto_server; appends to bench/RESULTS.md
 bench: peer-deps
 	@PEERS_DIR=$(PEERS_DIR) bash bench/run.sh
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh — GetItem / PutItem / Query benchmark of quarry against
-# dynalite on this machine, in one run, with the null server (ddbbench
-# -null-listen: no storage, precomputed answers) as the ceiling any server
-# could reach here; results appended to bench/RESULTS.md.
+# dynalite and moto_server on this machine, in one run, with the null
+# server (ddbbench -null-listen: no storage, precomputed answers) as the
+# ceiling any server could reach here; results appended to bench/RESULTS.md.
 #
 # Usage: bench/run.sh [extra ddbbench flags...]
 # Environment:
@@ -12,7 +12,9 @@
 #     the clients go, to compare latencies at a load every target carries.
 #   DYNALITE_PORT (4567), QUARRY_PORT (8000), NULL_PORT (8100): the next
 #     free port is used when one is taken.
-#   PEERS (/tmp/peers): where dynalite is installed, outside the repository.
+#   PEERS (PEERS_DIR when set, as `make bench` sets it to .cache/peers, a
+#     git-ignored directory; else /tmp/peers): where dynalite (and moto when
+#     the python on PATH lacks it) is installed, never in tracked files.
 #   QUARRY_MODE: "cli" (go build ./cmd/quarry, then `quarry ddb serve`) or
 #     "embedded" (ddbbench -embedded); default: cli when cmd/quarry exists.
 #   NULL_TARGET (1): 0 leaves out the null server (target "null").
@@ -27,6 +29,12 @@
 #     instead of net/http (target "quarry-fasthttp", bench/peers/fasthttp,
 #     a nested module; fsync on like quarry), the HTTP-layer trial of
 #     issue #19.
+#   MOTO_TARGET (1): 0 leaves out moto_server (target "moto": moto
+#     MOTO_VERSION with its server extra, the DynamoDB mock LocalStack and
+#     many Python users run; in-memory). The python3 on PATH (PYTHON) is
+#     used when it has that moto; otherwise `pip install --target` puts it
+#     in $PEERS/moto-MOTO_VERSION, outside the repository. When neither
+#     works the target is skipped with a message and the run goes on.
 #   BASE_REV (unset): a git revision; adds `quarry ddb serve` built from it
 #     (target "quarry-base", git archive into the run's temporary
 #     directory), to compare a change with its base in the same run.
@@ -40,7 +48,7 @@ DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 OUT=${OUT:-bench/RESULTS.md}
-PEERS=${PEERS:-/tmp/peers}
+PEERS=${PEERS:-${PEERS_DIR:-/tmp/peers}}
 DYNALITE_VERSION=4.0.0
 if [[ -z ${QUARRY_MODE:-} ]]; then
 	if [[ -d cmd/quarry ]]; then QUARRY_MODE=cli; else QUARRY_MODE=embedded; fi
@@ -50,6 +58,9 @@ NOSYNC_TARGET=${NOSYNC_TARGET:-1}
 NULL_RAW_TARGET=${NULL_RAW_TARGET:-0}
 FASTHTTP_TARGET=${FASTHTTP_TARGET:-0}
 BASE_REV=${BASE_REV:-}
+MOTO_TARGET=${MOTO_TARGET:-1}
+MOTO_VERSION=${MOTO_VERSION:-5.2.1}
+PYTHON=${PYTHON:-python3}
 
 WORK=$(mktemp -d /tmp/ddbbench-run.XXXXXX)
 PIDS=()
@@ -199,8 +210,30 @@ wait_port "$DYNALITE_PORT" dynalite "$DYNALITE_PID"
 TARGETS+=("dynalite=http://127.0.0.1:$DYNALITE_PORT")
 PIDS_ARG+=("dynalite=$DYNALITE_PID")
 
-# 4. The benchmark.
-NOTE="dynalite $DYNALITE_VERSION on node $(node --version) (in-memory); $QUARRY_DESC$NULL_DESC; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' + uncommitted changes')"
+# 4. moto_server, from the python on PATH when it has moto $MOTO_VERSION
+# with Flask (the server extra), else installed under $PEERS.
+MOTO_DESC=""
+moto_ok() { PYTHONPATH=$1 "$PYTHON" -c "import sys, flask, moto; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; }
+if [[ $MOTO_TARGET != 0 ]]; then
+	MOTO_PATH=""
+	if ! moto_ok ""; then
+		MOTO_PATH="$PEERS/moto-$MOTO_VERSION"
+		if ! moto_ok "$MOTO_PATH"; then
+			log "installing moto[server]==$MOTO_VERSION into $MOTO_PATH"
+			"$PYTHON" -m pip install --quiet --disable-pip-version-check --target "$MOTO_PATH" "moto[server]==$MOTO_VERSION" >&2 || true
+		fi
+	fi
+	if moto_ok "$MOTO_PATH"; then
+		MOTO_PORT=$(free_port "${MOTO_PORT:-5000}")
+		start_target moto "$MOTO_PORT" env PYTHONPATH="$MOTO_PATH" "$PYTHON" -m moto.server -H 127.0.0.1 -p "$MOTO_PORT"
+		MOTO_DESC="; moto: moto_server $MOTO_VERSION ($("$PYTHON" --version 2>&1), \`python -m moto.server\`, in-memory)"
+	else
+		log "skipping target moto: moto[server] $MOTO_VERSION is not importable by $PYTHON and could not be installed into $PEERS/moto-$MOTO_VERSION (set MOTO_TARGET=0 to silence this)"
+	fi
+fi
+
+# 5. The benchmark.
+NOTE="dynalite $DYNALITE_VERSION on node $(node --version) (in-memory)$MOTO_DESC; $QUARRY_DESC$NULL_DESC; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' + uncommitted changes')"
 join() {
 	local IFS=,
 	echo "$*"
@@ -215,6 +248,7 @@ if [[ $NULL_TARGET == 0 ]]; then ENV_REC+=(NULL_TARGET=0); fi
 if [[ $NOSYNC_TARGET == 0 ]]; then ENV_REC+=(NOSYNC_TARGET=0); fi
 if [[ $NULL_RAW_TARGET == 1 ]]; then ENV_REC+=(NULL_RAW_TARGET=1); fi
 if [[ $FASTHTTP_TARGET == 1 ]]; then ENV_REC+=(FASTHTTP_TARGET=1); fi
+if [[ $MOTO_TARGET == 0 ]]; then ENV_REC+=(MOTO_TARGET=0); fi
 if [[ -n $BASE_REV ]]; then ENV_REC+=(BASE_REV="$BASE_REV"); fi
 "$WORK/ddbbench" "${ARGS[@]}" \
 	-command "$(quote env "${ENV_REC[@]}" bench/run.sh "$@") → ddbbench $(quote "${ARGS[@]}" "$@")" \

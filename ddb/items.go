@@ -478,6 +478,27 @@ func (s *Store) applyWrite(t *table, key []byte, cond *expr.Condition, rvOnFailu
 	return old, new, nil
 }
 
+// putBlind writes item under key on t, replacing whatever is stored there
+// without reading it. It is applyWrite for an unconditional write whose
+// answer needs no old item, on a table where no index entry, expiry entry
+// or change record derives from items (table.derivesFromItems): there the
+// item's own key is all the write changes. An old item that cannot be
+// decoded is replaced as applyWrite's blind writes replace it.
+//
+// It still takes the item's lock: a conditional write of the same item
+// reads, checks and commits under it, and a write landing between its
+// check and its commit would be lost.
+func (s *Store) putBlind(t *table, key []byte, item attr.Item) error {
+	defer s.lockKeys(key)()
+	b := s.newBatch()
+	defer b.release(s)
+	b.Set(key, encodeItem(item), nil)
+	if err := s.commit(b); err != nil {
+		return internal(err)
+	}
+	return nil
+}
+
 // PutItem writes an item, replacing any item with the same key.
 func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if err := in.check("item", in.Item == nil, "ALL_OLD"); err != nil {
@@ -495,9 +516,16 @@ func (s *Store) PutItem(in *PutItemInput) (*ItemOutput, error) {
 	if err := t.validateItem(in.Item); err != nil {
 		return nil, err
 	}
-	old, _, err := s.applyWrite(t, t.itemKey(in.Item), cond, in.ReturnValuesOnConditionCheckFailure, true,
-		func(attr.Item) (attr.Item, error) { return in.Item, nil })
-	if err != nil {
+	key := t.itemKey(in.Item)
+	var old attr.Item
+	if cond == nil && in.ReturnValues != "ALL_OLD" && !wantCapacity(in.ReturnConsumedCapacity) && !t.derivesFromItems() {
+		// Nothing in the answer or in the store depends on the item this
+		// one replaces: write without reading it.
+		if err := s.putBlind(t, key, in.Item); err != nil {
+			return nil, err
+		}
+	} else if old, _, err = s.applyWrite(t, key, cond, in.ReturnValuesOnConditionCheckFailure, true,
+		func(attr.Item) (attr.Item, error) { return in.Item, nil }); err != nil {
 		return nil, err
 	}
 	out := &ItemOutput{ConsumedCapacity: writeCapacity(t, in.ReturnConsumedCapacity, old, in.Item),

@@ -365,6 +365,11 @@ func (s *Store) tableNames() []string {
 // lockKeys locks the item stripes of the given storage keys in a fixed order
 // (so concurrent multi-item writes cannot deadlock) and returns the unlock.
 func (s *Store) lockKeys(keys ...[]byte) func() {
+	if len(keys) == 1 {
+		m := &s.stripes[maphash.Bytes(s.seed, keys[0])%uint64(len(s.stripes))]
+		m.Lock()
+		return m.Unlock
+	}
 	idx := make([]int, 0, len(keys))
 	seen := map[int]bool{}
 	for _, k := range keys {

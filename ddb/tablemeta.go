@@ -95,6 +95,14 @@ type table struct {
 	ddl sync.RWMutex
 }
 
+// derivesFromItems reports whether writing an item on t changes more than
+// the item's own key: secondary index entries, a TTL expiry entry or a
+// change record (streams, point-in-time recovery), each computed from the
+// old item as well as the new one.
+func (t *table) derivesFromItems() bool {
+	return len(t.indexes) > 0 || t.meta.TTLAttribute != "" || t.logged()
+}
+
 const (
 	nsMeta  = 'm' // m<table name> → tableMeta JSON
 	nsData  = 'd' // d<table id><hash32><pk>[<sk>] → item

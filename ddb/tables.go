@@ -2,7 +2,6 @@ package ddb
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -13,7 +12,22 @@ import (
 	"github.com/quarrydb/quarry/ddb/attr"
 )
 
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+// validName reports whether name matches DynamoDB's pattern for table and
+// index names, [a-zA-Z0-9_.-]+. Every request names a table: a byte loop
+// checks it at a fraction of a regular expression's cost.
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 const (
 	maxLSIs = 5
@@ -35,7 +49,7 @@ func checkName(c *constraintErrors, field, name string) {
 		c.add("Value '' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 1", field)
 		return
 	}
-	if !namePattern.MatchString(name) {
+	if !validName(name) {
 		c.add("Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
 	}
 	if len(name) < 3 {

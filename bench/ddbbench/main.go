@@ -859,6 +859,15 @@ func render(cfg *config, results []result) string {
 				b.WriteString(ratioRow(n+"/dynalite", r, d))
 			}
 		}
+		// quarry against the second peer and against its own base build
+		// (run.sh's BASE_REV), when the run has them.
+		if q, ok := byKey[op+"/quarry"]; ok {
+			for _, ref := range []string{"moto", "quarry-base"} {
+				if r, ok := byKey[op+"/"+ref]; ok {
+					b.WriteString(ratioRow("quarry/"+ref, q, r))
+				}
+			}
+		}
 		b.WriteString("\n")
 		z, okz := byKey[op+"/null"]
 		for _, n := range names {

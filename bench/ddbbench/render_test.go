@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRenderPeerRatios checks the ratio rows of a run's section: every
+// target against dynalite, and quarry against moto and against its base
+// build when the run has them.
+func TestRenderPeerRatios(t *testing.T) {
+	res := func(target string, ops int, cpu time.Duration) result {
+		return result{op: "PutItem", target: target, ops: ops, elapsed: time.Second, serverCPU: cpu * time.Duration(ops)}
+	}
+	cases := []struct {
+		name    string
+		results []result
+		want    []string
+		notWant []string
+	}{{
+		name: "quarry, quarry-base, moto and dynalite",
+		results: []result{res("quarry", 3000, 60*time.Microsecond), res("quarry-base", 2000, 100*time.Microsecond),
+			res("moto", 300, 2*time.Millisecond), res("dynalite", 1500, 180*time.Microsecond)},
+		want: []string{
+			"| **quarry/dynalite** | **2.00×** |",
+			"| **moto/dynalite** | **0.20×** |",
+			"| **quarry/moto** | **10.00×** | – | – | – | 0.03× |",
+			"| **quarry/quarry-base** | **1.50×** | – | – | – | 0.60× |",
+		},
+	}, {
+		name:    "without moto or a base build",
+		results: []result{res("quarry", 3000, 60*time.Microsecond), res("dynalite", 1500, 180*time.Microsecond)},
+		want:    []string{"| **quarry/dynalite** | **2.00×** |"},
+		notWant: []string{"quarry/moto", "quarry/quarry-base"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config{ops: []string{"PutItem"}, concurrency: 16, duration: time.Second, rounds: 1}
+			for _, r := range tc.results {
+				cfg.targets = append(cfg.targets, target{name: r.target})
+			}
+			out := render(cfg, tc.results)
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("section lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("section has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package search
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -79,9 +78,95 @@ var specDims = []struct{ key, dim string }{
 	{"weight", "mass"}, {"mass", "mass"},
 }
 
-// quantityRE finds numbers with units: "11kW", "72.6 kWh", "1,000 V",
-// "80%". The unit must end the word.
-var quantityRE = regexp.MustCompile(`(?i)(\d+(?:[.,]\d+)*)\s?(kwh|mwh|wh|kw|mw|kv|mah|ah|volts?|amps?|nm|kg|v|w|a|%)(?:$|[^a-z0-9])`)
+// quantityUnits are the units findQuantities recognises, in the order
+// they are tried: a longer unit before the shorter one it starts with
+// ("kwh" before "kw"), "volts" before "volt".
+var quantityUnits = []string{"kwh", "mwh", "wh", "kw", "mw", "kv", "mah", "ah", "volts", "volt", "amps", "amp", "nm", "kg", "v", "w", "a", "%"}
+
+// quantitySpan locates one number with its unit in findQuantities'
+// text: the number is lower[num:numEnd], the unit lower[unit:unitEnd].
+type quantitySpan struct{ num, numEnd, unit, unitEnd int }
+
+// findQuantities finds numbers with units in lower-cased text, left to
+// right without overlap: "11kw", "72.6 kwh", "1,000 v", "80%". A number is
+// digits with single '.' or ',' between digit groups (the longest such
+// number is tried first, then shorter ones); one optional space
+// character (\t \n \f \r or ' ') may stand between it and the unit; the
+// unit must end the word (the text ends, or a character other than a-z
+// and 0-9 follows). It scans bytes, with no regular expression: on Put
+// it runs over every part's text and specs.
+func findQuantities(lower string, out []quantitySpan) []quantitySpan {
+	for i := 0; i < len(lower); {
+		if !isDigit(lower[i]) {
+			i++
+			continue
+		}
+		if m, ok := quantityAt(lower, i); ok {
+			out = append(out, m)
+			i = m.unitEnd + 1 // the byte after the unit is not a digit
+			continue
+		}
+		i++
+	}
+	return out
+}
+
+// quantityAt matches a number with its unit starting at lower[i], a
+// digit.
+func quantityAt(lower string, i int) (quantitySpan, bool) {
+	// ends are the ends of the candidate numbers: after each digit group
+	// of "d+([.,]d+)*", the longest tried first. A number ending inside a
+	// digit group is followed by a digit, which is neither a space nor a
+	// unit, so only group ends can match.
+	var buf [8]int
+	ends := buf[:0]
+	j := i
+	for {
+		for j < len(lower) && isDigit(lower[j]) {
+			j++
+		}
+		ends = append(ends, j)
+		if j+1 < len(lower) && (lower[j] == '.' || lower[j] == ',') && isDigit(lower[j+1]) {
+			j++
+			continue
+		}
+		break
+	}
+	for k := len(ends) - 1; k >= 0; k-- {
+		end := ends[k]
+		starts := [2]int{-1, end}
+		if end < len(lower) && isSpace(lower[end]) {
+			starts[0] = end + 1
+		}
+		for _, u := range starts {
+			if u < 0 {
+				continue
+			}
+			for _, unit := range quantityUnits {
+				if strings.HasPrefix(lower[u:], unit) && wordEnds(lower, u+len(unit)) {
+					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit)}, true
+				}
+			}
+		}
+	}
+	return quantitySpan{}, false
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// isSpace is the regular-expression class \s: \t \n \f \r and ' '.
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r' }
+
+// wordEnds reports whether a word ends at lower[i]: the text ends there,
+// or a character other than a-z and 0-9 follows. 'ſ' (U+017F) counts as
+// a letter, being an s under Unicode case folding.
+func wordEnds(lower string, i int) bool {
+	if i == len(lower) {
+		return true
+	}
+	b := lower[i]
+	return !(b >= 'a' && b <= 'z' || isDigit(b)) && !strings.HasPrefix(lower[i:], "ſ")
+}
 
 // before and after range words: English before the number, Korean after.
 var (
@@ -112,8 +197,9 @@ var (
 func ParseConstraints(text string) []Constraint {
 	var out []Constraint
 	lower := strings.ToLower(text)
-	for _, m := range quantityRE.FindAllStringSubmatchIndex(lower, -1) {
-		num, unit := lower[m[2]:m[3]], lower[m[4]:m[5]]
+	var buf [8]quantitySpan
+	for _, q := range findQuantities(lower, buf[:0]) {
+		num, unit := lower[q.num:q.numEnd], lower[q.unit:q.unitEnd]
 		v, err := strconv.ParseFloat(strings.ReplaceAll(num, ",", ""), 64)
 		u, ok := units[unit]
 		if err != nil || !ok {
@@ -121,16 +207,16 @@ func ParseConstraints(text string) []Constraint {
 		}
 		// A number glued to letters before it ("ncm811", "ioniq5") is
 		// part of a name, not a quantity.
-		if m[2] > 0 && isWordByte(lower[m[2]-1]) {
+		if q.num > 0 && isWordByte(lower[q.num-1]) {
 			continue
 		}
 		// One-letter units other than V must follow the number directly
 		// ("10A", "500W"): "Model 3 a …" is not 3 amperes.
-		if (unit == "a" || unit == "w") && m[4] > m[3] {
+		if (unit == "a" || unit == "w") && q.unit > q.numEnd {
 			continue
 		}
 		op := opEq
-		head := strings.TrimRight(lower[:m[2]], " ")
+		head := strings.TrimRight(lower[:q.num], " ")
 		for _, r := range rangeBefore {
 			for _, w := range r.words {
 				if strings.HasSuffix(head, w) && (len(head) == len(w) || !isWordByte(head[len(head)-len(w)-1]) || !isWordByte(w[0])) {
@@ -138,7 +224,7 @@ func ParseConstraints(text string) []Constraint {
 				}
 			}
 		}
-		tail := strings.TrimLeft(lower[m[5]:], " ")
+		tail := strings.TrimLeft(lower[q.unitEnd:], " ")
 		for _, r := range rangeAfter {
 			for _, w := range r.words {
 				if strings.HasPrefix(tail, w) {

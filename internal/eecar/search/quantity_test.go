@@ -1,0 +1,71 @@
+package search
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/quarrydb/quarry/internal/eecar/fixture"
+)
+
+// quantityRE is the regular expression findQuantities implements by hand:
+// the test's oracle.
+var quantityRE = regexp.MustCompile(`(?i)(\d+(?:[.,]\d+)*)\s?(kwh|mwh|wh|kw|mw|kv|mah|ah|volts?|amps?|nm|kg|v|w|a|%)(?:$|[^a-z0-9])`)
+
+// regexQuantities is what quantityRE finds in lower, the matches whose
+// unit is one ParseConstraints knows (under (?i) "voltſ" matches too and
+// is then dropped).
+func regexQuantities(lower string) []quantitySpan {
+	var out []quantitySpan
+	for _, m := range quantityRE.FindAllStringSubmatchIndex(lower, -1) {
+		if _, ok := units[lower[m[4]:m[5]]]; ok {
+			out = append(out, quantitySpan{num: m[2], numEnd: m[3], unit: m[4], unitEnd: m[5]})
+		}
+	}
+	return out
+}
+
+func checkQuantities(t *testing.T, text string) {
+	t.Helper()
+	lower := strings.ToLower(text)
+	got, want := findQuantities(lower, nil), regexQuantities(lower)
+	if len(got) != len(want) {
+		t.Fatalf("findQuantities(%q) = %v, the regular expression finds %v", lower, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("findQuantities(%q) = %v, the regular expression finds %v", lower, got, want)
+		}
+	}
+}
+
+// TestFindQuantitiesIsTheRegexp checks the hand-written scanner against
+// the regular expression on edge cases, on every text and spec value of
+// the benchmark catalogue, and on the labelled queries.
+func TestFindQuantitiesIsTheRegexp(t *testing.T) {
+	for _, s := range []string{
+		"", "11kW", "72.6 kWh", "1,000 V", "80%", "1.2.3 v", "1..2v", "12,5,6kwh.", "3 a", "3a", "10kwhx 5 kw",
+		"volts 12 volts 12volt 12amps, 3amp!", "12voltſ 4v", "5 ſ", "800v/400v", "7\tkw\n", "9\x00kw", "1 2 3 kg",
+		"ncm811 pack 60kwh", "99.9.% 5%%", "12mah 12 mwh 12mw", "2 nm", "1,000,000 w", "5v5v 5 v.", "١٢v 12v", "12vé 12v€",
+	} {
+		checkQuantities(t, s)
+	}
+	for _, p := range fixture.Catalogue(2000) {
+		checkQuantities(t, p.Text())
+		for _, v := range p.FlatSpecs() {
+			checkQuantities(t, v)
+		}
+	}
+	for _, q := range fixture.Queries() {
+		checkQuantities(t, q.Text)
+	}
+}
+
+func FuzzFindQuantities(f *testing.F) {
+	for _, s := range []string{"11kW on-board charger", "up to 1,000 V", "72.6 kWh 80% 12voltſ", "1.2,3 volts", "7\tkw 3a 3 a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkQuantities(t, s)
+	})
+}

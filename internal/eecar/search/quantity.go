@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,8 +12,16 @@ import (
 // base unit: "11kW" is power 11 (kW), "72.6 kWh" energy 72.6 (kWh),
 // "800V" voltage 800 (V), "80%" next to SOH state of health 80 (%).
 type quantity struct {
-	dim string
+	dim uint8 // index in dims
 	val float64
+}
+
+// dims are the dimensions of quantities; a quantity holds its index.
+var dims = []string{"voltage", "power", "energy", "charge", "current", "soh", "mass", "torque"}
+
+// dimIndex returns dim's index in dims.
+func dimIndex(dim string) uint8 {
+	return uint8(slices.Index(dims, dim))
 }
 
 // Comparison operators of a constraint.
@@ -139,7 +148,7 @@ func quantityAt(lower string, i int) (quantitySpan, bool) {
 			starts[0] = end + 1
 		}
 		for _, u := range starts {
-			if u < 0 {
+			if u < 0 || u == len(lower) || !unitFirst(lower[u]) {
 				continue
 			}
 			for _, unit := range quantityUnits {
@@ -150,6 +159,15 @@ func quantityAt(lower string, i int) (quantitySpan, bool) {
 		}
 	}
 	return quantitySpan{}, false
+}
+
+// unitFirst reports whether b starts one of quantityUnits.
+func unitFirst(b byte) bool {
+	switch b {
+	case 'k', 'm', 'w', 'a', 'v', 'n', '%':
+		return true
+	}
+	return false
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
@@ -258,7 +276,7 @@ func docQuantities(text string, specs map[string]string) []quantity {
 	}
 	for _, c := range ParseConstraints(text) {
 		if c.Dim != "soh" {
-			add(quantity{c.Dim, c.Value})
+			add(quantity{dimIndex(c.Dim), c.Value})
 		}
 	}
 	for key, val := range specs {
@@ -275,16 +293,17 @@ func docQuantities(text string, specs map[string]string) []quantity {
 		}
 		val = strings.TrimSpace(val)
 		if v, err := strconv.ParseFloat(val, 64); err == nil {
-			add(quantity{dim, v})
+			add(quantity{dimIndex(dim), v})
 			continue
 		}
 		for _, c := range ParseConstraints(val) {
 			if c.Dim == dim || (dim == "soh" && c.Dim == "soh") {
-				add(quantity{c.Dim, c.Value})
+				add(quantity{dimIndex(c.Dim), c.Value})
 			}
 		}
 	}
-	return out
+	// An exact-size copy: the index keeps it for the doc's lifetime.
+	return slices.Clone(out)
 }
 
 // satisfies reports whether x meets c.
@@ -309,8 +328,9 @@ func (c Constraint) satisfies(x float64) bool {
 func quantityMatch(cs []Constraint, qs []quantity) (met int, excluded bool) {
 	for _, c := range cs {
 		stated, ok := false, false
+		dim := dimIndex(c.Dim)
 		for _, q := range qs {
-			if q.dim != c.Dim {
+			if q.dim != dim {
 				continue
 			}
 			stated = true

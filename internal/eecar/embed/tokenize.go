@@ -25,7 +25,7 @@ type token struct {
 // ("1,000" → "1000"). Korean particles (은/는/이/가/을/를/의/에/에서/로/
 // 으로/와/과/도) are stripped from the end of Hangul words of two or more
 // syllables, except for a few common words that merely end that way
-// (유리, 강도, 길이, 회로, …).
+// (유리, 강도, 길이, 회로, …). Tokens may share memory with text.
 func Tokenize(text string) []string {
 	toks := tokenize(text)
 	out := make([]string, len(toks))
@@ -65,17 +65,29 @@ func isHangul(r rune) bool {
 
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 
-// tokenize is Tokenize keeping the derived flag.
+// tokenize is Tokenize keeping the derived flag. A token is a slice of
+// text (no copy) unless lower-casing changes it or a ',' was dropped
+// from it; callers keeping a token beyond text's life copy it.
 func tokenize(text string) []token {
 	var out []token
+	// The current token is text[start:i] while it is contiguous; once a
+	// ',' between digits is dropped it continues in cur.
+	start, inBuf := -1, false
 	var cur strings.Builder
 	curClass := classOther
-	flush := func() {
-		if cur.Len() == 0 {
+	flush := func(end int) {
+		var w string
+		switch {
+		case inBuf:
+			w = cur.String()
+			cur.Reset()
+			inBuf = false
+		case start >= 0:
+			w = text[start:end]
+		default:
 			return
 		}
-		w := cur.String()
-		cur.Reset()
+		start = -1
 		if curClass == classHangul {
 			if w = stripParticle(w); w != "" {
 				out = append(out, token{text: w})
@@ -96,26 +108,35 @@ func tokenize(text string) []token {
 			if (r == '.' || r == ',') && isDigit(prev) && curClass == classWord {
 				next, _ := utf8.DecodeRuneInString(text[i+1:])
 				if isDigit(next) {
-					if r == '.' {
+					switch {
+					case r == ',' && !inBuf:
+						cur.WriteString(text[start:i])
+						inBuf = true
+					case r == '.' && inBuf:
 						cur.WriteRune(r)
 					}
 					prev = r
 					continue
 				}
 			}
-			flush()
+			flush(i)
 			curClass = classOther
 			prev = r
 			continue
 		}
 		if c != curClass {
-			flush()
+			flush(i)
 			curClass = c
 		}
-		cur.WriteRune(r)
+		switch {
+		case inBuf:
+			cur.WriteRune(r)
+		case start < 0:
+			start = i
+		}
 		prev = r
 	}
-	flush()
+	flush(len(text))
 	return out
 }
 

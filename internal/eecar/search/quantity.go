@@ -213,8 +213,19 @@ var (
 // words that go with them: "over 80 kWh", "80kWh 이상", "under 100 kW",
 // "7kW 미만", "LFP over 80% SOH".
 func ParseConstraints(text string) []Constraint {
+	return parseConstraints(text, true)
+}
+
+// parseConstraints is ParseConstraints; without ranges it leaves out the
+// range words (every Op is "="), which a doc's quantities do not use.
+func parseConstraints(text string, ranges bool) []Constraint {
 	var out []Constraint
-	lower := strings.ToLower(text)
+	var lower string
+	if ranges {
+		lower = strings.ToLower(text)
+	} else {
+		lower = quantityLower(text)
+	}
 	var buf [8]quantitySpan
 	for _, q := range findQuantities(lower, buf[:0]) {
 		num, unit := lower[q.num:q.numEnd], lower[q.unit:q.unitEnd]
@@ -234,6 +245,10 @@ func ParseConstraints(text string) []Constraint {
 			continue
 		}
 		op := opEq
+		if !ranges {
+			out = append(out, Constraint{Dim: u.dim, Op: opNames[op], Value: v * u.factor})
+			continue
+		}
 		head := strings.TrimRight(lower[:q.num], " ")
 		for _, r := range rangeBefore {
 			for _, w := range r.words {
@@ -259,6 +274,36 @@ func isWordByte(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b >= 0x80
 }
 
+// quantityLower is text lower-cased as far as findQuantities and the
+// checks after it (the byte before a number, the unit) can tell: ASCII
+// letters are lowered, other characters kept. strings.ToLower lowers
+// non-ASCII letters to non-ASCII ones, which those checks see alike,
+// except the Kelvin sign and 'İ', which lower to ASCII: text holding
+// either goes through strings.ToLower. It is cheaper than ToLower on text
+// with non-ASCII characters, and Put runs it over every part's text.
+func quantityLower(text string) string {
+	upper := false
+	for i := 0; i < len(text); i++ {
+		if b := text[i]; b >= 'A' && b <= 'Z' {
+			upper = true
+			break
+		}
+	}
+	if strings.Contains(text, "\u212a") || strings.Contains(text, "\u0130") {
+		return strings.ToLower(text)
+	}
+	if !upper {
+		return text
+	}
+	b := []byte(text)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 // docQuantities collects a doc's quantities: numbers with units in its
 // text (except percentages, which are too ambiguous there: nickel 80 %,
 // recyclable 95 %) and its specs, whose bare numbers take the dimension
@@ -274,7 +319,7 @@ func docQuantities(text string, specs map[string]string) []quantity {
 		}
 		out = append(out, q)
 	}
-	for _, c := range ParseConstraints(text) {
+	for _, c := range parseConstraints(text, false) {
 		if c.Dim != "soh" {
 			add(quantity{dimIndex(c.Dim), c.Value})
 		}
@@ -296,7 +341,7 @@ func docQuantities(text string, specs map[string]string) []quantity {
 			add(quantity{dimIndex(dim), v})
 			continue
 		}
-		for _, c := range ParseConstraints(val) {
+		for _, c := range parseConstraints(val, false) {
 			if c.Dim == dim || (dim == "soh" && c.Dim == "soh") {
 				add(quantity{dimIndex(c.Dim), c.Value})
 			}

@@ -2,6 +2,7 @@ package search
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,15 @@ func regexQuantities(lower string) []quantitySpan {
 
 func checkQuantities(t *testing.T, text string) {
 	t.Helper()
+	// A doc's quantities, its text lowered by quantityLower, are those of
+	// the text lowered by strings.ToLower.
+	var viaToLower []Constraint
+	for _, c := range ParseConstraints(text) {
+		viaToLower = append(viaToLower, Constraint{Dim: c.Dim, Op: "=", Value: c.Value})
+	}
+	if got := parseConstraints(text, false); !slices.Equal(got, viaToLower) {
+		t.Fatalf("quantities of %q = %v, with strings.ToLower %v", text, got, viaToLower)
+	}
 	lower := strings.ToLower(text)
 	got, want := findQuantities(lower, nil), regexQuantities(lower)
 	if len(got) != len(want) {
@@ -45,7 +55,7 @@ func checkQuantities(t *testing.T, text string) {
 func TestFindQuantitiesIsTheRegexp(t *testing.T) {
 	for _, s := range []string{
 		"", "11kW", "72.6 kWh", "1,000 V", "80%", "1.2.3 v", "1..2v", "12,5,6kwh.", "3 a", "3a", "10kwhx 5 kw",
-		"volts 12 volts 12volt 12amps, 3amp!", "12voltſ 4v", "5 ſ", "800v/400v", "7\tkw\n", "9\x00kw", "1 2 3 kg",
+		"volts 12 volts 12volt 12amps, 3amp!", "12 \u212aW 12 KW", "5 \u0130 12V", "ÀB12V Ǆ3KWH 7A", "Ω5KW", "12voltſ 4v", "5 ſ", "800v/400v", "7\tkw\n", "9\x00kw", "1 2 3 kg",
 		"ncm811 pack 60kwh", "99.9.% 5%%", "12mah 12 mwh 12mw", "2 nm", "1,000,000 w", "5v5v 5 v.", "١٢v 12v", "12vé 12v€",
 	} {
 		checkQuantities(t, s)

@@ -228,8 +228,9 @@ type tfKey struct{ id, slot int32 }
 // NewIndex returns an empty index that tokenizes text with tokenize (e.g.
 // embed.Tokenize composed with Local.Canonical, as Local.Tokens does); nil
 // means a simple lower-case letters-and-digits word splitter. tokenize
-// must give the same tokens for the same text every time: the index
-// tokenizes a doc's text again to find its postings.
+// must give the same tokens for the same text every time (the index
+// tokenizes a doc's text again to find its postings) in a slice the
+// index may reorder.
 func NewIndex(tokenize func(string) []string) *Index {
 	if tokenize == nil {
 		tokenize = simpleTokenize
@@ -328,29 +329,48 @@ func (x *Index) Put(d Doc) {
 const putAllBlock = 256
 
 // PutAll puts docs as Put would one after another, in order (a later doc
-// with an ID replaces an earlier one), tokenizing the texts and parsing
-// their quantities over GOMAXPROCS goroutines: the way to load a
-// catalogue.
+// with an ID replaces an earlier one): the way to load a catalogue. Blocks
+// of putAllBlock docs are tokenized and parsed over GOMAXPROCS goroutines
+// while the previous block is inserted under the lock.
 func (x *Index) PutAll(docs []Doc) {
+	if len(docs) == 0 {
+		return
+	}
+	type block struct {
+		docs []Doc
+		prep []prepared
+	}
+	ready := make(chan block, 1)
+	free := make(chan []prepared, 2)
+	for range cap(free) {
+		free <- make([]prepared, putAllBlock)
+	}
 	workers := runtime.GOMAXPROCS(0)
-	prep := make([]prepared, min(putAllBlock, len(docs)))
-	for lo := 0; lo < len(docs); lo += putAllBlock {
-		block := docs[lo:min(lo+putAllBlock, len(docs))]
-		var wg sync.WaitGroup
-		for w := range min(workers, len(block)) {
-			wg.Go(func() {
-				for i := w; i < len(block); i += workers {
-					prep[i] = x.prepare(block[i])
-				}
-			})
+	go func() {
+		defer close(ready)
+		for lo := 0; lo < len(docs); lo += putAllBlock {
+			b := block{docs: docs[lo:min(lo+putAllBlock, len(docs))]}
+			b.prep = (<-free)[:len(b.docs)]
+			var wg sync.WaitGroup
+			for w := range min(workers, len(b.docs)) {
+				wg.Go(func() {
+					for i := w; i < len(b.docs); i += workers {
+						b.prep[i] = x.prepare(b.docs[i])
+					}
+				})
+			}
+			wg.Wait()
+			ready <- b
 		}
-		wg.Wait()
+	}()
+	for b := range ready {
 		x.mu.Lock()
-		for i := range block {
-			x.putLocked(&prep[i], block[i].Vector)
-			prep[i] = prepared{}
+		for i := range b.prep {
+			x.putLocked(&b.prep[i], b.docs[i].Vector)
 		}
 		x.mu.Unlock()
+		clear(b.prep)
+		free <- b.prep[:putAllBlock]
 	}
 }
 
@@ -426,9 +446,9 @@ type termCount struct {
 }
 
 // termCounts returns the distinct tokens of toks (sorted) with their
-// frequencies.
+// frequencies. It sorts toks in place.
 func termCounts(toks []string) []termCount {
-	sorted := slices.Clone(toks)
+	sorted := toks
 	slices.Sort(sorted)
 	counts := make([]termCount, 0, len(sorted))
 	for i, t := range sorted {
@@ -447,15 +467,18 @@ func (x *Index) addPostings(s int32, counts []termCount) {
 	for _, c := range counts {
 		id, ok := x.termIDs[c.term]
 		if !ok {
+			// A token may be a slice of the doc's text: the vocabulary
+			// keeps its own copy, not the text.
+			term := strings.Clone(c.term)
 			if n := len(x.freeIDs); n > 0 {
 				id = x.freeIDs[n-1]
 				x.freeIDs = x.freeIDs[:n-1]
-				x.lists[id] = postingList{term: c.term}
+				x.lists[id] = postingList{term: term}
 			} else {
 				id = int32(len(x.lists))
-				x.lists = append(x.lists, postingList{term: c.term})
+				x.lists = append(x.lists, postingList{term: term})
 			}
-			x.termIDs[c.term] = id
+			x.termIDs[term] = id
 		}
 		x.insertPosting(id, s, c.tf)
 	}

@@ -69,7 +69,8 @@ func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 // text (no copy) unless lower-casing changes it or a ',' was dropped
 // from it; callers keeping a token beyond text's life copy it.
 func tokenize(text string) []token {
-	var out []token
+	// About one token in six bytes of text: sized once rather than grown.
+	out := make([]token, 0, len(text)/6+4)
 	// The current token is text[start:i] while it is contiguous; once a
 	// ',' between digits is dropped it continues in cur.
 	start, inBuf := -1, false

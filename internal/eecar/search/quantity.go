@@ -93,24 +93,28 @@ var specDims = []struct{ key, dim string }{
 var quantityUnits = []string{"kwh", "mwh", "wh", "kw", "mw", "kv", "mah", "ah", "volts", "volt", "amps", "amp", "nm", "kg", "v", "w", "a", "%"}
 
 // quantitySpan locates one number with its unit in findQuantities'
-// text: the number is lower[num:numEnd], the unit lower[unit:unitEnd].
-type quantitySpan struct{ num, numEnd, unit, unitEnd int }
+// text: the number is text[num:numEnd], the unit text[unit:unitEnd]
+// (name lower-cased, one of quantityUnits).
+type quantitySpan struct {
+	num, numEnd, unit, unitEnd int
+	name                       string
+}
 
-// findQuantities finds numbers with units in lower-cased text, left to
-// right without overlap: "11kw", "72.6 kwh", "1,000 v", "80%". A number is
+// findQuantities finds numbers with units in text, ignoring the case of
+// ASCII letters, left to right without overlap: "11kw", "72.6 kwh", "1,000 v", "80%". A number is
 // digits with single '.' or ',' between digit groups (the longest such
 // number is tried first, then shorter ones); one optional space
 // character (\t \n \f \r or ' ') may stand between it and the unit; the
 // unit must end the word (the text ends, or a character other than a-z
 // and 0-9 follows). It scans bytes, with no regular expression: on Put
 // it runs over every part's text and specs.
-func findQuantities(lower string, out []quantitySpan) []quantitySpan {
-	for i := 0; i < len(lower); {
-		if !isDigit(lower[i]) {
+func findQuantities(text string, out []quantitySpan) []quantitySpan {
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
 			i++
 			continue
 		}
-		if m, ok := quantityAt(lower, i); ok {
+		if m, ok := quantityAt(text, i); ok {
 			out = append(out, m)
 			i = m.unitEnd + 1 // the byte after the unit is not a digit
 			continue
@@ -120,9 +124,9 @@ func findQuantities(lower string, out []quantitySpan) []quantitySpan {
 	return out
 }
 
-// quantityAt matches a number with its unit starting at lower[i], a
+// quantityAt matches a number with its unit starting at text[i], a
 // digit.
-func quantityAt(lower string, i int) (quantitySpan, bool) {
+func quantityAt(text string, i int) (quantitySpan, bool) {
 	// ends are the ends of the candidate numbers: after each digit group
 	// of "d+([.,]d+)*", the longest tried first. A number ending inside a
 	// digit group is followed by a digit, which is neither a space nor a
@@ -131,11 +135,11 @@ func quantityAt(lower string, i int) (quantitySpan, bool) {
 	ends := buf[:0]
 	j := i
 	for {
-		for j < len(lower) && isDigit(lower[j]) {
+		for j < len(text) && isDigit(text[j]) {
 			j++
 		}
 		ends = append(ends, j)
-		if j+1 < len(lower) && (lower[j] == '.' || lower[j] == ',') && isDigit(lower[j+1]) {
+		if j+1 < len(text) && (text[j] == '.' || text[j] == ',') && isDigit(text[j+1]) {
 			j++
 			continue
 		}
@@ -144,16 +148,16 @@ func quantityAt(lower string, i int) (quantitySpan, bool) {
 	for k := len(ends) - 1; k >= 0; k-- {
 		end := ends[k]
 		starts := [2]int{-1, end}
-		if end < len(lower) && isSpace(lower[end]) {
+		if end < len(text) && isSpace(text[end]) {
 			starts[0] = end + 1
 		}
 		for _, u := range starts {
-			if u < 0 || u == len(lower) || !unitFirst(lower[u]) {
+			if u < 0 || u == len(text) || !unitFirst(lowerByte(text[u])) {
 				continue
 			}
 			for _, unit := range quantityUnits {
-				if strings.HasPrefix(lower[u:], unit) && wordEnds(lower, u+len(unit)) {
-					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit)}, true
+				if hasPrefixFold(text[u:], unit) && wordEnds(text, u+len(unit)) {
+					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit), name: unit}, true
 				}
 			}
 		}
@@ -175,15 +179,37 @@ func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 // isSpace is the regular-expression class \s: \t \n \f \r and ' '.
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r' }
 
-// wordEnds reports whether a word ends at lower[i]: the text ends there,
-// or a character other than a-z and 0-9 follows. 'ſ' (U+017F) counts as
-// a letter, being an s under Unicode case folding.
-func wordEnds(lower string, i int) bool {
-	if i == len(lower) {
+// wordEnds reports whether a word ends at text[i]: the text ends there,
+// or a character other than a-z, A-Z and 0-9 follows. 'ſ' (U+017F) counts
+// as a letter, being an s under Unicode case folding.
+func wordEnds(text string, i int) bool {
+	if i == len(text) {
 		return true
 	}
-	b := lower[i]
-	return !(b >= 'a' && b <= 'z' || isDigit(b)) && !strings.HasPrefix(lower[i:], "ſ")
+	b := lowerByte(text[i])
+	return !(b >= 'a' && b <= 'z' || isDigit(b)) && !strings.HasPrefix(text[i:], "ſ")
+}
+
+// lowerByte lower-cases an ASCII letter.
+func lowerByte(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// hasPrefixFold reports whether s starts with lower, a lower-case ASCII
+// word, ignoring the case of ASCII letters.
+func hasPrefixFold(s, lower string) bool {
+	if len(s) < len(lower) {
+		return false
+	}
+	for i := 0; i < len(lower); i++ {
+		if lowerByte(s[i]) != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // before and after range words: English before the number, Korean after.
@@ -220,15 +246,13 @@ func ParseConstraints(text string) []Constraint {
 // range words (every Op is "="), which a doc's quantities do not use.
 func parseConstraints(text string, ranges bool) []Constraint {
 	var out []Constraint
-	var lower string
-	if ranges {
+	lower := text
+	if ranges || foldsToASCII(text) {
 		lower = strings.ToLower(text)
-	} else {
-		lower = quantityLower(text)
 	}
 	var buf [8]quantitySpan
 	for _, q := range findQuantities(lower, buf[:0]) {
-		num, unit := lower[q.num:q.numEnd], lower[q.unit:q.unitEnd]
+		num, unit := lower[q.num:q.numEnd], q.name
 		v, err := strconv.ParseFloat(strings.ReplaceAll(num, ",", ""), 64)
 		u, ok := units[unit]
 		if err != nil || !ok {
@@ -270,38 +294,30 @@ func parseConstraints(text string, ranges bool) []Constraint {
 	return out
 }
 
+// isWordByte reports whether b is part of a word: a letter (either case),
+// a digit, or any byte of a non-ASCII character.
 func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b >= 0x80
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
 }
 
-// quantityLower is text lower-cased as far as findQuantities and the
-// checks after it (the byte before a number, the unit) can tell: ASCII
-// letters are lowered, other characters kept. strings.ToLower lowers
-// non-ASCII letters to non-ASCII ones, which those checks see alike,
-// except the Kelvin sign and 'İ', which lower to ASCII: text holding
-// either goes through strings.ToLower. It is cheaper than ToLower on text
-// with non-ASCII characters, and Put runs it over every part's text.
-func quantityLower(text string) string {
-	upper := false
-	for i := 0; i < len(text); i++ {
-		if b := text[i]; b >= 'A' && b <= 'Z' {
-			upper = true
-			break
+// containsFold reports whether s contains lower, a lower-case ASCII word,
+// ignoring the case of ASCII letters.
+func containsFold(s, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		if hasPrefixFold(s[i:], lower) {
+			return true
 		}
 	}
-	if strings.Contains(text, "\u212a") || strings.Contains(text, "\u0130") {
-		return strings.ToLower(text)
-	}
-	if !upper {
-		return text
-	}
-	b := []byte(text)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
+	return false
+}
+
+// foldsToASCII reports whether strings.ToLower would turn a non-ASCII
+// character of s into an ASCII letter: the Kelvin sign and 'İ'. Without
+// them, findQuantities and its checks (which fold ASCII case, and see
+// every non-ASCII byte alike) find in s what they find in ToLower(s), so
+// a doc's text and spec keys are not copied to lower them.
+func foldsToASCII(s string) bool {
+	return strings.Contains(s, "\u212a") || strings.Contains(s, "\u0130")
 }
 
 // docQuantities collects a doc's quantities: numbers with units in its
@@ -325,10 +341,13 @@ func docQuantities(text string, specs map[string]string) []quantity {
 		}
 	}
 	for key, val := range specs {
-		last := strings.ToLower(key[strings.LastIndexByte(key, '.')+1:])
+		last := key[strings.LastIndexByte(key, '.')+1:]
+		if foldsToASCII(last) {
+			last = strings.ToLower(last)
+		}
 		dim := ""
 		for _, sd := range specDims {
-			if strings.Contains(last, sd.key) {
+			if containsFold(last, sd.key) {
 				dim = sd.dim
 				break
 			}

@@ -28,7 +28,7 @@ func regexQuantities(lower string) []quantitySpan {
 
 func checkQuantities(t *testing.T, text string) {
 	t.Helper()
-	// A doc's quantities, its text lowered by quantityLower, are those of
+	// A doc's quantities, found folding ASCII case, are those found in
 	// the text lowered by strings.ToLower.
 	var viaToLower []Constraint
 	for _, c := range ParseConstraints(text) {
@@ -43,7 +43,10 @@ func checkQuantities(t *testing.T, text string) {
 		t.Fatalf("findQuantities(%q) = %v, the regular expression finds %v", lower, got, want)
 	}
 	for i := range got {
-		if got[i] != want[i] {
+		if got[i].name != lower[got[i].unit:got[i].unitEnd] {
+			t.Fatalf("findQuantities(%q): unit %q named %q", lower, lower[got[i].unit:got[i].unitEnd], got[i].name)
+		}
+		if got[i].name = ""; got[i] != want[i] {
 			t.Fatalf("findQuantities(%q) = %v, the regular expression finds %v", lower, got, want)
 		}
 	}
@@ -55,7 +58,7 @@ func checkQuantities(t *testing.T, text string) {
 func TestFindQuantitiesIsTheRegexp(t *testing.T) {
 	for _, s := range []string{
 		"", "11kW", "72.6 kWh", "1,000 V", "80%", "1.2.3 v", "1..2v", "12,5,6kwh.", "3 a", "3a", "10kwhx 5 kw",
-		"volts 12 volts 12volt 12amps, 3amp!", "12 \u212aW 12 KW", "5 \u0130 12V", "ÀB12V Ǆ3KWH 7A", "Ω5KW", "12voltſ 4v", "5 ſ", "800v/400v", "7\tkw\n", "9\x00kw", "1 2 3 kg",
+		"volts 12 volts 12volt 12amps, 3amp!", "12 \u212aW 12 KW", "5 \u0130 12V", "ÀB12V Ǆ3KWH 7A", "Ω5KW", "AB12V 12V", "12 VOLTS 12 Volt", "12 VOLTſ", "12voltſ 4v", "5 ſ", "800v/400v", "7\tkw\n", "9\x00kw", "1 2 3 kg",
 		"ncm811 pack 60kwh", "99.9.% 5%%", "12mah 12 mwh 12mw", "2 nm", "1,000,000 w", "5v5v 5 v.", "١٢v 12v", "12vé 12v€",
 	} {
 		checkQuantities(t, s)
@@ -78,4 +81,15 @@ func FuzzFindQuantities(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		checkQuantities(t, s)
 	})
+}
+
+// TestDocQuantitiesFromSpecKeys checks that a spec's key names the
+// dimension of its bare number whatever the case of its letters.
+func TestDocQuantitiesFromSpecKeys(t *testing.T) {
+	got := docQuantities("", map[string]string{"chemicalProps.StateOfHealth": "85", "ELECTRICAL.VOLTAGE": "800 V", "mechanical.Width": "12"})
+	slices.SortFunc(got, func(a, b quantity) int { return int(a.dim) - int(b.dim) })
+	want := []quantity{{dimIndex("voltage"), 800}, {dimIndex("soh"), 85}}
+	if !slices.Equal(got, want) {
+		t.Errorf("docQuantities = %v, want %v", got, want)
+	}
 }

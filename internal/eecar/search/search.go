@@ -220,6 +220,8 @@ type Index struct {
 	freeIDs  []int32
 	bigTF    map[tfKey]int32 // frequencies of tfOverflow postings
 	totalLen int
+
+	countMaps sync.Pool // termCounts' maps, reused: Put counts every doc's terms
 }
 
 // tfKey names one posting: a term id and a slot.
@@ -229,8 +231,7 @@ type tfKey struct{ id, slot int32 }
 // embed.Tokenize composed with Local.Canonical, as Local.Tokens does); nil
 // means a simple lower-case letters-and-digits word splitter. tokenize
 // must give the same tokens for the same text every time (the index
-// tokenizes a doc's text again to find its postings) in a slice the
-// index may reorder.
+// tokenizes a doc's text again to find its postings).
 func NewIndex(tokenize func(string) []string) *Index {
 	if tokenize == nil {
 		tokenize = simpleTokenize
@@ -393,7 +394,7 @@ func (x *Index) prepare(d Doc) prepared {
 			qty: docQuantities(d.Text, d.Specs),
 		},
 		length: len(toks),
-		counts: termCounts(toks),
+		counts: x.termCounts(toks),
 	}
 }
 
@@ -411,7 +412,7 @@ func (x *Index) putLocked(p *prepared, vec []float32) {
 	s, exists := x.slots[e.id]
 	sameText := exists && x.entries[s].text == e.text
 	if exists && !sameText {
-		x.removePostings(s, termCounts(x.tokenize(x.entries[s].text)))
+		x.removePostings(s, x.termCounts(x.tokenize(x.entries[s].text)))
 		x.totalLen -= int(x.lens[s])
 	}
 	if !exists {
@@ -445,19 +446,24 @@ type termCount struct {
 	tf   int32
 }
 
-// termCounts returns the distinct tokens of toks (sorted) with their
-// frequencies. It sorts toks in place.
-func termCounts(toks []string) []termCount {
-	sorted := toks
-	slices.Sort(sorted)
-	counts := make([]termCount, 0, len(sorted))
-	for i, t := range sorted {
-		if i > 0 && t == sorted[i-1] {
-			counts[len(counts)-1].tf++
+// termCounts returns the distinct tokens of toks, in the order they first
+// occur, with their frequencies.
+func (x *Index) termCounts(toks []string) []termCount {
+	counts := make([]termCount, 0, len(toks))
+	seen, _ := x.countMaps.Get().(map[string]int32)
+	if seen == nil {
+		seen = make(map[string]int32)
+	}
+	for _, t := range toks {
+		if i, ok := seen[t]; ok {
+			counts[i].tf++
 			continue
 		}
+		seen[t] = int32(len(counts))
 		counts = append(counts, termCount{t, 1})
 	}
+	clear(seen)
+	x.countMaps.Put(seen)
 	return counts
 }
 
@@ -569,13 +575,13 @@ func (x *Index) Delete(id string) {
 	if !ok {
 		return
 	}
-	x.removePostings(s, termCounts(x.tokenize(x.entries[s].text)))
+	x.removePostings(s, x.termCounts(x.tokenize(x.entries[s].text)))
 	x.totalLen -= int(x.lens[s])
 	delete(x.slots, id)
 	last := len(x.entries) - 1
 	if s != last {
 		moved := &x.entries[last]
-		for _, c := range termCounts(x.tokenize(moved.text)) {
+		for _, c := range x.termCounts(x.tokenize(moved.text)) {
 			if tid, ok := x.termIDs[c.term]; ok {
 				x.movePosting(tid, int32(last), int32(s))
 			}

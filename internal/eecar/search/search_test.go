@@ -56,7 +56,7 @@ func checkInvariants(t *testing.T, x *Index) {
 			t.Fatalf("length of %q = %d, want %d", e.id, x.lens[s], len(toks))
 		}
 		total += len(toks)
-		for _, c := range termCounts(toks) {
+		for _, c := range x.termCounts(toks) {
 			id, ok := x.termIDs[c.term]
 			if !ok {
 				t.Fatalf("term %q of %q not in the vocabulary", c.term, e.id)

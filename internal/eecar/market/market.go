@@ -506,6 +506,7 @@ func (m *Market) load(ctx context.Context) (read map[string]bool, err error) {
 		read[p.ID] = true
 		p, vec, ok, err := m.storedVector(ctx, p)
 		if err != nil {
+			m.idx.PutAll(docs) // the parts read before stay searchable
 			return nil, err
 		}
 		if ok {

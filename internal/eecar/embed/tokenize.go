@@ -66,9 +66,13 @@ func isHangul(r rune) bool {
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 
 // tokenize is Tokenize keeping the derived flag. A token is a slice of
-// text (no copy) unless lower-casing changes it or a ',' was dropped
-// from it; callers keeping a token beyond text's life copy it.
+// the text lower-cased (text itself when that changes nothing) unless a
+// ',' was dropped from it; callers keeping a token copy it.
 func tokenize(text string) []token {
+	// strings.ToLower maps rune by rune and keeps every rune's class
+	// (letter, digit, Hangul, other), so lowering the text once gives the
+	// tokens lowering each would, with one copy at most.
+	text = strings.ToLower(text)
 	// About one token in six bytes of text: sized once rather than grown.
 	out := make([]token, 0, len(text)/6+4)
 	// The current token is text[start:i] while it is contiguous; once a
@@ -95,7 +99,6 @@ func tokenize(text string) []token {
 			}
 			return
 		}
-		w = strings.ToLower(w)
 		out = append(out, token{text: w})
 		if num, unit, ok := splitNumberUnit(w); ok {
 			out = append(out, token{text: num, derived: true}, token{text: unit, derived: true})

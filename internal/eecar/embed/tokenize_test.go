@@ -16,7 +16,7 @@ import (
 func TestTokenizeSlicesIsTokenizeCopying(t *testing.T) {
 	texts := []string{
 		"", "1,000 V", "1,000.5kw 3.5kW", "1,2,3 a,b 1.2.3", "Tesla배터리 800V", "배터리를 1,000개", "x1,000y", "12,5", ",5", "5,",
-		"Model 3 a", "\xff800v\xfe", "ﬁne ǅ İstanbul K", "3.5.kw", "1,000,000.25 kWh, 2,5",
+		"Model 3 a", "\xff800v\xfe", "ﬁne ǅ İstanbul K", "3.5.kw", "1,000,000.25 kWh, 2,5", "ΣΑΣ Ⅻ Ⓐ ẞ 12KW", "ǅ1,000 Ⅻ1,5",
 	}
 	for _, p := range fixture.Catalogue(2000) {
 		texts = append(texts, p.Text())
@@ -101,4 +101,20 @@ func tokenizeCopying(text string) []token {
 	}
 	flush()
 	return out
+}
+
+// BenchmarkTokens tokenizes part texts through the glossary, as the
+// search index does on every Put.
+func BenchmarkTokens(b *testing.B) {
+	l := NewLocal(256)
+	var texts []string
+	for _, p := range fixture.Catalogue(500) {
+		texts = append(texts, p.Text())
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		l.Tokens(texts[i%len(texts)])
+		i++
+	}
 }

@@ -290,14 +290,20 @@ func (x *Index) Get(id string) (Doc, bool) {
 	e := &x.entries[s]
 	d := Doc{
 		ID: e.id, Category: e.category, Manufacturer: e.manufacturer, Price: e.price, Quantity: e.quantity,
-		Text: e.text, CreatedAt: time.Unix(0, e.created).UTC(), SellerID: e.seller, Condition: e.condition,
-		SOH: e.soh, HasSOH: e.hasSOH, Cathode: e.cathode,
+		Text: e.text, SellerID: e.seller, Condition: e.condition, SOH: e.soh, HasSOH: e.hasSOH, Cathode: e.cathode,
+	}
+	if e.created != zeroCreated {
+		d.CreatedAt = time.Unix(0, e.created).UTC()
 	}
 	if e.hasVec {
 		d.Vector = append([]float32(nil), x.row(s)...)
 	}
 	return d, true
 }
+
+// zeroCreated is the created of a doc without CreatedAt: the zero
+// time's UnixNano, outside int64's range, comes out as this constant.
+var zeroCreated = time.Time{}.UnixNano()
 
 // row returns slot s's vector. Callers hold mu.
 func (x *Index) row(s int) []float32 {

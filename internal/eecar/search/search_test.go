@@ -312,8 +312,12 @@ func TestPutReplaces(t *testing.T) {
 		t.Errorf("motor hits = %v, want [x]", got)
 	}
 	d, ok := x.Get("x")
-	if !ok || d.Category != "motor" || d.Specs != nil || !slices.Equal(d.Vector, unit(0, 1)) {
+	if !ok || d.Category != "motor" || d.Specs != nil || !slices.Equal(d.Vector, unit(0, 1)) || !d.CreatedAt.IsZero() {
 		t.Errorf("Get(x) = %+v, %v", d, ok)
+	}
+	x.Put(Doc{ID: "t", Text: "dated", CreatedAt: t0.In(time.FixedZone("KST", 9*3600))})
+	if d, _ := x.Get("t"); !d.CreatedAt.Equal(t0) {
+		t.Errorf("Get(t).CreatedAt = %v, want %v", d.CreatedAt, t0)
 	}
 	// The stored vector is a copy; mutating the caller's slice or the
 	// returned doc does not change the index.

@@ -105,7 +105,7 @@ bench-eecar:
 bench-river:
 	bash bench/peers/river/run.sh $(ARGS)
 
-## bench-chromem: EECAR search vs chromem-go (bench/peers/chromem): latency, index memory, quality; appends to bench/RESULTS.md
+## bench-chromem: EECAR search vs chromem-go (bench/peers/chromem): latency, index memory, quality; BASE=rev adds quarry's index at rev beside; appends to bench/RESULTS.md
 bench-chromem:
 	bash bench/peers/chromem/run.sh $(ARGS)
 

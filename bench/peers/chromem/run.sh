@@ -2,7 +2,9 @@
 # bench/peers/chromem/run.sh — EECAR's search index vs chromem-go on the
 # same vectors; results appended to bench/RESULTS.md.
 # Environment: SIZES (5000,100000), QUERIES (1000), DIM (256),
-# OUT (bench/RESULTS.md). chromem-go comes from the Go module proxy into
+# OUT (bench/RESULTS.md), BASE (a git revision: its internal/eecar/search
+# is copied into basesearch/ and measured beside the current one as
+# "quarry before", in the same process). chromem-go comes from the Go module proxy into
 # the module cache (outside the tree), through this directory's own go.mod.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -13,5 +15,14 @@ DIM=${DIM:-256}
 OUT=${OUT:-bench/RESULTS.md}
 case $OUT in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 cd "$ROOT/bench/peers/chromem"
-go run . -sizes "$SIZES" -queries "$QUERIES" -dim "$DIM" -out "$OUT" \
-	-command "make bench-chromem SIZES=$SIZES QUERIES=$QUERIES DIM=$DIM${*:+ ARGS='$*'}" "$@"
+base=()
+if [ -n "${BASE:-}" ]; then
+	rev=$(git -C "$ROOT" rev-parse --short "$BASE")
+	rm -rf basesearch && mkdir basesearch
+	for f in $(git -C "$ROOT" ls-tree --name-only "$rev" internal/eecar/search/ | grep '\.go$' | grep -v '_test\.go$'); do
+		git -C "$ROOT" show "$rev:$f" >"basesearch/$(basename "$f")"
+	done
+	base=(-tags base -base-rev "$rev")
+fi
+go run "${base[@]:0:2}" . -sizes "$SIZES" -queries "$QUERIES" -dim "$DIM" -out "$OUT" "${base[@]:2}" \
+	-command "make bench-chromem SIZES=$SIZES QUERIES=$QUERIES DIM=$DIM${BASE:+ BASE=$BASE}${*:+ ARGS='$*'}" "$@"

@@ -308,6 +308,10 @@ func TestSearchNumbersAndUnits(t *testing.T) {
 		excluded []string // must not be returned
 		reason   string   // the first result's reason mentions it
 	}{
+		// A spec named by the query: read with the part, the index
+		// keeps no specs.
+		{"IGBT inverter voltage", inv400, nil, "voltage 400"},
+		{"LFP battery pack cathode", lfp85 + "|" + lfp75, nil, "cathode LFP"},
 		{"11kW on-board charger", obc11, nil, "power 11 kW"},
 		{"7.2kW 온보드 충전기", obc7, nil, "power 7.2 kW"},
 		{"on-board charger under 7 kW", obc66, []string{obc11, obc7}, "power < 7 kW"},

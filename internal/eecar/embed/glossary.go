@@ -62,11 +62,17 @@ type phrase struct {
 	canon string
 }
 
-// glossary is the compiled glossary: one-token variants and phrases
-// (keyed by their first token, longest first).
+// glossary is the compiled glossary: for each token, its canonical token
+// when it is a one-token variant, and the phrases starting with it
+// (longest first); one map, so that a token costs one lookup.
 type glossary struct {
-	single  map[string]string
-	phrases map[string][]phrase
+	words map[string]glossWord
+}
+
+// glossWord is what the glossary knows of one token.
+type glossWord struct {
+	canon   string // "" when the token alone is no variant
+	phrases []phrase
 }
 
 var (
@@ -90,7 +96,7 @@ func loadGlossary() *glossary {
 // token, a longer one becomes a phrase. A token or phrase claimed by two
 // families is an error.
 func compileGlossary(fams []Family) (*glossary, error) {
-	g := &glossary{single: map[string]string{}, phrases: map[string][]phrase{}}
+	g := &glossary{words: map[string]glossWord{}}
 	seen := map[string]string{}
 	for _, f := range fams {
 		for _, v := range f.Variants {
@@ -111,24 +117,26 @@ func compileGlossary(fams []Family) (*glossary, error) {
 				continue
 			}
 			seen[k] = f.Canonical
+			w := g.words[toks[0]]
 			if len(toks) == 1 {
-				g.single[toks[0]] = f.Canonical
-				continue
+				w.canon = f.Canonical
+			} else {
+				w.phrases = append(w.phrases, phrase{toks: toks, canon: f.Canonical})
 			}
-			g.phrases[toks[0]] = append(g.phrases[toks[0]], phrase{toks: toks, canon: f.Canonical})
+			g.words[toks[0]] = w
 		}
 	}
-	for k, ps := range g.phrases {
-		slices.SortStableFunc(ps, func(a, b phrase) int { return len(b.toks) - len(a.toks) })
-		g.phrases[k] = ps
+	for k, w := range g.words {
+		slices.SortStableFunc(w.phrases, func(a, b phrase) int { return len(b.toks) - len(a.toks) })
+		g.words[k] = w
 	}
 	return g, nil
 }
 
 // canonical maps one token (identity when unknown).
 func (g *glossary) canonical(tok string) string {
-	if c, ok := g.single[tok]; ok {
-		return c
+	if w := g.words[tok]; w.canon != "" {
+		return w.canon
 	}
 	return tok
 }
@@ -140,8 +148,9 @@ func (g *glossary) apply(toks []token) []token {
 	out := make([]token, 0, len(toks))
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		w := g.words[t.text]
 		if !t.derived {
-			if p, n, ok := g.matchPhrase(toks, i); ok {
+			if p, n, ok := matchPhrase(w.phrases, toks, i); ok {
 				out = append(out, token{text: p.canon})
 				for _, w := range toks[i : i+n] {
 					out = append(out, token{text: g.canonical(w.text), derived: true})
@@ -150,16 +159,20 @@ func (g *glossary) apply(toks []token) []token {
 				continue
 			}
 		}
-		out = append(out, token{text: g.canonical(t.text), derived: t.derived})
+		text := t.text
+		if w.canon != "" {
+			text = w.canon
+		}
+		out = append(out, token{text: text, derived: t.derived})
 	}
 	return out
 }
 
-// matchPhrase finds the longest phrase at toks[i], skipping derived tokens
-// (the number and unit split off "800v") inside it; n counts the tokens
-// consumed.
-func (g *glossary) matchPhrase(toks []token, i int) (phrase, int, bool) {
-	for _, p := range g.phrases[toks[i].text] {
+// matchPhrase finds the longest of phrases (those starting with toks[i]'s
+// text, longest first) at toks[i], skipping derived tokens (the number and
+// unit split off "800v") inside it; n counts the tokens consumed.
+func matchPhrase(phrases []phrase, toks []token, i int) (phrase, int, bool) {
+	for _, p := range phrases {
 		j, k := i, 0
 		for j < len(toks) && k < len(p.toks) {
 			if toks[j].derived {

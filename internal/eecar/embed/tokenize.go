@@ -25,7 +25,7 @@ type token struct {
 // ("1,000" → "1000"). Korean particles (은/는/이/가/을/를/의/에/에서/로/
 // 으로/와/과/도) are stripped from the end of Hangul words of two or more
 // syllables, except for a few common words that merely end that way
-// (유리, 강도, 길이, 회로, …).
+// (유리, 강도, 길이, 회로, …). Tokens may share memory with text.
 func Tokenize(text string) []string {
 	toks := tokenize(text)
 	out := make([]string, len(toks))
@@ -65,24 +65,40 @@ func isHangul(r rune) bool {
 
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 
-// tokenize is Tokenize keeping the derived flag.
+// tokenize is Tokenize keeping the derived flag. A token is a slice of
+// the text lower-cased (text itself when that changes nothing) unless a
+// ',' was dropped from it; callers keeping a token copy it.
 func tokenize(text string) []token {
-	var out []token
+	// strings.ToLower maps rune by rune and keeps every rune's class
+	// (letter, digit, Hangul, other), so lowering the text once gives the
+	// tokens lowering each would, with one copy at most.
+	text = strings.ToLower(text)
+	// About one token in six bytes of text: sized once rather than grown.
+	out := make([]token, 0, len(text)/6+4)
+	// The current token is text[start:i] while it is contiguous; once a
+	// ',' between digits is dropped it continues in cur.
+	start, inBuf := -1, false
 	var cur strings.Builder
 	curClass := classOther
-	flush := func() {
-		if cur.Len() == 0 {
+	flush := func(end int) {
+		var w string
+		switch {
+		case inBuf:
+			w = cur.String()
+			cur.Reset()
+			inBuf = false
+		case start >= 0:
+			w = text[start:end]
+		default:
 			return
 		}
-		w := cur.String()
-		cur.Reset()
+		start = -1
 		if curClass == classHangul {
 			if w = stripParticle(w); w != "" {
 				out = append(out, token{text: w})
 			}
 			return
 		}
-		w = strings.ToLower(w)
 		out = append(out, token{text: w})
 		if num, unit, ok := splitNumberUnit(w); ok {
 			out = append(out, token{text: num, derived: true}, token{text: unit, derived: true})
@@ -96,26 +112,35 @@ func tokenize(text string) []token {
 			if (r == '.' || r == ',') && isDigit(prev) && curClass == classWord {
 				next, _ := utf8.DecodeRuneInString(text[i+1:])
 				if isDigit(next) {
-					if r == '.' {
+					switch {
+					case r == ',' && !inBuf:
+						cur.WriteString(text[start:i])
+						inBuf = true
+					case r == '.' && inBuf:
 						cur.WriteRune(r)
 					}
 					prev = r
 					continue
 				}
 			}
-			flush()
+			flush(i)
 			curClass = classOther
 			prev = r
 			continue
 		}
 		if c != curClass {
-			flush()
+			flush(i)
 			curClass = c
 		}
-		cur.WriteRune(r)
+		switch {
+		case inBuf:
+			cur.WriteRune(r)
+		case start < 0:
+			start = i
+		}
 		prev = r
 	}
-	flush()
+	flush(len(text))
 	return out
 }
 

@@ -382,14 +382,19 @@ func (m *Market) DeletePart(ctx context.Context, sellerID, id string) error {
 
 // indexPart puts a part into the search index.
 func (m *Market) indexPart(p store.Part, vec []float32) {
+	m.idx.Put(partDoc(p, vec))
+}
+
+// partDoc is a part as the search index takes it.
+func partDoc(p store.Part, vec []float32) search.Doc {
 	created, _ := time.Parse(time.RFC3339Nano, p.CreatedAt)
 	flat := SpecMap(p.Specs)
 	soh, hasSOH := statedSOH(flat)
-	m.idx.Put(search.Doc{
+	return search.Doc{
 		ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer, Price: p.Price, Quantity: p.Quantity,
 		Text: PartText(p), Specs: flat, Vector: vec, CreatedAt: created,
 		SellerID: p.SellerID, Condition: p.Condition, SOH: soh, HasSOH: hasSOH, Cathode: batteryCathode(flat),
-	})
+	}
 }
 
 // SellerParts lists a seller's part ids newest first from this process's
@@ -416,8 +421,20 @@ func (m *Market) reindex(ctx context.Context, id string) (store.Part, bool, erro
 // indexStored puts a part read from the store into the index with its
 // stored vector (embedding it again when missing or of another model).
 func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, bool, error) {
+	p, vec, ok, err := m.storedVector(ctx, p)
+	if !ok || err != nil {
+		return store.Part{}, ok, err
+	}
+	m.indexPart(p, vec)
+	return p, true, nil
+}
+
+// storedVector returns a part read from the store with its stored vector,
+// embedding it again when missing or of another model (and recording
+// that, the part returned then carrying the new reference); ok is false
+// when the part was deleted meanwhile (and left the index).
+func (m *Market) storedVector(ctx context.Context, p store.Part) (_ store.Part, vec []float32, ok bool, err error) {
 	id := p.ID
-	var vec []float32
 	if p.Vector != nil {
 		rc, err := m.blobs.Get(ctx, p.Vector.S3Key)
 		if err == nil {
@@ -436,7 +453,7 @@ func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, boo
 		// blob too, answers with a write of its own, without end.
 		v, err := m.emb.Embed(ctx, []string{PartText(p)})
 		if err != nil {
-			return store.Part{}, false, fmt.Errorf("eecar: embed part: %w", err)
+			return store.Part{}, nil, false, fmt.Errorf("eecar: embed part: %w", err)
 		}
 		vec = v[0]
 		if err := m.blobs.Put(ctx, p.Vector.S3Key, bytes.NewReader(encodeVector(vec))); err != nil {
@@ -447,20 +464,22 @@ func (m *Market) indexStored(ctx context.Context, p store.Part) (store.Part, boo
 		// Missing, or from another model: embed again (and record it).
 		ref, v, err := m.embedPart(ctx, p)
 		if err != nil {
-			return store.Part{}, false, err
+			return store.Part{}, nil, false, err
 		}
 		vec = v
 		if err := m.st.SetVector(ctx, p.ID, *ref); errors.Is(err, store.ErrNotFound) {
 			m.idx.Delete(id) // deleted meanwhile
-			return store.Part{}, false, nil
+			return store.Part{}, nil, false, nil
 		} else if err != nil {
-			return store.Part{}, false, err
+			return store.Part{}, nil, false, err
 		}
 		p.Vector = ref
 	}
-	m.indexPart(p, vec)
-	return p, true, nil
+	return p, vec, true, nil
 }
+
+// loadBlock is the number of parts Load puts into the index at once.
+const loadBlock = 1024
 
 // Load builds the index and the active-watch list from the table.
 func (m *Market) Load(ctx context.Context) error {
@@ -480,10 +499,23 @@ func (m *Market) load(ctx context.Context) (read map[string]bool, err error) {
 		return nil, err
 	}
 	read = make(map[string]bool, len(parts))
-	for _, p := range parts {
+	// Parts go into the index loadBlock at a time through PutAll, which
+	// tokenizes them in parallel; the block bounds the vectors held.
+	docs := make([]search.Doc, 0, min(len(parts), loadBlock))
+	for i, p := range parts {
 		read[p.ID] = true
-		if _, _, err := m.indexStored(ctx, p); err != nil {
+		p, vec, ok, err := m.storedVector(ctx, p)
+		if err != nil {
+			m.idx.PutAll(docs) // the parts read before stay searchable
 			return nil, err
+		}
+		if ok {
+			docs = append(docs, partDoc(p, vec))
+		}
+		if len(docs) == loadBlock || i == len(parts)-1 {
+			m.idx.PutAll(docs)
+			clear(docs)
+			docs = docs[:0]
 		}
 	}
 	ws, err := m.loadWatches(ctx)

@@ -168,23 +168,40 @@ func (m *Market) searchIndex(ctx context.Context, query string, f Filters, topK 
 		Filters: search.Filters{Category: f.Category, MaxPrice: f.MaxPrice, MinQuantity: f.MinQuantity, Manufacturer: f.Manufacturer,
 			MinPrice: f.MinPrice, Condition: f.Condition, MinSOH: f.MinSOH, Cathode: f.Cathode},
 	})
+	// The index keeps no specs: each hit's part is read here, its specs
+	// give the hit's matched specs and reason, and the result carries the
+	// part (attachParts then has nothing left to read). A part deleted
+	// since the index answered is dropped.
 	out := SearchResponse{Results: make([]Result, 0, len(hits))}
 	for _, h := range hits {
-		d, _ := m.idx.Get(h.ID)
+		p, err := m.st.GetPart(ctx, h.ID)
+		if store.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return SearchResponse{}, nil, err
+		}
+		specs := SpecMap(p.Specs)
+		h.MatchedSpecs = m.idx.MatchedSpecs(query, specs)
 		out.Results = append(out.Results, Result{
 			PartID: h.ID, Score: h.Score,
 			SearchScores: map[string]float64{"hybrid": h.Scores.Hybrid, "vector": h.Scores.Vector, "bm25": h.Scores.BM25},
-			Reason:       search.Reason(h, d),
+			Reason:       search.Reason(h, search.Doc{Specs: specs}),
+			Part:         &p,
 		})
 	}
 	return out, vs[0], nil
 }
 
-// attachParts adds each result's part (METADATA + SPEC + …); results whose
-// part was deleted meanwhile are dropped.
+// attachParts adds each result's part (METADATA + SPEC + …) unless it has
+// it; results whose part was deleted meanwhile are dropped.
 func (m *Market) attachParts(ctx context.Context, out SearchResponse) (SearchResponse, error) {
 	kept := out.Results[:0]
 	for _, r := range out.Results {
+		if r.Part != nil {
+			kept = append(kept, r)
+			continue
+		}
 		p, err := m.st.GetPart(ctx, r.PartID)
 		if store.IsNotFound(err) {
 			continue

@@ -3,7 +3,7 @@ package search
 import (
 	"fmt"
 	"math"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,8 +12,16 @@ import (
 // base unit: "11kW" is power 11 (kW), "72.6 kWh" energy 72.6 (kWh),
 // "800V" voltage 800 (V), "80%" next to SOH state of health 80 (%).
 type quantity struct {
-	dim string
+	dim uint8 // index in dims
 	val float64
+}
+
+// dims are the dimensions of quantities; a quantity holds its index.
+var dims = []string{"voltage", "power", "energy", "charge", "current", "soh", "mass", "torque"}
+
+// dimIndex returns dim's index in dims.
+func dimIndex(dim string) uint8 {
+	return uint8(slices.Index(dims, dim))
 }
 
 // Comparison operators of a constraint.
@@ -79,9 +87,130 @@ var specDims = []struct{ key, dim string }{
 	{"weight", "mass"}, {"mass", "mass"},
 }
 
-// quantityRE finds numbers with units: "11kW", "72.6 kWh", "1,000 V",
-// "80%". The unit must end the word.
-var quantityRE = regexp.MustCompile(`(?i)(\d+(?:[.,]\d+)*)\s?(kwh|mwh|wh|kw|mw|kv|mah|ah|volts?|amps?|nm|kg|v|w|a|%)(?:$|[^a-z0-9])`)
+// quantityUnits are the units findQuantities recognises, in the order
+// they are tried: a longer unit before the shorter one it starts with
+// ("kwh" before "kw"), "volts" before "volt".
+var quantityUnits = []string{"kwh", "mwh", "wh", "kw", "mw", "kv", "mah", "ah", "volts", "volt", "amps", "amp", "nm", "kg", "v", "w", "a", "%"}
+
+// quantitySpan locates one number with its unit in findQuantities'
+// text: the number is text[num:numEnd], the unit text[unit:unitEnd]
+// (name lower-cased, one of quantityUnits).
+type quantitySpan struct {
+	num, numEnd, unit, unitEnd int
+	name                       string
+}
+
+// findQuantities finds numbers with units in text, ignoring the case of
+// ASCII letters, left to right without overlap: "11kw", "72.6 kwh", "1,000 v", "80%". A number is
+// digits with single '.' or ',' between digit groups (the longest such
+// number is tried first, then shorter ones); one optional space
+// character (\t \n \f \r or ' ') may stand between it and the unit; the
+// unit must end the word (the text ends, or a character other than a-z
+// and 0-9 follows). It scans bytes, with no regular expression: on Put
+// it runs over every part's text and specs.
+func findQuantities(text string, out []quantitySpan) []quantitySpan {
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		if m, ok := quantityAt(text, i); ok {
+			out = append(out, m)
+			i = m.unitEnd + 1 // the byte after the unit is not a digit
+			continue
+		}
+		i++
+	}
+	return out
+}
+
+// quantityAt matches a number with its unit starting at text[i], a
+// digit.
+func quantityAt(text string, i int) (quantitySpan, bool) {
+	// ends are the ends of the candidate numbers: after each digit group
+	// of "d+([.,]d+)*", the longest tried first. A number ending inside a
+	// digit group is followed by a digit, which is neither a space nor a
+	// unit, so only group ends can match.
+	var buf [8]int
+	ends := buf[:0]
+	j := i
+	for {
+		for j < len(text) && isDigit(text[j]) {
+			j++
+		}
+		ends = append(ends, j)
+		if j+1 < len(text) && (text[j] == '.' || text[j] == ',') && isDigit(text[j+1]) {
+			j++
+			continue
+		}
+		break
+	}
+	for k := len(ends) - 1; k >= 0; k-- {
+		end := ends[k]
+		starts := [2]int{-1, end}
+		if end < len(text) && isSpace(text[end]) {
+			starts[0] = end + 1
+		}
+		for _, u := range starts {
+			if u < 0 || u == len(text) || !unitFirst(lowerByte(text[u])) {
+				continue
+			}
+			for _, unit := range quantityUnits {
+				if hasPrefixFold(text[u:], unit) && wordEnds(text, u+len(unit)) {
+					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit), name: unit}, true
+				}
+			}
+		}
+	}
+	return quantitySpan{}, false
+}
+
+// unitFirst reports whether b starts one of quantityUnits.
+func unitFirst(b byte) bool {
+	switch b {
+	case 'k', 'm', 'w', 'a', 'v', 'n', '%':
+		return true
+	}
+	return false
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// isSpace is the regular-expression class \s: \t \n \f \r and ' '.
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r' }
+
+// wordEnds reports whether a word ends at text[i]: the text ends there,
+// or a character other than a-z, A-Z and 0-9 follows. 'ſ' (U+017F) counts
+// as a letter, being an s under Unicode case folding.
+func wordEnds(text string, i int) bool {
+	if i == len(text) {
+		return true
+	}
+	b := lowerByte(text[i])
+	return !(b >= 'a' && b <= 'z' || isDigit(b)) && !strings.HasPrefix(text[i:], "ſ")
+}
+
+// lowerByte lower-cases an ASCII letter.
+func lowerByte(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// hasPrefixFold reports whether s starts with lower, a lower-case ASCII
+// word, ignoring the case of ASCII letters.
+func hasPrefixFold(s, lower string) bool {
+	if len(s) < len(lower) {
+		return false
+	}
+	for i := 0; i < len(lower); i++ {
+		if lowerByte(s[i]) != lower[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // before and after range words: English before the number, Korean after.
 var (
@@ -110,10 +239,20 @@ var (
 // words that go with them: "over 80 kWh", "80kWh 이상", "under 100 kW",
 // "7kW 미만", "LFP over 80% SOH".
 func ParseConstraints(text string) []Constraint {
+	return parseConstraints(text, true)
+}
+
+// parseConstraints is ParseConstraints; without ranges it leaves out the
+// range words (every Op is "="), which a doc's quantities do not use.
+func parseConstraints(text string, ranges bool) []Constraint {
 	var out []Constraint
-	lower := strings.ToLower(text)
-	for _, m := range quantityRE.FindAllStringSubmatchIndex(lower, -1) {
-		num, unit := lower[m[2]:m[3]], lower[m[4]:m[5]]
+	lower := text
+	if ranges || foldsToASCII(text) {
+		lower = strings.ToLower(text)
+	}
+	var buf [8]quantitySpan
+	for _, q := range findQuantities(lower, buf[:0]) {
+		num, unit := lower[q.num:q.numEnd], q.name
 		v, err := strconv.ParseFloat(strings.ReplaceAll(num, ",", ""), 64)
 		u, ok := units[unit]
 		if err != nil || !ok {
@@ -121,16 +260,20 @@ func ParseConstraints(text string) []Constraint {
 		}
 		// A number glued to letters before it ("ncm811", "ioniq5") is
 		// part of a name, not a quantity.
-		if m[2] > 0 && isWordByte(lower[m[2]-1]) {
+		if q.num > 0 && isWordByte(lower[q.num-1]) {
 			continue
 		}
 		// One-letter units other than V must follow the number directly
 		// ("10A", "500W"): "Model 3 a …" is not 3 amperes.
-		if (unit == "a" || unit == "w") && m[4] > m[3] {
+		if (unit == "a" || unit == "w") && q.unit > q.numEnd {
 			continue
 		}
 		op := opEq
-		head := strings.TrimRight(lower[:m[2]], " ")
+		if !ranges {
+			out = append(out, Constraint{Dim: u.dim, Op: opNames[op], Value: v * u.factor})
+			continue
+		}
+		head := strings.TrimRight(lower[:q.num], " ")
 		for _, r := range rangeBefore {
 			for _, w := range r.words {
 				if strings.HasSuffix(head, w) && (len(head) == len(w) || !isWordByte(head[len(head)-len(w)-1]) || !isWordByte(w[0])) {
@@ -138,7 +281,7 @@ func ParseConstraints(text string) []Constraint {
 				}
 			}
 		}
-		tail := strings.TrimLeft(lower[m[5]:], " ")
+		tail := strings.TrimLeft(lower[q.unitEnd:], " ")
 		for _, r := range rangeAfter {
 			for _, w := range r.words {
 				if strings.HasPrefix(tail, w) {
@@ -151,8 +294,30 @@ func ParseConstraints(text string) []Constraint {
 	return out
 }
 
+// isWordByte reports whether b is part of a word: a letter (either case),
+// a digit, or any byte of a non-ASCII character.
 func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b >= 0x80
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+}
+
+// containsFold reports whether s contains lower, a lower-case ASCII word,
+// ignoring the case of ASCII letters.
+func containsFold(s, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		if hasPrefixFold(s[i:], lower) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldsToASCII reports whether strings.ToLower would turn a non-ASCII
+// character of s into an ASCII letter: the Kelvin sign and 'İ'. Without
+// them, findQuantities and its checks (which fold ASCII case, and see
+// every non-ASCII byte alike) find in s what they find in ToLower(s), so
+// a doc's text and spec keys are not copied to lower them.
+func foldsToASCII(s string) bool {
+	return strings.Contains(s, "\u212a") || strings.Contains(s, "\u0130")
 }
 
 // docQuantities collects a doc's quantities: numbers with units in its
@@ -170,16 +335,19 @@ func docQuantities(text string, specs map[string]string) []quantity {
 		}
 		out = append(out, q)
 	}
-	for _, c := range ParseConstraints(text) {
+	for _, c := range parseConstraints(text, false) {
 		if c.Dim != "soh" {
-			add(quantity{c.Dim, c.Value})
+			add(quantity{dimIndex(c.Dim), c.Value})
 		}
 	}
 	for key, val := range specs {
-		last := strings.ToLower(key[strings.LastIndexByte(key, '.')+1:])
+		last := key[strings.LastIndexByte(key, '.')+1:]
+		if foldsToASCII(last) {
+			last = strings.ToLower(last)
+		}
 		dim := ""
 		for _, sd := range specDims {
-			if strings.Contains(last, sd.key) {
+			if containsFold(last, sd.key) {
 				dim = sd.dim
 				break
 			}
@@ -189,16 +357,17 @@ func docQuantities(text string, specs map[string]string) []quantity {
 		}
 		val = strings.TrimSpace(val)
 		if v, err := strconv.ParseFloat(val, 64); err == nil {
-			add(quantity{dim, v})
+			add(quantity{dimIndex(dim), v})
 			continue
 		}
-		for _, c := range ParseConstraints(val) {
+		for _, c := range parseConstraints(val, false) {
 			if c.Dim == dim || (dim == "soh" && c.Dim == "soh") {
-				add(quantity{c.Dim, c.Value})
+				add(quantity{dimIndex(c.Dim), c.Value})
 			}
 		}
 	}
-	return out
+	// An exact-size copy: the index keeps it for the doc's lifetime.
+	return slices.Clone(out)
 }
 
 // satisfies reports whether x meets c.
@@ -223,8 +392,9 @@ func (c Constraint) satisfies(x float64) bool {
 func quantityMatch(cs []Constraint, qs []quantity) (met int, excluded bool) {
 	for _, c := range cs {
 		stated, ok := false, false
+		dim := dimIndex(c.Dim)
 		for _, q := range qs {
-			if q.dim != c.Dim {
+			if q.dim != dim {
 				continue
 			}
 			stated = true

@@ -60,28 +60,28 @@ func (f *filter) ok(e *entry) bool {
 	if !f.active {
 		return true
 	}
-	if f.category != "" && !strings.EqualFold(e.doc.Category, f.category) {
+	if f.category != "" && !strings.EqualFold(e.category, f.category) {
 		return false
 	}
 	if f.manuf != "" && e.manuf != f.manuf {
 		return false
 	}
-	if f.hasMax && !(e.doc.Price <= f.maxPrice) {
+	if f.hasMax && !(e.price <= f.maxPrice) {
 		return false
 	}
-	if f.hasMin && e.doc.Quantity < f.minQty {
+	if f.hasMin && e.quantity < f.minQty {
 		return false
 	}
-	if f.hasLow && !(e.doc.Price >= f.minPrice) {
+	if f.hasLow && !(e.price >= f.minPrice) {
 		return false
 	}
-	if f.cond != "" && !strings.EqualFold(e.doc.Condition, f.cond) {
+	if f.cond != "" && !strings.EqualFold(e.condition, f.cond) {
 		return false
 	}
-	if f.hasSOH && (!e.doc.HasSOH || e.doc.SOH < f.minSOH) {
+	if f.hasSOH && (!e.hasSOH || e.soh < f.minSOH) {
 		return false
 	}
-	if f.cathode != "" && !strings.HasPrefix(CathodeKey(e.doc.Cathode), f.cathode) {
+	if f.cathode != "" && !strings.HasPrefix(CathodeKey(e.cathode), f.cathode) {
 		return false
 	}
 	if len(f.ranges) > 0 {
@@ -122,7 +122,7 @@ func (r ranker) better(a, b cand) bool {
 	if ea.created != eb.created {
 		return ea.created > eb.created
 	}
-	return ea.doc.ID < eb.doc.ID
+	return ea.id < eb.id
 }
 
 func (r ranker) compare(a, b cand) int {
@@ -225,14 +225,13 @@ func dot(a, b []float32) float32 {
 // Callers hold mu.
 func (x *Index) scanVector(qv []float32, f *filter, n, lo, hi int) *topN {
 	h := newTopN(ranker{x.entries}, n)
-	dim := x.dim
 	for s := lo; s < hi; s++ {
 		if f.active && !f.ok(&x.entries[s]) {
 			continue
 		}
 		var score float64
 		if qv != nil {
-			score = float64(dot(qv, x.slab[s*dim:(s+1)*dim]))
+			score = float64(dot(qv, x.row(s)))
 		}
 		if h.full() && score < h.worst() {
 			continue
@@ -261,20 +260,24 @@ func (x *Index) bm25(terms []string, f *filter) (acc []float64, touched []int32)
 		if !ok {
 			continue
 		}
-		pl := x.lists[id].list
+		pl := &x.lists[id]
 		if acc == nil {
 			acc = make([]float64, n)
 		}
-		idf := idf(N, float64(len(pl)))
+		idf := idf(N, float64(len(pl.slots)))
 		lens := x.lens
-		for _, p := range pl {
-			if f.active && !f.ok(&x.entries[p.slot]) {
+		for i, s := range pl.slots {
+			if f.active && !f.ok(&x.entries[s]) {
 				continue
 			}
-			if acc[p.slot] == 0 {
-				touched = append(touched, p.slot)
+			if acc[s] == 0 {
+				touched = append(touched, s)
 			}
-			acc[p.slot] += termScore(idf, float64(p.tf), float64(lens[p.slot]), avgdl)
+			tf := float64(pl.tfs[i])
+			if pl.tfs[i] == tfOverflow {
+				tf = float64(x.bigTF[tfKey{id, s}])
+			}
+			acc[s] += termScore(idf, tf, float64(lens[s]), avgdl)
 		}
 	}
 	return acc, touched
@@ -414,19 +417,14 @@ func (x *Index) Search(q Query) []Hit {
 		ranked = all[:min(k, len(all))]
 	}
 
-	qset := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		qset[t] = true
-	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, c := range ranked {
 		e := &x.entries[c.slot]
 		hits = append(hits, Hit{
-			ID:                 e.doc.ID,
+			ID:                 e.id,
 			Score:              c.score,
 			Scores:             scores[c.slot],
-			MatchedTerms:       x.matchedTerms(terms, e),
-			MatchedSpecs:       x.matchedSpecs(qset, e),
+			MatchedTerms:       x.matchedTerms(terms, c.slot),
 			MatchedConstraints: matchedConstraints(cs, e.qty),
 		})
 	}
@@ -485,27 +483,36 @@ func minMax(vs []float64) func(float64) float64 {
 	return func(v float64) float64 { return (v - lo) / (hi - lo) }
 }
 
-// matchedTerms lists the query terms present in e, in query order.
-// Callers hold mu.
-func (x *Index) matchedTerms(terms []string, e *entry) []string {
+// matchedTerms lists the query terms present in slot s's doc, in query
+// order. Callers hold mu.
+func (x *Index) matchedTerms(terms []string, s int32) []string {
 	var out []string
 	for _, t := range terms {
-		if id, ok := x.termIDs[t]; ok && findTerm(e.terms, id) >= 0 {
-			out = append(out, t)
+		if id, ok := x.termIDs[t]; ok {
+			if _, found := slices.BinarySearch(x.lists[id].slots, s); found {
+				out = append(out, t)
+			}
 		}
 	}
 	return out
 }
 
-// matchedSpecs lists e's spec keys (sorted) whose value is a query token
-// (or whose value's tokens all are), or whose key's last segment is
-// (e.g. "voltage" for "electricalProps.voltage").
-func (x *Index) matchedSpecs(qset map[string]bool, e *entry) []string {
-	if len(qset) == 0 || len(e.doc.Specs) == 0 {
+// MatchedSpecs lists the keys (sorted) of specs whose value is a token of
+// the query text (or whose value's tokens all are), or whose key's last
+// segment is (e.g. "voltage" for "electricalProps.voltage"): a hit's
+// Hit.MatchedSpecs, given the specs of its part. The index does not keep
+// specs, so the caller passes those it reads with the part.
+func (x *Index) MatchedSpecs(query string, specs map[string]string) []string {
+	terms := x.queryTerms(query)
+	if len(terms) == 0 || len(specs) == 0 {
 		return nil
 	}
+	qset := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		qset[t] = true
+	}
 	var out []string
-	for key, val := range e.doc.Specs {
+	for key, val := range specs {
 		if x.specMatches(qset, key, val) {
 			out = append(out, key)
 		}

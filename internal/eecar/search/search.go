@@ -5,8 +5,8 @@
 package search
 
 import (
-	"cmp"
-	"maps"
+	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,9 +52,10 @@ type Doc struct {
 	// Text is everything searchable: name, description, model, year,
 	// condition, materials, use cases…
 	Text string
-	// Specs are flattened specs for reasons, e.g.
-	// "electricalProps.voltage": "800",
-	// "materialComposition.primary": "NCM811".
+	// Specs are flattened specs, e.g. "electricalProps.voltage": "800",
+	// "materialComposition.primary": "NCM811". Put reads the quantities
+	// in them (voltage 800 V) and does not keep them; Index.MatchedSpecs
+	// matches a query against the specs a caller reads with the part.
 	Specs map[string]string
 	// Vector is the L2-normalised embedding.
 	Vector []float32
@@ -155,7 +156,9 @@ type Hit struct {
 	// query order.
 	MatchedTerms []string
 	// MatchedSpecs are the doc's spec keys (sorted) whose value appears
-	// among the query tokens, or whose key's last segment does.
+	// among the query tokens, or whose key's last segment does. Search
+	// leaves it nil (the index does not keep specs): Index.MatchedSpecs
+	// gives it from the specs of the hit's part.
 	MatchedSpecs []string
 	// MatchedConstraints are the query's numbers with units (and range
 	// words) the doc meets, in query order.
@@ -163,70 +166,72 @@ type Hit struct {
 }
 
 // entry is the index's record of one doc; its slot is its position in
-// Index.entries and in the vector slab.
+// Index.entries and its row in the vector slab. The doc's terms are not
+// kept per doc: they are its text tokenized again when its postings have
+// to be found (replace, delete), tokenize being a function of the text.
 type entry struct {
-	doc     Doc // Vector is nil; the vector lives in the slab
-	hasVec  bool
-	created int64
-	manuf   string     // lower-cased, trimmed Manufacturer
-	length  int        // number of tokens
-	terms   []docTerm  // the doc's distinct terms, sorted by id
-	qty     []quantity // numbers with units, from the text and the specs
+	id, text, seller    string
+	category, condition string
+	manufacturer, manuf string // manuf: lower-cased, trimmed manufacturer
+	cathode             string
+	price, soh          float64
+	created             int64
+	quantity            int
+	hasVec, hasSOH      bool
+	qty                 []quantity // numbers with units, from the text and the specs
 }
 
-// docTerm is one of a doc's distinct terms (by its id in the index's
-// vocabulary), its frequency in the doc and the position of its posting
-// in that term's postings list: 12 bytes, where a map per doc took 3.6 KB
-// of a part's 7.5 KB (BenchmarkIndexMemory).
-type docTerm struct {
-	id  int32
-	tf  int32
-	pos int32
-}
-
-// findTerm returns the index of term id in terms (sorted by id), or -1.
-func findTerm(terms []docTerm, id int32) int {
-	i, ok := slices.BinarySearchFunc(terms, id, func(d docTerm, id int32) int { return cmp.Compare(d.id, id) })
-	if !ok {
-		return -1
-	}
-	return i
-}
-
-// postingList is a term's postings, at the term's id in Index.lists.
+// postingList is a term's postings, at the term's id in Index.lists: the
+// slots of the docs holding the term, ascending, and the term's frequency
+// in each (tfs[i] for slots[i]; tfOverflow means the frequency is in
+// Index.bigTF). 5 bytes a posting, where a (slot, tf) pair and the doc's
+// own record of the posting took 20.
 type postingList struct {
-	term string
-	list []posting
+	term  string
+	slots []int32
+	tfs   []uint8
 }
 
-// posting is one (doc slot, term frequency) pair.
-type posting struct {
-	slot int32
-	tf   int32
-}
+// tfOverflow marks a term frequency of 255 or more, kept in Index.bigTF.
+const tfOverflow = math.MaxUint8
+
+// chunkRows is the number of vector rows in one chunk of the slab: the
+// slab grows a chunk at a time, so it never holds more than one chunk of
+// spare capacity and is never copied to grow.
+const chunkRows = 1024
 
 // Index is an in-memory hybrid (vector + BM25) part index. It is safe for
-// concurrent use; Put and Delete cost O(doc size).
+// concurrent use. Put of a new doc costs O(doc size); replacing a doc's
+// text, or deleting a doc, also moves its postings within each of its
+// terms' lists (a memmove of up to 5 bytes a doc holding the term).
 type Index struct {
 	tokenize func(string) []string
 
 	mu      sync.RWMutex
-	dim     int       // vector dimension, fixed by the first vector put
-	slab    []float32 // dim × len(entries), row i is entries[i]'s vector
+	dim     int         // vector dimension, fixed by the first vector put
+	chunks  [][]float32 // the slab: row s is chunks[s/chunkRows][(s%chunkRows)*dim:]
 	entries []entry
-	lens    []int32 // lens[i] = entries[i].length, dense for BM25
+	lens    []int32 // lens[i] = number of tokens of entries[i], dense for BM25
 	slots   map[string]int
 	// The vocabulary: every term in some doc has an id, its postings at
 	// lists[id]; the ids of terms no doc has any more are reused.
 	termIDs  map[string]int32
 	lists    []postingList
 	freeIDs  []int32
+	bigTF    map[tfKey]int32 // frequencies of tfOverflow postings
 	totalLen int
+
+	countMaps sync.Pool // termCounts' maps, reused: Put counts every doc's terms
 }
+
+// tfKey names one posting: a term id and a slot.
+type tfKey struct{ id, slot int32 }
 
 // NewIndex returns an empty index that tokenizes text with tokenize (e.g.
 // embed.Tokenize composed with Local.Canonical, as Local.Tokens does); nil
-// means a simple lower-case letters-and-digits word splitter.
+// means a simple lower-case letters-and-digits word splitter. tokenize
+// must give the same tokens for the same text every time (the index
+// tokenizes a doc's text again to find its postings).
 func NewIndex(tokenize func(string) []string) *Index {
 	if tokenize == nil {
 		tokenize = simpleTokenize
@@ -235,6 +240,7 @@ func NewIndex(tokenize func(string) []string) *Index {
 		tokenize: tokenize,
 		slots:    make(map[string]int),
 		termIDs:  make(map[string]int32),
+		bigTF:    make(map[tfKey]int32),
 	}
 }
 
@@ -272,7 +278,8 @@ func (x *Index) Dimension() int {
 	return x.dim
 }
 
-// Get returns a copy of the doc stored under id.
+// Get returns a copy of the doc stored under id, without Specs: the
+// index parses quantities from them and does not keep them.
 func (x *Index) Get(id string) (Doc, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -280,72 +287,148 @@ func (x *Index) Get(id string) (Doc, bool) {
 	if !ok {
 		return Doc{}, false
 	}
-	return x.docAt(s), true
-}
-
-// docAt copies the doc in slot s, vector included. Callers hold mu.
-func (x *Index) docAt(s int) Doc {
 	e := &x.entries[s]
-	d := e.doc
-	d.Specs = maps.Clone(e.doc.Specs)
+	d := Doc{
+		ID: e.id, Category: e.category, Manufacturer: e.manufacturer, Price: e.price, Quantity: e.quantity,
+		Text: e.text, SellerID: e.seller, Condition: e.condition, SOH: e.soh, HasSOH: e.hasSOH, Cathode: e.cathode,
+	}
+	if e.created != zeroCreated {
+		d.CreatedAt = time.Unix(0, e.created).UTC()
+	}
 	if e.hasVec {
 		d.Vector = append([]float32(nil), x.row(s)...)
 	}
-	return d
+	return d, true
 }
+
+// zeroCreated is the created of a doc without CreatedAt: the zero
+// time's UnixNano, outside int64's range, comes out as this constant.
+var zeroCreated = time.Time{}.UnixNano()
 
 // row returns slot s's vector. Callers hold mu.
 func (x *Index) row(s int) []float32 {
-	return x.slab[s*x.dim : (s+1)*x.dim : (s+1)*x.dim]
+	c := x.chunks[s/chunkRows]
+	i := (s % chunkRows) * x.dim
+	return c[i : i+x.dim : i+x.dim]
+}
+
+// addRow makes room for row n, the next slot. Callers hold mu.
+func (x *Index) addRow(n int) {
+	if n%chunkRows == 0 {
+		x.chunks = append(x.chunks, make([]float32, chunkRows*x.dim))
+	}
 }
 
 // Put adds d, or replaces the doc with the same ID. The vector is copied;
 // a vector whose length differs from the index's dimension (fixed by the
 // first non-empty vector put) is ignored, the doc then scoring 0 on
-// vector similarity.
+// vector similarity. Specs are read for quantities and not kept.
 func (x *Index) Put(d Doc) {
-	toks := x.tokenize(d.Text)
-	sorted := slices.Clone(toks)
-	slices.Sort(sorted)
-	var counts []termCount
-	for i, t := range sorted {
-		if i > 0 && t == sorted[i-1] {
-			counts[len(counts)-1].tf++
-			continue
-		}
-		counts = append(counts, termCount{t, 1})
-	}
-	vec := d.Vector
-	d.Vector = nil
-	d.Specs = maps.Clone(d.Specs)
-	e := entry{
-		doc:     d,
-		created: d.CreatedAt.UnixNano(),
-		manuf:   strings.ToLower(strings.TrimSpace(d.Manufacturer)),
-		length:  len(toks),
-		qty:     docQuantities(d.Text, d.Specs),
-	}
-
+	p := x.prepare(d)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.putLocked(&p, d.Vector)
+}
+
+// putAllBlock is the number of docs PutAll prepares before taking the
+// lock to insert them: it bounds both the memory of prepared docs and
+// how long a search waits for the lock.
+const putAllBlock = 256
+
+// PutAll puts docs as Put would one after another, in order (a later doc
+// with an ID replaces an earlier one): the way to load a catalogue. Blocks
+// of putAllBlock docs are tokenized and parsed over GOMAXPROCS goroutines
+// while the previous block is inserted under the lock.
+func (x *Index) PutAll(docs []Doc) {
+	if len(docs) == 0 {
+		return
+	}
+	type block struct {
+		docs []Doc
+		prep []prepared
+	}
+	ready := make(chan block, 1)
+	free := make(chan []prepared, 2)
+	for range cap(free) {
+		free <- make([]prepared, putAllBlock)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	go func() {
+		defer close(ready)
+		for lo := 0; lo < len(docs); lo += putAllBlock {
+			b := block{docs: docs[lo:min(lo+putAllBlock, len(docs))]}
+			b.prep = (<-free)[:len(b.docs)]
+			var wg sync.WaitGroup
+			for w := range min(workers, len(b.docs)) {
+				wg.Go(func() {
+					for i := w; i < len(b.docs); i += workers {
+						b.prep[i] = x.prepare(b.docs[i])
+					}
+				})
+			}
+			wg.Wait()
+			ready <- b
+		}
+	}()
+	for b := range ready {
+		x.mu.Lock()
+		for i := range b.prep {
+			x.putLocked(&b.prep[i], b.docs[i].Vector)
+		}
+		x.mu.Unlock()
+		clear(b.prep)
+		free <- b.prep[:putAllBlock]
+	}
+}
+
+// prepared is a doc ready to insert: its entry, token count and terms.
+type prepared struct {
+	e      entry
+	length int
+	counts []termCount
+}
+
+// prepare does the work of Put that needs no lock: tokenizing the text
+// and parsing the quantities.
+func (x *Index) prepare(d Doc) prepared {
+	toks := x.tokenize(d.Text)
+	return prepared{
+		e: entry{
+			id: d.ID, text: d.Text, seller: d.SellerID, category: d.Category, condition: d.Condition,
+			manufacturer: d.Manufacturer, manuf: strings.ToLower(strings.TrimSpace(d.Manufacturer)), cathode: d.Cathode,
+			price: d.Price, soh: d.SOH, created: d.CreatedAt.UnixNano(), quantity: d.Quantity, hasSOH: d.HasSOH,
+			qty: docQuantities(d.Text, d.Specs),
+		},
+		length: len(toks),
+		counts: x.termCounts(toks),
+	}
+}
+
+// putLocked inserts p with vector vec. Callers hold mu.
+func (x *Index) putLocked(p *prepared, vec []float32) {
+	e := p.e
 	if x.dim == 0 && len(vec) > 0 {
 		x.dim = len(vec)
-		x.slab = make([]float32, x.dim*len(x.entries), x.dim*(len(x.entries)+1))
+		for n := range len(x.entries) {
+			x.addRow(n)
+		}
 	}
 	e.hasVec = len(vec) > 0 && len(vec) == x.dim
 
-	s, exists := x.slots[d.ID]
-	if exists {
-		x.removePostings(s)
-		x.totalLen -= x.entries[s].length
-	} else {
+	s, exists := x.slots[e.id]
+	sameText := exists && x.entries[s].text == e.text
+	if exists && !sameText {
+		x.removePostings(s, x.termCounts(x.tokenize(x.entries[s].text)))
+		x.totalLen -= int(x.lens[s])
+	}
+	if !exists {
 		s = len(x.entries)
+		if x.dim > 0 {
+			x.addRow(s)
+		}
 		x.entries = append(x.entries, entry{})
 		x.lens = append(x.lens, 0)
-		x.slots[d.ID] = s
-		if x.dim > 0 {
-			x.slab = append(x.slab, make([]float32, x.dim)...)
-		}
+		x.slots[e.id] = s
 	}
 	if x.dim > 0 {
 		r := x.row(s)
@@ -356,61 +439,135 @@ func (x *Index) Put(d Doc) {
 		}
 	}
 	x.entries[s] = e
-	x.lens[s] = int32(e.length)
-	x.totalLen += e.length
-	x.addPostings(s, counts)
+	if !sameText {
+		x.lens[s] = int32(p.length)
+		x.totalLen += p.length
+		x.addPostings(int32(s), p.counts)
+	}
 }
 
-// termCount is a term of a doc being put and its frequency in the doc.
+// termCount is a term of a doc and its frequency in the doc.
 type termCount struct {
 	term string
 	tf   int32
 }
 
+// termCounts returns the distinct tokens of toks, in the order they first
+// occur, with their frequencies.
+func (x *Index) termCounts(toks []string) []termCount {
+	counts := make([]termCount, 0, len(toks))
+	seen, _ := x.countMaps.Get().(map[string]int32)
+	if seen == nil {
+		seen = make(map[string]int32)
+	}
+	for _, t := range toks {
+		if i, ok := seen[t]; ok {
+			counts[i].tf++
+			continue
+		}
+		seen[t] = int32(len(counts))
+		counts = append(counts, termCount{t, 1})
+	}
+	clear(seen)
+	x.countMaps.Put(seen)
+	return counts
+}
+
 // addPostings records slot s's terms (counts) in the vocabulary and
-// appends them to the postings lists. Callers hold mu.
-func (x *Index) addPostings(s int, counts []termCount) {
-	e := &x.entries[s]
-	e.terms = make([]docTerm, len(counts))
-	for i, c := range counts {
+// inserts s into their postings lists. Callers hold mu.
+func (x *Index) addPostings(s int32, counts []termCount) {
+	for _, c := range counts {
 		id, ok := x.termIDs[c.term]
 		if !ok {
+			// A token may be a slice of the doc's text: the vocabulary
+			// keeps its own copy, not the text.
+			term := strings.Clone(c.term)
 			if n := len(x.freeIDs); n > 0 {
 				id = x.freeIDs[n-1]
 				x.freeIDs = x.freeIDs[:n-1]
-				x.lists[id] = postingList{term: c.term}
+				x.lists[id] = postingList{term: term}
 			} else {
 				id = int32(len(x.lists))
-				x.lists = append(x.lists, postingList{term: c.term})
+				x.lists = append(x.lists, postingList{term: term})
 			}
-			x.termIDs[c.term] = id
+			x.termIDs[term] = id
 		}
-		pl := &x.lists[id]
-		e.terms[i] = docTerm{id: id, tf: c.tf, pos: int32(len(pl.list))}
-		pl.list = append(pl.list, posting{slot: int32(s), tf: c.tf})
+		x.insertPosting(id, s, c.tf)
 	}
-	slices.SortFunc(e.terms, func(a, b docTerm) int { return cmp.Compare(a.id, b.id) })
 }
 
-// removePostings removes slot s's terms from the postings lists by
-// swap-delete; a term left in no doc leaves the vocabulary. Callers hold
-// mu.
-func (x *Index) removePostings(s int) {
-	for _, r := range x.entries[s].terms {
-		pl := &x.lists[r.id]
-		last := len(pl.list) - 1
-		if int(r.pos) != last {
-			moved := pl.list[last]
-			pl.list[r.pos] = moved
-			me := &x.entries[moved.slot]
-			me.terms[findTerm(me.terms, r.id)].pos = r.pos
-		}
-		if last == 0 {
-			delete(x.termIDs, pl.term)
-			*pl = postingList{}
-			x.freeIDs = append(x.freeIDs, r.id)
-		} else {
-			pl.list = pl.list[:last]
+// insertPosting inserts (s, tf) into term id's list, keeping it sorted.
+// Callers hold mu.
+func (x *Index) insertPosting(id, s, tf int32) {
+	pl := &x.lists[id]
+	small := uint8(min(tf, tfOverflow))
+	if tf >= tfOverflow {
+		x.bigTF[tfKey{id, s}] = tf
+	}
+	if n := len(pl.slots); n == 0 || pl.slots[n-1] < s {
+		pl.slots = append(pl.slots, s)
+		pl.tfs = append(pl.tfs, small)
+		return
+	}
+	i, _ := slices.BinarySearch(pl.slots, s)
+	pl.slots = slices.Insert(pl.slots, i, s)
+	pl.tfs = slices.Insert(pl.tfs, i, small)
+}
+
+// tf returns the frequency of posting i of term id's list.
+func (x *Index) tf(id int32, pl *postingList, i int) int32 {
+	if t := pl.tfs[i]; t != tfOverflow {
+		return int32(t)
+	}
+	return x.bigTF[tfKey{id, pl.slots[i]}]
+}
+
+// removePosting removes slot s from term id's list; a term left in no
+// doc leaves the vocabulary. Callers hold mu.
+func (x *Index) removePosting(id, s int32) {
+	pl := &x.lists[id]
+	i, ok := slices.BinarySearch(pl.slots, s)
+	if !ok {
+		return
+	}
+	if pl.tfs[i] == tfOverflow {
+		delete(x.bigTF, tfKey{id, s})
+	}
+	pl.slots = slices.Delete(pl.slots, i, i+1)
+	pl.tfs = slices.Delete(pl.tfs, i, i+1)
+	if len(pl.slots) == 0 {
+		delete(x.termIDs, pl.term)
+		*pl = postingList{}
+		x.freeIDs = append(x.freeIDs, id)
+	}
+}
+
+// movePosting moves term id's posting of slot from, the largest slot in
+// the index and so the list's last, to slot to. Callers hold mu.
+func (x *Index) movePosting(id, from, to int32) {
+	pl := &x.lists[id]
+	n := len(pl.slots) - 1
+	if n < 0 || pl.slots[n] != from {
+		return
+	}
+	small := pl.tfs[n]
+	pl.slots, pl.tfs = pl.slots[:n], pl.tfs[:n]
+	i, _ := slices.BinarySearch(pl.slots, to)
+	pl.slots = slices.Insert(pl.slots, i, to)
+	pl.tfs = slices.Insert(pl.tfs, i, small)
+	if small == tfOverflow {
+		k := tfKey{id, from}
+		x.bigTF[tfKey{id, to}] = x.bigTF[k]
+		delete(x.bigTF, k)
+	}
+}
+
+// removePostings removes slot s from the lists of its terms (counts).
+// Callers hold mu.
+func (x *Index) removePostings(s int, counts []termCount) {
+	for _, c := range counts {
+		if id, ok := x.termIDs[c.term]; ok {
+			x.removePosting(id, int32(s))
 		}
 	}
 }
@@ -424,30 +581,34 @@ func (x *Index) Delete(id string) {
 	if !ok {
 		return
 	}
-	x.removePostings(s)
-	x.totalLen -= x.entries[s].length
+	x.removePostings(s, x.termCounts(x.tokenize(x.entries[s].text)))
+	x.totalLen -= int(x.lens[s])
 	delete(x.slots, id)
 	last := len(x.entries) - 1
 	if s != last {
-		x.entries[s] = x.entries[last]
+		moved := &x.entries[last]
+		for _, c := range x.termCounts(x.tokenize(moved.text)) {
+			if tid, ok := x.termIDs[c.term]; ok {
+				x.movePosting(tid, int32(last), int32(s))
+			}
+		}
+		x.entries[s] = *moved
 		x.lens[s] = x.lens[last]
-		x.slots[x.entries[s].doc.ID] = s
+		x.slots[moved.id] = s
 		if x.dim > 0 {
 			copy(x.row(s), x.row(last))
-		}
-		for _, r := range x.entries[s].terms {
-			x.lists[r.id].list[r.pos].slot = int32(s)
 		}
 	}
 	x.entries[last] = entry{}
 	x.entries = x.entries[:last]
 	x.lens = x.lens[:last]
-	if x.dim > 0 {
-		x.slab = x.slab[:last*x.dim]
+	if x.dim > 0 && last%chunkRows == 0 {
+		x.chunks[len(x.chunks)-1] = nil
+		x.chunks = x.chunks[:len(x.chunks)-1]
 	}
 	if len(x.entries) == 0 {
 		x.dim = 0
-		x.slab = nil
+		x.chunks = nil
 	}
 }
 
@@ -471,10 +632,10 @@ func (x *Index) BySeller(seller, after string, limit int) ([]string, string) {
 	var rows []row
 	for i := range x.entries {
 		e := &x.entries[i]
-		if e.doc.SellerID != seller {
+		if e.seller != seller {
 			continue
 		}
-		r := row{e.created, e.doc.ID}
+		r := row{e.created, e.id}
 		if afterRow != nil && !newer(*afterRow, r) {
 			continue
 		}

@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -32,46 +33,63 @@ func unit(v ...float32) []float32 {
 	return out
 }
 
-// checkInvariants verifies the index's internal bookkeeping.
+// checkInvariants verifies the index's internal bookkeeping: every doc's
+// terms (its text tokenized) have exactly its postings, lists are sorted,
+// and the vocabulary, lengths and slab agree.
 func checkInvariants(t *testing.T, x *Index) {
 	t.Helper()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if len(x.slots) != len(x.entries) {
-		t.Fatalf("slots %d != entries %d", len(x.slots), len(x.entries))
+	if len(x.slots) != len(x.entries) || len(x.lens) != len(x.entries) {
+		t.Fatalf("slots %d, lens %d, entries %d", len(x.slots), len(x.lens), len(x.entries))
 	}
-	if x.dim > 0 && len(x.slab) != x.dim*len(x.entries) {
-		t.Fatalf("slab len %d, want %d", len(x.slab), x.dim*len(x.entries))
+	if wantChunks := (len(x.entries) + chunkRows - 1) / chunkRows; x.dim > 0 && len(x.chunks) != wantChunks {
+		t.Fatalf("%d slab chunks, want %d", len(x.chunks), wantChunks)
 	}
 	total, nPost := 0, 0
 	for s, e := range x.entries {
-		if x.slots[e.doc.ID] != s {
-			t.Fatalf("slot of %q = %d, want %d", e.doc.ID, x.slots[e.doc.ID], s)
+		if x.slots[e.id] != s {
+			t.Fatalf("slot of %q = %d, want %d", e.id, x.slots[e.id], s)
 		}
-		total += e.length
-		for i, r := range e.terms {
-			if i > 0 && e.terms[i-1].id >= r.id {
-				t.Fatalf("terms of %q not sorted by id, or a term twice", e.doc.ID)
-			}
-			pl := x.lists[r.id].list
-			if int(r.pos) >= len(pl) || pl[r.pos].slot != int32(s) || pl[r.pos].tf != r.tf {
-				t.Fatalf("posting of %q in %q broken", x.lists[r.id].term, e.doc.ID)
-			}
+		toks := x.tokenize(e.text)
+		if int(x.lens[s]) != len(toks) {
+			t.Fatalf("length of %q = %d, want %d", e.id, x.lens[s], len(toks))
 		}
-		nPost += len(e.terms)
+		total += len(toks)
+		for _, c := range x.termCounts(toks) {
+			id, ok := x.termIDs[c.term]
+			if !ok {
+				t.Fatalf("term %q of %q not in the vocabulary", c.term, e.id)
+			}
+			pl := &x.lists[id]
+			i, found := slices.BinarySearch(pl.slots, int32(s))
+			if !found || x.tf(id, pl, i) != c.tf {
+				t.Fatalf("posting of %q in %q broken", c.term, e.id)
+			}
+			nPost++
+		}
 	}
 	for term, id := range x.termIDs {
 		pl := x.lists[id]
-		if pl.term != term || len(pl.list) == 0 {
-			t.Fatalf("postings of %q: term %q, %d postings", term, pl.term, len(pl.list))
+		if pl.term != term || len(pl.slots) == 0 || len(pl.tfs) != len(pl.slots) {
+			t.Fatalf("postings of %q: term %q, %d postings, %d frequencies", term, pl.term, len(pl.slots), len(pl.tfs))
 		}
-		nPost -= len(pl.list)
+		if !slices.IsSorted(pl.slots) || len(slices.Compact(slices.Clone(pl.slots))) != len(pl.slots) {
+			t.Fatalf("postings of %q not strictly ascending: %v", term, pl.slots)
+		}
+		nPost -= len(pl.slots)
 	}
 	if len(x.termIDs)+len(x.freeIDs) != len(x.lists) {
 		t.Fatalf("%d terms and %d free ids for %d lists", len(x.termIDs), len(x.freeIDs), len(x.lists))
 	}
 	if nPost != 0 {
 		t.Fatalf("postings hold %d extra entries", -nPost)
+	}
+	for k := range x.bigTF {
+		pl := &x.lists[k.id]
+		if i, found := slices.BinarySearch(pl.slots, k.slot); !found || pl.tfs[i] != tfOverflow {
+			t.Fatalf("frequency %v kept for no overflowing posting", k)
+		}
 	}
 	if total != x.totalLen {
 		t.Fatalf("totalLen %d, want %d", x.totalLen, total)
@@ -284,7 +302,7 @@ func TestPutReplaces(t *testing.T) {
 	if _, ok := x.termIDs["pack"]; ok {
 		t.Error(`old token "pack" still in postings`)
 	}
-	if got := len(x.lists[x.termIDs["battery"]].list); got != 1 {
+	if got := len(x.lists[x.termIDs["battery"]].slots); got != 1 {
 		t.Errorf(`"battery" postings = %d, want 1`, got)
 	}
 	if got := ids(x.Search(Query{Text: "battery", Mode: BM25Only})); !slices.Equal(got, []string{"y"}) {
@@ -294,8 +312,12 @@ func TestPutReplaces(t *testing.T) {
 		t.Errorf("motor hits = %v, want [x]", got)
 	}
 	d, ok := x.Get("x")
-	if !ok || d.Category != "motor" || d.Specs != nil || !slices.Equal(d.Vector, unit(0, 1)) {
+	if !ok || d.Category != "motor" || d.Specs != nil || !slices.Equal(d.Vector, unit(0, 1)) || !d.CreatedAt.IsZero() {
 		t.Errorf("Get(x) = %+v, %v", d, ok)
+	}
+	x.Put(Doc{ID: "t", Text: "dated", CreatedAt: t0.In(time.FixedZone("KST", 9*3600))})
+	if d, _ := x.Get("t"); !d.CreatedAt.Equal(t0) {
+		t.Errorf("Get(t).CreatedAt = %v, want %v", d.CreatedAt, t0)
 	}
 	// The stored vector is a copy; mutating the caller's slice or the
 	// returned doc does not change the index.
@@ -421,14 +443,17 @@ func TestMatchedSpecsAndReason(t *testing.T) {
 				t.Fatalf("hits = %v", hits)
 			}
 			h := hits[0]
+			if h.MatchedSpecs != nil {
+				t.Errorf("Search filled MatchedSpecs %v: the index keeps no specs", h.MatchedSpecs)
+			}
+			h.MatchedSpecs = x.MatchedSpecs(tt.query, d.Specs)
 			if !slices.Equal(h.MatchedSpecs, tt.wantSpecs) {
 				t.Errorf("MatchedSpecs = %v, want %v", h.MatchedSpecs, tt.wantSpecs)
 			}
 			if !slices.Equal(h.MatchedTerms, tt.wantTerms) {
 				t.Errorf("MatchedTerms = %v, want %v", h.MatchedTerms, tt.wantTerms)
 			}
-			got, _ := x.Get(h.ID)
-			reason := Reason(h, got)
+			reason := Reason(h, d)
 			for _, want := range tt.reason {
 				if !strings.Contains(reason, want) {
 					t.Errorf("Reason = %q, want it to mention %q", reason, want)
@@ -627,6 +652,136 @@ func TestParseConstraints(t *testing.T) {
 		}
 		if strings.Join(got, "; ") != tt.want {
 			t.Errorf("ParseConstraints(%q) = %q, want %q", tt.in, strings.Join(got, "; "), tt.want)
+		}
+	}
+}
+
+// TestManyDocsKeepPostingsAndRows puts, replaces and deletes docs across
+// several slab chunks, some holding a term 300 times (more than a
+// posting's frequency byte holds), and checks that the bookkeeping holds,
+// that every doc is still found by its own vector, that matched terms
+// follow the docs, and that BM25 scores the overflowing frequencies
+// exactly.
+func TestManyDocsKeepPostingsAndRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vocab := []string{"battery", "motor", "door", "panel", "800v", "ncm811", "kia", "tesla", "rare"}
+	x := NewIndex(nil)
+	vecs := map[string][]float32{}
+	texts := map[string]string{}
+	put := func(id string) {
+		words := []string{"w" + id}
+		for range r.IntN(8) {
+			words = append(words, vocab[r.IntN(len(vocab))])
+		}
+		if r.IntN(20) == 0 {
+			words = append(words, strings.Repeat("many ", 300))
+		}
+		v := unit(r.Float32()+0.01, r.Float32(), r.Float32(), r.Float32())
+		// Half the replacements keep the text, changing only the vector.
+		if old, ok := texts[id]; ok && r.IntN(2) == 0 {
+			words = []string{old}
+		}
+		texts[id], vecs[id] = strings.Join(words, " "), v
+		x.Put(Doc{ID: id, Text: texts[id], Vector: v, CreatedAt: t0})
+	}
+	for i := range 3 * chunkRows {
+		put(fmt.Sprint(i))
+	}
+	checkInvariants(t, x)
+	for range 3000 {
+		id := fmt.Sprint(r.IntN(3 * chunkRows))
+		if r.IntN(2) == 0 {
+			x.Delete(id)
+			delete(vecs, id)
+			delete(texts, id)
+			continue
+		}
+		put(id)
+	}
+	checkInvariants(t, x)
+	if x.Len() != len(vecs) {
+		t.Fatalf("Len = %d, want %d", x.Len(), len(vecs))
+	}
+	for id, v := range vecs {
+		hits := x.Search(Query{Text: "w" + id, Vector: v, Mode: VectorOnly, TopK: 1})
+		if len(hits) != 1 || math.Abs(hits[0].Score-1) > 1e-6 {
+			t.Fatalf("own vector of %s: hits %+v", id, hits)
+		}
+		if !slices.Contains(hits[0].MatchedTerms, "w"+id) {
+			t.Fatalf("doc %s does not match its own word: %+v", id, hits[0])
+		}
+	}
+	// "many" occurs 300 times in each doc holding it: the BM25 score is
+	// the formula's at tf 300.
+	var many []string
+	totalLen := 0
+	for id, text := range texts {
+		toks := simpleTokenize(text)
+		totalLen += len(toks)
+		if strings.Contains(text, "many") {
+			many = append(many, id)
+		}
+	}
+	if len(many) == 0 {
+		t.Fatal("no doc holds the repeated term")
+	}
+	n := float64(len(texts))
+	for _, h := range x.Search(Query{Text: "many", Mode: BM25Only, TopK: MaxTopK}) {
+		dl := float64(len(simpleTokenize(texts[h.ID])))
+		want := termScore(idf(n, float64(len(many))), 300, dl, float64(totalLen)/n)
+		if !near(h.Score, want) {
+			t.Errorf("BM25 of %s = %v, want %v (tf 300)", h.ID, h.Score, want)
+		}
+	}
+	for _, id := range slices.Collect(maps.Keys(vecs)) {
+		x.Delete(id)
+	}
+	checkInvariants(t, x)
+	if x.Len() != 0 || len(x.termIDs) != 0 || len(x.bigTF) != 0 || x.chunks != nil {
+		t.Errorf("empty index keeps %d docs, %d terms, %d frequencies, %d chunks", x.Len(), len(x.termIDs), len(x.bigTF), len(x.chunks))
+	}
+}
+
+// TestPutAllIsPutInOrder loads the same docs, some IDs twice, with PutAll
+// and with Put one by one: the two indexes answer alike.
+func TestPutAllIsPutInOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	vocab := []string{"battery", "motor", "door", "800v 11kw", "ncm811", "kia", "tesla", "60 kwh"}
+	var docs []Doc
+	for i := range 2*putAllBlock + 17 {
+		words := []string{}
+		for range 1 + r.IntN(6) {
+			words = append(words, vocab[r.IntN(len(vocab))])
+		}
+		docs = append(docs, Doc{
+			ID: fmt.Sprint(r.IntN(400)), Text: strings.Join(words, " "), Category: vocab[i%3],
+			Vector: unit(r.Float32()+0.01, r.Float32(), r.Float32()), CreatedAt: t0.Add(time.Duration(i)),
+		})
+	}
+	one, all := NewIndex(nil), NewIndex(nil)
+	for _, d := range docs {
+		one.Put(d)
+	}
+	all.PutAll(docs)
+	checkInvariants(t, all)
+	if one.Len() != all.Len() {
+		t.Fatalf("PutAll holds %d docs, Put %d", all.Len(), one.Len())
+	}
+	for _, id := range one.IDs() {
+		a, _ := one.Get(id)
+		b, ok := all.Get(id)
+		if !ok || a.Text != b.Text || !slices.Equal(a.Vector, b.Vector) || !a.CreatedAt.Equal(b.CreatedAt) {
+			t.Fatalf("doc %s: Put %+v, PutAll %+v", id, a, b)
+		}
+	}
+	for _, q := range []Query{
+		{Text: "tesla battery 800v", Vector: unit(1, 1, 0), TopK: 20},
+		{Text: "over 50 kwh", Vector: unit(0, 1, 1), TopK: 20, Mode: VectorOnly},
+		{Text: "kia door", TopK: 20, Mode: BM25Only},
+	} {
+		a, b := one.Search(q), all.Search(q)
+		if !slices.Equal(ids(a), ids(b)) {
+			t.Errorf("%q: Put gives %v, PutAll %v", q.Text, ids(a), ids(b))
 		}
 	}
 }

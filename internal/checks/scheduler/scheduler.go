@@ -116,6 +116,8 @@ type Scheduler struct {
 	log *slog.Logger
 	sem chan struct{}
 	wg  sync.WaitGroup
+	// rec records runs, several in one write under load.
+	rec *recorder
 
 	mu    sync.Mutex
 	queue dueHeap
@@ -238,7 +240,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		o.Logger = slog.Default()
 	}
 	return &Scheduler{
-		st: st, run: r, al: a, o: o, log: o.Logger,
+		st: st, run: r, al: a, o: o, log: o.Logger, rec: newRecorder(st, o.Owner),
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
@@ -946,7 +948,7 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 			s.log.Warn("checks: alert not encoded; sent at most once", "check", id, "err", err)
 		}
 	}
-	if err := s.st.Complete(ctx, id, s.o.Owner, out); err != nil {
+	if err := s.rec.record(ctx, id, out); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("checks: record run", "check", id, "err", err)
 		}

@@ -267,9 +267,26 @@ type Outcome struct {
 // raises in the outbox: all in one transaction, so that an alert state
 // is never recorded without its alert, nor an alert without its run.
 func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error {
-	res, err := mapValue(o.Result)
+	items, err := s.completeItems(id, owner, o)
 	if err != nil {
 		return err
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("%w: check %s", ErrLost, id)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: complete %s: %w", id, err)
+	}
+	return nil
+}
+
+// completeItems are the transaction items that record check id's run o
+// (Complete); the first is the conditional update of the check.
+func (s *Store) completeItems(id, owner string, o Outcome) ([]types.TransactWriteItem, error) {
+	res, err := mapValue(o.Result)
+	if err != nil {
+		return nil, err
 	}
 	at := ddbitem.FormatTime(o.At)
 	update := "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc REMOVE leaseOwner, leaseUntil"
@@ -280,13 +297,14 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 		values[":failed"], values[":why"] = ddbitem.S(CheckFailed), ddbitem.S(o.Fail)
 		names = map[string]string{"#s": "status"}
 	}
-	items := []types.TransactWriteItem{{Update: &types.Update{
+	items := make([]types.TransactWriteItem, 1, runItems)
+	items[0] = types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String("leaseOwner = :me"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	}}}
+	}}
 	if o.Retention > 0 {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.names.Checks),
@@ -300,14 +318,93 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 	if o.Alert != nil {
 		items = append(items, s.alertPut(*o.Alert, owner, o.AlertClaim))
 	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
-		return fmt.Errorf("%w: check %s", ErrLost, id)
+	return items, nil
+}
+
+// runItems is the most transaction items one run's record takes: the
+// check, its history item, its day's rollup and its alert.
+const runItems = 4
+
+// MaxTransactItems is how many items one transaction may write
+// (DynamoDB's limit).
+const MaxTransactItems = 100
+
+// Record is one run to record: check ID's outcome.
+type Record struct {
+	ID      string
+	Outcome Outcome
+}
+
+// CompleteAll records runs of checks held by owner, each as Complete
+// does, in as few transactions as MaxTransactItems allows (two runs of
+// one check never share one): one commit for many runs. Each transaction
+// is all or nothing. When one is cancelled, its runs whose check
+// refused the condition (the lease is lost) get ErrLost, and each of the
+// others is recorded by Complete on its own, so that one lost lease or a
+// conflicting write does not refuse the rest; after any other failure
+// every run of the transaction is recorded by Complete on its own too.
+// Each run is recorded at most once: Complete's condition on the lease
+// refuses a run that the failed transaction did write after all (a call
+// cut off after the store committed it), which then reports ErrLost as
+// a Complete cut off the same way does. It returns one error per run,
+// in rs's order, nil for a run recorded.
+func (s *Store) CompleteAll(ctx context.Context, owner string, rs []Record) []error {
+	errs := make([]error, len(rs))
+	if len(rs) == 1 {
+		errs[0] = s.Complete(ctx, rs[0].ID, owner, rs[0].Outcome)
+		return errs
 	}
-	if err != nil {
-		return fmt.Errorf("checks: complete %s: %w", id, err)
+	var (
+		items []types.TransactWriteItem
+		runs  []int // the index in rs of each run in items
+		first []int // the index in items of each run's check update
+		ids   = map[string]bool{}
+	)
+	flush := func() {
+		if len(runs) > 0 {
+			s.completeGroup(ctx, owner, rs, items, runs, first, errs)
+		}
+		items, runs, first = nil, nil, nil
+		clear(ids)
 	}
-	return nil
+	for i, r := range rs {
+		its, err := s.completeItems(r.ID, owner, r.Outcome)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if ids[r.ID] || len(items)+len(its) > MaxTransactItems {
+			flush()
+		}
+		ids[r.ID] = true
+		runs, first = append(runs, i), append(first, len(items))
+		items = append(items, its...)
+	}
+	flush()
+	return errs
+}
+
+// completeGroup writes the runs of rs at runs, whose items are items
+// (run k's check update at first[k]), in one transaction, falling back
+// to one Complete per run as CompleteAll says, and sets their errs.
+func (s *Store) completeGroup(ctx context.Context, owner string, rs []Record, items []types.TransactWriteItem, runs, first []int, errs []error) {
+	if len(runs) == 1 {
+		i := runs[0]
+		errs[i] = s.Complete(ctx, rs[i].ID, owner, rs[i].Outcome)
+		return
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return
+	}
+	reasons := ddbitem.CancelReasons(err)
+	for k, i := range runs {
+		if len(reasons) == len(items) && reasons[first[k]] == "ConditionalCheckFailed" {
+			errs[i] = fmt.Errorf("%w: check %s", ErrLost, rs[i].ID)
+			continue
+		}
+		errs[i] = s.Complete(ctx, rs[i].ID, owner, rs[i].Outcome)
+	}
 }
 
 // Run is one entry of a check's history.

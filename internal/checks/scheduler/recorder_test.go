@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/quarrydb/quarry/ddb"
+	"github.com/quarrydb/quarry/internal/checks/store"
+	"github.com/quarrydb/quarry/internal/checks/tables"
+)
+
+// TestRecorderGroupsRunsUnderLoad: a run recorded while nothing else is
+// being written goes to the store at once, alone; the runs that come
+// while that write is in flight wait for it and are then written
+// together, in one transaction, each recorded.
+func TestRecorderGroupsRunsUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	db, err := ddb.Open(t.TempDir(), &ddb.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	// The first transaction waits in the client until released, so that
+	// the other runs come while it is in flight.
+	entered, release := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	var transactions atomic.Int64
+	gate := middleware.InitializeMiddlewareFunc("test.gate", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		if armed.Load() && middleware.GetOperationName(ctx) == "TransactWriteItems" && transactions.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return next.HandleInitialize(ctx, in)
+	})
+	client := ddb.NewClient(db, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error { return st.Initialize.Add(gate, middleware.After) })
+	})
+	names, err := tables.EnsureTables(ctx, client, tables.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(client, names, &store.Options{Limits: map[string]int{store.TierPro: 100}})
+	u, _, err := st.CreateUser(ctx, "ops@example.com", store.TierPro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Truncate(time.Millisecond)
+	const runs = 6
+	var ids []string
+	for range runs {
+		c, err := st.CreateCheck(ctx, store.Check{UserID: u.ID, URL: "http://127.0.0.1:1/", Type: "AVAILABILITY", DelayMs: 60000}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Claim(ctx, c.ID, "a", t0, t0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	out := store.Outcome{Result: map[string]any{"status": "UP"}, At: t0, AlertState: "ok", Retention: time.Hour}
+
+	armed.Store(true)
+	r := newRecorder(st, "a")
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = r.record(ctx, ids[0], out) })
+	<-entered
+	var returned atomic.Int64
+	for i := 1; i < runs; i++ {
+		wg.Go(func() {
+			errs[i] = r.record(ctx, ids[i], out)
+			returned.Add(1)
+		})
+	}
+	// Until the other runs wait behind the first write (or, were they
+	// written one by one, have returned).
+	for {
+		r.mu.Lock()
+		queued := len(r.queue)
+		r.mu.Unlock()
+		if queued == runs-1 || returned.Load() == runs-1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+
+	if n := transactions.Load(); n != 2 {
+		t.Errorf("%d runs recorded in %d transactions, want 2 (the first alone, then the rest together)", runs, n)
+	}
+	for i, id := range ids {
+		if errs[i] != nil {
+			t.Errorf("run %d: %v", i, errs[i])
+		}
+		c, err := st.GetCheck(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := st.Results(ctx, u.ID, id, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.LastResult["status"] != "UP" || c.LeaseOwner != "" || len(h) != 1 {
+			t.Errorf("run %d: lastResult %v lease %q history %d, want UP, none, 1", i, c.LastResult, c.LeaseOwner, len(h))
+		}
+	}
+	if r.writing || len(r.queue) != 0 {
+		t.Errorf("recorder left writing %v with %d queued", r.writing, len(r.queue))
+	}
+}

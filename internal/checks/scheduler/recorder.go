@@ -7,85 +7,78 @@ import (
 	"github.com/quarrydb/quarry/internal/checks/store"
 )
 
-// recorder records runs in groups (group commit): a run to record while
-// a group is being written waits for that write and goes in the next
-// group, with every run that came meanwhile, written by one of them in
-// one store.CompleteAll (one commit). A lone run is written at once, so
-// recording adds no wait when runs are sparse, and under load many runs
-// share one store call and one fsync.
-type recorder struct {
-	st    *store.Store
-	owner string
-	// max is the most runs one group takes.
+// batcher groups concurrent calls of one store operation (group commit):
+// a call made while a group is being written waits for that write and
+// goes in the next group, with every call that came meanwhile, written
+// by one of them in one call of write. A lone call is written at once, so
+// grouping adds no wait when calls are sparse, and under load many calls
+// share one store call and one commit.
+type batcher[In, Out any] struct {
+	// write does the calls of one group and returns their outcomes, in
+	// order.
+	write func(ctx context.Context, in []In) []Out
+	// max is the most calls one group takes.
 	max int
 
 	mu sync.Mutex
-	// queue holds the runs waiting for a group, oldest first; writing is
+	// queue holds the calls waiting for a group, oldest first; writing is
 	// whether a group is being written. The queue is empty whenever no
 	// group is being written.
-	queue   []*pendingRecord
+	queue   []*pending[In, Out]
 	writing bool
 }
 
-// pendingRecord is one run waiting in a recorder. wake is closed when it
-// was recorded (err is its outcome) or when it is to write the next group
-// itself (lead).
-type pendingRecord struct {
-	rec  store.Record
-	err  error
+// pending is one call waiting in a batcher. wake is closed when it was
+// done (out is its outcome) or when it is to write the next group itself
+// (lead).
+type pending[In, Out any] struct {
+	in   In
+	out  Out
 	lead bool
 	wake chan struct{}
 }
 
-// maxGroup is the most runs a recorder writes in one group: 25 runs of at
-// most four items each fill one transaction.
-const maxGroup = store.MaxTransactItems / 4
-
-func newRecorder(st *store.Store, owner string) *recorder {
-	return &recorder{st: st, owner: owner, max: maxGroup}
-}
-
-// record records check id's run o, as store.Complete does, and returns
-// its outcome; several concurrent calls share writes. The caller whose run
-// heads the queue writes the group, with its own ctx.
-func (r *recorder) record(ctx context.Context, id string, o store.Outcome) error {
-	p := &pendingRecord{rec: store.Record{ID: id, Outcome: o}, wake: make(chan struct{})}
-	r.mu.Lock()
-	r.queue = append(r.queue, p)
-	if r.writing {
-		r.mu.Unlock()
+// do makes call in, grouped with the concurrent ones, and returns its
+// outcome. The caller whose call heads the queue writes the group, with
+// its own ctx.
+func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
+	p := &pending[In, Out]{in: in, wake: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	if b.writing {
+		b.mu.Unlock()
 		<-p.wake
 		if !p.lead {
-			return p.err
+			return p.out
 		}
-		r.mu.Lock()
+		b.mu.Lock()
 	}
-	r.writing = true
+	b.writing = true
 	// p heads the queue: it was empty, or p was handed the lead as its
 	// first.
-	n := min(len(r.queue), r.max)
-	group := make([]*pendingRecord, n)
-	copy(group, r.queue)
-	r.queue = append(r.queue[:0], r.queue[n:]...)
-	r.mu.Unlock()
+	n := min(len(b.queue), b.max)
+	group := make([]*pending[In, Out], n)
+	copy(group, b.queue)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	b.mu.Unlock()
 
-	recs := make([]store.Record, n)
+	ins := make([]In, n)
 	for i, g := range group {
-		recs[i] = g.rec
+		ins[i] = g.in
 	}
-	errs := r.st.CompleteAll(ctx, r.owner, recs)
+	outs := b.write(ctx, ins)
 
-	r.mu.Lock()
-	var next *pendingRecord
-	if len(r.queue) > 0 {
-		next = r.queue[0]
+	b.mu.Lock()
+	var next *pending[In, Out]
+	if len(b.queue) > 0 {
+		next = b.queue[0]
 		next.lead = true
 	} else {
-		r.writing = false
+		b.writing = false
 	}
-	r.mu.Unlock()
+	b.mu.Unlock()
 	for i, g := range group {
-		g.err = errs[i]
+		g.out = outs[i]
 		if g != p {
 			close(g.wake)
 		}
@@ -93,5 +86,38 @@ func (r *recorder) record(ctx context.Context, id string, o store.Outcome) error
 	if next != nil {
 		close(next.wake)
 	}
-	return p.err
+	return p.out
+}
+
+// maxGroup is the most runs a recorder writes in one group: 25 runs of at
+// most four items each fill one transaction.
+const maxGroup = store.MaxTransactItems / 4
+
+// recorder records runs in groups (store.CompleteAll).
+type recorder = batcher[store.Record, error]
+
+func newRecorder(st *store.Store, owner string) *recorder {
+	return &recorder{max: maxGroup, write: func(ctx context.Context, rs []store.Record) []error {
+		return st.CompleteAll(ctx, owner, rs)
+	}}
+}
+
+// record records check id's run o, as store.Complete does, and returns
+// its outcome; concurrent calls share writes.
+func (s *Scheduler) record(ctx context.Context, id string, o store.Outcome) error {
+	return s.rec.do(ctx, store.Record{ID: id, Outcome: o})
+}
+
+// maxClaims is the most claims a claimer makes in one group (one
+// transaction item each, read back by one BatchGetItem of at most 100
+// keys).
+const maxClaims = 50
+
+// claimer makes claims in groups (store.ClaimAll).
+type claimer = batcher[store.ClaimRequest, store.Claimed]
+
+func newClaimer(st *store.Store, owner string) *claimer {
+	return &claimer{max: maxClaims, write: func(ctx context.Context, rs []store.ClaimRequest) []store.Claimed {
+		return st.ClaimAll(ctx, owner, rs)
+	}}
 }

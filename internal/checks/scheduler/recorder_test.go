@@ -70,12 +70,12 @@ func TestRecorderGroupsRunsUnderLoad(t *testing.T) {
 	r := newRecorder(st, "a")
 	errs := make([]error, runs)
 	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = r.record(ctx, ids[0], out) })
+	wg.Go(func() { errs[0] = r.do(ctx, store.Record{ID: ids[0], Outcome: out}) })
 	<-entered
 	var returned atomic.Int64
 	for i := 1; i < runs; i++ {
 		wg.Go(func() {
-			errs[i] = r.record(ctx, ids[i], out)
+			errs[i] = r.do(ctx, store.Record{ID: ids[i], Outcome: out})
 			returned.Add(1)
 		})
 	}

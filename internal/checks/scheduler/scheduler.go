@@ -4,7 +4,9 @@
 // claims the run with one conditional write on the check (see
 // store.Claim), so that several processes sharing a store never run a
 // check twice in one period, runs the probe, records the result and, when
-// the alert condition changed, sends one alert.
+// the alert condition changed, sends one alert. Claims and records made
+// while another is being written are written together, in one
+// transaction (recorder.go).
 package scheduler
 
 import (
@@ -116,8 +118,10 @@ type Scheduler struct {
 	log *slog.Logger
 	sem chan struct{}
 	wg  sync.WaitGroup
-	// rec records runs, several in one write under load.
-	rec *recorder
+	// rec records runs and claims claims them, several in one write under
+	// load.
+	rec    *recorder
+	claims *claimer
 
 	mu    sync.Mutex
 	queue dueHeap
@@ -240,7 +244,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		o.Logger = slog.Default()
 	}
 	return &Scheduler{
-		st: st, run: r, al: a, o: o, log: o.Logger, rec: newRecorder(st, o.Owner),
+		st: st, run: r, al: a, o: o, log: o.Logger, rec: newRecorder(st, o.Owner), claims: newClaimer(st, o.Owner),
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
@@ -830,7 +834,8 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 	}
 	s.mu.Unlock()
 	t0 := time.Now()
-	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, s.o.RunLease, period)
+	got := s.claims.do(ctx, store.ClaimRequest{ID: id, Due: due, Now: now, Ahead: ahead, Lease: s.o.RunLease, Period: period})
+	c, err := got.Check, got.Err
 	s.noteClaim(time.Since(t0))
 	if c.DelayMs > 0 {
 		s.mu.Lock()
@@ -948,7 +953,7 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 			s.log.Warn("checks: alert not encoded; sent at most once", "check", id, "err", err)
 		}
 	}
-	if err := s.rec.record(ctx, id, out); err != nil {
+	if err := s.record(ctx, id, out); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("checks: record run", "check", id, "err", err)
 		}

@@ -126,3 +126,88 @@ func TestCompleteAll(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAll: claims made together are each made as ClaimAhead makes
+// one (the lease taken, nextRunAt a period on, or a period after a late
+// run's start), in one transaction when none is refused; a claim refused
+// (its check held by another owner) fails alone, with the check as it
+// stands, while the others are made one by one; a check named twice is
+// claimed once.
+func TestClaimAll(t *testing.T) {
+	ctx := context.Background()
+	const period, lease = 10 * time.Second, time.Minute
+	tests := []struct {
+		name   string
+		claims int
+		// held is the check another owner holds (-1: none); twice is a
+		// check claimed a second time, last (-1: none).
+		held, twice int
+		late        time.Duration // the claims' now after their due time
+		wantTx      int64
+		wantUpdates int64
+	}{
+		{name: "three due: one transaction", claims: 3, held: -1, twice: -1, wantTx: 1},
+		{name: "late, period known: next period from the start", claims: 3, held: -1, twice: -1, late: 25 * time.Second, wantTx: 1},
+		{name: "one held by another: the others one by one", claims: 3, held: 1, twice: -1, wantTx: 1, wantUpdates: 3},
+		{name: "one check twice: claimed once", claims: 2, held: -1, twice: 0, wantTx: 1, wantUpdates: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, -1)
+			due := e.clock.now()
+			now := due.Add(tt.late)
+			var rs []store.ClaimRequest
+			for i := range tt.claims {
+				c := e.check(t, period, due)
+				if i == tt.held {
+					if _, err := e.st.Claim(ctx, c.ID, "b", due, due, lease); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rs = append(rs, store.ClaimRequest{ID: c.ID, Due: due, Now: now, Lease: lease, Period: period})
+			}
+			if tt.twice >= 0 {
+				rs = append(rs, rs[tt.twice])
+			}
+			tx, updates := e.ops("TransactWriteItems"), e.updates()
+			got := e.st.ClaimAll(ctx, "a", rs)
+			if n := e.ops("TransactWriteItems") - tx; n != tt.wantTx {
+				t.Errorf("%d transactions, want %d", n, tt.wantTx)
+			}
+			if n := e.updates() - updates; n != tt.wantUpdates {
+				t.Errorf("%d UpdateItem calls, want %d", n, tt.wantUpdates)
+			}
+			if len(got) != len(rs) {
+				t.Fatalf("%d outcomes for %d claims", len(got), len(rs))
+			}
+			wantNext := due.Add(period)
+			if tt.late > 0 {
+				wantNext = now.Add(period)
+			}
+			for i, r := range rs {
+				g := got[i]
+				stored, err := e.st.GetCheck(ctx, "", r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case i == tt.held:
+					if !errors.Is(g.Err, store.ErrLost) || g.Check.LeaseOwner != "b" || stored.LeaseOwner != "b" {
+						t.Errorf("claim %d of a check b holds: %v, owner %q (stored %q), want ErrLost and b's", i, g.Err, g.Check.LeaseOwner, stored.LeaseOwner)
+					}
+				case tt.twice >= 0 && i == len(rs)-1:
+					if !errors.Is(g.Err, store.ErrLost) {
+						t.Errorf("second claim of one check: %v, want ErrLost", g.Err)
+					}
+				default:
+					if g.Err != nil || g.Check.ID != r.ID || g.Check.LeaseOwner != "a" || !g.Check.NextRunAt.Equal(wantNext) || g.Check.URL == "" {
+						t.Errorf("claim %d: %v, check %q owner %q next %v url %q; want a's, next %v", i, g.Err, g.Check.ID, g.Check.LeaseOwner, g.Check.NextRunAt, g.Check.URL, wantNext)
+					}
+					if stored.LeaseOwner != "a" || !stored.NextRunAt.Equal(wantNext) {
+						t.Errorf("claim %d stored: owner %q next %v, want a, %v", i, stored.LeaseOwner, stored.NextRunAt, wantNext)
+					}
+				}
+			}
+		})
+	}
+}

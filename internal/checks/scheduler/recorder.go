@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/quarrydb/quarry/internal/checks/store"
 )
@@ -10,15 +11,20 @@ import (
 // batcher groups concurrent calls of one store operation (group commit):
 // a call made while a group is being written waits for that write and
 // goes in the next group, with every call that came meanwhile, written
-// by one of them in one call of write. A lone call is written at once, so
-// grouping adds no wait when calls are sparse, and under load many calls
-// share one store call and one commit.
+// by one of them in one call of write. Under load (the previous write
+// had calls wait for it, or was of several), a group that would start
+// less than gather after the previous one started waits for the rest of
+// gather first, so that calls a few milliseconds apart share writes too:
+// at most one write per gather while the load lasts. Otherwise a call is
+// written at once, so grouping adds no wait when calls are sparse.
 type batcher[In, Out any] struct {
 	// write does the calls of one group and returns their outcomes, in
 	// order.
 	write func(ctx context.Context, in []In) []Out
 	// max is the most calls one group takes.
 	max int
+	// gather is the shortest time between the starts of two writes.
+	gather time.Duration
 
 	mu sync.Mutex
 	// queue holds the calls waiting for a group, oldest first; writing is
@@ -26,6 +32,10 @@ type batcher[In, Out any] struct {
 	// group is being written.
 	queue   []*pending[In, Out]
 	writing bool
+	// started is when the last write started; loaded is whether calls
+	// waited for it or it was of several.
+	started time.Time
+	loaded  bool
 }
 
 // pending is one call waiting in a batcher. wake is closed when it was
@@ -54,6 +64,18 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
 		b.mu.Lock()
 	}
 	b.writing = true
+	if wait := b.gather - time.Since(b.started); b.loaded && wait > 0 && wait <= b.gather {
+		// Under load: the calls of the next wait join this group.
+		b.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		b.mu.Lock()
+	}
+	b.started = time.Now()
 	// p heads the queue: it was empty, or p was handed the lead as its
 	// first.
 	n := min(len(b.queue), b.max)
@@ -69,6 +91,7 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
 	outs := b.write(ctx, ins)
 
 	b.mu.Lock()
+	b.loaded = n > 1 || len(b.queue) > 0
 	var next *pending[In, Out]
 	if len(b.queue) > 0 {
 		next = b.queue[0]
@@ -93,11 +116,16 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
 // most four items each fill one transaction.
 const maxGroup = store.MaxTransactItems / 4
 
+// recordGather is a recorder's gather: a run's record waits at most this
+// long under load, which delays no run (its result is seen as much
+// later) and bounds a process's record writes to 50 a second.
+const recordGather = 20 * time.Millisecond
+
 // recorder records runs in groups (store.CompleteAll).
 type recorder = batcher[store.Record, error]
 
 func newRecorder(st *store.Store, owner string) *recorder {
-	return &recorder{max: maxGroup, write: func(ctx context.Context, rs []store.Record) []error {
+	return &recorder{max: maxGroup, gather: recordGather, write: func(ctx context.Context, rs []store.Record) []error {
 		return st.CompleteAll(ctx, owner, rs)
 	}}
 }
@@ -113,11 +141,16 @@ func (s *Scheduler) record(ctx context.Context, id string, o store.Outcome) erro
 // keys).
 const maxClaims = 50
 
+// claimGather is a claimer's gather: under load a claim waits at most this
+// long, which the derived lookahead (three times the slowest recent
+// claim) covers, so that runs still start at their due times.
+const claimGather = 10 * time.Millisecond
+
 // claimer makes claims in groups (store.ClaimAll).
 type claimer = batcher[store.ClaimRequest, store.Claimed]
 
 func newClaimer(st *store.Store, owner string) *claimer {
-	return &claimer{max: maxClaims, write: func(ctx context.Context, rs []store.ClaimRequest) []store.Claimed {
+	return &claimer{max: maxClaims, gather: claimGather, write: func(ctx context.Context, rs []store.ClaimRequest) []store.Claimed {
 		return st.ClaimAll(ctx, owner, rs)
 	}}
 }

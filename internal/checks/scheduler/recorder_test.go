@@ -116,3 +116,64 @@ func TestRecorderGroupsRunsUnderLoad(t *testing.T) {
 		t.Errorf("recorder left writing %v with %d queued", r.writing, len(r.queue))
 	}
 }
+
+// TestBatcherGathersUnderLoad: once calls have had to wait for a write
+// (load), calls that come within gather of the previous write's start,
+// even ones that would each find no write in flight, wait for the rest of
+// gather and are written as one group; without load a call is written
+// alone at once.
+func TestBatcherGathersUnderLoad(t *testing.T) {
+	var mu sync.Mutex
+	var groups []int
+	entered, release := make(chan struct{}), make(chan struct{})
+	b := &batcher[int, int]{max: 100, gather: 500 * time.Millisecond, write: func(_ context.Context, in []int) []int {
+		mu.Lock()
+		groups = append(groups, len(in))
+		first := len(groups) == 1
+		mu.Unlock()
+		if first {
+			close(entered)
+			<-release
+		}
+		out := make([]int, len(in))
+		for i, v := range in {
+			out[i] = 2 * v
+		}
+		return out
+	}}
+	ctx := context.Background()
+	call := func(wg *sync.WaitGroup, v int) {
+		wg.Go(func() {
+			if got := b.do(ctx, v); got != 2*v {
+				t.Errorf("call %d: %d, want %d", v, got, 2*v)
+			}
+		})
+	}
+	// Load: two calls wait for the first write.
+	var wg sync.WaitGroup
+	call(&wg, 1)
+	<-entered
+	call(&wg, 2)
+	call(&wg, 3)
+	for {
+		b.mu.Lock()
+		queued := len(b.queue)
+		b.mu.Unlock()
+		if queued == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	// Calls that come after, each of which could be written alone.
+	for i := range 5 {
+		call(&wg, 10+i)
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(groups) != 3 || groups[0] != 1 || groups[1] != 2 || groups[2] != 5 {
+		t.Errorf("groups written %v, want [1 2 5]", groups)
+	}
+}

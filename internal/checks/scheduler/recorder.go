@@ -25,6 +25,9 @@ type batcher[In, Out any] struct {
 	max int
 	// gather is the shortest time between the starts of two writes.
 	gather time.Duration
+	// always, when set, makes every group wait for the rest of gather
+	// after the previous write's start, load or not.
+	always bool
 
 	mu sync.Mutex
 	// queue holds the calls waiting for a group, oldest first; writing is
@@ -64,7 +67,7 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
 		b.mu.Lock()
 	}
 	b.writing = true
-	if wait := b.gather - time.Since(b.started); b.loaded && wait > 0 && wait <= b.gather {
+	if wait := b.gather - time.Since(b.started); (b.loaded || b.always) && wait > 0 && wait <= b.gather {
 		// Under load: the calls of the next wait join this group.
 		b.mu.Unlock()
 		t := time.NewTimer(wait)
@@ -116,18 +119,28 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
 // most four items each fill one transaction.
 const maxGroup = store.MaxTransactItems / 4
 
-// recordGather is a recorder's gather: a run's record waits at most this
-// long under load, which delays no run (its result is seen as much
-// later) and bounds a process's record writes to 50 a second.
+// recordGather is a recorder's gather under load when Options.RecordWait
+// is negative.
 const recordGather = 20 * time.Millisecond
+
+// DefaultRecordWait is Options.RecordWait's default: runs a second apart
+// or less (60 checks a minute and more) share record writes, and a
+// result is seen at most 250 ms after its run.
+const DefaultRecordWait = 250 * time.Millisecond
 
 // recorder records runs in groups (store.CompleteAll).
 type recorder = batcher[store.Record, error]
 
-func newRecorder(st *store.Store, owner string) *recorder {
-	return &recorder{max: maxGroup, gather: recordGather, write: func(ctx context.Context, rs []store.Record) []error {
+// newRecorder returns a recorder whose groups wait for wait after the
+// previous write's start (negative: recordGather, under load only).
+func newRecorder(st *store.Store, owner string, wait time.Duration) *recorder {
+	r := &recorder{max: maxGroup, gather: wait, always: true, write: func(ctx context.Context, rs []store.Record) []error {
 		return st.CompleteAll(ctx, owner, rs)
 	}}
+	if wait < 0 {
+		r.gather, r.always = recordGather, false
+	}
+	return r
 }
 
 // record records check id's run o, as store.Complete does, and returns

@@ -67,7 +67,7 @@ func TestRecorderGroupsRunsUnderLoad(t *testing.T) {
 	out := store.Outcome{Result: map[string]any{"status": "UP"}, At: t0, AlertState: "ok", Retention: time.Hour}
 
 	armed.Store(true)
-	r := newRecorder(st, "a")
+	r := newRecorder(st, "a", -1)
 	errs := make([]error, runs)
 	var wg sync.WaitGroup
 	wg.Go(func() { errs[0] = r.do(ctx, store.Record{ID: ids[0], Outcome: out}) })
@@ -175,5 +175,31 @@ func TestBatcherGathersUnderLoad(t *testing.T) {
 	defer mu.Unlock()
 	if len(groups) != 3 || groups[0] != 1 || groups[1] != 2 || groups[2] != 5 {
 		t.Errorf("groups written %v, want [1 2 5]", groups)
+	}
+}
+
+// TestRecorderWaitsForOthers: with a record wait (the default), calls that
+// come within it of the previous write's start share one write even
+// without load; the first call after a quiet spell is written alone.
+func TestRecorderWaitsForOthers(t *testing.T) {
+	var mu sync.Mutex
+	var groups []int
+	b := &batcher[int, int]{max: 100, gather: 500 * time.Millisecond, always: true, write: func(_ context.Context, in []int) []int {
+		mu.Lock()
+		groups = append(groups, len(in))
+		mu.Unlock()
+		return in
+	}}
+	ctx := context.Background()
+	b.do(ctx, 1)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { b.do(ctx, 10+i) })
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(groups) != 2 || groups[0] != 1 || groups[1] != 3 {
+		t.Errorf("groups written %v, want [1 3]", groups)
 	}
 }

@@ -94,6 +94,12 @@ type Options struct {
 	// crash, another process delivers the alert within AlertClaim +
 	// AlertSweep. Default 15s.
 	AlertClaim time.Duration
+	// RecordWait is how long a run's record waits for others to share its
+	// write (see recorder.go): a run's result is seen, and its alert
+	// sent, at most this much later, and runs that finish within it of
+	// each other take one write. Default DefaultRecordWait; negative
+	// waits only under load, as claims do.
+	RecordWait time.Duration
 	// AlertSweep is how often claims are renewed and alerts whose claim
 	// ran out (their process died) are delivered; default 5s.
 	AlertSweep time.Duration
@@ -225,6 +231,9 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	if o.UserCache <= 0 {
 		o.UserCache = 5 * time.Second
 	}
+	if o.RecordWait == 0 {
+		o.RecordWait = DefaultRecordWait
+	}
 	if o.AlertClaim <= 0 {
 		o.AlertClaim = 15 * time.Second
 	}
@@ -244,7 +253,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		o.Logger = slog.Default()
 	}
 	return &Scheduler{
-		st: st, run: r, al: a, o: o, log: o.Logger, rec: newRecorder(st, o.Owner), claims: newClaimer(st, o.Owner),
+		st: st, run: r, al: a, o: o, log: o.Logger, rec: newRecorder(st, o.Owner, o.RecordWait), claims: newClaimer(st, o.Owner),
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},

@@ -109,7 +109,7 @@ bench-river:
 bench-chromem:
 	bash bench/peers/chromem/run.sh $(ARGS)
 
-## bench-gatus: the Checks scheduler vs Gatus built from its Go module (bench/peers/gatus): period error, missed periods, CPU per check; appends to bench/RESULTS.md
+## bench-gatus: the Checks scheduler (quarry serve --systems checks) vs Gatus built from its Go module (bench/peers/gatus): period error, missed periods, CPU per check; BASE=<git rev> measures that revision too in the same run; appends to bench/RESULTS.md
 bench-gatus:
 	bash bench/peers/gatus/run.sh $(ARGS)
 

@@ -54,6 +54,7 @@ const (
 type config struct {
 	checks       int
 	interval     time.Duration
+	spread       time.Duration
 	duration     time.Duration
 	grace        time.Duration
 	out          string
@@ -70,6 +71,7 @@ func main() {
 	var c config
 	flag.IntVar(&c.checks, "checks", 10000, "number of checks")
 	flag.DurationVar(&c.interval, "interval", 60*time.Second, "interval of every check (delayMs)")
+	flag.DurationVar(&c.spread, "spread", 0, "spread the first runs evenly over this much time from the window start (0: the whole interval); a short spread bunches the runs as checks created together are (bench/peers/gatus)")
 	flag.DurationVar(&c.duration, "duration", 5*time.Minute, "measured window")
 	flag.DurationVar(&c.grace, "grace", 2*time.Second, "due times in the last grace of the window are not expected to have run")
 	flag.StringVar(&c.out, "out", "", "Markdown file to append results to (default: stdout only)")
@@ -89,6 +91,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "checksbench:", err)
 		os.Exit(1)
 	}
+}
+
+// spreadOf is the time the first runs are spread over.
+func spreadOf(c *config) time.Duration {
+	if c.spread > 0 {
+		return min(c.spread, c.interval)
+	}
+	return c.interval
 }
 
 // env is an open store with a PRO user.
@@ -306,7 +316,7 @@ func run(c *config) error {
 	first := make([]time.Time, c.checks)
 	for i := range first {
 		// Evenly over [base, base+interval), to the millisecond (nextRunAt's unit).
-		first[i] = base.Add(time.Duration(int64(c.interval) * int64(i) / int64(c.checks))).Truncate(time.Millisecond)
+		first[i] = base.Add(time.Duration(int64(spreadOf(c)) * int64(i) / int64(c.checks))).Truncate(time.Millisecond)
 	}
 	ids, err := createChecks(c, e, target.URL, first)
 	if err != nil {
@@ -461,8 +471,8 @@ func run(c *config) error {
 	if c.retention < 0 {
 		ret = "none"
 	}
-	fmt.Fprintf(&b, "- Setup: embedded store (ddb.Open, fsync on every commit: %v, fsyncs at least %v apart, in-process ddb.NewClient), tables.EnsureTables, one PRO user, %d AVAILABILITY checks (delayMs %d, half with attributes {\"keyword\": %q}) created with CreateCheck by %d goroutines in %s (not measured); first runs spread evenly over the first interval from the window start; store %s on disk after setup\n",
-		!c.noSync, c.syncInterval, c.checks, intervalMs, keyword, c.creators, setup.Round(time.Millisecond), mib(sizeAfterSetup))
+	fmt.Fprintf(&b, "- Setup: embedded store (ddb.Open, fsync on every commit: %v, fsyncs at least %v apart, in-process ddb.NewClient), tables.EnsureTables, one PRO user, %d AVAILABILITY checks (delayMs %d, half with attributes {\"keyword\": %q}) created with CreateCheck by %d goroutines in %s (not measured); first runs spread evenly over %s from the window start; store %s on disk after setup\n",
+		!c.noSync, c.syncInterval, c.checks, intervalMs, keyword, c.creators, setup.Round(time.Millisecond), spreadOf(c), mib(sizeAfterSetup))
 	fmt.Fprintf(&b, "- Run: scheduler.New(store, real probe.Prober with fetch AllowPrivate, nil Alerter, Concurrency %d, Retention %s, Refresh 10s).Run for %s; every check targets one loopback httptest server in the same process (200, %d-byte HTML page); lateness = started − due from Options.OnRun (after the claim: one conditional UpdateItem, and the user lookup); a due time in [start, end − %s) without a run started by the end is a missed run\n",
 		conc, ret, c.duration, len(page), c.grace)
 	fmt.Fprintf(&b, "- Scheduler started %s before the first due time; its first Refresh scheduled all %d checks after %s; %d first runs were already due at start\n\n",

@@ -42,6 +42,8 @@ import (
 
 type config struct {
 	quarry, gatus    string
+	quarryBase       string
+	baseLabel        string
 	quarryFlags      []string
 	gatusVersion     string
 	n                int
@@ -57,13 +59,18 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.quarry, "quarry", "bin/quarry", "quarry binary")
+	flag.StringVar(&c.quarryBase, "quarry-base", "", "a second quarry binary (a base revision), run as the system quarry-base with the same flags")
+	flag.StringVar(&c.baseLabel, "base-label", "", "what -quarry-base was built from, for the report (e.g. a commit)")
 	flag.StringVar(&c.gatus, "gatus", ".cache/peers-bin/gatus", "Gatus binary")
 	flag.StringVar(&c.gatusVersion, "gatus-version", "", "Gatus version, for the report")
 	flag.IntVar(&c.n, "n", 1000, "endpoints (checks) per system")
 	flag.DurationVar(&c.interval, "interval", 60*time.Second, "interval of every endpoint")
 	flag.DurationVar(&c.duration, "duration", 3*time.Minute, "measured window, after every endpoint has been requested once")
 	flag.DurationVar(&c.warmMax, "warm-max", 0, "longest wait for every endpoint's first request (default: N × 222 ms + 2 intervals)")
-	quarryFlags := flag.String("quarry-flags", "", "extra flags for quarry serve, space-separated (e.g. --ddb-sync=false)")
+	// Gatus only monitors: quarry serving Checks alone is the like-for-like
+	// process (the other systems' stream consumers and pools cost CPU
+	// while idle).
+	quarryFlags := flag.String("quarry-flags", "--systems checks", "extra flags for quarry serve, space-separated (e.g. --ddb-sync=false)")
 	systems := flag.String("systems", "quarry,gatus", "systems to run, in order")
 	flag.StringVar(&c.gatusStorage, "gatus-storage", "sqlite", "Gatus storage type: sqlite (results on disk, as quarry keeps them) or memory")
 	flag.IntVar(&c.gatusConcurrency, "gatus-concurrency", -1, "Gatus `concurrency` (-1: Gatus's default, 3; 0: unlimited)")
@@ -76,7 +83,10 @@ func main() {
 	if c.warmMax == 0 {
 		c.warmMax = time.Duration(c.n)*222*time.Millisecond + 2*c.interval + 30*time.Second
 	}
-	for _, p := range []*string{&c.quarry, &c.gatus} {
+	for _, p := range []*string{&c.quarry, &c.gatus, &c.quarryBase} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			fail(err)
@@ -98,7 +108,13 @@ func main() {
 		var err error
 		switch sys {
 		case "quarry":
-			r, err = runQuarry(&c, fx)
+			r, err = runQuarry(&c, fx, "quarry", c.quarry, "/q/")
+		case "quarry-base":
+			if c.quarryBase == "" {
+				err = errors.New("-quarry-base not given")
+				break
+			}
+			r, err = runQuarry(&c, fx, "quarry-base", c.quarryBase, "/b/")
 		case "gatus":
 			r, err = runGatus(&c, fx)
 		default:
@@ -278,7 +294,9 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func runQuarry(c *config, fx *fixture) (*result, error) {
+// runQuarry measures the quarry binary bin as system sys, its endpoints
+// under prefix on the fixture.
+func runQuarry(c *config, fx *fixture, sys, bin, prefix string) (*result, error) {
 	dir, err := os.MkdirTemp("", "gatusbench-quarry-")
 	if err != nil {
 		return nil, err
@@ -300,7 +318,7 @@ func runQuarry(c *config, fx *fixture) (*result, error) {
 	defer logf.Close()
 	args := append([]string{"serve", "--listen", api, "--ddb-listen", store, "--data-dir", data,
 		"--allow-networks", fx.host(), "--checks-pro-limit", strconv.Itoa(c.n + 10), "--log-level", "warn"}, c.quarryFlags...)
-	cmd := exec.Command(c.quarry, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -312,7 +330,7 @@ func runQuarry(c *config, fx *fixture) (*result, error) {
 		return nil, err
 	}
 	var out, errb bytes.Buffer
-	cli := exec.Command(c.quarry, "checks", "user", "create", "--email", "bench@example.com", "--tier", "PRO",
+	cli := exec.Command(bin, "checks", "user", "create", "--email", "bench@example.com", "--tier", "PRO",
 		"--checks-pro-limit", strconv.Itoa(c.n+10), "--data-dir", data, "--ddb-listen", store)
 	cli.Stdout, cli.Stderr = &out, &errb
 	if err := cli.Run(); err != nil {
@@ -321,7 +339,7 @@ func runQuarry(c *config, fx *fixture) (*result, error) {
 	token := lastField(out.String())
 	paths := make([]string, c.n)
 	for i := range paths {
-		paths[i] = "/q/" + strconv.Itoa(i)
+		paths[i] = prefix + strconv.Itoa(i)
 	}
 	started := time.Now()
 	// Create the checks with 8 clients; each is due at once when created.
@@ -364,7 +382,7 @@ func runQuarry(c *config, fx *fixture) (*result, error) {
 		return nil, e
 	}
 	setup := time.Since(started)
-	r, err := measure(c, fx, "quarry", paths, cmd.Process.Pid, started, exited)
+	r, err := measure(c, fx, sys, paths, cmd.Process.Pid, started, exited)
 	if err != nil {
 		return nil, err
 	}
@@ -542,11 +560,18 @@ func render(c *config, rs []*result, start time.Time, loadBefore string) string 
 	if c.gatusConcurrency >= 0 {
 		conc = strconv.Itoa(c.gatusConcurrency)
 	}
-	sync := "fsync on"
+	flags := "fsync on"
 	if len(c.quarryFlags) > 0 {
-		sync = "extra flags `" + strings.Join(c.quarryFlags, " ") + "`"
+		flags += ", serve flags `" + strings.Join(c.quarryFlags, " ") + "`"
 	}
-	fmt.Fprintf(&b, "- quarry: `quarry serve` built from this tree, embedded store (%s), N AVAILABILITY checks (`delayMs` %d) created through `POST /checks/v1/checks` by 8 clients, each due when created. Gatus %s: its own process, N HTTP endpoints with `interval: %s` and the condition `[STATUS] == 200`, storage %s, concurrency %s.\n", sync, c.interval.Milliseconds(), gv, c.interval, c.gatusStorage, conc)
+	if c.quarryBase != "" {
+		label := c.baseLabel
+		if label == "" {
+			label = c.quarryBase
+		}
+		fmt.Fprintf(&b, "- quarry-base: `quarry serve` built from %s, run exactly as quarry is.\n", label)
+	}
+	fmt.Fprintf(&b, "- quarry: `quarry serve` built from this tree, embedded store (%s), N AVAILABILITY checks (`delayMs` %d) created through `POST /checks/v1/checks` by 8 clients, each due when created. Gatus %s: its own process, N HTTP endpoints with `interval: %s` and the condition `[STATUS] == 200`, storage %s, concurrency %s.\n", flags, c.interval.Milliseconds(), gv, c.interval, c.gatusStorage, conc)
 	fmt.Fprintf(&b, "- One fixture on 127.0.0.1 answers 200 to every request and records its time per path. After every endpoint has been requested once, a window of %s: period error = gap between two consecutive requests to an endpoint − %s (nearest-rank percentiles of its absolute value; mean signed); missed periods = gaps of ≥ 1.5 intervals (each counts its skipped periods) + periods due after an endpoint's last request and more than half an interval before the window's end; CPU per check = user+system CPU of the process (/proc) over the window ÷ requests in the window. The systems run one after the other.\n\n", c.duration, c.interval)
 	b.WriteString("| system | N | first round done after | requests in window | periods measured | period error p50 | p99 | max | mean (signed) | missed periods | CPU per check | RSS |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	fig := map[string]figures{}
@@ -555,10 +580,12 @@ func render(c *config, rs []*result, start time.Time, loadBefore string) string 
 		fig[r.system] = f
 		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %s | %s | %s | %s | %d | %s | %.0f MiB |\n", r.system, r.endpoints, r.warm.Round(time.Second), r.requests, len(r.periods), dur(f.p50), dur(f.p99), dur(f.max), dur(f.mean), r.missed, dur(f.cpuPerCheck), r.rssMiB)
 	}
-	q, okq := fig["quarry"]
-	g, okg := fig["gatus"]
-	if okq && okg {
-		fmt.Fprintf(&b, "| **quarry/Gatus** | | | | | %s | %s | %s | | | %s | |\n", ratio(q.p50, g.p50), ratio(q.p99, g.p99), ratio(q.max, g.max), ratio(q.cpuPerCheck, g.cpuPerCheck))
+	for _, rr := range [][3]string{{"quarry-base", "gatus", "quarry-base/Gatus"}, {"quarry", "gatus", "quarry/Gatus"}, {"quarry", "quarry-base", "quarry/quarry-base"}} {
+		a, oka := fig[rr[0]]
+		z, okz := fig[rr[1]]
+		if oka && okz {
+			fmt.Fprintf(&b, "| **%s** | | | | | %s | %s | %s | | | %s | |\n", rr[2], ratio(a.p50, z.p50), ratio(a.p99, z.p99), ratio(a.max, z.max), ratio(a.cpuPerCheck, z.cpuPerCheck))
+		}
 	}
 	b.WriteString("\nRatios below 1 favour quarry.\n")
 	for _, r := range rs {

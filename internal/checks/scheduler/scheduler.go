@@ -4,7 +4,9 @@
 // claims the run with one conditional write on the check (see
 // store.Claim), so that several processes sharing a store never run a
 // check twice in one period, runs the probe, records the result and, when
-// the alert condition changed, sends one alert.
+// the alert condition changed, sends one alert. Claims and records made
+// while another is being written are written together, in one
+// transaction (recorder.go).
 package scheduler
 
 import (
@@ -92,6 +94,12 @@ type Options struct {
 	// crash, another process delivers the alert within AlertClaim +
 	// AlertSweep. Default 15s.
 	AlertClaim time.Duration
+	// RecordWait is how long a run's record waits for others to share its
+	// write (see recorder.go): a run's result is seen, and its alert
+	// sent, at most this much later, and runs that finish within it of
+	// each other take one write. Default DefaultRecordWait; negative
+	// waits only under load, as claims do.
+	RecordWait time.Duration
 	// AlertSweep is how often claims are renewed and alerts whose claim
 	// ran out (their process died) are delivered; default 5s.
 	AlertSweep time.Duration
@@ -116,6 +124,10 @@ type Scheduler struct {
 	log *slog.Logger
 	sem chan struct{}
 	wg  sync.WaitGroup
+	// rec records runs and claims claims them, several in one write under
+	// load.
+	rec    *recorder
+	claims *claimer
 
 	mu    sync.Mutex
 	queue dueHeap
@@ -219,6 +231,9 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	if o.UserCache <= 0 {
 		o.UserCache = 5 * time.Second
 	}
+	if o.RecordWait == 0 {
+		o.RecordWait = DefaultRecordWait
+	}
 	if o.AlertClaim <= 0 {
 		o.AlertClaim = 15 * time.Second
 	}
@@ -238,7 +253,7 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 		o.Logger = slog.Default()
 	}
 	return &Scheduler{
-		st: st, run: r, al: a, o: o, log: o.Logger,
+		st: st, run: r, al: a, o: o, log: o.Logger, rec: newRecorder(st, o.Owner, o.RecordWait), claims: newClaimer(st, o.Owner),
 		sem: make(chan struct{}, o.Concurrency), index: map[string]*entry{},
 		wake: make(chan struct{}, 1), users: map[string]cachedUser{}, windows: map[string]cachedWindows{},
 		ahead: map[string]claim{}, alerts: map[string]struct{}{}, running: map[string]time.Time{},
@@ -828,7 +843,8 @@ func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ah
 	}
 	s.mu.Unlock()
 	t0 := time.Now()
-	c, err := s.st.ClaimAhead(ctx, id, s.o.Owner, due, now, ahead, s.o.RunLease, period)
+	got := s.claims.do(ctx, store.ClaimRequest{ID: id, Due: due, Now: now, Ahead: ahead, Lease: s.o.RunLease, Period: period})
+	c, err := got.Check, got.Err
 	s.noteClaim(time.Since(t0))
 	if c.DelayMs > 0 {
 		s.mu.Lock()
@@ -946,7 +962,7 @@ func (s *Scheduler) perform(ctx context.Context, c store.Check, due, now time.Ti
 			s.log.Warn("checks: alert not encoded; sent at most once", "check", id, "err", err)
 		}
 	}
-	if err := s.st.Complete(ctx, id, s.o.Owner, out); err != nil {
+	if err := s.record(ctx, id, out); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("checks: record run", "check", id, "err", err)
 		}

@@ -98,6 +98,12 @@ func (e *env) schedWith(t *testing.T, a scheduler.Alerter, o scheduler.Options) 
 		o.Now = e.clock.now
 	}
 	o.Logger, o.RunTimeout = e.log, 5*time.Second
+	if o.RecordWait == 0 {
+		// The tests step their clocks many times a second of real time:
+		// records wait only under load. The default wait is the
+		// recorder's tests' and cmd/quarry's process tests'.
+		o.RecordWait = -1
+	}
 	s := scheduler.New(e.st, e.prb, a, o)
 	if err := s.Refresh(context.Background()); err != nil {
 		t.Fatal(err)

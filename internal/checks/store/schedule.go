@@ -135,30 +135,14 @@ func (s *Store) ClaimAhead(ctx context.Context, id, owner string, due, now time.
 // claimAhead is ClaimAhead; retry allows the one claim again after a
 // stale period.
 func (s *Store) claimAhead(ctx context.Context, id, owner string, due, now time.Time, ahead, lease, period time.Duration, retry bool) (Check, error) {
-	start := now
-	if due.After(now) {
-		start = due
-	}
-	update := "SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"
-	cond := "#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
-		"(attribute_not_exists(leaseUntil) OR ((leaseOwner = :me OR leaseUntil < :now) AND nextRunAt <= :now))"
-	values := map[string]av{
-		":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(lease))), ":active": ddbitem.S(CheckActive),
-		":due": ddbitem.N(ms(due)), ":now": ddbitem.N(ms(now)), ":horizon": ddbitem.N(ms(now.Add(max(ahead, 0)))),
-	}
-	late := period > 0 && !due.Add(period).After(start)
-	if late {
-		update = "SET nextRunAt = :next, leaseOwner = :me, leaseUntil = :lease"
-		cond += " AND delayMs = :period"
-		values[":next"], values[":period"] = ddbitem.N(ms(start.Add(period))), ddbitem.N(period.Milliseconds())
-	}
+	u, late := s.claimUpdate(ClaimRequest{ID: id, Due: due, Now: now, Ahead: ahead, Lease: lease, Period: period}, owner)
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.names.Checks),
-		Key:                                 key(id, skCheck),
-		UpdateExpression:                    aws.String(update),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#s": "status"},
-		ExpressionAttributeValues:           values,
+		TableName:                           u.TableName,
+		Key:                                 u.Key,
+		UpdateExpression:                    u.UpdateExpression,
+		ConditionExpression:                 u.ConditionExpression,
+		ExpressionAttributeNames:            u.ExpressionAttributeNames,
+		ExpressionAttributeValues:           u.ExpressionAttributeValues,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -176,7 +160,160 @@ func (s *Store) claimAhead(ctx context.Context, id, owner string, due, now time.
 	if err != nil {
 		return Check{}, fmt.Errorf("checks: claim %s: %w", id, err)
 	}
-	return s.skipMissed(ctx, parseCheck(out.Attributes), owner, start)
+	return s.skipMissed(ctx, parseCheck(out.Attributes), owner, claimStart(due, now))
+}
+
+// claimStart is when a run due at due and claimed at now starts.
+func claimStart(due, now time.Time) time.Time {
+	if due.After(now) {
+		return due
+	}
+	return now
+}
+
+// claimUpdate is the conditional update of claim r by owner (ClaimAhead)
+// and whether it is a late claim, which sets the next period from the
+// run's start on the condition that delayMs is still r.Period.
+func (s *Store) claimUpdate(r ClaimRequest, owner string) (types.Update, bool) {
+	start := claimStart(r.Due, r.Now)
+	update := "SET nextRunAt = nextRunAt + delayMs, leaseOwner = :me, leaseUntil = :lease"
+	cond := "#s = :active AND nextRunAt = :due AND nextRunAt <= :horizon AND " +
+		"(attribute_not_exists(leaseUntil) OR ((leaseOwner = :me OR leaseUntil < :now) AND nextRunAt <= :now))"
+	values := map[string]av{
+		":me": ddbitem.S(owner), ":lease": ddbitem.N(ms(start.Add(r.Lease))), ":active": ddbitem.S(CheckActive),
+		":due": ddbitem.N(ms(r.Due)), ":now": ddbitem.N(ms(r.Now)), ":horizon": ddbitem.N(ms(r.Now.Add(max(r.Ahead, 0)))),
+	}
+	late := r.Period > 0 && !r.Due.Add(r.Period).After(start)
+	if late {
+		update = "SET nextRunAt = :next, leaseOwner = :me, leaseUntil = :lease"
+		cond += " AND delayMs = :period"
+		values[":next"], values[":period"] = ddbitem.N(ms(start.Add(r.Period))), ddbitem.N(r.Period.Milliseconds())
+	}
+	return types.Update{
+		TableName:                 aws.String(s.names.Checks),
+		Key:                       key(r.ID, skCheck),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: values,
+	}, late
+}
+
+// ClaimRequest is one claim of ClaimAll: ClaimAhead's arguments.
+type ClaimRequest struct {
+	ID                   string
+	Due, Now             time.Time
+	Ahead, Lease, Period time.Duration
+}
+
+// Claimed is the outcome of one claim of ClaimAll: ClaimAhead's results.
+type Claimed struct {
+	Check Check
+	Err   error
+}
+
+// ClaimAll makes claims of distinct checks for owner, each as ClaimAhead
+// makes one, in one transaction of their conditional updates followed by
+// one consistent BatchGetItem that reads the claimed checks back (a
+// transaction returns no items): one commit for many claims. When the
+// transaction is cancelled (a claim refused: its check held by another
+// process, its due time stale, its period changed) or fails, each claim
+// is made again on its own by ClaimAhead, whose answer says which were
+// refused and why; a claim that the failed transaction made after all
+// (a call cut off after the store committed it) is then refused, its
+// period skipped, as a cut-off ClaimAhead's is. A check that two claims
+// name is claimed once, by a ClaimAhead each. It returns one outcome per
+// claim, in rs's order.
+func (s *Store) ClaimAll(ctx context.Context, owner string, rs []ClaimRequest) []Claimed {
+	out := make([]Claimed, len(rs))
+	alone := func(i int) {
+		r := rs[i]
+		out[i].Check, out[i].Err = s.ClaimAhead(ctx, r.ID, owner, r.Due, r.Now, r.Ahead, r.Lease, r.Period)
+	}
+	seen := make(map[string]bool, len(rs))
+	var group, again []int
+	for i, r := range rs {
+		if seen[r.ID] {
+			again = append(again, i)
+			continue
+		}
+		seen[r.ID] = true
+		group = append(group, i)
+	}
+	s.claimGroup(ctx, owner, rs, group, out, alone)
+	for _, i := range again {
+		alone(i)
+	}
+	return out
+}
+
+// claimGroup makes the claims of rs at group, of distinct checks, as
+// ClaimAll says, and sets their outcomes in out; alone makes one claim on
+// its own.
+func (s *Store) claimGroup(ctx context.Context, owner string, rs []ClaimRequest, group []int, out []Claimed, alone func(int)) {
+	if len(group) <= 1 || len(group) > MaxTransactItems {
+		for _, i := range group {
+			alone(i)
+		}
+		return
+	}
+	items := make([]types.TransactWriteItem, len(group))
+	for k, i := range group {
+		u, _ := s.claimUpdate(rs[i], owner)
+		items[k] = types.TransactWriteItem{Update: &u}
+	}
+	if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
+		for _, i := range group {
+			alone(i)
+		}
+		return
+	}
+	keys := make([]map[string]av, len(group))
+	for k, i := range group {
+		keys[k] = key(rs[i].ID, skCheck)
+	}
+	got, err := s.getChecks(ctx, keys)
+	for _, i := range group {
+		r := rs[i]
+		it, ok := got[r.ID]
+		switch {
+		case err != nil:
+			out[i].Err = fmt.Errorf("checks: claim %s: read back: %w", r.ID, err)
+		case !ok:
+			out[i].Err = fmt.Errorf("%w: check %s", ErrNotFound, r.ID)
+		default:
+			out[i].Check, out[i].Err = s.skipMissed(ctx, parseCheck(it), owner, claimStart(r.Due, r.Now))
+		}
+	}
+}
+
+// getChecks reads the CHECK items of keys (at most 100) with strongly
+// consistent reads, by id.
+func (s *Store) getChecks(ctx context.Context, keys []map[string]av) (map[string]map[string]av, error) {
+	found := make(map[string]map[string]av, len(keys))
+	req := map[string]types.KeysAndAttributes{s.names.Checks: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	// Unprocessed keys (throttling) are asked for again after a backoff,
+	// as DynamoDB recommends.
+	retry := backoff.Policy{Base: 20 * time.Millisecond, Max: time.Second, Jitter: 0.2}.Start()
+	for attempt := 0; len(req) > 0; attempt++ {
+		if attempt > 10 {
+			return nil, errors.New("keys left unprocessed")
+		}
+		if attempt > 0 {
+			if err := retry.Wait(ctx); err != nil {
+				return nil, err
+			}
+		}
+		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range out.Responses[s.names.Checks] {
+			found[ddbitem.String(it, "PK")] = it
+		}
+		req = out.UnprocessedKeys
+	}
+	return found, nil
 }
 
 // skipMissed moves the next run of check c, just claimed by owner for a
@@ -267,9 +404,26 @@ type Outcome struct {
 // raises in the outbox: all in one transaction, so that an alert state
 // is never recorded without its alert, nor an alert without its run.
 func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error {
-	res, err := mapValue(o.Result)
+	items, err := s.completeItems(id, owner, o)
 	if err != nil {
 		return err
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("%w: check %s", ErrLost, id)
+	}
+	if err != nil {
+		return fmt.Errorf("checks: complete %s: %w", id, err)
+	}
+	return nil
+}
+
+// completeItems are the transaction items that record check id's run o
+// (Complete); the first is the conditional update of the check.
+func (s *Store) completeItems(id, owner string, o Outcome) ([]types.TransactWriteItem, error) {
+	res, err := mapValue(o.Result)
+	if err != nil {
+		return nil, err
 	}
 	at := ddbitem.FormatTime(o.At)
 	update := "SET lastResult = :r, lastExecutedAt = :at, alertState = :st, failCount = :fc REMOVE leaseOwner, leaseUntil"
@@ -280,13 +434,14 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 		values[":failed"], values[":why"] = ddbitem.S(CheckFailed), ddbitem.S(o.Fail)
 		names = map[string]string{"#s": "status"}
 	}
-	items := []types.TransactWriteItem{{Update: &types.Update{
+	items := make([]types.TransactWriteItem, 1, runItems)
+	items[0] = types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String("leaseOwner = :me"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	}}}
+	}}
 	if o.Retention > 0 {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(s.names.Checks),
@@ -300,14 +455,93 @@ func (s *Store) Complete(ctx context.Context, id, owner string, o Outcome) error
 	if o.Alert != nil {
 		items = append(items, s.alertPut(*o.Alert, owner, o.AlertClaim))
 	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if r := ddbitem.CancelReasons(err); len(r) > 0 && r[0] == "ConditionalCheckFailed" {
-		return fmt.Errorf("%w: check %s", ErrLost, id)
+	return items, nil
+}
+
+// runItems is the most transaction items one run's record takes: the
+// check, its history item, its day's rollup and its alert.
+const runItems = 4
+
+// MaxTransactItems is how many items one transaction may write
+// (DynamoDB's limit).
+const MaxTransactItems = 100
+
+// Record is one run to record: check ID's outcome.
+type Record struct {
+	ID      string
+	Outcome Outcome
+}
+
+// CompleteAll records runs of checks held by owner, each as Complete
+// does, in as few transactions as MaxTransactItems allows (two runs of
+// one check never share one): one commit for many runs. Each transaction
+// is all or nothing. When one is cancelled, its runs whose check
+// refused the condition (the lease is lost) get ErrLost, and each of the
+// others is recorded by Complete on its own, so that one lost lease or a
+// conflicting write does not refuse the rest; after any other failure
+// every run of the transaction is recorded by Complete on its own too.
+// Each run is recorded at most once: Complete's condition on the lease
+// refuses a run that the failed transaction did write after all (a call
+// cut off after the store committed it), which then reports ErrLost as
+// a Complete cut off the same way does. It returns one error per run,
+// in rs's order, nil for a run recorded.
+func (s *Store) CompleteAll(ctx context.Context, owner string, rs []Record) []error {
+	errs := make([]error, len(rs))
+	if len(rs) == 1 {
+		errs[0] = s.Complete(ctx, rs[0].ID, owner, rs[0].Outcome)
+		return errs
 	}
-	if err != nil {
-		return fmt.Errorf("checks: complete %s: %w", id, err)
+	var (
+		items []types.TransactWriteItem
+		runs  []int // the index in rs of each run in items
+		first []int // the index in items of each run's check update
+		ids   = map[string]bool{}
+	)
+	flush := func() {
+		if len(runs) > 0 {
+			s.completeGroup(ctx, owner, rs, items, runs, first, errs)
+		}
+		items, runs, first = nil, nil, nil
+		clear(ids)
 	}
-	return nil
+	for i, r := range rs {
+		its, err := s.completeItems(r.ID, owner, r.Outcome)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if ids[r.ID] || len(items)+len(its) > MaxTransactItems {
+			flush()
+		}
+		ids[r.ID] = true
+		runs, first = append(runs, i), append(first, len(items))
+		items = append(items, its...)
+	}
+	flush()
+	return errs
+}
+
+// completeGroup writes the runs of rs at runs, whose items are items
+// (run k's check update at first[k]), in one transaction, falling back
+// to one Complete per run as CompleteAll says, and sets their errs.
+func (s *Store) completeGroup(ctx context.Context, owner string, rs []Record, items []types.TransactWriteItem, runs, first []int, errs []error) {
+	if len(runs) == 1 {
+		i := runs[0]
+		errs[i] = s.Complete(ctx, rs[i].ID, owner, rs[i].Outcome)
+		return
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return
+	}
+	reasons := ddbitem.CancelReasons(err)
+	for k, i := range runs {
+		if len(reasons) == len(items) && reasons[first[k]] == "ConditionalCheckFailed" {
+			errs[i] = fmt.Errorf("%w: check %s", ErrLost, rs[i].ID)
+			continue
+		}
+		errs[i] = s.Complete(ctx, rs[i].ID, owner, rs[i].Outcome)
+	}
 }
 
 // Run is one entry of a check's history.

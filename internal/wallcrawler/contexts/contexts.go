@@ -200,17 +200,7 @@ func (s *Store) Create(ctx context.Context, projectID, name string) (Context, er
 	}
 	c.StorageKey = StorageKey(projectID, c.ID)
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Update: &types.Update{
-			TableName:                aws.String(s.names.Projects),
-			Key:                      map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: projectID}},
-			UpdateExpression:         aws.String("ADD #n :one"),
-			ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :max"),
-			ExpressionAttributeNames: map[string]string{"#n": countAttr},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": &types.AttributeValueMemberN{Value: "1"},
-				":max": &types.AttributeValueMemberN{Value: strconv.Itoa(s.opts.MaxPerProject)},
-			},
-		}},
+		{Update: s.count(projectID, 1, "attribute_not_exists(#n) OR #n < :b", s.opts.MaxPerProject)},
 		{Put: &types.Put{
 			TableName:           aws.String(s.names.Contexts),
 			Item:                item(c),
@@ -224,6 +214,22 @@ func (s *Store) Create(ctx context.Context, projectID, name string) (Context, er
 		return Context{}, fmt.Errorf("contexts: create: %w", err)
 	}
 	return c, nil
+}
+
+// count is the transaction item that adds delta to project projectID's
+// context count when cond holds; cond names the count #n and bound :b.
+func (s *Store) count(projectID string, delta int, cond string, bound int) *types.Update {
+	return &types.Update{
+		TableName:                aws.String(s.names.Projects),
+		Key:                      map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: projectID}},
+		UpdateExpression:         aws.String("ADD #n :d"),
+		ConditionExpression:      aws.String(cond),
+		ExpressionAttributeNames: map[string]string{"#n": countAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":d": &types.AttributeValueMemberN{Value: strconv.Itoa(delta)},
+			":b": &types.AttributeValueMemberN{Value: strconv.Itoa(bound)},
+		},
+	}
 }
 
 // MaxPerProject returns the cap on a project's contexts.
@@ -348,17 +354,7 @@ func (s *Store) deleteItem(ctx context.Context, projectID, id string) error {
 	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Delete: del},
-		{Update: &types.Update{
-			TableName:                aws.String(s.names.Projects),
-			Key:                      map[string]types.AttributeValue{"projectId": &types.AttributeValueMemberS{Value: projectID}},
-			UpdateExpression:         aws.String("ADD #n :minus"),
-			ConditionExpression:      aws.String("#n > :zero"),
-			ExpressionAttributeNames: map[string]string{"#n": countAttr},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":minus": &types.AttributeValueMemberN{Value: "-1"},
-				":zero":  &types.AttributeValueMemberN{Value: "0"},
-			},
-		}},
+		{Update: s.count(projectID, -1, "#n > :b", 0)},
 	}})
 	r := ddbitem.CancelReasons(err)
 	switch {

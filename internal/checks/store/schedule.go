@@ -57,32 +57,15 @@ func (s *Store) NextRuns(ctx context.Context, ds []Due) ([]Due, error) {
 		for _, d := range ds[start:min(start+100, len(ds))] {
 			keys = append(keys, key(d.ID, skCheck))
 		}
-		req := map[string]types.KeysAndAttributes{s.names.Checks: {
-			Keys: keys, ProjectionExpression: aws.String("PK, nextRunAt, userid"),
-		}}
-		// Unprocessed keys (throttling) are asked for again after a
-		// backoff, as DynamoDB recommends.
-		retry := backoff.Policy{Base: 20 * time.Millisecond, Max: time.Second, Jitter: 0.2}.Start()
-		for attempt := 0; len(req) > 0; attempt++ {
-			if attempt > 0 {
-				if err := retry.Wait(ctx); err != nil {
-					return nil, fmt.Errorf("checks: next runs: %w", err)
-				}
-			}
-			out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, fmt.Errorf("checks: next runs: %w", err)
-			}
-			for _, it := range out.Responses[s.names.Checks] {
-				if d := byID[ddbitem.String(it, "PK")]; d != nil {
-					d.NextRunAt = fromMs(ddbitem.Int(it, "nextRunAt"))
-					d.UserID = ddbitem.String(it, "userid")
-					found[d.ID] = true
-				}
-			}
-			req = out.UnprocessedKeys
-			if attempt > 10 {
-				return nil, errors.New("checks: next runs: keys left unprocessed")
+		got, err := s.batchGet(ctx, types.KeysAndAttributes{Keys: keys, ProjectionExpression: aws.String("PK, nextRunAt, userid")})
+		if err != nil {
+			return nil, fmt.Errorf("checks: next runs: %w", err)
+		}
+		for id, it := range got {
+			if d := byID[id]; d != nil {
+				d.NextRunAt = fromMs(ddbitem.Int(it, "nextRunAt"))
+				d.UserID = ddbitem.String(it, "userid")
+				found[d.ID] = true
 			}
 		}
 	}
@@ -272,7 +255,7 @@ func (s *Store) claimGroup(ctx context.Context, owner string, rs []ClaimRequest,
 	for k, i := range group {
 		keys[k] = key(rs[i].ID, skCheck)
 	}
-	got, err := s.getChecks(ctx, keys)
+	got, err := s.batchGet(ctx, types.KeysAndAttributes{Keys: keys, ConsistentRead: aws.Bool(true)})
 	for _, i := range group {
 		r := rs[i]
 		it, ok := got[r.ID]
@@ -287,13 +270,12 @@ func (s *Store) claimGroup(ctx context.Context, owner string, rs []ClaimRequest,
 	}
 }
 
-// getChecks reads the CHECK items of keys (at most 100) with strongly
-// consistent reads, by id.
-func (s *Store) getChecks(ctx context.Context, keys []map[string]av) (map[string]map[string]av, error) {
-	found := make(map[string]map[string]av, len(keys))
-	req := map[string]types.KeysAndAttributes{s.names.Checks: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-	// Unprocessed keys (throttling) are asked for again after a backoff,
-	// as DynamoDB recommends.
+// batchGet reads the CHECK items that ka names (at most 100 keys), by
+// id. Unprocessed keys (throttling) are asked for again after a backoff,
+// as DynamoDB recommends.
+func (s *Store) batchGet(ctx context.Context, ka types.KeysAndAttributes) (map[string]map[string]av, error) {
+	found := make(map[string]map[string]av, len(ka.Keys))
+	req := map[string]types.KeysAndAttributes{s.names.Checks: ka}
 	retry := backoff.Policy{Base: 20 * time.Millisecond, Max: time.Second, Jitter: 0.2}.Start()
 	for attempt := 0; len(req) > 0; attempt++ {
 		if attempt > 10 {

@@ -504,6 +504,12 @@ func (x *Index) insertPosting(id, s, tf int32) {
 	if tf >= tfOverflow {
 		x.bigTF[tfKey{id, s}] = tf
 	}
+	pl.insert(s, small)
+}
+
+// insert inserts slot s with stored frequency small, keeping the list
+// sorted; a slot past the last (a new doc) is appended.
+func (pl *postingList) insert(s int32, small uint8) {
 	if n := len(pl.slots); n == 0 || pl.slots[n-1] < s {
 		pl.slots = append(pl.slots, s)
 		pl.tfs = append(pl.tfs, small)
@@ -552,9 +558,7 @@ func (x *Index) movePosting(id, from, to int32) {
 	}
 	small := pl.tfs[n]
 	pl.slots, pl.tfs = pl.slots[:n], pl.tfs[:n]
-	i, _ := slices.BinarySearch(pl.slots, to)
-	pl.slots = slices.Insert(pl.slots, i, to)
-	pl.tfs = slices.Insert(pl.tfs, i, small)
+	pl.insert(to, small)
 	if small == tfOverflow {
 		k := tfKey{id, from}
 		x.bigTF[tfKey{id, to}] = x.bigTF[k]

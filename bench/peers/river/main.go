@@ -681,29 +681,27 @@ func createDB(ctx context.Context, url, name string) (string, int, error) {
 // walSyncs returns the cluster's count of WAL syncs (pg_stat_wal.wal_sync,
 // PostgreSQL 14+: the fsyncs of commits, among others), or -1.
 func walSyncs(ctx context.Context, url string) int64 {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return -1
-	}
-	defer conn.Close(ctx)
-	var n int64
-	if err := conn.QueryRow(ctx, "SELECT wal_sync FROM pg_stat_wal").Scan(&n); err != nil {
-		return -1
-	}
-	return n
+	return queryInt(ctx, url, "SELECT wal_sync FROM pg_stat_wal")
 }
 
 // nextXid returns the cluster's next transaction id (which only
 // transactions that write take, so its delta counts the commits that
 // must reach the WAL), or -1.
 func nextXid(ctx context.Context, url string) int64 {
+	return queryInt(ctx, url, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")
+}
+
+// queryInt runs query, which returns one integer, on a connection of its
+// own (so that it counts nothing of the measured systems' sessions), or
+// returns -1.
+func queryInt(ctx context.Context, url, query string) int64 {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return -1
 	}
 	defer conn.Close(ctx)
 	var n int64
-	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, query).Scan(&n); err != nil {
 		return -1
 	}
 	return n

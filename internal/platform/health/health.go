@@ -187,18 +187,7 @@ func (c *Checker) probe(ctx context.Context, name string) bool {
 	return err == nil
 }
 
-// failingLocked lists the backends whose last probe failed, by name.
-func (c *Checker) failingLocked() []string {
-	var out []string
-	for _, name := range c.names {
-		if !c.backends[name].ok {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// DegradedError is Check's error: the process serves, but the backends
+// DegradedError is Snapshot's error: the process serves, but the backends
 // named fail.
 type DegradedError struct {
 	// Backends are the failing backends' names.
@@ -226,6 +215,7 @@ func (c *Checker) Snapshot() (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]any, len(c.names))
+	var failing []string
 	for _, name := range c.names {
 		b := c.backends[name]
 		if b.ok {
@@ -233,8 +223,9 @@ func (c *Checker) Snapshot() (map[string]any, error) {
 			continue
 		}
 		out[name] = map[string]any{"ok": false, "error": b.err, "since": b.since.UTC().Format(time.RFC3339)}
+		failing = append(failing, name)
 	}
-	if failing := c.failingLocked(); len(failing) > 0 {
+	if len(failing) > 0 {
 		return out, &DegradedError{Backends: failing}
 	}
 	return out, nil

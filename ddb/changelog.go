@@ -137,10 +137,18 @@ func (s *Store) loadSeq() error {
 	return it.Error()
 }
 
-// wbatch is a write batch with the sequence numbers it holds.
+// wbatch is a write batch with the sequence numbers it holds and, for
+// each, the id of the table whose change record it numbers.
 type wbatch struct {
 	*pebble.Batch
-	seqs []uint64
+	seqs   []uint64
+	tables []uint64
+}
+
+// numbered records that the batch holds change record seq of table id.
+func (b *wbatch) numbered(id, seq uint64) {
+	b.seqs = append(b.seqs, seq)
+	b.tables = append(b.tables, id)
 }
 
 func (s *Store) newBatch() *wbatch { return &wbatch{Batch: s.db.NewBatch()} }
@@ -149,14 +157,18 @@ func (s *Store) newBatch() *wbatch { return &wbatch{Batch: s.db.NewBatch()} }
 func (s *Store) commit(b *wbatch) error {
 	err := b.Commit(s.wo)
 	s.seq.done(b.seqs)
-	b.seqs = nil
+	s.wake.settled(b.tables, b.seqs, err == nil, &s.seq)
+	b.seqs, b.tables = nil, nil
 	return err
 }
 
 // release closes the batch; sequence numbers of an uncommitted batch are
 // released (the watermark moves past them).
 func (b *wbatch) release(s *Store) {
-	s.seq.done(b.seqs)
+	if len(b.seqs) > 0 {
+		s.seq.done(b.seqs)
+		s.wake.settled(nil, nil, false, &s.seq)
+	}
 	b.Close()
 }
 
@@ -185,7 +197,7 @@ func (s *Store) stageLog(b *wbatch, t *table, old, new attr.Item, byTTL bool) {
 		r.ViewType = t.meta.Stream.StreamViewType
 	}
 	r.Seq = s.seq.next()
-	b.seqs = append(b.seqs, r.Seq)
+	b.numbered(t.meta.ID, r.Seq)
 	v, err := json.Marshal(&r)
 	if err != nil {
 		panic(fmt.Sprintf("ddb: encode change record: %v", err)) // items always marshal

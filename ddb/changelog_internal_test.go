@@ -55,3 +55,47 @@ func TestReleasedBatchFreesWatermark(t *testing.T) {
 		t.Fatalf("stable %d after release, want %d", got, before+2)
 	}
 }
+
+// TestStreamWakeWaitsForWatermark: a change of a watched table is readable
+// only once every lower sequence number has settled, so the waker holds the
+// wake until then, whether the lower number was issued before the reader
+// started waiting or after, and whether it commits or is abandoned.
+func TestStreamWakeWaitsForWatermark(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		var seq seqTracker
+		var w streamWaker
+		const watched, other = 1, 2
+		low := seq.next() // a write of another table, in flight
+		ch := w.wait(watched, &seq)
+		mine := seq.next()
+		seq.done([]uint64{mine})
+		w.settled([]uint64{watched}, []uint64{mine}, true, &seq)
+		select {
+		case <-ch:
+			t.Fatalf("abandon=%v: woken while %d is in flight below the change %d", abandon, low, mine)
+		default:
+		}
+		seq.done([]uint64{low})
+		if abandon {
+			w.settled(nil, nil, false, &seq)
+		} else {
+			w.settled([]uint64{other}, []uint64{low}, true, &seq)
+		}
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("abandon=%v: not woken once the watermark passed the change", abandon)
+		}
+		// Waiting while a write is in flight: it may be of this table,
+		// so its settling wakes the reader.
+		inflight := seq.next()
+		ch = w.wait(watched, &seq)
+		seq.done([]uint64{inflight})
+		w.settled([]uint64{other}, []uint64{inflight}, true, &seq)
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("abandon=%v: a write in flight at the wait settled without a wake", abandon)
+		}
+	}
+}

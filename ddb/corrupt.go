@@ -218,7 +218,7 @@ func (s *Store) stageCorruptRemoval(b *wbatch, t *table, key []byte) error {
 			r.ViewType = t.meta.Stream.StreamViewType
 		}
 		r.Seq = s.seq.next()
-		b.seqs = append(b.seqs, r.Seq)
+		b.numbered(t.meta.ID, r.Seq)
 		v, err := json.Marshal(&r)
 		if err != nil {
 			return err

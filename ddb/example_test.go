@@ -262,7 +262,9 @@ func ExampleNewStreamsClient() {
 	}
 	streams := ddb.NewStreamsClient(s, func(o *dynamodbstreams.Options) { o.RetryMaxAttempts = 1 })
 	cp := consumer.NewMemoryCheckpointer()
-	cons := consumer.New(streams, aws.ToString(desc.LatestStreamArn), cp, handle, consumer.Options{PollInterval: 10 * time.Millisecond})
+	// In the store's own process, the store wakes the consumer when the
+	// table changes (Changes), so it need not poll an idle stream often.
+	cons := consumer.New(streams, aws.ToString(desc.LatestStreamArn), cp, handle, consumer.Options{Changes: s.StreamChanges})
 	if err := cons.Run(ctx); err != nil {
 		log.Fatal(err)
 	}

@@ -114,6 +114,7 @@ type Store struct {
 	nextID  uint64
 
 	seq     seqTracker
+	wake    streamWaker     // in-process stream readers (streamwake.go)
 	auth    *sigv4.Verifier // nil: no signature checks
 	streams streamsState    // DynamoDB Streams (streams.go)
 

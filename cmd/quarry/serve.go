@@ -181,6 +181,9 @@ func startServe(lc *lifecycle.Lifecycle, c *config.Config, policy *fetch.Policy,
 	}
 	s := &serving{c: c, client: client, answers: answers, streams: streams, embedded: store != nil, policy: policy, origin: orig, log: log,
 		caps: &ddbtable.CapsProbe{Endpoint: c.DynamoDBEndpoint, Client: client, Streams: streams}, reg: metrics.New()}
+	if store != nil {
+		s.streamChanges = store.StreamChanges
+	}
 	// Each system starts now when its backends answer, else waits for them
 	// in the background and starts when they do; each DynamoDB system only
 	// when the endpoint offers what it needs. /healthz says which is

@@ -69,13 +69,16 @@ type serving struct {
 	answers  *health.Answers // when client's calls last succeeded
 	streams  *dynamodbstreams.Client
 	embedded bool // the embedded store, in this process
-	policy   *fetch.Policy
-	origin   *origin.Resolver // --public-url and --trusted-proxies
-	log      *slog.Logger
-	caps     *ddbtable.CapsProbe
-	reg      *metrics.Registry
-	slots    []*lifecycle.Slot // the systems', in start order
-	started  sync.Map          // name → system, once started
+	// streamChanges wakes stream readers of the embedded store (nil when
+	// the store is another process).
+	streamChanges func(streamArn string) <-chan struct{}
+	policy        *fetch.Policy
+	origin        *origin.Resolver // --public-url and --trusted-proxies
+	log           *slog.Logger
+	caps          *ddbtable.CapsProbe
+	reg           *metrics.Registry
+	slots         []*lifecycle.Slot // the systems', in start order
+	started       sync.Map          // name → system, once started
 
 	wc atomic.Pointer[wallcrawler.System]
 	ck atomic.Pointer[checks.System]
@@ -132,7 +135,7 @@ func (s *serving) startWallcrawler(ctx context.Context) (system, map[string]any,
 	}
 	wcfg := c.Wallcrawler
 	wcfg.MaxConnsPerProject = c.WallcrawlerConnsPerProject()
-	wc, err := wallcrawler.New(ctx, wcfg, wallcrawler.Deps{DynamoDB: s.client, Streams: s.streams, Blobs: blobs, Uploader: uploader,
+	wc, err := wallcrawler.New(ctx, wcfg, wallcrawler.Deps{DynamoDB: s.client, Streams: s.streams, StreamChanges: s.streamChanges, Blobs: blobs, Uploader: uploader,
 		DataDir: c.DataDir, NodeID: nodeID(c), AdvertiseURL: advertiseURL(c), Origin: s.origin, Policy: s.policy, Logger: s.log})
 	if err != nil {
 		return nil, nil, err
@@ -162,7 +165,7 @@ func (s *serving) startEECAR(ctx context.Context) (system, map[string]any, error
 	if err != nil {
 		return nil, nil, err
 	}
-	ee, err := eecar.New(ctx, s.c.EECAR, eecar.Deps{DynamoDB: s.client, Streams: s.streams, InProcess: s.embedded, Blobs: blobs, Policy: s.policy, Logger: s.log})
+	ee, err := eecar.New(ctx, s.c.EECAR, eecar.Deps{DynamoDB: s.client, Streams: s.streams, StreamChanges: s.streamChanges, Blobs: blobs, Policy: s.policy, Logger: s.log})
 	if err != nil {
 		return nil, nil, err
 	}

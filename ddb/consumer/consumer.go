@@ -47,6 +47,14 @@ type Options struct {
 	// Wake, when set, ends an idle pause early when it receives (a caller
 	// that starts awaiting a record sends on it).
 	Wake <-chan struct{}
+	// Changes, when set, is called with the stream's ARN before each
+	// GetRecords and returns a channel that closes once the stream may
+	// hold a record that read would not return; an idle pause ends when
+	// it closes. (*ddb.Store).StreamChanges is one: with it a reader of
+	// the embedded store in this process sees a record as soon as it is
+	// committed, and PollInterval only bounds the wait when the channel
+	// is nil.
+	Changes func(streamArn string) <-chan struct{}
 	// RetryBackoff is the pause after a failed handler call or a failed
 	// request; it doubles on each consecutive failure up to MaxBackoff.
 	// Defaults 1s and 30s.
@@ -162,6 +170,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 				continue
 			}
 		}
+		var changed <-chan struct{}
+		if c.opts.Changes != nil {
+			changed = c.opts.Changes(c.streamArn)
+		}
 		out, err := c.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(st.iterator), Limit: aws.Int32(c.opts.BatchSize)})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -212,15 +224,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 			continue
 		}
 		st.iterator = aws.ToString(out.NextShardIterator)
-		if len(out.Records) == 0 && !c.idle(ctx) {
+		if len(out.Records) == 0 && !c.idle(ctx, changed) {
 			return nil
 		}
 	}
 }
 
 // idle pauses after an empty poll (Interval or PollInterval, cut short by
-// Wake); false when ctx ended.
-func (c *Consumer) idle(ctx context.Context) bool {
+// Wake or by changed closing); false when ctx ended.
+func (c *Consumer) idle(ctx context.Context, changed <-chan struct{}) bool {
 	d := c.opts.PollInterval
 	if c.opts.Interval != nil {
 		d = c.opts.Interval()
@@ -232,6 +244,7 @@ func (c *Consumer) idle(ctx context.Context) bool {
 		return false
 	case <-t.C:
 	case <-c.opts.Wake: // a nil channel never receives
+	case <-changed:
 	}
 	return true
 }

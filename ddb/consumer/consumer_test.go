@@ -338,3 +338,40 @@ func TestConsumerIdleIntervalAndWake(t *testing.T) {
 	e.put("events", "b", "c")
 	waitFor(t, "later records at the fast interval", func() bool { _, h := col.snapshot(); return len(h) == 3 })
 }
+
+// TestConsumerChanges: with the store's StreamChanges and an hour-long poll
+// interval, every write of the table reaches the handler without a poll in
+// between, and writes of another table do not make it read.
+func TestConsumerChanges(t *testing.T) {
+	e := open(t, t.TempDir(), newClock())
+	defer e.store.Close()
+	arn := e.createTable("events")
+	e.createTable("noise")
+	col := &collector{}
+	var polls, empty atomic.Int64
+	opts := fastOptions()
+	opts.StartPosition = types.ShardIteratorTypeLatest
+	opts.PollInterval = time.Hour
+	opts.Changes = e.store.StreamChanges
+	opts.AfterPoll = func(n int) {
+		polls.Add(1)
+		if n == 0 {
+			empty.Add(1)
+		}
+	}
+	stop := run(consumer.New(e.st, arn, consumer.NewMemoryCheckpointer(), col.handle, opts))
+	defer stop()
+	waitFor(t, "the first (empty) poll", func() bool { return empty.Load() == 1 })
+	for i, pk := range []string{"a", "b", "c"} {
+		e.put("events", pk)
+		// The write, then the empty read that precedes the next wait.
+		waitFor(t, "write "+pk, func() bool { _, h := col.snapshot(); return len(h) == i+1 && empty.Load() == int64(i+2) })
+	}
+	before := polls.Load()
+	e.put("noise", "x", "y")
+	e.put("events", "d")
+	waitFor(t, "write d", func() bool { _, h := col.snapshot(); return len(h) == 4 && empty.Load() == 5 })
+	if n := polls.Load() - before; n != 2 {
+		t.Fatalf("%d reads for one write among writes of another table, want 2 (the write, then an empty read)", n)
+	}
+}

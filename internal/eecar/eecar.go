@@ -37,9 +37,12 @@ type Deps struct {
 	// eecar-parts-table and of its stream.
 	DynamoDB *dynamodb.Client
 	Streams  *dynamodbstreams.Client
-	// InProcess reports that the store runs in this process: the stream
-	// is polled more often, since a poll costs no round trip.
-	InProcess bool
+	// StreamChanges, set when the store runs in this process
+	// ((*ddb.Store).StreamChanges), wakes the stream follower when the
+	// table changes, so the index is current as soon as a write commits
+	// and an idle stream is read only every StreamSafetyPoll; nil: the
+	// stream is polled every 250ms.
+	StreamChanges func(streamArn string) <-chan struct{}
 	// Blobs holds the part images.
 	Blobs blob.Store
 	// Policy is the one network policy: every webhook is connected to
@@ -59,8 +62,14 @@ type System struct {
 	client  *dynamodb.Client
 	streams *dynamodbstreams.Client
 	poll    time.Duration
+	changes func(streamArn string) <-chan struct{}
 	log     *slog.Logger
 }
+
+// StreamSafetyPoll is how often an idle stream is read when the store
+// wakes the follower itself (Deps.StreamChanges): a bound on a missed
+// wake-up, not the path a record takes.
+const StreamSafetyPoll = 5 * time.Second
 
 // OpenStore opens EECAR's store, creating eecar-parts-table when missing:
 // the store of the administration commands and of the console.
@@ -99,12 +108,12 @@ func New(ctx context.Context, cfg config.EECAR, deps Deps) (*System, error) {
 		return nil, fmt.Errorf("eecar: load: %w", err)
 	}
 	poll := 250 * time.Millisecond
-	if deps.InProcess {
-		poll = 100 * time.Millisecond // in-process, but idle polling is not free
+	if deps.StreamChanges != nil {
+		poll = StreamSafetyPoll
 	}
 	return &System{
 		handler: http.StripPrefix("/eecar", api.New(m, log, api.WithWebhookCheck(fetcher.Validate))),
-		store:   st, market: m, hooks: hooks, fetcher: fetcher, client: deps.DynamoDB, streams: deps.Streams, poll: poll, log: log,
+		store:   st, market: m, hooks: hooks, fetcher: fetcher, client: deps.DynamoDB, streams: deps.Streams, poll: poll, changes: deps.StreamChanges, log: log,
 	}, nil
 }
 
@@ -121,7 +130,7 @@ func (s *System) Run(ctx context.Context) error {
 	go func() { defer close(swept); s.hooks.Run(ctx) }()
 	defer func() { <-swept }()
 	err := s.market.Follow(ctx, s.client, s.streams, consumer.Options{
-		PollInterval: s.poll, RetryBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		PollInterval: s.poll, Changes: s.changes, RetryBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 		OnError: func(err error) { s.log.Warn("eecar: stream", "err", err) },
 	})
 	if err != nil && ctx.Err() == nil {

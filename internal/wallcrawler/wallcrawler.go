@@ -66,6 +66,11 @@ type Deps struct {
 	// Wallcrawler's tables and of their streams.
 	DynamoDB *dynamodb.Client
 	Streams  *dynamodbstreams.Client
+	// StreamChanges, set when the store runs in this process
+	// ((*ddb.Store).StreamChanges), wakes the sessions stream's reader
+	// when the table changes, so an idle stream is read only every
+	// StreamSafetyPoll; nil: it is polled every 250ms.
+	StreamChanges func(streamArn string) <-chan struct{}
 	// Blobs holds the context archives; Uploader, when not nil, hands out
 	// presigned upload URLs of the blob store itself (S3), else quarry's
 	// own signed URLs are handed out.
@@ -85,6 +90,11 @@ type Deps struct {
 	// Logger logs the system's work (default: discard).
 	Logger *slog.Logger
 }
+
+// StreamSafetyPoll is how often an idle sessions stream is read when the
+// store wakes its reader itself (Deps.StreamChanges): a bound on a missed
+// wake-up, not the path a record takes.
+const StreamSafetyPoll = 5 * time.Second
 
 // System is a running Wallcrawler.
 type System struct {
@@ -202,10 +212,13 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	// The stream tells this process of the sessions other processes end;
 	// creates do not wait on it.
 	poll := 250 * time.Millisecond
+	if deps.StreamChanges != nil {
+		poll = StreamSafetyPoll
+	}
 	s.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: s.auth, Contexts: s.contexts, Blobs: deps.Blobs, Browsers: provider,
 		Tokens: sessions.NewTokens(secret, nil), Egress: &s.routes, Extensions: s.extensions,
-		Notifier: sessions.NewNotifier(deps.DynamoDB, deps.Streams, names.Sessions, poll, func(err error) { log.Warn("sessions stream", "err", err) }),
+		Notifier: sessions.NewNotifier(deps.DynamoDB, deps.Streams, names.Sessions, poll, deps.StreamChanges, func(err error) { log.Warn("sessions stream", "err", err) }),
 	}, sessions.Options{WorkDir: s.browserRoot, IdleGrace: cfg.IdleGrace, Logger: log,
 		NodeID: deps.NodeID, AdvertiseURL: deps.AdvertiseURL, Lease: cfg.Lease, LeaseRenew: cfg.LeaseRenew,
 		UploadMaxBytes: cfg.UploadMaxBytes, UploadQuota: cfg.UploadQuota})

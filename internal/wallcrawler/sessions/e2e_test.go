@@ -232,7 +232,7 @@ func newStackWith(t testing.TB, concurrency int, opts sessions.Options, so stack
 	}
 	st.mgr = sessions.NewManager(sessions.Deps{
 		Repo: st.repo, Auth: st.auth, Contexts: ctxStore, Blobs: blobs, Browsers: provider, Tokens: st.tokens,
-		Notifier: sessions.NewNotifier(client, ddb.NewStreamsClient(store), names.Sessions, 5*time.Millisecond, nil),
+		Notifier: sessions.NewNotifier(client, ddb.NewStreamsClient(store), names.Sessions, 5*time.Millisecond, nil, nil),
 	}, opts)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -24,6 +24,7 @@ type Notifier struct {
 	client   *dynamodb.Client
 	table    string
 	interval time.Duration
+	changes  func(streamArn string) <-chan struct{}
 
 	mu       sync.Mutex
 	onError  func(error)
@@ -54,12 +55,13 @@ const minInterval = 250 * time.Millisecond
 
 // NewNotifier returns a Notifier of table's stream, polled every interval
 // when the last poll found nothing (never more often than every 250ms).
-// onError may be nil.
-func NewNotifier(client *dynamodb.Client, streams *dynamodbstreams.Client, table string, interval time.Duration, onError func(error)) *Notifier {
+// changes, when not nil, wakes it when the stream may hold a new record
+// (consumer.Options.Changes); onError may be nil.
+func NewNotifier(client *dynamodb.Client, streams *dynamodbstreams.Client, table string, interval time.Duration, changes func(streamArn string) <-chan struct{}, onError func(error)) *Notifier {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	return &Notifier{streams: streams, client: client, table: table, interval: max(interval, minInterval), onError: onError}
+	return &Notifier{streams: streams, client: client, table: table, interval: max(interval, minInterval), changes: changes, onError: onError}
 }
 
 // Run consumes the stream from its latest position until ctx ends.
@@ -75,6 +77,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 	c := consumer.New(n.streams, arn, consumer.NewMemoryCheckpointer(), n.handle, consumer.Options{
 		StartPosition: streamtypes.ShardIteratorTypeLatest,
 		PollInterval:  n.interval,
+		Changes:       n.changes,
 		RetryBackoff:  100 * time.Millisecond,
 		MaxBackoff:    2 * time.Second,
 		OnError:       n.onError,

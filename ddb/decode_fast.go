@@ -72,24 +72,24 @@ func (in *exprInput) decodeMember(name []byte, v attr.Field) (err error) {
 // decodeMember reads the member of PutItem, UpdateItem and DeleteItem's
 // common parameters named name; any other name, and the legacy Expected,
 // are ErrNotSimple.
-func (in *writeInput) decodeMember(name []byte, v attr.Field) (err error) {
+func (w *writeInput) decodeMember(name []byte, v attr.Field) (err error) {
 	switch string(name) {
 	case "TableName":
-		return stringField(v, &in.TableName)
+		return stringField(v, &w.TableName)
 	case "ConditionExpression":
-		return stringField(v, &in.ConditionExpression)
+		return stringField(v, &w.ConditionExpression)
 	case "ConditionalOperator":
-		in.ConditionalOperator, err = v.String()
+		w.ConditionalOperator, err = v.String()
 	case "ReturnValues":
-		in.ReturnValues, err = v.String()
+		w.ReturnValues, err = v.String()
 	case "ReturnValuesOnConditionCheckFailure":
-		in.ReturnValuesOnConditionCheckFailure, err = v.String()
+		w.ReturnValuesOnConditionCheckFailure, err = v.String()
 	case "ReturnConsumedCapacity":
-		in.ReturnConsumedCapacity, err = v.String()
+		w.ReturnConsumedCapacity, err = v.String()
 	case "ReturnItemCollectionMetrics":
-		in.ReturnItemCollectionMetrics, err = v.String()
+		w.ReturnItemCollectionMetrics, err = v.String()
 	default:
-		return in.exprInput.decodeMember(name, v)
+		return w.exprInput.decodeMember(name, v)
 	}
 	return err
 }
@@ -205,18 +205,18 @@ func (in *TransactWriteItemsInput) decodeFast(body []byte) bool {
 }
 
 // decodeFast reads one entry of TransactItems; null is ErrNotSimple.
-func (it *TransactWriteItem) decodeFast(v attr.Field) error {
+func (w *TransactWriteItem) decodeFast(v attr.Field) error {
 	return v.Object(func(name []byte, v attr.Field) error {
 		var dst **TransactAction
 		switch string(name) {
 		case "ConditionCheck":
-			dst = &it.ConditionCheck
+			dst = &w.ConditionCheck
 		case "Put":
-			dst = &it.Put
+			dst = &w.Put
 		case "Update":
-			dst = &it.Update
+			dst = &w.Update
 		case "Delete":
-			dst = &it.Delete
+			dst = &w.Delete
 		default:
 			return attr.ErrNotSimple
 		}

@@ -219,7 +219,16 @@ func (s *Store) BatchWriteItem(in *BatchWriteItemInput) (*BatchWriteItemOutput, 
 	b := s.newBatch()
 	defer b.release(s)
 	var caps tableCapacities
+	// Without consumed capacity in the answer, a write on a table where
+	// nothing derives from items (table.derivesFromItems) changes only
+	// the item's own key: it is staged without reading the item it
+	// replaces or deletes, as PutItem's putBlind does.
+	blind := !wantCapacity(in.ReturnConsumedCapacity)
 	for _, w := range writes {
+		if blind && !w.t.derivesFromItems() {
+			s.stageItem(b, w.t, w.key, nil, w.item)
+			continue
+		}
 		old, err := s.getItem(w.key)
 		if err != nil {
 			if !isCorrupt(err) {

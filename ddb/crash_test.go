@@ -77,6 +77,8 @@ func crashChild(dir string) {
 		os.Exit(3)
 	}
 	fmt.Println("ready")
+	// With QUARRY_CRASH_BATCH, puts and deletes go through BatchWriteItem.
+	batch := os.Getenv("QUARRY_CRASH_BATCH") != ""
 	var mu sync.Mutex
 	ack := func(key string, step int) {
 		mu.Lock()
@@ -91,9 +93,15 @@ func crashChild(dir string) {
 			for i := 0; ; i++ {
 				key := fmt.Sprintf("w%d-%d", w, i)
 				k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}
-				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(crashTable), Item: map[string]types.AttributeValue{
+				item := map[string]types.AttributeValue{
 					"pk": k["pk"], "v": &types.AttributeValueMemberN{Value: "1"}, "g": &types.AttributeValueMemberS{Value: "A"},
-					"pad": &types.AttributeValueMemberS{Value: strings.Repeat("x", 200)}}})
+					"pad": &types.AttributeValueMemberS{Value: strings.Repeat("x", 200)}}
+				var err error
+				if batch {
+					err = crashBatchWrite(ctx, c, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+				} else {
+					_, err = c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(crashTable), Item: item})
+				}
 				if err != nil {
 					fmt.Println("put:", err)
 					os.Exit(4)
@@ -110,7 +118,12 @@ func crashChild(dir string) {
 				if i%2 == 0 {
 					continue // keep half of the keys
 				}
-				if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(crashTable), Key: k}); err != nil {
+				if batch {
+					err = crashBatchWrite(ctx, c, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+				} else {
+					_, err = c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(crashTable), Key: k})
+				}
+				if err != nil {
 					fmt.Println("delete:", err)
 					os.Exit(4)
 				}
@@ -119,6 +132,16 @@ func crashChild(dir string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// crashBatchWrite writes one request with BatchWriteItem; an unprocessed
+// request is an error.
+func crashBatchWrite(ctx context.Context, c *dynamodb.Client, r types.WriteRequest) error {
+	out, err := c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{crashTable: {r}}})
+	if err == nil && len(out.UnprocessedItems) != 0 {
+		err = errors.New("unprocessed items")
+	}
+	return err
 }
 
 func TestMain(m *testing.M) {
@@ -139,14 +162,18 @@ func TestMain(m *testing.M) {
 
 func TestCrashKill9(t *testing.T) {
 	t.Parallel()
-	t.Run("plain", func(t *testing.T) { t.Parallel(); crashRun(t, false, true) })
-	t.Run("with stream", func(t *testing.T) { t.Parallel(); crashRun(t, true, true) })
-	t.Run("without index", func(t *testing.T) { t.Parallel(); crashRun(t, false, false) })
+	t.Run("plain", func(t *testing.T) { t.Parallel(); crashRun(t, false, true, false) })
+	t.Run("with stream", func(t *testing.T) { t.Parallel(); crashRun(t, true, true, false) })
+	t.Run("without index", func(t *testing.T) { t.Parallel(); crashRun(t, false, false, false) })
+	// BatchWriteItem on a table without index writes without reading the
+	// items it replaces or deletes.
+	t.Run("batch writes without index", func(t *testing.T) { t.Parallel(); crashRun(t, false, false, true) })
 }
 
 // crashRun runs the crash test on a table with a stream or not, and with
-// its index g-index or none.
-func crashRun(t *testing.T, withStream, withIndex bool) {
+// its index g-index or none; with batch, puts and deletes go through
+// BatchWriteItem.
+func crashRun(t *testing.T, withStream, withIndex, batch bool) {
 	if os.Getenv("QUARRY_DDB_TEST_ENDPOINT") != "" {
 		t.Skip("the crash test drives the embedded store")
 	}
@@ -158,6 +185,9 @@ func crashRun(t *testing.T, withStream, withIndex bool) {
 	}
 	if !withIndex {
 		cmd.Env = append(cmd.Env, "QUARRY_CRASH_NO_INDEX=1")
+	}
+	if batch {
+		cmd.Env = append(cmd.Env, "QUARRY_CRASH_BATCH=1")
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

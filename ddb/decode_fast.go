@@ -6,8 +6,13 @@ import "github.com/quarrydb/quarry/ddb/attr"
 // encoding/json's reflection: decodeFast fills the request from body (valid
 // JSON) and reports true, or leaves it zero and reports false, and the
 // request is then decoded by encoding/json, whose behaviour and error
-// messages are the reference. GetItem and PutItem, most of a store's
-// traffic, have one.
+// messages are the reference. GetItem, PutItem, UpdateItem, DeleteItem and
+// TransactWriteItems, most of a store's traffic, have one.
+//
+// A member repeated in the body keeps its last value when it is a string,
+// a bool or an item (encoding/json replaces those); a repeated object or
+// array member other than an item is not simple, since encoding/json
+// merges it into the first one's value.
 type fastDecoder interface {
 	decodeFast(body []byte) bool
 }
@@ -20,6 +25,73 @@ func stringField(v attr.Field, dst **string) error {
 	}
 	*dst = &s
 	return nil
+}
+
+// stringMap reads an object of strings (ExpressionAttributeNames).
+func stringMap(v attr.Field) (map[string]string, error) {
+	m := map[string]string{}
+	err := v.Object(func(name []byte, v attr.Field) error {
+		s, err := v.String()
+		m[string(name)] = s
+		return err
+	})
+	return m, err
+}
+
+// valueMap reads an object of AttributeValues (ExpressionAttributeValues).
+func valueMap(v attr.Field) (map[string]attr.Value, error) {
+	m := map[string]attr.Value{}
+	err := v.Object(func(name []byte, v attr.Field) error {
+		av, err := v.Value()
+		m[string(name)] = av
+		return err
+	})
+	return m, err
+}
+
+// decodeMember reads the expression parameter named name; any other name
+// is ErrNotSimple.
+func (in *exprInput) decodeMember(name []byte, v attr.Field) (err error) {
+	switch string(name) {
+	case "ExpressionAttributeNames":
+		if in.ExpressionAttributeNames != nil {
+			return attr.ErrNotSimple // repeated: encoding/json merges
+		}
+		in.ExpressionAttributeNames, err = stringMap(v)
+	case "ExpressionAttributeValues":
+		if in.ExpressionAttributeValues != nil {
+			return attr.ErrNotSimple // repeated: encoding/json merges
+		}
+		in.ExpressionAttributeValues, err = valueMap(v)
+	default:
+		return attr.ErrNotSimple
+	}
+	return err
+}
+
+// decodeMember reads the member of PutItem, UpdateItem and DeleteItem's
+// common parameters named name; any other name, and the legacy Expected,
+// are ErrNotSimple.
+func (w *writeInput) decodeMember(name []byte, v attr.Field) (err error) {
+	switch string(name) {
+	case "TableName":
+		return stringField(v, &w.TableName)
+	case "ConditionExpression":
+		return stringField(v, &w.ConditionExpression)
+	case "ConditionalOperator":
+		w.ConditionalOperator, err = v.String()
+	case "ReturnValues":
+		w.ReturnValues, err = v.String()
+	case "ReturnValuesOnConditionCheckFailure":
+		w.ReturnValuesOnConditionCheckFailure, err = v.String()
+	case "ReturnConsumedCapacity":
+		w.ReturnConsumedCapacity, err = v.String()
+	case "ReturnItemCollectionMetrics":
+		w.ReturnItemCollectionMetrics, err = v.String()
+	default:
+		return w.exprInput.decodeMember(name, v)
+	}
+	return err
 }
 
 func (in *GetItemInput) decodeFast(body []byte) bool {
@@ -39,7 +111,7 @@ func (in *GetItemInput) decodeFast(body []byte) bool {
 		case "ReturnConsumedCapacity":
 			in.ReturnConsumedCapacity, err = v.String()
 		default:
-			return attr.ErrNotSimple
+			return in.exprInput.decodeMember(name, v)
 		}
 		return err
 	})
@@ -52,17 +124,70 @@ func (in *GetItemInput) decodeFast(body []byte) bool {
 
 func (in *PutItemInput) decodeFast(body []byte) bool {
 	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
-		switch string(name) {
-		case "TableName":
-			return stringField(v, &in.TableName)
-		case "Item":
+		if string(name) == "Item" {
 			in.Item, err = v.Item()
-		case "ConditionExpression":
-			return stringField(v, &in.ConditionExpression)
-		case "ReturnValues":
-			in.ReturnValues, err = v.String()
-		case "ReturnValuesOnConditionCheckFailure":
-			in.ReturnValuesOnConditionCheckFailure, err = v.String()
+			return err
+		}
+		return in.writeInput.decodeMember(name, v)
+	})
+	if err != nil {
+		*in = PutItemInput{}
+		return false
+	}
+	return true
+}
+
+func (in *UpdateItemInput) decodeFast(body []byte) bool {
+	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+		switch string(name) {
+		case "Key":
+			in.Key, err = v.Item()
+			return err
+		case "UpdateExpression":
+			return stringField(v, &in.UpdateExpression)
+		}
+		return in.writeInput.decodeMember(name, v)
+	})
+	if err != nil {
+		*in = UpdateItemInput{}
+		return false
+	}
+	return true
+}
+
+func (in *DeleteItemInput) decodeFast(body []byte) bool {
+	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+		if string(name) == "Key" {
+			in.Key, err = v.Item()
+			return err
+		}
+		return in.writeInput.decodeMember(name, v)
+	})
+	if err != nil {
+		*in = DeleteItemInput{}
+		return false
+	}
+	return true
+}
+
+func (in *TransactWriteItemsInput) decodeFast(body []byte) bool {
+	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+		switch string(name) {
+		case "TransactItems":
+			if in.TransactItems != nil {
+				return attr.ErrNotSimple // repeated: encoding/json merges
+			}
+			in.TransactItems = []TransactWriteItem{}
+			return v.Array(func(v attr.Field) error {
+				var it TransactWriteItem
+				if err := it.decodeFast(v); err != nil {
+					return err
+				}
+				in.TransactItems = append(in.TransactItems, it)
+				return nil
+			})
+		case "ClientRequestToken":
+			return stringField(v, &in.ClientRequestToken)
 		case "ReturnConsumedCapacity":
 			in.ReturnConsumedCapacity, err = v.String()
 		case "ReturnItemCollectionMetrics":
@@ -73,8 +198,59 @@ func (in *PutItemInput) decodeFast(body []byte) bool {
 		return err
 	})
 	if err != nil {
-		*in = PutItemInput{}
+		*in = TransactWriteItemsInput{}
 		return false
 	}
 	return true
+}
+
+// decodeFast reads one entry of TransactItems; null is ErrNotSimple.
+func (w *TransactWriteItem) decodeFast(v attr.Field) error {
+	return v.Object(func(name []byte, v attr.Field) error {
+		var dst **TransactAction
+		switch string(name) {
+		case "ConditionCheck":
+			dst = &w.ConditionCheck
+		case "Put":
+			dst = &w.Put
+		case "Update":
+			dst = &w.Update
+		case "Delete":
+			dst = &w.Delete
+		default:
+			return attr.ErrNotSimple
+		}
+		if *dst != nil {
+			return attr.ErrNotSimple // repeated: encoding/json merges
+		}
+		a := new(TransactAction)
+		if err := a.decodeFast(v); err != nil {
+			return err
+		}
+		*dst = a
+		return nil
+	})
+}
+
+// decodeFast reads one action of TransactWriteItems; null is ErrNotSimple.
+func (a *TransactAction) decodeFast(v attr.Field) error {
+	return v.Object(func(name []byte, v attr.Field) (err error) {
+		switch string(name) {
+		case "TableName":
+			return stringField(v, &a.TableName)
+		case "Item":
+			a.Item, err = v.Item()
+		case "Key":
+			a.Key, err = v.Item()
+		case "UpdateExpression":
+			return stringField(v, &a.UpdateExpression)
+		case "ConditionExpression":
+			return stringField(v, &a.ConditionExpression)
+		case "ReturnValuesOnConditionCheckFailure":
+			a.ReturnValuesOnConditionCheckFailure, err = v.String()
+		default:
+			return a.exprInput.decodeMember(name, v)
+		}
+		return err
+	})
 }

@@ -65,7 +65,7 @@ func (o *GetItemOutput) appendJSON(buf *bytes.Buffer) error {
 	switch {
 	case o.itemJSON != nil:
 		f.name("Item")
-		buf.Write(o.itemJSON)
+		buf.Write(o.itemJSON.Bytes())
 	case o.Item != nil:
 		// Present even when empty: a projection that matches no attribute
 		// of an existing item answers "Item": {}, a missing item no Item.
@@ -131,6 +131,13 @@ func (o *QueryOutput) appendJSON(buf *bytes.Buffer) error {
 // releaser is an output holding pooled memory, to give back once the
 // output is encoded.
 type releaser interface{ release() }
+
+func (o *GetItemOutput) release() {
+	if o.itemJSON != nil {
+		putBuffer(o.itemJSON)
+		o.itemJSON = nil
+	}
+}
 
 func (o *QueryOutput) release() {
 	if o.itemsJSON != nil {

@@ -185,21 +185,23 @@ func checkValuesNesting(values map[string]attr.Value) *Error {
 // getItem reads the item stored under key, or nil.
 func (s *Store) getItem(key []byte) (attr.Item, error) { return readItem(s.db, key) }
 
-// getItemJSON returns the JSON of the item stored under key and its size,
-// or nil and 0.
-func (s *Store) getItemJSON(key []byte) ([]byte, int, error) {
-	var buf bytes.Buffer
+// getItemJSON returns the JSON of the item stored under key, in a pooled
+// buffer the caller gives back with putBuffer, and the item's size; or nil
+// and 0.
+func (s *Store) getItemJSON(key []byte) (*bytes.Buffer, int, error) {
+	buf := getBuffer()
 	size := 0
 	found, err := readValue(s.db, key, func(v []byte) (err error) {
-		if size, err = appendItemJSON(&buf, v); err != nil {
+		if size, err = appendItemJSON(buf, v); err != nil {
 			return corruptAt(key, err)
 		}
 		return nil
 	})
 	if err != nil || !found {
+		putBuffer(buf)
 		return nil, 0, err
 	}
-	return buf.Bytes(), size, nil
+	return buf, size, nil
 }
 
 // readItem reads the item stored under key in r (the database or a
@@ -544,8 +546,8 @@ type GetItemOutput struct {
 	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
 
 	// itemJSON, when not nil, is the JSON of the item in place of Item
-	// (GetItemInput.wire).
-	itemJSON []byte
+	// (GetItemInput.wire), in a pooled buffer that release gives back.
+	itemJSON *bytes.Buffer
 }
 
 // readProjection parses ProjectionExpression or AttributesToGet.

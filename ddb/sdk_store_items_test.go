@@ -514,6 +514,23 @@ func TestAttributeNameLengths(t *testing.T) {
 						ExpressionAttributeNames: map[string]string{"#n": name}, ExpressionAttributeValues: attrs{":v": avS("v")}})
 					return err
 				}},
+				{"TransactWriteItems Put item", func(name string) error {
+					_, err := c.TransactWriteItems(tctx(t), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+						TableName: aws.String(tab), Item: attrs{ok255: avS("t"), name: avS("v")}}}}})
+					return err
+				}},
+				{"TransactWriteItems Update UpdateExpression", func(name string) error {
+					_, err := c.TransactWriteItems(tctx(t), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+						TableName: aws.String(tab), Key: key, UpdateExpression: aws.String("SET #n = :v"),
+						ExpressionAttributeNames: map[string]string{"#n": name}, ExpressionAttributeValues: attrs{":v": avS("v")}}}}})
+					return err
+				}},
+				{"TransactWriteItems ConditionCheck", func(name string) error {
+					_, err := c.TransactWriteItems(tctx(t), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
+						TableName: aws.String(tab), Key: key, ConditionExpression: aws.String("attribute_exists(#n)"),
+						ExpressionAttributeNames: map[string]string{"#n": name}}}}})
+					return err
+				}},
 				{"PutItem Expected", func(name string) error {
 					_, err := c.PutItem(tctx(t), &dynamodb.PutItemInput{TableName: aws.String(tab), Item: key,
 						Expected: map[string]types.ExpectedAttributeValue{name: {Exists: aws.Bool(false)}}})

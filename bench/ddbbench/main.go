@@ -877,8 +877,26 @@ func render(cfg *config, results []result) string {
 			}
 		}
 	}
-	// Targets of the issue: ≥10× dynalite's throughput, GetItem p99 < 2 ms.
-	// The null server's ratio to dynalite is the ceiling of the first here.
+	// With a base build in the run, the targets are the store's CPU cuts
+	// against it; without one, the first targets against dynalite.
+	if line := baseTargets(cfg.ops, byKey); line != "" {
+		b.WriteString(line)
+	} else {
+		b.WriteString(dynaliteTargets(cfg, byKey))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// dynaliteTargets states the first targets: ≥10× dynalite's throughput
+// and GetItem p99 < 2 ms. The null server's ratio to dynalite is the
+// ceiling of the first here.
+func dynaliteTargets(cfg *config, byKey map[string]result) string {
 	var goals []string
 	belowTen := false
 	for _, op := range cfg.ops {
@@ -916,6 +934,7 @@ func render(cfg *config, results []result) string {
 	if q, ok := byKey["GetItem/quarry"]; ok && q.ops > 0 {
 		goals = append(goals, fmt.Sprintf("GetItem p99 %s (%s)", fmtDur(q.p99), metMissed(q.p99 < 2*time.Millisecond)))
 	}
+	var b strings.Builder
 	if len(goals) > 0 && cfg.rate > 0 {
 		fmt.Fprintf(&b, "Targets (GetItem p99 < 2 ms; open loop at %.0f requests/s, so throughput is not compared): %s.\n\n", cfg.rate, strings.Join(goals, "; "))
 	} else if len(goals) > 0 {
@@ -924,13 +943,36 @@ func render(cfg *config, results []result) string {
 	if belowTen {
 		b.WriteString("The null server answers with precomputed bytes and stores nothing, so its throughput is what the clients and HTTP allow on this machine: no server can show a higher ratio to dynalite here, and where that ceiling is below 10× the 10× target cannot be shown on this machine whatever the server.\n\n")
 	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "- %s\n", n)
-	}
-	if len(notes) > 0 {
-		b.WriteString("\n")
-	}
 	return b.String()
+}
+
+// baseCPUTargets are the highest server CPU per request quarry may use,
+// as a fraction of its base build's (run.sh's BASE_REV) in the same run.
+var baseCPUTargets = map[string]float64{"PutItem": 0.75, "GetItem": 0.85}
+
+// baseTargets states, when the run has quarry and quarry-base, quarry's
+// server CPU per request against the base build's for each operation,
+// met or missed where baseCPUTargets has a target; otherwise "".
+func baseTargets(ops []string, byKey map[string]result) string {
+	var goals []string
+	for _, op := range ops {
+		q, okq := byKey[op+"/quarry"]
+		r, okr := byKey[op+"/quarry-base"]
+		if !okq || !okr || q.cpuPerOp() <= 0 || r.cpuPerOp() <= 0 {
+			continue
+		}
+		x := float64(q.cpuPerOp()) / float64(r.cpuPerOp())
+		g := fmt.Sprintf("%s %.2f× (%s vs %s", op, x, fmtDur(q.cpuPerOp()), fmtDur(r.cpuPerOp()))
+		if max, ok := baseCPUTargets[op]; ok {
+			g += fmt.Sprintf("; target ≤ %.2f×, %s", max, metMissed(x <= max && q.errors == 0))
+		}
+		goals = append(goals, g+")")
+	}
+	if len(goals) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Targets (server CPU per request against quarry-base, the base build in this run: PutItem ≤ %.2f×, GetItem ≤ %.2f×): %s.\n\n",
+		baseCPUTargets["PutItem"], baseCPUTargets["GetItem"], strings.Join(goals, "; "))
 }
 
 // cpuCell formats a CPU time per request for the table ("n/a": unknown).

@@ -54,3 +54,61 @@ func TestRenderPeerRatios(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderTargets checks the section's targets line: with a base build
+// in the run, quarry's server CPU per request against it, met or missed
+// per operation; without one, the throughput targets against dynalite.
+func TestRenderTargets(t *testing.T) {
+	res := func(op, target string, ops int, cpu time.Duration) result {
+		return result{op: op, target: target, ops: ops, elapsed: time.Second, serverCPU: cpu * time.Duration(ops)}
+	}
+	cases := []struct {
+		name    string
+		results []result
+		want    []string
+		notWant []string
+	}{{
+		name: "with a base build",
+		results: []result{
+			res("GetItem", "quarry", 2000, 120*time.Microsecond), res("GetItem", "quarry-base", 2000, 150*time.Microsecond),
+			res("PutItem", "quarry", 2000, 180*time.Microsecond), res("PutItem", "quarry-base", 2000, 200*time.Microsecond),
+			res("GetItem", "dynalite", 1000, 300*time.Microsecond), res("PutItem", "dynalite", 1000, 300*time.Microsecond),
+		},
+		want: []string{
+			"Targets (server CPU per request against quarry-base, the base build in this run: PutItem ≤ 0.75×, GetItem ≤ 0.85×): ",
+			"GetItem 0.80× (120 µs vs 150 µs; target ≤ 0.85×, met)",
+			"PutItem 0.90× (180 µs vs 200 µs; target ≤ 0.75×, missed)",
+		},
+		notWant: []string{"10×", "dynalite on each"},
+	}, {
+		name: "without a base build",
+		results: []result{
+			res("GetItem", "quarry", 2000, 120*time.Microsecond), res("GetItem", "dynalite", 1000, 300*time.Microsecond),
+		},
+		want:    []string{"Targets (≥ 10× dynalite on each, GetItem p99 < 2 ms): GetItem 2.0× dynalite (missed)"},
+		notWant: []string{"quarry-base"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config{ops: []string{"GetItem", "PutItem"}, concurrency: 16, duration: time.Second, rounds: 1}
+			seen := map[string]bool{}
+			for _, r := range tc.results {
+				if !seen[r.target] {
+					seen[r.target] = true
+					cfg.targets = append(cfg.targets, target{name: r.target})
+				}
+			}
+			out := render(cfg, tc.results)
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("section lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("section has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

@@ -247,3 +247,26 @@ func TestCanonicalIntFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberPartsIntegers: the key encoding of an integer, read from its
+// digits, is byte for byte the one its decimal value gives, so keys stored
+// before and after agree.
+func TestNumberPartsIntegers(t *testing.T) {
+	nums := []string{"0", "1", "-1", "7", "10", "-10", "120", "1000000", "-9000", "42", "100000000000000000000000000000000000000",
+		"99999999999999999999999999999999999999", "-10000000000000000000000000000000000000", "1.5", "-0.001", "1E+3", "0.1"}
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 2000; i++ {
+		nums = append(nums, strconv.FormatInt(r.Int63n(1<<uint(r.Intn(62)+1))*int64(1-2*r.Intn(2)), 10))
+	}
+	for _, n := range nums {
+		c, err := CanonicalNumber(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		gs, gd, ge := numberParts(c)
+		ws, wd, we := decimalParts(c)
+		if gs != ws || gd != wd || ge != we {
+			t.Errorf("numberParts(%s) = %d %q %d, its decimal's %d %q %d", c, gs, gd, ge, ws, wd, we)
+		}
+	}
+}

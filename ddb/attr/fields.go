@@ -76,3 +76,40 @@ func (f Field) Item() (Item, error) {
 	}
 	return it, nil
 }
+
+// Value reads an AttributeValue as Value.UnmarshalJSON does; null, any
+// other value than an object, and a value Value.UnmarshalJSON would refuse
+// are ErrNotSimple.
+func (f Field) Value() (Value, error) {
+	if f.d.peek() != '{' {
+		return Value{}, ErrNotSimple
+	}
+	var v Value
+	if err := f.d.value(&v); err != nil || f.d.deferred != nil {
+		return Value{}, ErrNotSimple
+	}
+	return v, nil
+}
+
+// Object reads a JSON object member by member as DecodeFields does: member
+// is called with each member's name (valid only during the call) and the
+// Field on its value, which it must read with exactly one of Field's
+// methods. Null and any other value than an object are ErrNotSimple.
+func (f Field) Object(member func(name []byte, v Field) error) error {
+	if f.d.peek() != '{' {
+		return ErrNotSimple
+	}
+	f.d.pos++
+	return f.d.members(func(name []byte) error { return member(name, f) })
+}
+
+// Array reads a JSON array element by element: element is called with the
+// Field on each element, which it must read with exactly one of Field's
+// methods. Null and any other value than an array are ErrNotSimple.
+func (f Field) Array(element func(v Field) error) error {
+	if f.d.peek() != '[' {
+		return ErrNotSimple
+	}
+	f.d.pos++
+	return f.d.elements(func() error { return element(f) })
+}

@@ -211,6 +211,25 @@ func numberSize[T string | []byte](s T) int {
 // numberParts returns the sign (-1, 0, 1), the significant digits and the
 // exponent E such that |n| = 0.d1d2d3... × 10^E, for a canonical number.
 func numberParts(s string) (sign int, digits string, exp int) {
+	if isCanonicalInt(s) {
+		// Most keys: the digits are s's without its sign and trailing
+		// zeros, and E is the count of s's digits.
+		if s == "0" {
+			return 0, "", 0
+		}
+		sign = 1
+		if s[0] == '-' {
+			sign, s = -1, s[1:]
+		}
+		exp = len(s)
+		return sign, strings.TrimRight(s, "0"), exp
+	}
+	return decimalParts(s)
+}
+
+// decimalParts is numberParts for any canonical number, through its
+// decimal value.
+func decimalParts(s string) (sign int, digits string, exp int) {
 	d := mustDecimal(s)
 	if d.IsZero() {
 		return 0, "", 0

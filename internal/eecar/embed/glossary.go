@@ -145,7 +145,11 @@ func (g *glossary) canonical(tok string) string {
 // token becomes its canonical token followed by its words (each mapped
 // alone, marked derived), and any other token is mapped alone.
 func (g *glossary) apply(toks []token) []token {
-	out := make([]token, 0, len(toks))
+	return g.appendApplied(make([]token, 0, len(toks)), toks)
+}
+
+// appendApplied appends apply(toks) to out.
+func (g *glossary) appendApplied(out, toks []token) []token {
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		w := g.words[t.text]

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // token is one word produced by the tokenizer. Derived tokens are the
@@ -45,6 +46,9 @@ const (
 )
 
 func classify(r rune) runeClass {
+	if r < utf8.RuneSelf {
+		return asciiClass[r]
+	}
 	switch {
 	case isHangul(r):
 		return classHangul
@@ -54,6 +58,17 @@ func classify(r rune) runeClass {
 		return classOther
 	}
 }
+
+// asciiClass is classify of the ASCII runes: letters and digits are
+// words, the rest other.
+var asciiClass = func() (c [utf8.RuneSelf]runeClass) {
+	for r := range c {
+		if unicode.IsLetter(rune(r)) || unicode.IsDigit(rune(r)) {
+			c[r] = classWord
+		}
+	}
+	return c
+}()
 
 // isHangul reports whether r is a Hangul syllable or jamo.
 func isHangul(r rune) bool {
@@ -69,12 +84,16 @@ func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 // the text lower-cased (text itself when that changes nothing) unless a
 // ',' was dropped from it; callers keeping a token copy it.
 func tokenize(text string) []token {
-	// strings.ToLower maps rune by rune and keeps every rune's class
-	// (letter, digit, Hangul, other), so lowering the text once gives the
-	// tokens lowering each would, with one copy at most.
-	text = strings.ToLower(text)
 	// About one token in six bytes of text: sized once rather than grown.
-	out := make([]token, 0, len(text)/6+4)
+	return appendTokens(make([]token, 0, len(text)/6+4), text)
+}
+
+// appendTokens appends tokenize(text) to out.
+func appendTokens(out []token, text string) []token {
+	// Lowering maps rune by rune and keeps every rune's class (letter,
+	// digit, Hangul, other), so lowering the text once gives the tokens
+	// lowering each would, with one copy at most.
+	text = toLower(text)
 	// The current token is text[start:i] while it is contiguous; once a
 	// ',' between digits is dropped it continues in cur.
 	start, inBuf := -1, false
@@ -143,6 +162,62 @@ func tokenize(text string) []token {
 	flush(len(text))
 	return out
 }
+
+// toLower returns strings.ToLower(s) (s itself when that changes
+// nothing), without strings.ToLower's call through a mapping function
+// for every rune of a text that is not all ASCII: ASCII bytes and Hangul
+// syllables, which have no case, are copied as they are.
+func toLower(s string) string {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				return lowerFrom(s, i)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if n == 1 || !isHangulSyllable(r) && unicode.ToLower(r) != r {
+			// n == 1: an invalid byte, which strings.ToLower replaces
+			// with U+FFFD (a valid U+FFFD is 3 bytes long).
+			return lowerFrom(s, i)
+		}
+		i += n
+	}
+	return s
+}
+
+// lowerFrom is toLower(s) where s[:i] is known to be lower-case.
+func lowerFrom(s string, i int) string {
+	// Lowering may lengthen a rune ('Ⱥ' is 2 bytes, 'ⱥ' 3): append grows b.
+	b := make([]byte, i, len(s)+utf8.UTFMax)
+	copy(b, s[:i])
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if isHangulSyllable(r) {
+			b = append(b, s[i:i+n]...)
+		} else {
+			b = utf8.AppendRune(b, unicode.ToLower(r)) // an invalid byte is RuneError
+		}
+		i += n
+	}
+	// b is not written after this: the string may share its memory, as
+	// strings.Builder's does.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// isHangulSyllable reports whether r is a precomposed Hangul syllable.
+func isHangulSyllable(r rune) bool { return r >= 0xAC00 && r <= 0xD7A3 }
 
 // splitNumberUnit splits "800v" into "800" and "v", "3.5kw" into "3.5"
 // and "kw". It reports false for anything that is not a number followed

@@ -143,7 +143,7 @@ const loadBlock = 1024
 // buildQuarry indexes the corpus as EECAR loads its catalogue: blocks of
 // loadBlock parts through Index.PutAll.
 func buildQuarry(local *embed.Local, c corpus) *search.Index {
-	idx := search.NewIndex(local.Tokens)
+	idx := search.NewIndex(local.AppendTokens)
 	docs := make([]search.Doc, 0, loadBlock)
 	for i := range c.parts {
 		docs = append(docs, quarryDoc(c, i))
@@ -158,7 +158,7 @@ func buildQuarry(local *embed.Local, c corpus) *search.Index {
 // buildQuarryOneByOne indexes the corpus with Index.Put one part at a
 // time, as a part registered through the API is.
 func buildQuarryOneByOne(local *embed.Local, c corpus) *search.Index {
-	idx := search.NewIndex(local.Tokens)
+	idx := search.NewIndex(local.AppendTokens)
 	for i := range c.parts {
 		idx.Put(quarryDoc(c, i))
 	}

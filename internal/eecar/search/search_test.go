@@ -56,7 +56,7 @@ func checkInvariants(t *testing.T, x *Index) {
 			t.Fatalf("length of %q = %d, want %d", e.id, x.lens[s], len(toks))
 		}
 		total += len(toks)
-		for _, c := range x.termCounts(toks) {
+		for _, c := range termCounts(toks) {
 			id, ok := x.termIDs[c.term]
 			if !ok {
 				t.Fatalf("term %q of %q not in the vocabulary", c.term, e.id)
@@ -406,7 +406,7 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 
 func TestMatchedSpecsAndReason(t *testing.T) {
 	l := embed.NewLocal(0)
-	x := NewIndex(l.Tokens)
+	x := NewIndex(l.AppendTokens)
 	d := Doc{
 		ID:           "inv-1",
 		Category:     "inverter",
@@ -487,7 +487,7 @@ func TestReasonFormat(t *testing.T) {
 
 func TestKoreanQueryFindsEnglishPart(t *testing.T) {
 	l := embed.NewLocal(0)
-	x := NewIndex(l.Tokens)
+	x := NewIndex(l.AppendTokens)
 	texts := map[string]string{
 		"m3":   "Tesla Model 3 battery module NCA, SOH 75",
 		"door": "Hyundai front door panel, aluminum",
@@ -716,7 +716,7 @@ func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 	var many []string
 	totalLen := 0
 	for id, text := range texts {
-		toks := simpleTokenize(text)
+		toks := simpleTokenize(nil, text)
 		totalLen += len(toks)
 		if strings.Contains(text, "many") {
 			many = append(many, id)
@@ -727,7 +727,7 @@ func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 	}
 	n := float64(len(texts))
 	for _, h := range x.Search(Query{Text: "many", Mode: BM25Only, TopK: MaxTopK}) {
-		dl := float64(len(simpleTokenize(texts[h.ID])))
+		dl := float64(len(simpleTokenize(nil, texts[h.ID])))
 		want := termScore(idf(n, float64(len(many))), 300, dl, float64(totalLen)/n)
 		if !near(h.Score, want) {
 			t.Errorf("BM25 of %s = %v, want %v (tf 300)", h.ID, h.Score, want)
@@ -743,7 +743,8 @@ func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 }
 
 // TestPutAllIsPutInOrder loads the same docs, some IDs twice, with PutAll
-// and with Put one by one: the two indexes answer alike.
+// (in one call, and in calls of 100 docs, which reuse the memory of the
+// calls before) and with Put one by one: the indexes answer alike.
 func TestPutAllIsPutInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vocab := []string{"battery", "motor", "door", "800v 11kw", "ncm811", "kia", "tesla", "60 kwh"}
@@ -758,30 +759,39 @@ func TestPutAllIsPutInOrder(t *testing.T) {
 			Vector: unit(r.Float32()+0.01, r.Float32(), r.Float32()), CreatedAt: t0.Add(time.Duration(i)),
 		})
 	}
-	one, all := NewIndex(nil), NewIndex(nil)
+	one := NewIndex(nil)
 	for _, d := range docs {
 		one.Put(d)
 	}
+	all, pieces := NewIndex(nil), NewIndex(nil)
 	all.PutAll(docs)
-	checkInvariants(t, all)
-	if one.Len() != all.Len() {
-		t.Fatalf("PutAll holds %d docs, Put %d", all.Len(), one.Len())
+	for lo := 0; lo < len(docs); lo += 100 {
+		pieces.PutAll(docs[lo:min(lo+100, len(docs))])
 	}
-	for _, id := range one.IDs() {
-		a, _ := one.Get(id)
-		b, ok := all.Get(id)
-		if !ok || a.Text != b.Text || !slices.Equal(a.Vector, b.Vector) || !a.CreatedAt.Equal(b.CreatedAt) {
-			t.Fatalf("doc %s: Put %+v, PutAll %+v", id, a, b)
+	for _, tt := range []struct {
+		name string
+		x    *Index
+	}{{"PutAll", all}, {"PutAll by 100", pieces}} {
+		checkInvariants(t, tt.x)
+		if one.Len() != tt.x.Len() {
+			t.Fatalf("%s holds %d docs, Put %d", tt.name, tt.x.Len(), one.Len())
 		}
-	}
-	for _, q := range []Query{
-		{Text: "tesla battery 800v", Vector: unit(1, 1, 0), TopK: 20},
-		{Text: "over 50 kwh", Vector: unit(0, 1, 1), TopK: 20, Mode: VectorOnly},
-		{Text: "kia door", TopK: 20, Mode: BM25Only},
-	} {
-		a, b := one.Search(q), all.Search(q)
-		if !slices.Equal(ids(a), ids(b)) {
-			t.Errorf("%q: Put gives %v, PutAll %v", q.Text, ids(a), ids(b))
+		for _, id := range one.IDs() {
+			a, _ := one.Get(id)
+			b, ok := tt.x.Get(id)
+			if !ok || a.Text != b.Text || !slices.Equal(a.Vector, b.Vector) || !a.CreatedAt.Equal(b.CreatedAt) {
+				t.Fatalf("doc %s: Put %+v, %s %+v", id, a, tt.name, b)
+			}
+		}
+		for _, q := range []Query{
+			{Text: "tesla battery 800v", Vector: unit(1, 1, 0), TopK: 20},
+			{Text: "over 50 kwh", Vector: unit(0, 1, 1), TopK: 20, Mode: VectorOnly},
+			{Text: "kia door", TopK: 20, Mode: BM25Only},
+		} {
+			a, b := one.Search(q), tt.x.Search(q)
+			if !slices.Equal(ids(a), ids(b)) {
+				t.Errorf("%q: Put gives %v, %s %v", q.Text, ids(a), tt.name, ids(b))
+			}
 		}
 	}
 }

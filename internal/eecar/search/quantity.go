@@ -114,19 +114,23 @@ func findQuantities(text string, out []quantitySpan) []quantitySpan {
 			i++
 			continue
 		}
-		if m, ok := quantityAt(text, i); ok {
+		m, ok, runEnd := quantityAt(text, i)
+		if ok {
 			out = append(out, m)
 			i = m.unitEnd + 1 // the byte after the unit is not a digit
 			continue
 		}
-		i++
+		// A number starting later in the run ends where one starting at i
+		// can, and no unit follows any of those ends.
+		i = runEnd
 	}
 	return out
 }
 
 // quantityAt matches a number with its unit starting at text[i], a
-// digit.
-func quantityAt(text string, i int) (quantitySpan, bool) {
+// digit. Without a match, runEnd is the end of the longest number
+// starting at i.
+func quantityAt(text string, i int) (m quantitySpan, ok bool, runEnd int) {
 	// ends are the ends of the candidate numbers: after each digit group
 	// of "d+([.,]d+)*", the longest tried first. A number ending inside a
 	// digit group is followed by a digit, which is neither a space nor a
@@ -157,12 +161,12 @@ func quantityAt(text string, i int) (quantitySpan, bool) {
 			}
 			for _, unit := range quantityUnits {
 				if hasPrefixFold(text[u:], unit) && wordEnds(text, u+len(unit)) {
-					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit), name: unit}, true
+					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit), name: unit}, true, 0
 				}
 			}
 		}
 	}
-	return quantitySpan{}, false
+	return quantitySpan{}, false, ends[len(ends)-1]
 }
 
 // unitFirst reports whether b starts one of quantityUnits.

@@ -75,7 +75,7 @@ func TestFindQuantitiesIsTheRegexp(t *testing.T) {
 }
 
 func FuzzFindQuantities(f *testing.F) {
-	for _, s := range []string{"11kW on-board charger", "up to 1,000 V", "72.6 kWh 80% 12voltſ", "1.2,3 volts", "7\tkw 3a 3 a"} {
+	for _, s := range []string{"11kW on-board charger", "up to 1,000 V", "72.6 kWh 80% 12voltſ", "1.2,3 volts", "7\tkw 3a 3 a", "2024 1,5.25kw 3.3.3v x12.5"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

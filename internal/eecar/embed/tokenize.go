@@ -194,13 +194,21 @@ func lowerFrom(s string, i int) string {
 	b := make([]byte, i, len(s)+utf8.UTFMax)
 	copy(b, s[:i])
 	for i < len(s) {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+		if s[i] < utf8.RuneSelf {
+			// A run of ASCII is copied at once, its capitals then lowered
+			// in place.
+			j := i
+			for j < len(s) && s[j] < utf8.RuneSelf {
+				j++
 			}
-			b = append(b, c)
-			i++
+			k := len(b)
+			b = append(b, s[i:j]...)
+			for ; k < len(b); k++ {
+				if c := b[k]; 'A' <= c && c <= 'Z' {
+					b[k] = c + 'a' - 'A'
+				}
+			}
+			i = j
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -167,5 +168,24 @@ func BenchmarkTokens(b *testing.B) {
 	for b.Loop() {
 		l.Tokens(texts[i%len(texts)])
 		i++
+	}
+}
+
+// TestGlossaryWordIsLookup checks that the glossary's first-byte filter
+// skips no token it knows: word gives what the map holds for every
+// variant's first token and every token of the catalogue's texts.
+func TestGlossaryWordIsLookup(t *testing.T) {
+	g := loadGlossary()
+	toks := slices.Collect(maps.Keys(g.words))
+	for _, p := range fixture.Catalogue(300) {
+		for _, tk := range tokenize(p.Text()) {
+			toks = append(toks, tk.text)
+		}
+	}
+	for _, tok := range toks {
+		got, want := g.word(tok), g.words[tok]
+		if got.canon != want.canon || len(got.phrases) != len(want.phrases) {
+			t.Fatalf("word(%q) = %+v, the map holds %+v", tok, got, want)
+		}
 	}
 }

@@ -81,8 +81,8 @@ func isHangul(r rune) bool {
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 
 // tokenize is Tokenize keeping the derived flag. A token is a slice of
-// the text lower-cased (text itself when that changes nothing) unless a
-// ',' was dropped from it; callers keeping a token copy it.
+// the text when lowering leaves it as it is and no ',' was dropped from
+// it, else a lowered copy; callers keeping a token copy it.
 func tokenize(text string) []token {
 	// About one token in six bytes of text: sized once rather than grown.
 	return appendTokens(make([]token, 0, len(text)/6+4), text)
@@ -90,13 +90,16 @@ func tokenize(text string) []token {
 
 // appendTokens appends tokenize(text) to out.
 func appendTokens(out []token, text string) []token {
-	// Lowering maps rune by rune and keeps every rune's class (letter,
-	// digit, Hangul, other), so lowering the text once gives the tokens
-	// lowering each would, with one copy at most.
-	text = toLower(text)
+	// Tokens are cut from text as it is, and those holding a rune that
+	// lowering changes are lowered one by one into lowered: lowering maps
+	// rune by rune and keeps every rune's class (letter, digit, Hangul,
+	// other), so these are the tokens of the text lowered, without a copy
+	// of the text.
+	var lowered []byte // lowered tokens back to back, never written over
 	// The current token is text[start:i] while it is contiguous; once a
-	// ',' between digits is dropped it continues in cur.
-	start, inBuf := -1, false
+	// ',' between digits is dropped it continues in cur. cased: the token
+	// holds a rune that lowering changes.
+	start, inBuf, cased := -1, false, false
 	var cur strings.Builder
 	curClass := classOther
 	flush := func(end int) {
@@ -112,6 +115,15 @@ func appendTokens(out []token, text string) []token {
 			return
 		}
 		start = -1
+		if cased {
+			if lowered == nil {
+				lowered = make([]byte, 0, len(text)/8+32)
+			}
+			n := len(lowered)
+			lowered = appendLower(lowered, w)
+			w = unsafe.String(&lowered[n], len(lowered)-n)
+			cased = false
+		}
 		if curClass == classHangul {
 			if w = stripParticle(w); w != "" {
 				out = append(out, token{text: w})
@@ -150,6 +162,11 @@ func appendTokens(out []token, text string) []token {
 		if c != curClass {
 			flush(i)
 			curClass = c
+		}
+		if r < utf8.RuneSelf {
+			cased = cased || 'A' <= r && r <= 'Z'
+		} else if !cased && !isHangulSyllable(r) {
+			cased = unicode.ToLower(r) != r
 		}
 		switch {
 		case inBuf:
@@ -190,10 +207,18 @@ func toLower(s string) string {
 
 // lowerFrom is toLower(s) where s[:i] is known to be lower-case.
 func lowerFrom(s string, i int) string {
-	// Lowering may lengthen a rune ('Ⱥ' is 2 bytes, 'ⱥ' 3): append grows b.
 	b := make([]byte, i, len(s)+utf8.UTFMax)
 	copy(b, s[:i])
-	for i < len(s) {
+	b = appendLower(b, s[i:])
+	// b is not written after this: the string may share its memory, as
+	// strings.Builder's does.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendLower appends strings.ToLower(s) to b.
+func appendLower(b []byte, s string) []byte {
+	// Lowering may lengthen a rune ('Ⱥ' is 2 bytes, 'ⱥ' 3): append grows b.
+	for i := 0; i < len(s); {
 		if s[i] < utf8.RuneSelf {
 			// A run of ASCII is copied at once, its capitals then lowered
 			// in place.
@@ -219,9 +244,7 @@ func lowerFrom(s string, i int) string {
 		}
 		i += n
 	}
-	// b is not written after this: the string may share its memory, as
-	// strings.Builder's does.
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return b
 }
 
 // isHangulSyllable reports whether r is a precomposed Hangul syllable.

@@ -202,8 +202,9 @@ const chunkRows = 1024
 
 // Index is an in-memory hybrid (vector + BM25) part index. It is safe for
 // concurrent use. Put of a new doc costs O(doc size); replacing a doc's
-// text, or deleting a doc, also moves its postings within each of its
-// terms' lists (a memmove of up to 5 bytes a doc holding the term).
+// text also moves its postings within the lists of the terms only one of
+// the two texts has, and deleting a doc within each of its terms' lists
+// (a memmove of up to 5 bytes a doc holding the term).
 type Index struct {
 	appendTokens func(dst []string, text string) []string
 
@@ -493,7 +494,7 @@ func (x *Index) putLocked(p *prepared, vec []float32, sc *scratch) {
 	s, exists := x.slots[e.id]
 	sameText := exists && x.entries[s].text == e.text
 	if exists && !sameText {
-		x.removeTextPostings(s, x.entries[s].text, sc)
+		x.removeReplacedPostings(s, x.entries[s].text, p.counts, sc)
 		x.totalLen -= int(x.lens[s])
 	}
 	if !exists {
@@ -572,28 +573,37 @@ func (x *Index) addPostings(s int32, counts []termCount) {
 	}
 }
 
-// insertPosting inserts (s, tf) into term id's list, keeping it sorted.
-// Callers hold mu.
+// insertPosting inserts (s, tf) into term id's list, keeping it sorted,
+// or sets the frequency of s's posting when the list has one. Callers
+// hold mu.
 func (x *Index) insertPosting(id, s, tf int32) {
 	pl := &x.lists[id]
 	small := uint8(min(tf, tfOverflow))
+	if found, was := pl.insert(s, small); found && was == tfOverflow && small != tfOverflow {
+		delete(x.bigTF, tfKey{id, s})
+	}
 	if tf >= tfOverflow {
 		x.bigTF[tfKey{id, s}] = tf
 	}
-	pl.insert(s, small)
 }
 
 // insert inserts slot s with stored frequency small, keeping the list
-// sorted; a slot past the last (a new doc) is appended.
-func (pl *postingList) insert(s int32, small uint8) {
+// sorted; a slot past the last (a new doc) is appended. A slot the list
+// holds has its frequency set: found, and was the one it had.
+func (pl *postingList) insert(s int32, small uint8) (found bool, was uint8) {
 	if n := len(pl.slots); n == 0 || pl.slots[n-1] < s {
 		pl.slots = append(pl.slots, s)
 		pl.tfs = append(pl.tfs, small)
-		return
+		return false, 0
 	}
-	i, _ := slices.BinarySearch(pl.slots, s)
+	i, found := slices.BinarySearch(pl.slots, s)
+	if found {
+		was, pl.tfs[i] = pl.tfs[i], small
+		return true, was
+	}
 	pl.slots = slices.Insert(pl.slots, i, s)
 	pl.tfs = slices.Insert(pl.tfs, i, small)
+	return false, 0
 }
 
 // tf returns the frequency of posting i of term id's list.
@@ -640,6 +650,28 @@ func (x *Index) movePosting(id, from, to int32) {
 		x.bigTF[tfKey{id, to}] = x.bigTF[k]
 		delete(x.bigTF, k)
 	}
+}
+
+// removeReplacedPostings removes slot s from the lists of the terms of
+// its old text that its new text's terms (counts) lack: the postings of
+// the terms in both stay where they are, for addPostings to set their
+// frequencies, rather than being moved out of their lists and back (a
+// memmove of up to 5 bytes a doc for each, the common terms' lists being
+// the longest). Callers hold mu.
+func (x *Index) removeReplacedPostings(s int, oldText string, counts []termCount, sc *scratch) {
+	for _, c := range counts {
+		sc.seen[c.term] = 0
+	}
+	sc.toks = x.appendTokens(sc.toks[:0], oldText)
+	for _, t := range sc.toks {
+		if _, kept := sc.seen[t]; kept {
+			continue
+		}
+		if id, ok := x.termIDs[t]; ok {
+			x.removePosting(id, int32(s))
+		}
+	}
+	clear(sc.seen)
 }
 
 // removeTextPostings removes slot s, whose text is text, from the lists

@@ -662,6 +662,58 @@ func TestParseConstraints(t *testing.T) {
 // that every doc is still found by its own vector, that matched terms
 // follow the docs, and that BM25 scores the overflowing frequencies
 // exactly.
+// TestReplaceTextKeepsSharedTerms replaces a doc's text with texts that
+// share terms with it at other frequencies, across the 255 a posting
+// stores itself: BM25 scores the new frequencies, and a term the new text
+// lacks no longer finds the doc.
+func TestReplaceTextKeepsSharedTerms(t *testing.T) {
+	many := func(n int) string { return strings.TrimSpace(strings.Repeat("many ", n)) }
+	for _, tt := range []struct {
+		name     string
+		old, new string
+		tf       int // of "many" in new
+		gone     string
+	}{
+		{"small to small", "battery " + many(2), "motor " + many(3), 3, "battery"},
+		{"small to overflow", "battery " + many(2), "motor " + many(300), 300, "battery"},
+		{"overflow to small", "battery " + many(300), "motor " + many(2), 2, "battery"},
+		{"overflow to overflow", "battery " + many(300), "motor " + many(301), 301, "battery"},
+		{"term added", "battery", "battery motor " + many(4), 4, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := NewIndex(nil)
+			x.Put(Doc{ID: "other", Text: "many door"})
+			x.Put(Doc{ID: "a", Text: tt.old})
+			x.Put(Doc{ID: "b", Text: "many panel " + tt.old})
+			x.Put(Doc{ID: "a", Text: tt.new})
+			checkInvariants(t, x)
+			n, dl := 3.0, float64(len(simpleTokenize(nil, tt.new)))
+			total := 0
+			for _, text := range []string{"many door", tt.new, "many panel " + tt.old} {
+				total += len(simpleTokenize(nil, text))
+			}
+			want := termScore(idf(n, 3), float64(tt.tf), dl, float64(total)/n)
+			var got float64
+			for _, h := range x.Search(Query{Text: "many", Mode: BM25Only, TopK: 10}) {
+				if h.ID == "a" {
+					got = h.Score
+				}
+			}
+			if !near(got, want) {
+				t.Errorf("BM25 of the new text = %v, want %v (tf %d)", got, want, tt.tf)
+			}
+			if tt.gone == "" {
+				return
+			}
+			for _, h := range x.Search(Query{Text: tt.gone, Mode: BM25Only, TopK: 10}) {
+				if h.ID == "a" {
+					t.Errorf("%q still finds the doc whose new text lacks it", tt.gone)
+				}
+			}
+		})
+	}
+}
+
 func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	vocab := []string{"battery", "motor", "door", "panel", "800v", "ncm811", "kia", "tesla", "rare"}

@@ -88,7 +88,7 @@ func build(local *embed.Local, parts []fixture.Part) (*search.Index, time.Durati
 	vecs := embedAll(local, texts)
 	embedDur := time.Since(t0)
 
-	idx := search.NewIndex(local.Tokens)
+	idx := search.NewIndex(local.AppendTokens)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	t1 := time.Now()
 	for i, p := range parts {

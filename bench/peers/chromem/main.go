@@ -94,7 +94,7 @@ func main() {
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average before: %s\n- Command: `%s`\n", report.Machine(), report.LoadAvg(), cmd)
 	fmt.Fprintf(&b, "- Peer: chromem-go %s, in-memory DB (`chromem.NewDB`), one collection, documents added with their precomputed embedding, metadata category and manufacturer, content = the part's text; queried with `QueryEmbedding` (exhaustive cosine over all documents, split over runtime.NumCPU goroutines, `where` equality filter on category). quarry: internal/eecar/search.Index, the index behind EECAR's search.\n", chromemVersion)
 	if before != nil {
-		fmt.Fprintf(&b, "- quarry before: internal/eecar/search at %s (copied by run.sh into bench/peers/chromem/basesearch), built with Index.Put one by one, in the same process on the same corpus and queries, interleaved with the others.\n", before.rev)
+		fmt.Fprintf(&b, "- quarry before: internal/eecar/search and internal/eecar/embed at %s (copied by run.sh into bench/peers/chromem/basesearch and baseembed; the index given that revision's tokenizer), built as that revision's EECAR loads its catalogue (Index.PutAll in blocks of %d parts where it has PutAll, else Index.Put one by one), in the same process on the same corpus and queries, interleaved with the others.\n", before.rev, loadBlock)
 	}
 	fmt.Fprintf(&b, "- Vectors: embed.NewLocal(%d) for both, the same []float32 per part and per query (L2-normalised); data: fixture.Catalogue(n), queries as in bench/eecarbench.\n", *dim)
 	if *quality {
@@ -143,7 +143,7 @@ const loadBlock = 1024
 // buildQuarry indexes the corpus as EECAR loads its catalogue: blocks of
 // loadBlock parts through Index.PutAll.
 func buildQuarry(local *embed.Local, c corpus) *search.Index {
-	idx := search.NewIndex(local.Tokens)
+	idx := search.NewIndex(local.AppendTokens)
 	docs := make([]search.Doc, 0, loadBlock)
 	for i := range c.parts {
 		docs = append(docs, quarryDoc(c, i))
@@ -158,7 +158,7 @@ func buildQuarry(local *embed.Local, c corpus) *search.Index {
 // buildQuarryOneByOne indexes the corpus with Index.Put one part at a
 // time, as a part registered through the API is.
 func buildQuarryOneByOne(local *embed.Local, c corpus) *search.Index {
-	idx := search.NewIndex(local.Tokens)
+	idx := search.NewIndex(local.AppendTokens)
 	for i := range c.parts {
 		idx.Put(quarryDoc(c, i))
 	}
@@ -453,7 +453,7 @@ func runLatency(b *strings.Builder, local *embed.Local, sizes []int, n int, prof
 		runtime.KeepAlive(c)
 		fmt.Fprintf(os.Stderr, "chromembench: %d docs done\n", size)
 	}
-	fmt.Fprintf(b, "\nRatios below 1 favour quarry (latency, CPU, memory). quarry/chromem-go: %s. The index memory of quarry includes its BM25 postings and parsed quantities, which chromem-go does not have; the build column is Index.PutAll in blocks of %d parts for quarry (as EECAR loads its catalogue; it tokenizes over GOMAXPROCS goroutines), AddDocuments over GOMAXPROCS goroutines for chromem-go, Index.Put one by one where it says so (and for quarry before). Build CPU is the process's user+system CPU across the build (all threads, GC included), steadier than wall time on a shared machine. The vector ratio row compares quarry's vector mode; the (before) rows are in the same process, interleaved.\n", strings.Join(ratios, "; "), loadBlock)
+	fmt.Fprintf(b, "\nRatios below 1 favour quarry (latency, CPU, memory). quarry/chromem-go: %s. The index memory of quarry includes its BM25 postings and parsed quantities, which chromem-go does not have; the build column is Index.PutAll in blocks of %d parts for quarry (as EECAR loads its catalogue; it tokenizes over GOMAXPROCS goroutines), AddDocuments over GOMAXPROCS goroutines for chromem-go, Index.Put one by one where it says so. Build CPU is the process's user+system CPU across the build (all threads, GC included), steadier than wall time on a shared machine. The vector ratio row compares quarry's vector mode; the (before) rows are in the same process, interleaved.\n", strings.Join(ratios, "; "), loadBlock)
 }
 
 // cost is what a build took: wall time and the process's CPU time

@@ -3,27 +3,42 @@
 package main
 
 import (
+	baseembed "github.com/quarrydb/quarry/bench/peers/chromem/baseembed"
 	basesearch "github.com/quarrydb/quarry/bench/peers/chromem/basesearch"
 	"github.com/quarrydb/quarry/internal/eecar/embed"
 	"github.com/quarrydb/quarry/internal/eecar/search"
 )
 
-// With -tags base, basesearch/ holds internal/eecar/search as it was at
-// an earlier revision (run.sh BASE=rev copies it there), measured beside
-// the current index in the same run.
+// With -tags base, basesearch/ and baseembed/ hold internal/eecar/search
+// and internal/eecar/embed as they were at an earlier revision (run.sh
+// BASE=rev copies them there): that index, tokenizing with that
+// revision's tokenizer, is measured beside the current one in the same
+// run, on the same vectors.
 func init() {
 	before = &beforeSystem{
 		build: func(local *embed.Local, c corpus) any {
-			idx := basesearch.NewIndex(local.Tokens)
+			idx := basesearch.NewIndex(baseembed.NewLocal(local.Dimension()).Tokens)
+			// A revision with PutAll loads as EECAR did then, loadBlock
+			// parts a call; an older one put parts one by one.
+			putAll, bulk := any(idx).(interface{ PutAll([]basesearch.Doc) })
+			docs := make([]basesearch.Doc, 0, loadBlock)
 			for i := range c.parts {
 				d := quarryDoc(c, i)
 				// Specs flattened afresh for each part, as the harness did
-				// when this index was current: the index keeps a clone of the
-				// map, whose keys are then its own, as in EECAR.
-				idx.Put(basesearch.Doc{
+				// when an index keeping a clone of the map was current.
+				bd := basesearch.Doc{
 					ID: d.ID, Category: d.Category, Manufacturer: d.Manufacturer, Price: d.Price, Quantity: d.Quantity,
 					Text: d.Text, Specs: c.parts[i].FlatSpecs(), Vector: d.Vector, CreatedAt: d.CreatedAt,
-				})
+				}
+				if !bulk {
+					idx.Put(bd)
+					continue
+				}
+				docs = append(docs, bd)
+				if len(docs) == loadBlock || i == len(c.parts)-1 {
+					putAll.PutAll(docs)
+					docs = docs[:0]
+				}
 			}
 			return idx
 		},

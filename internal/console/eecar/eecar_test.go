@@ -117,7 +117,7 @@ func TestRelevanceFloorOnFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := search.NewIndex(emb.Tokens)
+	idx := search.NewIndex(emb.AppendTokens)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, p := range parts {
 		idx.Put(search.Doc{ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer, Price: p.Price,

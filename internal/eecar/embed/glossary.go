@@ -67,6 +67,10 @@ type phrase struct {
 // (longest first); one map, so that a token costs one lookup.
 type glossary struct {
 	words map[string]glossWord
+	// firsts marks the first bytes of words' keys: a token starting with
+	// another byte (a number, for no variant starts with a digit) needs
+	// no lookup.
+	firsts [256]bool
 }
 
 // glossWord is what the glossary knows of one token.
@@ -129,13 +133,22 @@ func compileGlossary(fams []Family) (*glossary, error) {
 	for k, w := range g.words {
 		slices.SortStableFunc(w.phrases, func(a, b phrase) int { return len(b.toks) - len(a.toks) })
 		g.words[k] = w
+		g.firsts[k[0]] = true // tokens are never empty
 	}
 	return g, nil
 }
 
+// word returns what the glossary knows of tok.
+func (g *glossary) word(tok string) glossWord {
+	if tok == "" || !g.firsts[tok[0]] {
+		return glossWord{}
+	}
+	return g.words[tok]
+}
+
 // canonical maps one token (identity when unknown).
 func (g *glossary) canonical(tok string) string {
-	if w := g.words[tok]; w.canon != "" {
+	if w := g.word(tok); w.canon != "" {
 		return w.canon
 	}
 	return tok
@@ -145,10 +158,14 @@ func (g *glossary) canonical(tok string) string {
 // token becomes its canonical token followed by its words (each mapped
 // alone, marked derived), and any other token is mapped alone.
 func (g *glossary) apply(toks []token) []token {
-	out := make([]token, 0, len(toks))
+	return g.appendApplied(make([]token, 0, len(toks)), toks)
+}
+
+// appendApplied appends apply(toks) to out.
+func (g *glossary) appendApplied(out, toks []token) []token {
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		w := g.words[t.text]
+		w := g.word(t.text)
 		if !t.derived {
 			if p, n, ok := matchPhrase(w.phrases, toks, i); ok {
 				out = append(out, token{text: p.canon})

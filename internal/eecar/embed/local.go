@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -34,6 +36,7 @@ const (
 type Local struct {
 	dim      int
 	glossary *glossary
+	scratch  sync.Pool // of *tokenScratch
 }
 
 // NewLocal returns a Local embedder producing vectors of length dim
@@ -60,12 +63,35 @@ func (l *Local) Canonical(tok string) string { return l.glossary.canonical(tok) 
 // tokenizer to give the search index so that BM25 and the vectors agree
 // on words.
 func (l *Local) Tokens(text string) []string {
-	toks := l.glossary.apply(tokenize(text))
-	out := make([]string, len(toks))
-	for i, t := range toks {
-		out[i] = t.text
+	return l.AppendTokens(nil, text)
+}
+
+// AppendTokens appends Tokens(text) to dst and returns the extended
+// slice: a caller tokenizing many texts reuses one slice. The tokens may
+// share memory with text.
+func (l *Local) AppendTokens(dst []string, text string) []string {
+	s, _ := l.scratch.Get().(*tokenScratch)
+	if s == nil {
+		s = new(tokenScratch)
 	}
-	return out
+	s.raw = appendTokens(s.raw[:0], text)
+	s.mapped = l.glossary.appendApplied(s.mapped[:0], s.raw)
+	dst = slices.Grow(dst, len(s.mapped))
+	for _, t := range s.mapped {
+		dst = append(dst, t.text)
+	}
+	// The tokens alias text: cleared so that a pooled scratch keeps no
+	// text alive.
+	clear(s.raw)
+	clear(s.mapped)
+	l.scratch.Put(s)
+	return dst
+}
+
+// tokenScratch is AppendTokens' reusable memory: the text's tokens, and
+// them mapped through the glossary.
+type tokenScratch struct {
+	raw, mapped []token
 }
 
 // Embed returns one L2-normalised vector per text. An empty text (or

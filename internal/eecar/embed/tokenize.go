@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // token is one word produced by the tokenizer. Derived tokens are the
@@ -45,6 +46,9 @@ const (
 )
 
 func classify(r rune) runeClass {
+	if r < utf8.RuneSelf {
+		return asciiClass[r]
+	}
 	switch {
 	case isHangul(r):
 		return classHangul
@@ -54,6 +58,17 @@ func classify(r rune) runeClass {
 		return classOther
 	}
 }
+
+// asciiClass is classify of the ASCII runes: letters and digits are
+// words, the rest other.
+var asciiClass = func() (c [utf8.RuneSelf]runeClass) {
+	for r := range c {
+		if unicode.IsLetter(rune(r)) || unicode.IsDigit(rune(r)) {
+			c[r] = classWord
+		}
+	}
+	return c
+}()
 
 // isHangul reports whether r is a Hangul syllable or jamo.
 func isHangul(r rune) bool {
@@ -66,18 +81,25 @@ func isHangul(r rune) bool {
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 
 // tokenize is Tokenize keeping the derived flag. A token is a slice of
-// the text lower-cased (text itself when that changes nothing) unless a
-// ',' was dropped from it; callers keeping a token copy it.
+// the text when lowering leaves it as it is and no ',' was dropped from
+// it, else a lowered copy; callers keeping a token copy it.
 func tokenize(text string) []token {
-	// strings.ToLower maps rune by rune and keeps every rune's class
-	// (letter, digit, Hangul, other), so lowering the text once gives the
-	// tokens lowering each would, with one copy at most.
-	text = strings.ToLower(text)
 	// About one token in six bytes of text: sized once rather than grown.
-	out := make([]token, 0, len(text)/6+4)
+	return appendTokens(make([]token, 0, len(text)/6+4), text)
+}
+
+// appendTokens appends tokenize(text) to out.
+func appendTokens(out []token, text string) []token {
+	// Tokens are cut from text as it is, and those holding a rune that
+	// lowering changes are lowered one by one into lowered: lowering maps
+	// rune by rune and keeps every rune's class (letter, digit, Hangul,
+	// other), so these are the tokens of the text lowered, without a copy
+	// of the text.
+	var lowered []byte // lowered tokens back to back, never written over
 	// The current token is text[start:i] while it is contiguous; once a
-	// ',' between digits is dropped it continues in cur.
-	start, inBuf := -1, false
+	// ',' between digits is dropped it continues in cur. cased: the token
+	// holds a rune that lowering changes.
+	start, inBuf, cased := -1, false, false
 	var cur strings.Builder
 	curClass := classOther
 	flush := func(end int) {
@@ -93,6 +115,15 @@ func tokenize(text string) []token {
 			return
 		}
 		start = -1
+		if cased {
+			if lowered == nil {
+				lowered = make([]byte, 0, len(text)/8+32)
+			}
+			n := len(lowered)
+			lowered = appendLower(lowered, w)
+			w = unsafe.String(&lowered[n], len(lowered)-n)
+			cased = false
+		}
 		if curClass == classHangul {
 			if w = stripParticle(w); w != "" {
 				out = append(out, token{text: w})
@@ -132,6 +163,11 @@ func tokenize(text string) []token {
 			flush(i)
 			curClass = c
 		}
+		if r < utf8.RuneSelf {
+			cased = cased || 'A' <= r && r <= 'Z'
+		} else if !cased && !isHangulSyllable(r) {
+			cased = unicode.ToLower(r) != r
+		}
 		switch {
 		case inBuf:
 			cur.WriteRune(r)
@@ -143,6 +179,76 @@ func tokenize(text string) []token {
 	flush(len(text))
 	return out
 }
+
+// toLower returns strings.ToLower(s) (s itself when that changes
+// nothing), without strings.ToLower's call through a mapping function
+// for every rune of a text that is not all ASCII: ASCII bytes and Hangul
+// syllables, which have no case, are copied as they are.
+func toLower(s string) string {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				return lowerFrom(s, i)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if n == 1 || !isHangulSyllable(r) && unicode.ToLower(r) != r {
+			// n == 1: an invalid byte, which strings.ToLower replaces
+			// with U+FFFD (a valid U+FFFD is 3 bytes long).
+			return lowerFrom(s, i)
+		}
+		i += n
+	}
+	return s
+}
+
+// lowerFrom is toLower(s) where s[:i] is known to be lower-case.
+func lowerFrom(s string, i int) string {
+	b := make([]byte, i, len(s)+utf8.UTFMax)
+	copy(b, s[:i])
+	b = appendLower(b, s[i:])
+	// b is not written after this: the string may share its memory, as
+	// strings.Builder's does.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendLower appends strings.ToLower(s) to b.
+func appendLower(b []byte, s string) []byte {
+	// Lowering may lengthen a rune ('Ⱥ' is 2 bytes, 'ⱥ' 3): append grows b.
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			// A run of ASCII is copied at once, its capitals then lowered
+			// in place.
+			j := i
+			for j < len(s) && s[j] < utf8.RuneSelf {
+				j++
+			}
+			k := len(b)
+			b = append(b, s[i:j]...)
+			for ; k < len(b); k++ {
+				if c := b[k]; 'A' <= c && c <= 'Z' {
+					b[k] = c + 'a' - 'A'
+				}
+			}
+			i = j
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if isHangulSyllable(r) {
+			b = append(b, s[i:i+n]...)
+		} else {
+			b = utf8.AppendRune(b, unicode.ToLower(r)) // an invalid byte is RuneError
+		}
+		i += n
+	}
+	return b
+}
+
+// isHangulSyllable reports whether r is a precomposed Hangul syllable.
+func isHangulSyllable(r rune) bool { return r >= 0xAC00 && r <= 0xD7A3 }
 
 // splitNumberUnit splits "800v" into "800" and "v", "3.5kw" into "3.5"
 // and "kw". It reports false for anything that is not a number followed

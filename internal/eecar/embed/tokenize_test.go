@@ -1,10 +1,12 @@
 package embed
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/quarrydb/quarry/internal/eecar/fixture"
 )
@@ -45,6 +47,56 @@ func checkTokenize(t *testing.T, s string) {
 	t.Helper()
 	if got, want := tokenize(s), tokenizeCopying(s); !slices.Equal(got, want) {
 		t.Fatalf("tokenize(%q) = %v, building each token gives %v", s, got, want)
+	}
+}
+
+// TestToLowerIsStringsToLower checks toLower, which copies ASCII and
+// Hangul without mapping them, against strings.ToLower: invalid bytes,
+// letters whose lower case is longer or shorter in UTF-8, and texts that
+// need no change (returned as they are).
+func TestToLowerIsStringsToLower(t *testing.T) {
+	for _, s := range []string{
+		"", "abc 123", "ABC", "배터리 800V", "배터리", "\xff800v\xfe", "a\xffb", "\xef\xbf\xbd", "İstanbul", "\u212a", "Ⱥ", "ȿ",
+		"ΣΑΣ", "ǅ", "ẞ", "Ⅻ Ⓐ", "모듈 NCM811", "ﬁne", "\u1100\u3131",
+	} {
+		checkToLower(t, s)
+	}
+	for _, p := range fixture.Catalogue(200) {
+		checkToLower(t, p.Text())
+	}
+}
+
+func FuzzToLower(f *testing.F) {
+	for _, s := range []string{"Tesla배터리 800V", "\xffİ", "ΣΑΣ"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkToLower)
+}
+
+func checkToLower(t *testing.T, s string) {
+	t.Helper()
+	got, want := toLower(s), strings.ToLower(s)
+	if got != want {
+		t.Fatalf("toLower(%q) = %q, strings.ToLower gives %q", s, got, want)
+	}
+	if want == s && unsafe.StringData(got) != unsafe.StringData(s) && s != "" {
+		t.Fatalf("toLower(%q) copied a text that needs no change", s)
+	}
+}
+
+// TestAppendTokensAppends checks that AppendTokens keeps what dst held
+// and appends what Tokens gives, across texts sharing the scratch.
+func TestAppendTokensAppends(t *testing.T) {
+	l := NewLocal(16)
+	dst := []string{"kept"}
+	var want []string
+	want = append(want, "kept")
+	for _, s := range []string{"Heat pump 800V 배터리를", "", "온보드 충전기 11kW", "1,000 V"} {
+		dst = l.AppendTokens(dst, s)
+		want = append(want, l.Tokens(s)...)
+	}
+	if !slices.Equal(dst, want) {
+		t.Fatalf("AppendTokens gave %q, Tokens one by one %q", dst, want)
 	}
 }
 
@@ -116,5 +168,24 @@ func BenchmarkTokens(b *testing.B) {
 	for b.Loop() {
 		l.Tokens(texts[i%len(texts)])
 		i++
+	}
+}
+
+// TestGlossaryWordIsLookup checks that the glossary's first-byte filter
+// skips no token it knows: word gives what the map holds for every
+// variant's first token and every token of the catalogue's texts.
+func TestGlossaryWordIsLookup(t *testing.T) {
+	g := loadGlossary()
+	toks := slices.Collect(maps.Keys(g.words))
+	for _, p := range fixture.Catalogue(300) {
+		for _, tk := range tokenize(p.Text()) {
+			toks = append(toks, tk.text)
+		}
+	}
+	for _, tok := range toks {
+		got, want := g.word(tok), g.words[tok]
+		if got.canon != want.canon || len(got.phrases) != len(want.phrases) {
+			t.Fatalf("word(%q) = %+v, the map holds %+v", tok, got, want)
+		}
 	}
 }

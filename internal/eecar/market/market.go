@@ -85,7 +85,7 @@ func New(st *store.Store, blobs blob.Store, o Options) *Market {
 	}
 	return &Market{
 		st: st, blobs: blobs, emb: o.Embedder, local: local, log: o.Logger, o: o,
-		idx: search.NewIndex(local.Tokens), watches: map[string]store.Watch{},
+		idx: search.NewIndex(local.AppendTokens), watches: map[string]store.Watch{},
 		advanced: make(chan struct{}),
 	}
 }

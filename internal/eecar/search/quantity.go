@@ -114,19 +114,23 @@ func findQuantities(text string, out []quantitySpan) []quantitySpan {
 			i++
 			continue
 		}
-		if m, ok := quantityAt(text, i); ok {
+		m, ok, runEnd := quantityAt(text, i)
+		if ok {
 			out = append(out, m)
 			i = m.unitEnd + 1 // the byte after the unit is not a digit
 			continue
 		}
-		i++
+		// A number starting later in the run ends where one starting at i
+		// can, and no unit follows any of those ends.
+		i = runEnd
 	}
 	return out
 }
 
 // quantityAt matches a number with its unit starting at text[i], a
-// digit.
-func quantityAt(text string, i int) (quantitySpan, bool) {
+// digit. Without a match, runEnd is the end of the longest number
+// starting at i.
+func quantityAt(text string, i int) (m quantitySpan, ok bool, runEnd int) {
 	// ends are the ends of the candidate numbers: after each digit group
 	// of "d+([.,]d+)*", the longest tried first. A number ending inside a
 	// digit group is followed by a digit, which is neither a space nor a
@@ -157,12 +161,12 @@ func quantityAt(text string, i int) (quantitySpan, bool) {
 			}
 			for _, unit := range quantityUnits {
 				if hasPrefixFold(text[u:], unit) && wordEnds(text, u+len(unit)) {
-					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit), name: unit}, true
+					return quantitySpan{num: i, numEnd: end, unit: u, unitEnd: u + len(unit), name: unit}, true, 0
 				}
 			}
 		}
 	}
-	return quantitySpan{}, false
+	return quantitySpan{}, false, ends[len(ends)-1]
 }
 
 // unitFirst reports whether b starts one of quantityUnits.
@@ -239,13 +243,13 @@ var (
 // words that go with them: "over 80 kWh", "80kWh 이상", "under 100 kW",
 // "7kW 미만", "LFP over 80% SOH".
 func ParseConstraints(text string) []Constraint {
-	return parseConstraints(text, true)
+	return appendConstraints(nil, text, true)
 }
 
-// parseConstraints is ParseConstraints; without ranges it leaves out the
-// range words (every Op is "="), which a doc's quantities do not use.
-func parseConstraints(text string, ranges bool) []Constraint {
-	var out []Constraint
+// appendConstraints appends ParseConstraints(text) to out; without ranges
+// it leaves out the range words (every Op is "="), which a doc's
+// quantities do not use.
+func appendConstraints(out []Constraint, text string, ranges bool) []Constraint {
 	lower := text
 	if ranges || foldsToASCII(text) {
 		lower = strings.ToLower(text)
@@ -324,9 +328,12 @@ func foldsToASCII(s string) bool {
 // text (except percentages, which are too ambiguous there: nickel 80 %,
 // recyclable 95 %) and its specs, whose bare numbers take the dimension
 // their key names (electricalProps.voltage → voltage, chemicalProps.soh →
-// soh).
-func docQuantities(text string, specs map[string]string) []quantity {
-	var out []quantity
+// soh). specDims caches specDim by key (nil: no cache).
+func docQuantities(text string, specs map[string]string, specDims map[string]int8) []quantity {
+	var buf [16]quantity
+	out := buf[:0]
+	var cbuf [8]Constraint
+	cs := cbuf[:0]
 	add := func(q quantity) {
 		for _, x := range out {
 			if x == q {
@@ -335,39 +342,63 @@ func docQuantities(text string, specs map[string]string) []quantity {
 		}
 		out = append(out, q)
 	}
-	for _, c := range parseConstraints(text, false) {
+	cs = appendConstraints(cs[:0], text, false)
+	for _, c := range cs {
 		if c.Dim != "soh" {
 			add(quantity{dimIndex(c.Dim), c.Value})
 		}
 	}
 	for key, val := range specs {
-		last := key[strings.LastIndexByte(key, '.')+1:]
-		if foldsToASCII(last) {
-			last = strings.ToLower(last)
-		}
-		dim := ""
-		for _, sd := range specDims {
-			if containsFold(last, sd.key) {
-				dim = sd.dim
-				break
+		d, ok := specDims[key]
+		if !ok {
+			d = specDim(key)
+			if specDims != nil {
+				if len(specDims) >= maxSpecDims {
+					clear(specDims)
+				}
+				specDims[key] = d
 			}
 		}
-		if dim == "" {
+		if d < 0 {
 			continue
 		}
+		dim := uint8(d)
 		val = strings.TrimSpace(val)
 		if v, err := strconv.ParseFloat(val, 64); err == nil {
-			add(quantity{dimIndex(dim), v})
+			add(quantity{dim, v})
 			continue
 		}
-		for _, c := range parseConstraints(val, false) {
-			if c.Dim == dim || (dim == "soh" && c.Dim == "soh") {
-				add(quantity{dimIndex(c.Dim), c.Value})
+		cs = appendConstraints(cs[:0], val, false)
+		for _, c := range cs {
+			if dimIndex(c.Dim) == dim {
+				add(quantity{dim, c.Value})
 			}
 		}
 	}
+	if len(out) == 0 {
+		return nil
+	}
 	// An exact-size copy: the index keeps it for the doc's lifetime.
 	return slices.Clone(out)
+}
+
+// maxSpecDims bounds a cache of specDim: a catalogue has a few hundred
+// distinct spec keys; one whose keys never repeat clears it now and then.
+const maxSpecDims = 4096
+
+// specDim returns the index in dims of the dimension the bare numbers of
+// the spec key are in, from its last segment, or -1 for none.
+func specDim(key string) int8 {
+	last := key[strings.LastIndexByte(key, '.')+1:]
+	if foldsToASCII(last) {
+		last = strings.ToLower(last)
+	}
+	for _, sd := range specDims {
+		if containsFold(last, sd.key) {
+			return int8(dimIndex(sd.dim))
+		}
+	}
+	return -1
 }
 
 // satisfies reports whether x meets c.

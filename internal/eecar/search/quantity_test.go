@@ -34,7 +34,7 @@ func checkQuantities(t *testing.T, text string) {
 	for _, c := range ParseConstraints(text) {
 		viaToLower = append(viaToLower, Constraint{Dim: c.Dim, Op: "=", Value: c.Value})
 	}
-	if got := parseConstraints(text, false); !slices.Equal(got, viaToLower) {
+	if got := appendConstraints(nil, text, false); !slices.Equal(got, viaToLower) {
 		t.Fatalf("quantities of %q = %v, with strings.ToLower %v", text, got, viaToLower)
 	}
 	lower := strings.ToLower(text)
@@ -75,7 +75,7 @@ func TestFindQuantitiesIsTheRegexp(t *testing.T) {
 }
 
 func FuzzFindQuantities(f *testing.F) {
-	for _, s := range []string{"11kW on-board charger", "up to 1,000 V", "72.6 kWh 80% 12voltſ", "1.2,3 volts", "7\tkw 3a 3 a"} {
+	for _, s := range []string{"11kW on-board charger", "up to 1,000 V", "72.6 kWh 80% 12voltſ", "1.2,3 volts", "7\tkw 3a 3 a", "2024 1,5.25kw 3.3.3v x12.5"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -84,12 +84,23 @@ func FuzzFindQuantities(f *testing.F) {
 }
 
 // TestDocQuantitiesFromSpecKeys checks that a spec's key names the
-// dimension of its bare number whatever the case of its letters.
+// dimension of its bare number whatever the case of its letters, with
+// no cache of the keys' dimensions and with one filled by an earlier doc.
 func TestDocQuantitiesFromSpecKeys(t *testing.T) {
-	got := docQuantities("", map[string]string{"chemicalProps.StateOfHealth": "85", "ELECTRICAL.VOLTAGE": "800 V", "mechanical.Width": "12"})
-	slices.SortFunc(got, func(a, b quantity) int { return int(a.dim) - int(b.dim) })
+	specs := map[string]string{"chemicalProps.StateOfHealth": "85", "ELECTRICAL.VOLTAGE": "800 V", "mechanical.Width": "12"}
 	want := []quantity{{dimIndex("voltage"), 800}, {dimIndex("soh"), 85}}
-	if !slices.Equal(got, want) {
-		t.Errorf("docQuantities = %v, want %v", got, want)
+	cache := map[string]int8{}
+	for _, tt := range []struct {
+		name  string
+		cache map[string]int8
+	}{{"no cache", nil}, {"cache filled", cache}, {"cache read", cache}} {
+		got := docQuantities("", specs, tt.cache)
+		slices.SortFunc(got, func(a, b quantity) int { return int(a.dim) - int(b.dim) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: docQuantities = %v, want %v", tt.name, got, want)
+		}
+	}
+	if len(cache) != len(specs) {
+		t.Errorf("cache holds %d keys, want %d", len(cache), len(specs))
 	}
 }

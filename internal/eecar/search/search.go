@@ -202,10 +202,11 @@ const chunkRows = 1024
 
 // Index is an in-memory hybrid (vector + BM25) part index. It is safe for
 // concurrent use. Put of a new doc costs O(doc size); replacing a doc's
-// text, or deleting a doc, also moves its postings within each of its
-// terms' lists (a memmove of up to 5 bytes a doc holding the term).
+// text also moves its postings within the lists of the terms only one of
+// the two texts has, and deleting a doc within each of its terms' lists
+// (a memmove of up to 5 bytes a doc holding the term).
 type Index struct {
-	tokenize func(string) []string
+	appendTokens func(dst []string, text string) []string
 
 	mu      sync.RWMutex
 	dim     int         // vector dimension, fixed by the first vector put
@@ -221,35 +222,68 @@ type Index struct {
 	bigTF    map[tfKey]int32 // frequencies of tfOverflow postings
 	totalLen int
 
-	countMaps sync.Pool // termCounts' maps, reused: Put counts every doc's terms
+	scratches sync.Pool // of *scratch
+	arenas    sync.Pool // of *[]termCount, PutAll's arenas of term counts
 }
 
 // tfKey names one posting: a term id and a slot.
 type tfKey struct{ id, slot int32 }
 
-// NewIndex returns an empty index that tokenizes text with tokenize (e.g.
-// embed.Tokenize composed with Local.Canonical, as Local.Tokens does); nil
-// means a simple lower-case letters-and-digits word splitter. tokenize
-// must give the same tokens for the same text every time (the index
-// tokenizes a doc's text again to find its postings).
-func NewIndex(tokenize func(string) []string) *Index {
-	if tokenize == nil {
-		tokenize = simpleTokenize
+// NewIndex returns an empty index that tokenizes text with appendTokens,
+// which appends the tokens of text to dst and returns the extended slice
+// (e.g. embed.Tokenize composed with Local.Canonical, as
+// Local.AppendTokens does); nil means a simple lower-case
+// letters-and-digits word splitter. appendTokens must give the same
+// tokens for the same text every time (the index tokenizes a doc's text
+// again to find its postings), and may be called concurrently.
+func NewIndex(appendTokens func(dst []string, text string) []string) *Index {
+	if appendTokens == nil {
+		appendTokens = simpleTokenize
 	}
 	return &Index{
-		tokenize: tokenize,
-		slots:    make(map[string]int),
-		termIDs:  make(map[string]int32),
-		bigTF:    make(map[tfKey]int32),
+		appendTokens: appendTokens,
+		slots:        make(map[string]int),
+		termIDs:      make(map[string]int32),
+		bigTF:        make(map[tfKey]int32),
 	}
 }
 
-// simpleTokenize splits on anything that is not a letter or digit and
-// lower-cases.
-func simpleTokenize(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+// simpleTokenize appends to dst the words of s, split on anything that
+// is not a letter or digit, lower-cased.
+func simpleTokenize(dst []string, s string) []string {
+	return append(dst, strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
+	})...)
+}
+
+// tokenize returns the tokens of text.
+func (x *Index) tokenize(text string) []string { return x.appendTokens(nil, text) }
+
+// scratch is the memory one goroutine reuses from doc to doc to analyse
+// texts: no doc's analysis keeps any of it.
+type scratch struct {
+	toks []string
+	seen map[string]int32 // a term's index in the doc's counts
+	// specDims caches specDim by spec key: catalogues repeat their keys.
+	specDims map[string]int8
+}
+
+// getScratch takes a scratch from the pool; putScratch returns it.
+func (x *Index) getScratch() *scratch {
+	if s, ok := x.scratches.Get().(*scratch); ok {
+		return s
+	}
+	return newScratch()
+}
+
+func (x *Index) putScratch(s *scratch) {
+	clear(s.toks) // they may alias a doc's text
+	s.toks = s.toks[:0]
+	x.scratches.Put(s)
+}
+
+func newScratch() *scratch {
+	return &scratch{seen: make(map[string]int32), specDims: make(map[string]int8)}
 }
 
 // IDs returns the ids of the docs, in no order.
@@ -324,10 +358,12 @@ func (x *Index) addRow(n int) {
 // first non-empty vector put) is ignored, the doc then scoring 0 on
 // vector similarity. Specs are read for quantities and not kept.
 func (x *Index) Put(d Doc) {
-	p := x.prepare(d)
+	sc := x.getScratch()
+	defer x.putScratch(sc)
+	p, _ := x.prepare(d, sc, nil)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.putLocked(&p, d.Vector)
+	x.putLocked(&p, d.Vector, sc)
 }
 
 // putAllBlock is the number of docs PutAll prepares before taking the
@@ -343,41 +379,77 @@ func (x *Index) PutAll(docs []Doc) {
 	if len(docs) == 0 {
 		return
 	}
-	type block struct {
-		docs []Doc
-		prep []prepared
-	}
-	ready := make(chan block, 1)
-	free := make(chan []prepared, 2)
-	for range cap(free) {
-		free <- make([]prepared, putAllBlock)
-	}
 	workers := runtime.GOMAXPROCS(0)
+	// A block's prepared docs, and each worker's arena their term counts
+	// are in: two of them, one filled while the other is inserted.
+	type block struct {
+		docs   []Doc
+		prep   []prepared
+		arenas [][]termCount
+	}
+	ready := make(chan *block, 1)
+	free := make(chan *block, 2)
+	blocks := make([]*block, cap(free))
+	for i := range blocks {
+		blocks[i] = &block{prep: make([]prepared, putAllBlock), arenas: make([][]termCount, workers)}
+		for w := range workers {
+			if a, ok := x.arenas.Get().(*[]termCount); ok {
+				blocks[i].arenas[w] = *a
+			}
+		}
+		free <- blocks[i]
+	}
+	scratches := make([]*scratch, workers)
+	for w := range scratches {
+		scratches[w] = x.getScratch()
+	}
+	// The arenas and scratches serve the next PutAll: EECAR loads its
+	// catalogue in many calls.
+	defer func() {
+		for _, b := range blocks {
+			for _, a := range b.arenas {
+				a = a[:0]
+				x.arenas.Put(&a)
+			}
+		}
+		for _, sc := range scratches {
+			x.putScratch(sc)
+		}
+	}()
 	go func() {
 		defer close(ready)
 		for lo := 0; lo < len(docs); lo += putAllBlock {
-			b := block{docs: docs[lo:min(lo+putAllBlock, len(docs))]}
-			b.prep = (<-free)[:len(b.docs)]
+			b := <-free
+			b.docs = docs[lo:min(lo+putAllBlock, len(docs))]
+			b.prep = b.prep[:len(b.docs)]
 			var wg sync.WaitGroup
 			for w := range min(workers, len(b.docs)) {
 				wg.Go(func() {
+					sc, arena := scratches[w], b.arenas[w][:0]
 					for i := w; i < len(b.docs); i += workers {
-						b.prep[i] = x.prepare(b.docs[i])
+						b.prep[i], arena = x.prepare(b.docs[i], sc, arena)
 					}
+					b.arenas[w] = arena
 				})
 			}
 			wg.Wait()
 			ready <- b
 		}
 	}()
+	sc := x.getScratch()
+	defer x.putScratch(sc)
 	for b := range ready {
 		x.mu.Lock()
 		for i := range b.prep {
-			x.putLocked(&b.prep[i], b.docs[i].Vector)
+			x.putLocked(&b.prep[i], b.docs[i].Vector, sc)
 		}
 		x.mu.Unlock()
 		clear(b.prep)
-		free <- b.prep[:putAllBlock]
+		for _, a := range b.arenas {
+			clear(a) // the terms may alias the docs' texts
+		}
+		b.docs, b.prep = nil, b.prep[:putAllBlock]
+		free <- b
 	}
 }
 
@@ -388,24 +460,28 @@ type prepared struct {
 	counts []termCount
 }
 
-// prepare does the work of Put that needs no lock: tokenizing the text
-// and parsing the quantities.
-func (x *Index) prepare(d Doc) prepared {
-	toks := x.tokenize(d.Text)
+// prepare does the work of Put that needs no lock: tokenizing the text,
+// counting its terms and parsing the quantities. The counts are appended
+// to arena, returned extended, where they stay until inserted.
+func (x *Index) prepare(d Doc, sc *scratch, arena []termCount) (prepared, []termCount) {
+	sc.toks = x.appendTokens(sc.toks[:0], d.Text)
+	start := len(arena)
+	arena = appendTermCounts(arena, sc.toks, sc.seen)
 	return prepared{
 		e: entry{
 			id: d.ID, text: d.Text, seller: d.SellerID, category: d.Category, condition: d.Condition,
 			manufacturer: d.Manufacturer, manuf: strings.ToLower(strings.TrimSpace(d.Manufacturer)), cathode: d.Cathode,
 			price: d.Price, soh: d.SOH, created: d.CreatedAt.UnixNano(), quantity: d.Quantity, hasSOH: d.HasSOH,
-			qty: docQuantities(d.Text, d.Specs),
+			qty: docQuantities(d.Text, d.Specs, sc.specDims),
 		},
-		length: len(toks),
-		counts: x.termCounts(toks),
-	}
+		length: len(sc.toks),
+		counts: arena[start:len(arena):len(arena)],
+	}, arena
 }
 
-// putLocked inserts p with vector vec. Callers hold mu.
-func (x *Index) putLocked(p *prepared, vec []float32) {
+// putLocked inserts p with vector vec; sc is scratch to find the
+// postings of a text p replaces. Callers hold mu.
+func (x *Index) putLocked(p *prepared, vec []float32, sc *scratch) {
 	e := p.e
 	if x.dim == 0 && len(vec) > 0 {
 		x.dim = len(vec)
@@ -418,7 +494,7 @@ func (x *Index) putLocked(p *prepared, vec []float32) {
 	s, exists := x.slots[e.id]
 	sameText := exists && x.entries[s].text == e.text
 	if exists && !sameText {
-		x.removePostings(s, x.termCounts(x.tokenize(x.entries[s].text)))
+		x.removeReplacedPostings(s, x.entries[s].text, p.counts, sc)
 		x.totalLen -= int(x.lens[s])
 	}
 	if !exists {
@@ -454,12 +530,14 @@ type termCount struct {
 
 // termCounts returns the distinct tokens of toks, in the order they first
 // occur, with their frequencies.
-func (x *Index) termCounts(toks []string) []termCount {
-	counts := make([]termCount, 0, len(toks))
-	seen, _ := x.countMaps.Get().(map[string]int32)
-	if seen == nil {
-		seen = make(map[string]int32)
-	}
+func termCounts(toks []string) []termCount {
+	return appendTermCounts(nil, toks, make(map[string]int32))
+}
+
+// appendTermCounts appends to counts the distinct tokens of toks, in the
+// order they first occur, with their frequencies; seen is an empty map to
+// use, left empty.
+func appendTermCounts(counts []termCount, toks []string, seen map[string]int32) []termCount {
 	for _, t := range toks {
 		if i, ok := seen[t]; ok {
 			counts[i].tf++
@@ -469,7 +547,6 @@ func (x *Index) termCounts(toks []string) []termCount {
 		counts = append(counts, termCount{t, 1})
 	}
 	clear(seen)
-	x.countMaps.Put(seen)
 	return counts
 }
 
@@ -496,28 +573,37 @@ func (x *Index) addPostings(s int32, counts []termCount) {
 	}
 }
 
-// insertPosting inserts (s, tf) into term id's list, keeping it sorted.
-// Callers hold mu.
+// insertPosting inserts (s, tf) into term id's list, keeping it sorted,
+// or sets the frequency of s's posting when the list has one. Callers
+// hold mu.
 func (x *Index) insertPosting(id, s, tf int32) {
 	pl := &x.lists[id]
 	small := uint8(min(tf, tfOverflow))
+	if found, was := pl.insert(s, small); found && was == tfOverflow && small != tfOverflow {
+		delete(x.bigTF, tfKey{id, s})
+	}
 	if tf >= tfOverflow {
 		x.bigTF[tfKey{id, s}] = tf
 	}
-	pl.insert(s, small)
 }
 
 // insert inserts slot s with stored frequency small, keeping the list
-// sorted; a slot past the last (a new doc) is appended.
-func (pl *postingList) insert(s int32, small uint8) {
+// sorted; a slot past the last (a new doc) is appended. A slot the list
+// holds has its frequency set: found, and was the one it had.
+func (pl *postingList) insert(s int32, small uint8) (found bool, was uint8) {
 	if n := len(pl.slots); n == 0 || pl.slots[n-1] < s {
 		pl.slots = append(pl.slots, s)
 		pl.tfs = append(pl.tfs, small)
-		return
+		return false, 0
 	}
-	i, _ := slices.BinarySearch(pl.slots, s)
+	i, found := slices.BinarySearch(pl.slots, s)
+	if found {
+		was, pl.tfs[i] = pl.tfs[i], small
+		return true, was
+	}
 	pl.slots = slices.Insert(pl.slots, i, s)
 	pl.tfs = slices.Insert(pl.tfs, i, small)
+	return false, 0
 }
 
 // tf returns the frequency of posting i of term id's list.
@@ -566,11 +652,34 @@ func (x *Index) movePosting(id, from, to int32) {
 	}
 }
 
-// removePostings removes slot s from the lists of its terms (counts).
-// Callers hold mu.
-func (x *Index) removePostings(s int, counts []termCount) {
+// removeReplacedPostings removes slot s from the lists of the terms of
+// its old text that its new text's terms (counts) lack: the postings of
+// the terms in both stay where they are, for addPostings to set their
+// frequencies, rather than being moved out of their lists and back (a
+// memmove of up to 5 bytes a doc for each, the common terms' lists being
+// the longest). Callers hold mu.
+func (x *Index) removeReplacedPostings(s int, oldText string, counts []termCount, sc *scratch) {
 	for _, c := range counts {
-		if id, ok := x.termIDs[c.term]; ok {
+		sc.seen[c.term] = 0
+	}
+	sc.toks = x.appendTokens(sc.toks[:0], oldText)
+	for _, t := range sc.toks {
+		if _, kept := sc.seen[t]; kept {
+			continue
+		}
+		if id, ok := x.termIDs[t]; ok {
+			x.removePosting(id, int32(s))
+		}
+	}
+	clear(sc.seen)
+}
+
+// removeTextPostings removes slot s, whose text is text, from the lists
+// of the text's terms, with sc as scratch. Callers hold mu.
+func (x *Index) removeTextPostings(s int, text string, sc *scratch) {
+	sc.toks = x.appendTokens(sc.toks[:0], text)
+	for _, t := range sc.toks {
+		if id, ok := x.termIDs[t]; ok {
 			x.removePosting(id, int32(s))
 		}
 	}
@@ -585,14 +694,17 @@ func (x *Index) Delete(id string) {
 	if !ok {
 		return
 	}
-	x.removePostings(s, x.termCounts(x.tokenize(x.entries[s].text)))
+	sc := x.getScratch()
+	defer x.putScratch(sc)
+	x.removeTextPostings(s, x.entries[s].text, sc)
 	x.totalLen -= int(x.lens[s])
 	delete(x.slots, id)
 	last := len(x.entries) - 1
 	if s != last {
 		moved := &x.entries[last]
-		for _, c := range x.termCounts(x.tokenize(moved.text)) {
-			if tid, ok := x.termIDs[c.term]; ok {
+		sc.toks = x.appendTokens(sc.toks[:0], moved.text)
+		for _, t := range sc.toks {
+			if tid, ok := x.termIDs[t]; ok {
 				x.movePosting(tid, int32(last), int32(s))
 			}
 		}

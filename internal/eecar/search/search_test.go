@@ -56,7 +56,7 @@ func checkInvariants(t *testing.T, x *Index) {
 			t.Fatalf("length of %q = %d, want %d", e.id, x.lens[s], len(toks))
 		}
 		total += len(toks)
-		for _, c := range x.termCounts(toks) {
+		for _, c := range termCounts(toks) {
 			id, ok := x.termIDs[c.term]
 			if !ok {
 				t.Fatalf("term %q of %q not in the vocabulary", c.term, e.id)
@@ -406,7 +406,7 @@ func TestRandomOpsKeepInvariants(t *testing.T) {
 
 func TestMatchedSpecsAndReason(t *testing.T) {
 	l := embed.NewLocal(0)
-	x := NewIndex(l.Tokens)
+	x := NewIndex(l.AppendTokens)
 	d := Doc{
 		ID:           "inv-1",
 		Category:     "inverter",
@@ -487,7 +487,7 @@ func TestReasonFormat(t *testing.T) {
 
 func TestKoreanQueryFindsEnglishPart(t *testing.T) {
 	l := embed.NewLocal(0)
-	x := NewIndex(l.Tokens)
+	x := NewIndex(l.AppendTokens)
 	texts := map[string]string{
 		"m3":   "Tesla Model 3 battery module NCA, SOH 75",
 		"door": "Hyundai front door panel, aluminum",
@@ -662,6 +662,58 @@ func TestParseConstraints(t *testing.T) {
 // that every doc is still found by its own vector, that matched terms
 // follow the docs, and that BM25 scores the overflowing frequencies
 // exactly.
+// TestReplaceTextKeepsSharedTerms replaces a doc's text with texts that
+// share terms with it at other frequencies, across the 255 a posting
+// stores itself: BM25 scores the new frequencies, and a term the new text
+// lacks no longer finds the doc.
+func TestReplaceTextKeepsSharedTerms(t *testing.T) {
+	many := func(n int) string { return strings.TrimSpace(strings.Repeat("many ", n)) }
+	for _, tt := range []struct {
+		name     string
+		old, new string
+		tf       int // of "many" in new
+		gone     string
+	}{
+		{"small to small", "battery " + many(2), "motor " + many(3), 3, "battery"},
+		{"small to overflow", "battery " + many(2), "motor " + many(300), 300, "battery"},
+		{"overflow to small", "battery " + many(300), "motor " + many(2), 2, "battery"},
+		{"overflow to overflow", "battery " + many(300), "motor " + many(301), 301, "battery"},
+		{"term added", "battery", "battery motor " + many(4), 4, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := NewIndex(nil)
+			x.Put(Doc{ID: "other", Text: "many door"})
+			x.Put(Doc{ID: "a", Text: tt.old})
+			x.Put(Doc{ID: "b", Text: "many panel " + tt.old})
+			x.Put(Doc{ID: "a", Text: tt.new})
+			checkInvariants(t, x)
+			n, dl := 3.0, float64(len(simpleTokenize(nil, tt.new)))
+			total := 0
+			for _, text := range []string{"many door", tt.new, "many panel " + tt.old} {
+				total += len(simpleTokenize(nil, text))
+			}
+			want := termScore(idf(n, 3), float64(tt.tf), dl, float64(total)/n)
+			var got float64
+			for _, h := range x.Search(Query{Text: "many", Mode: BM25Only, TopK: 10}) {
+				if h.ID == "a" {
+					got = h.Score
+				}
+			}
+			if !near(got, want) {
+				t.Errorf("BM25 of the new text = %v, want %v (tf %d)", got, want, tt.tf)
+			}
+			if tt.gone == "" {
+				return
+			}
+			for _, h := range x.Search(Query{Text: tt.gone, Mode: BM25Only, TopK: 10}) {
+				if h.ID == "a" {
+					t.Errorf("%q still finds the doc whose new text lacks it", tt.gone)
+				}
+			}
+		})
+	}
+}
+
 func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	vocab := []string{"battery", "motor", "door", "panel", "800v", "ncm811", "kia", "tesla", "rare"}
@@ -716,7 +768,7 @@ func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 	var many []string
 	totalLen := 0
 	for id, text := range texts {
-		toks := simpleTokenize(text)
+		toks := simpleTokenize(nil, text)
 		totalLen += len(toks)
 		if strings.Contains(text, "many") {
 			many = append(many, id)
@@ -727,7 +779,7 @@ func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 	}
 	n := float64(len(texts))
 	for _, h := range x.Search(Query{Text: "many", Mode: BM25Only, TopK: MaxTopK}) {
-		dl := float64(len(simpleTokenize(texts[h.ID])))
+		dl := float64(len(simpleTokenize(nil, texts[h.ID])))
 		want := termScore(idf(n, float64(len(many))), 300, dl, float64(totalLen)/n)
 		if !near(h.Score, want) {
 			t.Errorf("BM25 of %s = %v, want %v (tf 300)", h.ID, h.Score, want)
@@ -743,7 +795,8 @@ func TestManyDocsKeepPostingsAndRows(t *testing.T) {
 }
 
 // TestPutAllIsPutInOrder loads the same docs, some IDs twice, with PutAll
-// and with Put one by one: the two indexes answer alike.
+// (in one call, and in calls of 100 docs, which reuse the memory of the
+// calls before) and with Put one by one: the indexes answer alike.
 func TestPutAllIsPutInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vocab := []string{"battery", "motor", "door", "800v 11kw", "ncm811", "kia", "tesla", "60 kwh"}
@@ -758,30 +811,39 @@ func TestPutAllIsPutInOrder(t *testing.T) {
 			Vector: unit(r.Float32()+0.01, r.Float32(), r.Float32()), CreatedAt: t0.Add(time.Duration(i)),
 		})
 	}
-	one, all := NewIndex(nil), NewIndex(nil)
+	one := NewIndex(nil)
 	for _, d := range docs {
 		one.Put(d)
 	}
+	all, pieces := NewIndex(nil), NewIndex(nil)
 	all.PutAll(docs)
-	checkInvariants(t, all)
-	if one.Len() != all.Len() {
-		t.Fatalf("PutAll holds %d docs, Put %d", all.Len(), one.Len())
+	for lo := 0; lo < len(docs); lo += 100 {
+		pieces.PutAll(docs[lo:min(lo+100, len(docs))])
 	}
-	for _, id := range one.IDs() {
-		a, _ := one.Get(id)
-		b, ok := all.Get(id)
-		if !ok || a.Text != b.Text || !slices.Equal(a.Vector, b.Vector) || !a.CreatedAt.Equal(b.CreatedAt) {
-			t.Fatalf("doc %s: Put %+v, PutAll %+v", id, a, b)
+	for _, tt := range []struct {
+		name string
+		x    *Index
+	}{{"PutAll", all}, {"PutAll by 100", pieces}} {
+		checkInvariants(t, tt.x)
+		if one.Len() != tt.x.Len() {
+			t.Fatalf("%s holds %d docs, Put %d", tt.name, tt.x.Len(), one.Len())
 		}
-	}
-	for _, q := range []Query{
-		{Text: "tesla battery 800v", Vector: unit(1, 1, 0), TopK: 20},
-		{Text: "over 50 kwh", Vector: unit(0, 1, 1), TopK: 20, Mode: VectorOnly},
-		{Text: "kia door", TopK: 20, Mode: BM25Only},
-	} {
-		a, b := one.Search(q), all.Search(q)
-		if !slices.Equal(ids(a), ids(b)) {
-			t.Errorf("%q: Put gives %v, PutAll %v", q.Text, ids(a), ids(b))
+		for _, id := range one.IDs() {
+			a, _ := one.Get(id)
+			b, ok := tt.x.Get(id)
+			if !ok || a.Text != b.Text || !slices.Equal(a.Vector, b.Vector) || !a.CreatedAt.Equal(b.CreatedAt) {
+				t.Fatalf("doc %s: Put %+v, %s %+v", id, a, tt.name, b)
+			}
+		}
+		for _, q := range []Query{
+			{Text: "tesla battery 800v", Vector: unit(1, 1, 0), TopK: 20},
+			{Text: "over 50 kwh", Vector: unit(0, 1, 1), TopK: 20, Mode: VectorOnly},
+			{Text: "kia door", TopK: 20, Mode: BM25Only},
+		} {
+			a, b := one.Search(q), tt.x.Search(q)
+			if !slices.Equal(ids(a), ids(b)) {
+				t.Errorf("%q: Put gives %v, %s %v", q.Text, ids(a), tt.name, ids(b))
+			}
 		}
 	}
 }

@@ -677,7 +677,7 @@ func (s *Scheduler) take(claimBy, horizon, now time.Time, limit int) ([]claim, t
 			// a change of view hands it over with its nextRunAt read
 			// afresh (Beat).
 			e.foreign = true
-			e.at = later(now.Add(s.o.NodeBeat), horizon.Add(time.Millisecond))
+			e.at = later(now.Add(s.o.NodeBeat), claimBy.Add(time.Millisecond))
 			heap.Fix(&s.queue, e.i)
 			continue
 		}
@@ -687,7 +687,7 @@ func (s *Scheduler) take(claimBy, horizon, now time.Time, limit int) ([]claim, t
 			// after its due time, so that an owner that knows it claims
 			// first, and this claim's one failure hands it over.
 			e.deferred = true
-			e.at = later(e.due.Add(ForcedGrace), horizon.Add(time.Millisecond))
+			e.at = later(e.due.Add(ForcedGrace), claimBy.Add(time.Millisecond))
 			heap.Fix(&s.queue, e.i)
 			continue
 		}

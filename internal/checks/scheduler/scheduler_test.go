@@ -1251,3 +1251,38 @@ func TestClaimWindowLeavesPutOffChecks(t *testing.T) {
 		t.Errorf("the check due in the window: lease %q (%v), want a's", c.LeaseOwner, err)
 	}
 }
+
+// TestForcedCheckClaimedAfterItsGrace: a check forced onto a node that
+// does not own it (created or run now through that node) is claimed
+// there ForcedGrace after its due time, not later: the claim window,
+// which reaches further, does not push it back.
+func TestForcedCheckClaimedAfterItsGrace(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tg := newTarget(t)
+	t0 := e.clock.now()
+	var ids []string
+	for range 12 {
+		ids = append(ids, e.check(t, tg.URL, time.Minute, t0, nil).ID)
+	}
+	var log runLog
+	nodes := e.threeNodes(t, t0, func(_ int, id string, due, started time.Time) { log.record(id, due, started) })
+	for _, id := range ids {
+		nodes[0].Schedule(id, t0)
+	}
+	// Only node-a runs: the owners never claim.
+	for _, now := range []time.Time{t0, t0.Add(scheduler.ForcedGrace)} {
+		e.clock.set(now)
+		nodes[0].RunDue(ctx, now)
+	}
+	for i, id := range ids {
+		if d := log.runs[id]; len(d) != 1 {
+			t.Errorf("check %d: %d runs by %v, want one (at its due time or its grace after)", i, len(d), scheduler.ForcedGrace)
+		}
+	}
+	for _, l := range log.late {
+		if l != 0 && l != scheduler.ForcedGrace {
+			t.Errorf("a run started %v late, want 0 (node-a's own) or %v (forced)", l, scheduler.ForcedGrace)
+		}
+	}
+}

@@ -325,7 +325,9 @@ func (p *Prober) Run(ctx context.Context, s Spec) (res Result) {
 	res = Result{ResponseTime: elapsed.Milliseconds(), HTTPStatus: resp.Status}
 
 	var doc *goquery.Document
-	if isHTML(resp) {
+	// Only a keyword or an eBay price reads the document: a plain status
+	// check does not parse the page.
+	if isHTML(resp) && (ps.keyword != "" || ps.typ == TypeEbay) {
 		// A parse error is impossible for an in-memory reader in
 		// practice; treat the body as plain text if it happens.
 		doc, _ = goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))

@@ -15,7 +15,8 @@ import (
 // had calls wait for it, or was of several), a group that would start
 // less than gather after the previous one started waits for the rest of
 // gather first, so that calls a few milliseconds apart share writes too:
-// at most one write per gather while the load lasts. Otherwise a call is
+// at most one write per gather while the load lasts, unless the calls
+// waiting fill a group, which is written at once. Otherwise a call is
 // written at once, so grouping adds no wait when calls are sparse.
 type batcher[In, Out any] struct {
 	// write does the calls of one group and returns their outcomes, in
@@ -67,8 +68,10 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) Out {
 		b.mu.Lock()
 	}
 	b.writing = true
-	if wait := b.gather - time.Since(b.started); (b.loaded || b.always) && wait > 0 && wait <= b.gather {
-		// Under load: the calls of the next wait join this group.
+	if wait := b.gather - time.Since(b.started); (b.loaded || b.always) && len(b.queue) < b.max && wait > 0 && wait <= b.gather {
+		// Under load: the calls of the next wait join this group. A full
+		// group has no room for them and goes at once, so that a steady
+		// rate above max calls per gather is not queued behind the waits.
 		b.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {

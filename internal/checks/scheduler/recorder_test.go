@@ -203,3 +203,54 @@ func TestRecorderWaitsForOthers(t *testing.T) {
 		t.Errorf("groups written %v, want [1 3]", groups)
 	}
 }
+
+// TestBatcherFullGroupDoesNotWait: calls that fill a group are written
+// at once, whatever the gather: the wait is for calls to join a group,
+// and a full one has no room, so a steady rate above a group per gather
+// (10,000 checks a minute record 167 runs a second, against 25 runs per
+// 250 ms) is written as fast as the store takes it rather than queued.
+func TestBatcherFullGroupDoesNotWait(t *testing.T) {
+	var mu sync.Mutex
+	var groups []int
+	entered, release := make(chan struct{}), make(chan struct{})
+	b := &batcher[int, int]{max: 2, gather: time.Hour, always: true, write: func(_ context.Context, in []int) []int {
+		mu.Lock()
+		groups = append(groups, len(in))
+		first := len(groups) == 1
+		mu.Unlock()
+		if first {
+			close(entered)
+			<-release
+		}
+		return in
+	}}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Go(func() { b.do(ctx, 0) })
+	<-entered
+	for i := range 4 {
+		wg.Go(func() { b.do(ctx, 1+i) })
+	}
+	for {
+		b.mu.Lock()
+		queued := len(b.queue)
+		b.mu.Unlock()
+		if queued == 4 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("full groups waited for the gather (an hour)")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(groups) != 3 || groups[1] != 2 || groups[2] != 2 {
+		t.Errorf("groups written %v, want [1 2 2]", groups)
+	}
+}

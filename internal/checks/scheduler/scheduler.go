@@ -69,6 +69,14 @@ type Options struct {
 	// store: three times the slowest recent claim, between MinLookahead
 	// and MaxLookahead. Negative claims at the due time (no lookahead).
 	Lookahead time.Duration
+	// ClaimWindow groups claims: when a check comes within the lookahead
+	// of its due time, the checks due within ClaimWindow of now are
+	// claimed with it, in one write (store.ClaimAll), so that runs due
+	// close together share one commit instead of one each. A check is
+	// then claimed at most max(lookahead, ClaimWindow) before its due
+	// time. Default DefaultClaimWindow; negative: no window (each check
+	// at its lookahead); no effect when Lookahead is negative.
+	ClaimWindow time.Duration
 	// Concurrency bounds runs in flight (a check claimed ahead counts from
 	// its claim); default 512.
 	Concurrency int
@@ -142,6 +150,10 @@ type Scheduler struct {
 	changesFrom time.Time
 	// ahead holds the runs claimed ahead and not yet started.
 	ahead map[string]claim
+	// sleepUntil is when Run's loop looks at the queue next (zero: it is
+	// looking now); a check scheduled to be claimed before then wakes it,
+	// others wait for it.
+	sleepUntil time.Time
 	// slowClaim is the slowest recent claim (decaying), for the derived
 	// lookahead.
 	slowClaim time.Duration
@@ -178,6 +190,13 @@ const (
 	MinLookahead = 20 * time.Millisecond
 	MaxLookahead = time.Second
 )
+
+// DefaultClaimWindow is Options.ClaimWindow's default: MaxLookahead, so
+// that a check is never claimed earlier than the derived lookahead allows
+// (the run lease's bound, DefaultRunLease, counts on it), and runs due
+// within a second of each other (60 checks a minute and more) share their
+// claims' write.
+const DefaultClaimWindow = MaxLookahead
 
 // ForcedGrace is how long after its due time a check forced onto a
 // process that does not own it (Schedule) is claimed there: its owner,
@@ -221,6 +240,9 @@ func New(st *store.Store, r Runner, a Alerter, o Options) *Scheduler {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 512
+	}
+	if o.ClaimWindow == 0 {
+		o.ClaimWindow = DefaultClaimWindow
 	}
 	if o.FailAfter <= 0 {
 		o.FailAfter = 3
@@ -304,7 +326,18 @@ func (s *Scheduler) scheduleAt(id string, due, at time.Time, force bool) {
 		s.index[id] = e
 		heap.Push(&s.queue, e)
 	}
+	// Run's loop looks at the queue at sleepUntil anyway, and then claims
+	// what is due within the lookahead: only a check to claim before
+	// that wakes it (a run's next period, a minute away, does not).
+	wake := s.sleepUntil.IsZero() || at.Add(-s.lookaheadLocked()).Before(s.sleepUntil)
 	s.mu.Unlock()
+	if wake {
+		s.wakeLoop()
+	}
+}
+
+// wakeLoop makes Run's loop look at the queue.
+func (s *Scheduler) wakeLoop() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -520,10 +553,7 @@ func (s *Scheduler) Beat(ctx context.Context, now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.wakeLoop()
 }
 
 // Nodes is the live nodes as last read by Beat, this one included.
@@ -588,12 +618,26 @@ func mix(x uint64) uint64 {
 
 // Lookahead is how far ahead of its due time a check is claimed now.
 func (s *Scheduler) Lookahead() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookaheadLocked()
+}
+
+// lookaheadLocked is Lookahead with s.mu held.
+func (s *Scheduler) lookaheadLocked() time.Duration {
 	if s.o.Lookahead != 0 {
 		return max(s.o.Lookahead, 0)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return min(max(3*s.slowClaim, MinLookahead), MaxLookahead)
+}
+
+// window is how far ahead of now the checks claimed with one that comes
+// within the lookahead ahead may be due (Options.ClaimWindow).
+func (s *Scheduler) window(ahead time.Duration) time.Duration {
+	if s.o.ClaimWindow < 0 || s.o.Lookahead < 0 {
+		return ahead
+	}
+	return max(ahead, s.o.ClaimWindow)
 }
 
 // noteClaim feeds a claim's latency to the derived lookahead: the slowest
@@ -604,15 +648,25 @@ func (s *Scheduler) noteClaim(d time.Duration) {
 	s.mu.Unlock()
 }
 
-// take pops the checks due by horizon, parking each until its run
-// reschedules it.
-func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time) {
+// take pops the checks to claim by horizon, parking each until its run
+// reschedules it, once the first is to be claimed by claimBy (before
+// horizon); it returns them and when the next is to be claimed. Only a
+// check to be claimed at its due time (at equal to due) joins another
+// ahead of claimBy: one put off (a lease to end, a forced claim's grace, a
+// lost claim tried at its due time) must not be claimed earlier than it
+// says. Without a check to claim by claimBy it notes that Run's loop looks
+// next at claimBy's distance before that (sleepUntil).
+func (s *Scheduler) take(claimBy, horizon, now time.Time, limit int) ([]claim, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []claim
+	s.sleepUntil = time.Time{}
 	for len(s.queue) > 0 && len(out) < limit {
 		e := s.queue[0]
-		if e.at.After(horizon) {
+		if e.at.After(horizon) || e.at.After(claimBy) && (len(out) == 0 || !e.at.Equal(e.due)) {
+			if len(out) == 0 {
+				s.sleepUntil = e.at.Add(-claimBy.Sub(now))
+			}
 			return out, e.at
 		}
 		owns := s.ownsLocked(e.id, now)
@@ -623,7 +677,7 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 			// a change of view hands it over with its nextRunAt read
 			// afresh (Beat).
 			e.foreign = true
-			e.at = later(now.Add(s.o.NodeBeat), horizon.Add(time.Millisecond))
+			e.at = later(now.Add(s.o.NodeBeat), claimBy.Add(time.Millisecond))
 			heap.Fix(&s.queue, e.i)
 			continue
 		}
@@ -633,7 +687,7 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 			// after its due time, so that an owner that knows it claims
 			// first, and this claim's one failure hands it over.
 			e.deferred = true
-			e.at = later(e.due.Add(ForcedGrace), horizon.Add(time.Millisecond))
+			e.at = later(e.due.Add(ForcedGrace), claimBy.Add(time.Millisecond))
 			heap.Fix(&s.queue, e.i)
 			continue
 		}
@@ -656,53 +710,70 @@ func (s *Scheduler) take(horizon, now time.Time, limit int) ([]claim, time.Time)
 }
 
 // startDue claims, asynchronously and bounded by Concurrency, the checks
-// due within the lookahead of now, and returns how long until the next
-// one comes within it. Claiming and waiting for a due time end with ctx;
-// a run once started lives by runCtx.
+// due within the lookahead of now, each with those due within the claim
+// window (one write for them all), and returns how long until the next
+// one comes within the lookahead. Claiming and waiting for a due time end
+// with ctx; a run once started lives by runCtx.
 func (s *Scheduler) startDue(ctx, runCtx context.Context, now time.Time) time.Duration {
 	for {
 		if ctx.Err() != nil {
 			return time.Minute
 		}
 		ahead := s.Lookahead()
-		jobs, next := s.take(now.Add(ahead), now, 1)
+		window := s.window(ahead)
+		jobs, next := s.take(now.Add(ahead), now.Add(window), now, min(maxClaims, cap(s.sem)))
 		if len(jobs) == 0 {
 			if next.IsZero() {
 				return time.Minute
 			}
 			return max(next.Sub(now)-ahead, 0)
 		}
-		j := jobs[0]
-		select {
-		case s.sem <- struct{}{}:
-		case <-ctx.Done():
-			s.reschedule(j.c.ID, j.due)
-			return time.Minute
+		// Each run claimed holds a place from its claim.
+		for k := range jobs {
+			select {
+			case s.sem <- struct{}{}:
+			case <-ctx.Done():
+				for _, j := range jobs[k:] {
+					s.reschedule(j.c.ID, j.due)
+				}
+				for range jobs[:k] {
+					<-s.sem
+				}
+				return time.Minute
+			}
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer func() { <-s.sem }()
-			// The claim is not cut short by a stop: a write cancelled on
-			// the client may still be made by the store, and then nobody
-			// would give it back. Once made, a stop gives it back
-			// (ReleaseAhead, when Run returns).
+			// The claims are not cut short by a stop: a write cancelled
+			// on the client may still be made by the store, and then
+			// nobody would give it back. Once made, a stop gives them
+			// back (ReleaseAhead, when Run returns).
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.RunTimeout)
-			c, ok := s.claim(cctx, j.c.ID, j.due, s.o.Now(), ahead)
+			got := s.claimAll(cctx, jobs, s.o.Now(), ahead, window)
 			cancel()
-			if !ok {
-				return
-			}
-			if wait := j.due.Sub(s.o.Now()); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
+			for k, j := range jobs {
+				if !got[k].ok {
+					<-s.sem
+					continue
 				}
-			}
-			if ctx.Err() == nil && s.unpark(j.c.ID) {
-				s.perform(runCtx, c, j.due, s.o.Now())
+				c := got[k].c
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					defer func() { <-s.sem }()
+					if wait := j.due.Sub(s.o.Now()); wait > 0 {
+						t := time.NewTimer(wait)
+						select {
+						case <-t.C:
+						case <-ctx.Done():
+							t.Stop()
+						}
+					}
+					if ctx.Err() == nil && s.unpark(j.c.ID) {
+						s.perform(runCtx, c, j.due, s.o.Now())
+					}
+				}()
 			}
 		}()
 		now = s.o.Now()
@@ -754,23 +825,22 @@ func (s *Scheduler) RenewRuns(ctx context.Context, now time.Time) {
 	}
 }
 
-// RunDue claims the checks due within the lookahead of now and runs,
-// synchronously, those due at now, including those claimed ahead by
-// earlier calls; it returns how many runs it performed. Runs claimed
-// ahead and not yet due wait for a later call (or ReleaseAhead). Tests
-// drive the scheduler with it and a fake clock.
+// RunDue claims the checks due within the lookahead of now, with those
+// due within the claim window, as Run does, and runs, synchronously,
+// those due at now, including those claimed ahead by earlier calls; it
+// returns how many runs it performed. Runs claimed ahead and not yet due
+// wait for a later call (or ReleaseAhead). Tests drive the scheduler with
+// it and a fake clock.
 func (s *Scheduler) RunDue(ctx context.Context, now time.Time) int {
 	ahead := s.Lookahead()
-	jobs, _ := s.take(now.Add(ahead), now, int(^uint(0)>>1))
+	window := s.window(ahead)
 	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		s.sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-s.sem }()
-			s.claim(ctx, j.c.ID, j.due, now, ahead)
-		}()
+	for {
+		jobs, _ := s.take(now.Add(ahead), now.Add(window), now, maxClaims)
+		if len(jobs) == 0 {
+			break
+		}
+		wg.Go(func() { s.claimAll(ctx, jobs, now, ahead, window) })
 	}
 	wg.Wait()
 	var due []claim
@@ -832,20 +902,51 @@ func (s *Scheduler) unpark(id string) bool {
 	return ok
 }
 
-// claim claims the run of check id due at due (at most ahead after now)
-// and, when it succeeds, holds it in s.ahead until it starts. When it
-// fails the check is rescheduled (or removed).
-func (s *Scheduler) claim(ctx context.Context, id string, due, now time.Time, ahead time.Duration) (store.Check, bool) {
+// claimed is the outcome of one claim of claimAll.
+type claimed struct {
+	c  store.Check
+	ok bool
+}
+
+// claimAll claims the runs of jobs (each due at most window after now;
+// ahead is the lookahead): several in one write (store.ClaimAll), one
+// through the claimer, which shares a write with claims made at the same
+// time. Each run claimed is held in s.ahead until it starts; a check
+// whose claim failed is rescheduled (or removed). It returns the
+// outcomes in jobs' order.
+func (s *Scheduler) claimAll(ctx context.Context, jobs []claim, now time.Time, ahead, window time.Duration) []claimed {
+	rs := make([]store.ClaimRequest, len(jobs))
 	s.mu.Lock()
-	var period time.Duration
-	if e, ok := s.index[id]; ok {
-		period = e.period
+	for k, j := range jobs {
+		var period time.Duration
+		if e, ok := s.index[j.c.ID]; ok {
+			period = e.period
+		}
+		rs[k] = store.ClaimRequest{ID: j.c.ID, Due: j.due, Now: now, Ahead: window, Lease: s.o.RunLease, Period: period}
 	}
 	s.mu.Unlock()
 	t0 := time.Now()
-	got := s.claims.do(ctx, store.ClaimRequest{ID: id, Due: due, Now: now, Ahead: ahead, Lease: s.o.RunLease, Period: period})
-	c, err := got.Check, got.Err
+	var got []store.Claimed
+	if len(rs) == 1 {
+		got = []store.Claimed{s.claims.do(ctx, rs[0])}
+	} else {
+		got = s.st.ClaimAll(ctx, s.o.Owner, rs)
+	}
 	s.noteClaim(time.Since(t0))
+	out := make([]claimed, len(jobs))
+	for k := range jobs {
+		out[k].c, out[k].ok = s.settle(ctx, rs[k], ahead, got[k])
+	}
+	return out
+}
+
+// settle handles the outcome got of claim r, made with the lookahead
+// ahead: when it succeeded, the run is held in s.ahead until it starts;
+// when it failed the check is rescheduled (or removed), or a dead node's
+// run taken over.
+func (s *Scheduler) settle(ctx context.Context, r store.ClaimRequest, ahead time.Duration, got store.Claimed) (store.Check, bool) {
+	id, due, now := r.ID, r.Due, r.Now
+	c, err := got.Check, got.Err
 	if c.DelayMs > 0 {
 		s.mu.Lock()
 		if e, ok := s.index[id]; ok {

@@ -1138,3 +1138,151 @@ func TestDeadNodesRunsTakenOver(t *testing.T) {
 		t.Fatalf("node-c's late record: %v, want ErrLost", err)
 	}
 }
+
+// ops is how many requests of op the store has served.
+func (e *env) ops(op string) int64 {
+	for _, o := range e.db.Metrics().Ops {
+		if o.Op == op {
+			return o.Requests
+		}
+	}
+	return 0
+}
+
+// TestClaimWindowSharesOneWrite: when a check comes within the lookahead
+// of its due time, the checks due within the claim window are claimed
+// with it in one transaction (none alone); each still runs once, at its
+// own due time. A check due beyond the window waits for a later claim,
+// and without a window each check is claimed alone at its lookahead.
+func TestClaimWindowSharesOneWrite(t *testing.T) {
+	ctx := context.Background()
+	// The runs due 10 ms to 900 ms after t0 share the window; the last is
+	// beyond it.
+	offsets := []time.Duration{10 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 650 * time.Millisecond, 900 * time.Millisecond, 1500 * time.Millisecond}
+	for _, tt := range []struct {
+		name        string
+		window      time.Duration
+		wantTx      int64 // transactions of claims at t0
+		wantUpdates int64 // single claims at t0
+		wantLeased  int   // checks claimed at t0
+	}{
+		{name: "default window: one transaction", window: 0, wantTx: 1, wantUpdates: 0, wantLeased: 5},
+		{name: "no window: the first alone", window: -1, wantTx: 0, wantUpdates: 1, wantLeased: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			tg := newTarget(t)
+			t0 := e.clock.now()
+			var ids []string
+			for _, d := range offsets {
+				ids = append(ids, e.check(t, tg.URL, time.Minute, t0.Add(d), nil).ID)
+			}
+			var log runLog
+			s := e.schedWith(t, nil, scheduler.Options{Owner: "a", OnRun: log.record, ClaimWindow: tt.window})
+			tx, updates := e.ops("TransactWriteItems"), e.ops("UpdateItem")
+			if n := s.RunDue(ctx, t0); n != 0 {
+				t.Fatalf("ran %d checks before their due times", n)
+			}
+			if n := e.ops("TransactWriteItems") - tx; n != tt.wantTx {
+				t.Errorf("claims at t0 took %d transactions, want %d", n, tt.wantTx)
+			}
+			if n := e.ops("UpdateItem") - updates; n != tt.wantUpdates {
+				t.Errorf("claims at t0 took %d single updates, want %d", n, tt.wantUpdates)
+			}
+			leased := 0
+			for _, id := range ids {
+				c, err := e.st.GetCheck(ctx, "", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.LeaseOwner == "a" {
+					leased++
+				}
+			}
+			if leased != tt.wantLeased {
+				t.Errorf("%d checks claimed at t0, want %d", leased, tt.wantLeased)
+			}
+			// Step through the due times: each check runs once, at its due
+			// time, whether claimed at t0 or later.
+			for now := t0; !now.After(t0.Add(2 * time.Second)); now = now.Add(10 * time.Millisecond) {
+				e.clock.set(now)
+				s.RunDue(ctx, now)
+			}
+			for i, id := range ids {
+				if d := log.runs[id]; len(d) != 1 || !d[0].Equal(t0.Add(offsets[i])) {
+					t.Errorf("check %d: runs due %v, want one due %v", i, d, t0.Add(offsets[i]))
+				}
+			}
+			for _, l := range log.late {
+				if l != 0 {
+					t.Errorf("a run started %v after its due time, want at it", l)
+				}
+			}
+		})
+	}
+}
+
+// TestClaimWindowLeavesPutOffChecks: a check whose claim was lost to
+// another process's run is tried again at its due time, not earlier
+// with the checks of a claim window that reaches it: that claim ahead
+// would be refused (the run's lease), and its group's write with it.
+func TestClaimWindowLeavesPutOffChecks(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tg := newTarget(t)
+	t0 := e.clock.now()
+	const period = 10 * time.Second
+	held := e.check(t, tg.URL, period, t0, nil)
+	other := e.check(t, tg.URL, period, t0.Add(period-500*time.Millisecond), nil)
+	a := e.schedWith(t, nil, scheduler.Options{Owner: "a"})
+	// b runs held's period due at t0, and holds it for a minute.
+	if _, err := e.st.Claim(ctx, held.ID, "b", t0, t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	a.RunDue(ctx, t0) // a's claim of held is lost: tried at its next due time
+	refused := e.failedWrites()
+	now := t0.Add(period - 520*time.Millisecond)
+	e.clock.set(now)
+	a.RunDue(ctx, now) // other within the lookahead; held within the window
+	if n := e.failedWrites() - refused; n != 0 {
+		t.Errorf("%d claims refused while the window reached the held check, want none", n)
+	}
+	if c, err := e.st.GetCheck(ctx, "", other.ID); err != nil || c.LeaseOwner != "a" {
+		t.Errorf("the check due in the window: lease %q (%v), want a's", c.LeaseOwner, err)
+	}
+}
+
+// TestForcedCheckClaimedAfterItsGrace: a check forced onto a node that
+// does not own it (created or run now through that node) is claimed
+// there ForcedGrace after its due time, not later: the claim window,
+// which reaches further, does not push it back.
+func TestForcedCheckClaimedAfterItsGrace(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tg := newTarget(t)
+	t0 := e.clock.now()
+	var ids []string
+	for range 12 {
+		ids = append(ids, e.check(t, tg.URL, time.Minute, t0, nil).ID)
+	}
+	var log runLog
+	nodes := e.threeNodes(t, t0, func(_ int, id string, due, started time.Time) { log.record(id, due, started) })
+	for _, id := range ids {
+		nodes[0].Schedule(id, t0)
+	}
+	// Only node-a runs: the owners never claim.
+	for _, now := range []time.Time{t0, t0.Add(scheduler.ForcedGrace)} {
+		e.clock.set(now)
+		nodes[0].RunDue(ctx, now)
+	}
+	for i, id := range ids {
+		if d := log.runs[id]; len(d) != 1 {
+			t.Errorf("check %d: %d runs by %v, want one (at its due time or its grace after)", i, len(d), scheduler.ForcedGrace)
+		}
+	}
+	for _, l := range log.late {
+		if l != 0 && l != scheduler.ForcedGrace {
+			t.Errorf("a run started %v late, want 0 (node-a's own) or %v (forced)", l, scheduler.ForcedGrace)
+		}
+	}
+}

@@ -131,8 +131,8 @@ func TestCompleteAll(t *testing.T) {
 // one (the lease taken, nextRunAt a period on, or a period after a late
 // run's start), in one transaction when none is refused; a claim refused
 // (its check held by another owner) fails alone, with the check as it
-// stands, while the others are made one by one; a check named twice is
-// claimed once.
+// stands, while the others are made together in one more transaction; a
+// check named twice is claimed once.
 func TestClaimAll(t *testing.T) {
 	ctx := context.Background()
 	const period, lease = 10 * time.Second, time.Minute
@@ -148,7 +148,8 @@ func TestClaimAll(t *testing.T) {
 	}{
 		{name: "three due: one transaction", claims: 3, held: -1, twice: -1, wantTx: 1},
 		{name: "late, period known: next period from the start", claims: 3, held: -1, twice: -1, late: 25 * time.Second, wantTx: 1},
-		{name: "one held by another: the others one by one", claims: 3, held: 1, twice: -1, wantTx: 1, wantUpdates: 3},
+		{name: "one held by another: the others together", claims: 3, held: 1, twice: -1, wantTx: 2, wantUpdates: 1},
+		{name: "one of five held: the four others together", claims: 5, held: 3, twice: -1, wantTx: 2, wantUpdates: 1},
 		{name: "one check twice: claimed once", claims: 2, held: -1, twice: 0, wantTx: 1, wantUpdates: 1},
 	}
 	for _, tt := range tests {

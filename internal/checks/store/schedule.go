@@ -199,10 +199,12 @@ type Claimed struct {
 // makes one, in one transaction of their conditional updates followed by
 // one consistent BatchGetItem that reads the claimed checks back (a
 // transaction returns no items): one commit for many claims. When the
-// transaction is cancelled (a claim refused: its check held by another
-// process, its due time stale, its period changed) or fails, each claim
-// is made again on its own by ClaimAhead, whose answer says which were
-// refused and why; a claim that the failed transaction made after all
+// transaction is cancelled because claims were refused (their checks held
+// by another process, their due times stale, their periods changed),
+// each refused claim is made again on its own by ClaimAhead, whose answer
+// says why, and the others again together as one group; when it fails
+// otherwise, each claim is made again on its own. A claim that the failed
+// transaction made after all
 // (a call cut off after the store committed it) is then refused, its
 // period skipped, as a cut-off ClaimAhead's is. A check that two claims
 // name is claimed once, by a ClaimAhead each. It returns one outcome per
@@ -246,7 +248,23 @@ func (s *Store) claimGroup(ctx context.Context, owner string, rs []ClaimRequest,
 		items[k] = types.TransactWriteItem{Update: &u}
 	}
 	if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
-		for _, i := range group {
+		var refused, rest []int
+		if reasons := ddbitem.CancelReasons(err); len(reasons) == len(group) {
+			for k, i := range group {
+				if reasons[k] == "ConditionalCheckFailed" {
+					refused = append(refused, i)
+				} else {
+					rest = append(rest, i)
+				}
+			}
+		}
+		if len(refused) == 0 {
+			rest = nil
+			refused = group
+		}
+		// Each round leaves out at least one claim, so this ends.
+		s.claimGroup(ctx, owner, rs, rest, out, alone)
+		for _, i := range refused {
 			alone(i)
 		}
 		return

@@ -155,15 +155,7 @@ func TestBatcherGathersUnderLoad(t *testing.T) {
 	<-entered
 	call(&wg, 2)
 	call(&wg, 3)
-	for {
-		b.mu.Lock()
-		queued := len(b.queue)
-		b.mu.Unlock()
-		if queued == 2 {
-			break
-		}
-		runtime.Gosched()
-	}
+	waitQueued(b, 2)
 	close(release)
 	wg.Wait()
 	// Calls that come after, each of which could be written alone.
@@ -231,15 +223,7 @@ func TestBatcherFullGroupDoesNotWait(t *testing.T) {
 	for i := range 4 {
 		wg.Go(func() { b.do(ctx, 1+i) })
 	}
-	for {
-		b.mu.Lock()
-		queued := len(b.queue)
-		b.mu.Unlock()
-		if queued == 4 {
-			break
-		}
-		runtime.Gosched()
-	}
+	waitQueued(b, 4)
 	close(release)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -252,5 +236,18 @@ func TestBatcherFullGroupDoesNotWait(t *testing.T) {
 	defer mu.Unlock()
 	if len(groups) != 3 || groups[1] != 2 || groups[2] != 2 {
 		t.Errorf("groups written %v, want [1 2 2]", groups)
+	}
+}
+
+// waitQueued returns once n calls wait in b's queue.
+func waitQueued[In, Out any](b *batcher[In, Out], n int) {
+	for {
+		b.mu.Lock()
+		queued := len(b.queue)
+		b.mu.Unlock()
+		if queued == n {
+			return
+		}
+		runtime.Gosched()
 	}
 }

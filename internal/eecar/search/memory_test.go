@@ -21,29 +21,16 @@ import (
 func BenchmarkIndexMemory(b *testing.B) {
 	const n = 20_000
 	local := embed.NewLocal(256)
-	parts := fixture.Catalogue(n)
-	texts := make([]string, n)
-	for i, p := range parts {
-		texts[i] = p.Text()
-	}
-	vecs, err := local.Embed(b.Context(), texts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	docs := catalogueDocs(b, local, n)
 	var textBytes int
-	for _, t := range texts {
-		textBytes += len(t)
+	for _, d := range docs {
+		textBytes += len(d.Text)
 	}
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		before := liveHeap()
 		idx := search.NewIndex(local.AppendTokens)
-		for i, p := range parts {
-			idx.Put(search.Doc{
-				ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer,
-				Price: p.Price, Quantity: p.Quantity, Text: texts[i], Specs: p.FlatSpecs(),
-				Vector: vecs[i], CreatedAt: base.Add(time.Duration(i) * time.Minute),
-			})
+		for _, d := range docs {
+			idx.Put(d)
 		}
 		per := float64(liveHeap()-before) / n
 		if f := os.Getenv("INDEX_HEAP_PROFILE"); f != "" {
@@ -81,24 +68,7 @@ func liveHeap() uint64 {
 func BenchmarkPutAll(b *testing.B) {
 	const n, block = 20_000, 1024
 	local := embed.NewLocal(256)
-	parts := fixture.Catalogue(n)
-	docs := make([]search.Doc, n)
-	texts := make([]string, n)
-	for i, p := range parts {
-		texts[i] = p.Text()
-	}
-	vecs, err := local.Embed(b.Context(), texts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i, p := range parts {
-		docs[i] = search.Doc{
-			ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer,
-			Price: p.Price, Quantity: p.Quantity, Text: texts[i], Specs: p.FlatSpecs(),
-			Vector: vecs[i], CreatedAt: base.Add(time.Duration(i) * time.Minute),
-		}
-	}
+	docs := catalogueDocs(b, local, n)
 	b.ReportAllocs()
 	cpu0 := processCPU(b)
 	for b.Loop() {
@@ -119,4 +89,28 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// catalogueDocs returns the index documents of the first n parts of the
+// catalogue of bench/peers/chromem, embedded by local, a minute apart.
+func catalogueDocs(b *testing.B, local *embed.Local, n int) []search.Doc {
+	parts := fixture.Catalogue(n)
+	texts := make([]string, n)
+	for i, p := range parts {
+		texts[i] = p.Text()
+	}
+	vecs, err := local.Embed(b.Context(), texts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	docs := make([]search.Doc, n)
+	for i, p := range parts {
+		docs[i] = search.Doc{
+			ID: p.ID, Category: p.Category, Manufacturer: p.Manufacturer,
+			Price: p.Price, Quantity: p.Quantity, Text: texts[i], Specs: p.FlatSpecs(),
+			Vector: vecs[i], CreatedAt: base.Add(time.Duration(i) * time.Minute),
+		}
+	}
+	return docs
 }

@@ -17,6 +17,18 @@ type fastDecoder interface {
 	decodeFast(body []byte) bool
 }
 
+// decodeMembers passes each member of body to member and reports true, or
+// leaves *in zero and reports false when member or the body refuses
+// (the request then goes to encoding/json).
+func decodeMembers[T any](body []byte, in *T, member func(name []byte, v attr.Field) error) bool {
+	if err := attr.DecodeFields(body, member); err != nil {
+		var zero T
+		*in = zero
+		return false
+	}
+	return true
+}
+
 // stringField reads a string member into a *string field.
 func stringField(v attr.Field, dst **string) error {
 	s, err := v.String()
@@ -95,7 +107,7 @@ func (w *writeInput) decodeMember(name []byte, v attr.Field) (err error) {
 }
 
 func (in *GetItemInput) decodeFast(body []byte) bool {
-	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+	return decodeMembers(body, in, func(name []byte, v attr.Field) (err error) {
 		switch string(name) {
 		case "TableName":
 			return stringField(v, &in.TableName)
@@ -115,30 +127,20 @@ func (in *GetItemInput) decodeFast(body []byte) bool {
 		}
 		return err
 	})
-	if err != nil {
-		*in = GetItemInput{}
-		return false
-	}
-	return true
 }
 
 func (in *PutItemInput) decodeFast(body []byte) bool {
-	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+	return decodeMembers(body, in, func(name []byte, v attr.Field) (err error) {
 		if string(name) == "Item" {
 			in.Item, err = v.Item()
 			return err
 		}
 		return in.writeInput.decodeMember(name, v)
 	})
-	if err != nil {
-		*in = PutItemInput{}
-		return false
-	}
-	return true
 }
 
 func (in *UpdateItemInput) decodeFast(body []byte) bool {
-	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+	return decodeMembers(body, in, func(name []byte, v attr.Field) (err error) {
 		switch string(name) {
 		case "Key":
 			in.Key, err = v.Item()
@@ -148,30 +150,20 @@ func (in *UpdateItemInput) decodeFast(body []byte) bool {
 		}
 		return in.writeInput.decodeMember(name, v)
 	})
-	if err != nil {
-		*in = UpdateItemInput{}
-		return false
-	}
-	return true
 }
 
 func (in *DeleteItemInput) decodeFast(body []byte) bool {
-	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+	return decodeMembers(body, in, func(name []byte, v attr.Field) (err error) {
 		if string(name) == "Key" {
 			in.Key, err = v.Item()
 			return err
 		}
 		return in.writeInput.decodeMember(name, v)
 	})
-	if err != nil {
-		*in = DeleteItemInput{}
-		return false
-	}
-	return true
 }
 
 func (in *TransactWriteItemsInput) decodeFast(body []byte) bool {
-	err := attr.DecodeFields(body, func(name []byte, v attr.Field) (err error) {
+	return decodeMembers(body, in, func(name []byte, v attr.Field) (err error) {
 		switch string(name) {
 		case "TransactItems":
 			if in.TransactItems != nil {
@@ -197,11 +189,6 @@ func (in *TransactWriteItemsInput) decodeFast(body []byte) bool {
 		}
 		return err
 	})
-	if err != nil {
-		*in = TransactWriteItemsInput{}
-		return false
-	}
-	return true
 }
 
 // decodeFast reads one entry of TransactItems; null is ErrNotSimple.

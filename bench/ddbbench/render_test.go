@@ -40,17 +40,7 @@ func TestRenderPeerRatios(t *testing.T) {
 			for _, r := range tc.results {
 				cfg.targets = append(cfg.targets, target{name: r.target})
 			}
-			out := render(cfg, tc.results)
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("section lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("section has %q:\n%s", w, out)
-				}
-			}
+			checkSection(t, render(cfg, tc.results), tc.want, tc.notWant)
 		})
 	}
 }
@@ -98,17 +88,23 @@ func TestRenderTargets(t *testing.T) {
 					cfg.targets = append(cfg.targets, target{name: r.target})
 				}
 			}
-			out := render(cfg, tc.results)
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("section lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(out, w) {
-					t.Errorf("section has %q:\n%s", w, out)
-				}
-			}
+			checkSection(t, render(cfg, tc.results), tc.want, tc.notWant)
 		})
+	}
+}
+
+// checkSection reports each of want that out lacks and each of notWant it
+// has.
+func checkSection(t *testing.T, out string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("section lacks %q:\n%s", w, out)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(out, w) {
+			t.Errorf("section has %q:\n%s", w, out)
+		}
 	}
 }

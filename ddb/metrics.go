@@ -128,6 +128,17 @@ type Metrics struct {
 	CorruptItems int64
 }
 
+// Requests is how many requests of operation op (e.g. "UpdateItem") the
+// store had served at the snapshot; 0 for one never called.
+func (m Metrics) Requests(op string) int64 {
+	for _, o := range m.Ops {
+		if o.Op == op {
+			return o.Requests
+		}
+	}
+	return 0
+}
+
 // Metrics returns a snapshot of the store's counters and storage figures.
 func (s *Store) Metrics() Metrics {
 	var m Metrics

@@ -62,6 +62,9 @@ func TestMetricsCountRequests(t *testing.T) {
 	if ct := ops["CreateTable"]; ct.Requests != 1 || len(ct.Errors) != 0 {
 		t.Errorf("CreateTable: %+v", ct)
 	}
+	if n, none := m.Requests("PutItem"), m.Requests("Scan"); n != 3 || none != 0 {
+		t.Errorf("Requests: PutItem %d, Scan %d; want 3 and 0", n, none)
+	}
 	if m.Tables != 1 || m.WALBytes == 0 || m.DiskBytes == 0 || m.BlockCacheBytes < 0 {
 		t.Errorf("storage figures: %+v", m)
 	}

@@ -1139,16 +1139,6 @@ func TestDeadNodesRunsTakenOver(t *testing.T) {
 	}
 }
 
-// ops is how many requests of op the store has served.
-func (e *env) ops(op string) int64 {
-	for _, o := range e.db.Metrics().Ops {
-		if o.Op == op {
-			return o.Requests
-		}
-	}
-	return 0
-}
-
 // TestClaimWindowSharesOneWrite: when a check comes within the lookahead
 // of its due time, the checks due within the claim window are claimed
 // with it in one transaction (none alone); each still runs once, at its
@@ -1179,14 +1169,14 @@ func TestClaimWindowSharesOneWrite(t *testing.T) {
 			}
 			var log runLog
 			s := e.schedWith(t, nil, scheduler.Options{Owner: "a", OnRun: log.record, ClaimWindow: tt.window})
-			tx, updates := e.ops("TransactWriteItems"), e.ops("UpdateItem")
+			tx, updates := e.db.Metrics().Requests("TransactWriteItems"), e.db.Metrics().Requests("UpdateItem")
 			if n := s.RunDue(ctx, t0); n != 0 {
 				t.Fatalf("ran %d checks before their due times", n)
 			}
-			if n := e.ops("TransactWriteItems") - tx; n != tt.wantTx {
+			if n := e.db.Metrics().Requests("TransactWriteItems") - tx; n != tt.wantTx {
 				t.Errorf("claims at t0 took %d transactions, want %d", n, tt.wantTx)
 			}
-			if n := e.ops("UpdateItem") - updates; n != tt.wantUpdates {
+			if n := e.db.Metrics().Requests("UpdateItem") - updates; n != tt.wantUpdates {
 				t.Errorf("claims at t0 took %d single updates, want %d", n, tt.wantUpdates)
 			}
 			leased := 0

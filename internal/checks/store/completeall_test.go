@@ -10,16 +10,6 @@ import (
 	"github.com/quarrydb/quarry/internal/checks/store"
 )
 
-// ops is how many requests of op the store has served.
-func (e *env) ops(op string) int64 {
-	for _, o := range e.db.Metrics().Ops {
-		if o.Op == op {
-			return o.Requests
-		}
-	}
-	return 0
-}
-
 // TestCompleteAll: runs recorded together are each recorded as Complete
 // records one (the check's last result with its lease removed, a history
 // item, an alert in the outbox), in one transaction when they fit in
@@ -83,9 +73,9 @@ func TestCompleteAll(t *testing.T) {
 			if tt.again >= 0 {
 				recs = append(recs, recs[tt.again])
 			}
-			before := e.ops("TransactWriteItems")
+			before := e.db.Metrics().Requests("TransactWriteItems")
 			errs := e.st.CompleteAll(ctx, "a", recs)
-			if n := e.ops("TransactWriteItems") - before; n != tt.wantTx {
+			if n := e.db.Metrics().Requests("TransactWriteItems") - before; n != tt.wantTx {
 				t.Errorf("%d transactions, want %d", n, tt.wantTx)
 			}
 			if len(errs) != len(recs) {
@@ -170,12 +160,12 @@ func TestClaimAll(t *testing.T) {
 			if tt.twice >= 0 {
 				rs = append(rs, rs[tt.twice])
 			}
-			tx, updates := e.ops("TransactWriteItems"), e.updates()
+			tx, updates := e.db.Metrics().Requests("TransactWriteItems"), e.db.Metrics().Requests("UpdateItem")
 			got := e.st.ClaimAll(ctx, "a", rs)
-			if n := e.ops("TransactWriteItems") - tx; n != tt.wantTx {
+			if n := e.db.Metrics().Requests("TransactWriteItems") - tx; n != tt.wantTx {
 				t.Errorf("%d transactions, want %d", n, tt.wantTx)
 			}
-			if n := e.updates() - updates; n != tt.wantUpdates {
+			if n := e.db.Metrics().Requests("UpdateItem") - updates; n != tt.wantUpdates {
 				t.Errorf("%d UpdateItem calls, want %d", n, tt.wantUpdates)
 			}
 			if len(got) != len(rs) {

@@ -327,16 +327,6 @@ func TestClaimRefusesStaleDue(t *testing.T) {
 	}
 }
 
-// updates is how many UpdateItem requests the store has served.
-func (e *env) updates() int64 {
-	for _, op := range e.db.Metrics().Ops {
-		if op.Op == "UpdateItem" {
-			return op.Requests
-		}
-	}
-	return 0
-}
-
 // TestLateClaimIsOneWrite: a claim more than a period late (a node
 // behind its schedule) moves nextRunAt to a period after the run's start
 // in the claim's one write when the caller knows the period, in two
@@ -364,12 +354,12 @@ func TestLateClaimIsOneWrite(t *testing.T) {
 			e := newEnv(t, -1)
 			due := e.clock.now()
 			c := e.check(t, period, due)
-			before := e.updates()
+			before := e.db.Metrics().Requests("UpdateItem")
 			got, err := e.st.ClaimAhead(ctx, c.ID, "a", due, due.Add(tc.late), 0, lease, tc.given)
 			if err != nil {
 				t.Fatalf("claim: %v", err)
 			}
-			if n := e.updates() - before; n != tc.wantWrites {
+			if n := e.db.Metrics().Requests("UpdateItem") - before; n != tc.wantWrites {
 				t.Errorf("the claim took %d writes, want %d", n, tc.wantWrites)
 			}
 			stored, err := e.st.GetCheck(ctx, "", c.ID)

@@ -123,18 +123,9 @@ func TestRecorderGroupsRunsUnderLoad(t *testing.T) {
 // gather and are written as one group; without load a call is written
 // alone at once.
 func TestBatcherGathersUnderLoad(t *testing.T) {
-	var mu sync.Mutex
-	var groups []int
-	entered, release := make(chan struct{}), make(chan struct{})
+	w := newGroupLog(true)
 	b := &batcher[int, int]{max: 100, gather: 500 * time.Millisecond, write: func(_ context.Context, in []int) []int {
-		mu.Lock()
-		groups = append(groups, len(in))
-		first := len(groups) == 1
-		mu.Unlock()
-		if first {
-			close(entered)
-			<-release
-		}
+		w.write(len(in))
 		out := make([]int, len(in))
 		for i, v := range in {
 			out[i] = 2 * v
@@ -152,20 +143,18 @@ func TestBatcherGathersUnderLoad(t *testing.T) {
 	// Load: two calls wait for the first write.
 	var wg sync.WaitGroup
 	call(&wg, 1)
-	<-entered
+	<-w.entered
 	call(&wg, 2)
 	call(&wg, 3)
 	waitQueued(b, 2)
-	close(release)
+	close(w.release)
 	wg.Wait()
 	// Calls that come after, each of which could be written alone.
 	for i := range 5 {
 		call(&wg, 10+i)
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(groups) != 3 || groups[0] != 1 || groups[1] != 2 || groups[2] != 5 {
+	if groups := w.sizes(); len(groups) != 3 || groups[0] != 1 || groups[1] != 2 || groups[2] != 5 {
 		t.Errorf("groups written %v, want [1 2 5]", groups)
 	}
 }
@@ -174,12 +163,9 @@ func TestBatcherGathersUnderLoad(t *testing.T) {
 // come within it of the previous write's start share one write even
 // without load; the first call after a quiet spell is written alone.
 func TestRecorderWaitsForOthers(t *testing.T) {
-	var mu sync.Mutex
-	var groups []int
+	w := newGroupLog(false)
 	b := &batcher[int, int]{max: 100, gather: 500 * time.Millisecond, always: true, write: func(_ context.Context, in []int) []int {
-		mu.Lock()
-		groups = append(groups, len(in))
-		mu.Unlock()
+		w.write(len(in))
 		return in
 	}}
 	ctx := context.Background()
@@ -189,9 +175,7 @@ func TestRecorderWaitsForOthers(t *testing.T) {
 		wg.Go(func() { b.do(ctx, 10+i) })
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(groups) != 2 || groups[0] != 1 || groups[1] != 3 {
+	if groups := w.sizes(); len(groups) != 2 || groups[0] != 1 || groups[1] != 3 {
 		t.Errorf("groups written %v, want [1 3]", groups)
 	}
 }
@@ -202,29 +186,20 @@ func TestRecorderWaitsForOthers(t *testing.T) {
 // (10,000 checks a minute record 167 runs a second, against 25 runs per
 // 250 ms) is written as fast as the store takes it rather than queued.
 func TestBatcherFullGroupDoesNotWait(t *testing.T) {
-	var mu sync.Mutex
-	var groups []int
-	entered, release := make(chan struct{}), make(chan struct{})
+	w := newGroupLog(true)
 	b := &batcher[int, int]{max: 2, gather: time.Hour, always: true, write: func(_ context.Context, in []int) []int {
-		mu.Lock()
-		groups = append(groups, len(in))
-		first := len(groups) == 1
-		mu.Unlock()
-		if first {
-			close(entered)
-			<-release
-		}
+		w.write(len(in))
 		return in
 	}}
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.do(ctx, 0) })
-	<-entered
+	<-w.entered
 	for i := range 4 {
 		wg.Go(func() { b.do(ctx, 1+i) })
 	}
 	waitQueued(b, 4)
-	close(release)
+	close(w.release)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -232,9 +207,7 @@ func TestBatcherFullGroupDoesNotWait(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("full groups waited for the gather (an hour)")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(groups) != 3 || groups[1] != 2 || groups[2] != 2 {
+	if groups := w.sizes(); len(groups) != 3 || groups[1] != 2 || groups[2] != 2 {
 		t.Errorf("groups written %v, want [1 2 2]", groups)
 	}
 }
@@ -250,4 +223,37 @@ func waitQueued[In, Out any](b *batcher[In, Out], n int) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// groupLog records the size of each group a batcher writes; when hold is
+// set, the first write closes entered and waits until release is closed,
+// so that the test can queue calls behind it.
+type groupLog struct {
+	mu               sync.Mutex
+	groups           []int
+	hold             bool
+	entered, release chan struct{}
+}
+
+func newGroupLog(hold bool) *groupLog {
+	return &groupLog{hold: hold, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+// write records a group of n; called from the batcher's write.
+func (g *groupLog) write(n int) {
+	g.mu.Lock()
+	g.groups = append(g.groups, n)
+	first := len(g.groups) == 1
+	g.mu.Unlock()
+	if first && g.hold {
+		close(g.entered)
+		<-g.release
+	}
+}
+
+// sizes returns the sizes of the groups written so far.
+func (g *groupLog) sizes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]int(nil), g.groups...)
 }

@@ -72,6 +72,11 @@ type Options struct {
 	AfterPoll func(records int)
 }
 
+// ChangesPollInterval is the PollInterval for a consumer whose Changes
+// the store itself serves (a reader in the store's own process): a bound
+// on a wake-up the store did not give, not the path a record takes.
+const ChangesPollInterval = 5 * time.Second
+
 // ErrTrimmed is reported to Options.OnError when the position to resume
 // from was trimmed from the stream (records were lost to the consumer); it
 // then continues from the oldest record still in the stream.

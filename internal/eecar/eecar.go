@@ -40,8 +40,8 @@ type Deps struct {
 	// StreamChanges, set when the store runs in this process
 	// ((*ddb.Store).StreamChanges), wakes the stream follower when the
 	// table changes, so the index is current as soon as a write commits
-	// and an idle stream is read only every StreamSafetyPoll; nil: the
-	// stream is polled every 250ms.
+	// and an idle stream is read only every consumer.ChangesPollInterval;
+	// nil: the stream is polled every 250ms.
 	StreamChanges func(streamArn string) <-chan struct{}
 	// Blobs holds the part images.
 	Blobs blob.Store
@@ -65,11 +65,6 @@ type System struct {
 	changes func(streamArn string) <-chan struct{}
 	log     *slog.Logger
 }
-
-// StreamSafetyPoll is how often an idle stream is read when the store
-// wakes the follower itself (Deps.StreamChanges): a bound on a missed
-// wake-up, not the path a record takes.
-const StreamSafetyPoll = 5 * time.Second
 
 // OpenStore opens EECAR's store, creating eecar-parts-table when missing:
 // the store of the administration commands and of the console.
@@ -109,7 +104,7 @@ func New(ctx context.Context, cfg config.EECAR, deps Deps) (*System, error) {
 	}
 	poll := 250 * time.Millisecond
 	if deps.StreamChanges != nil {
-		poll = StreamSafetyPoll
+		poll = consumer.ChangesPollInterval
 	}
 	return &System{
 		handler: http.StripPrefix("/eecar", api.New(m, log, api.WithWebhookCheck(fetcher.Validate))),

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/quarrydb/quarry/ddb/consumer"
 	"github.com/quarrydb/quarry/internal/platform/blob"
 	"github.com/quarrydb/quarry/internal/platform/config"
 	"github.com/quarrydb/quarry/internal/platform/egress"
@@ -69,7 +70,7 @@ type Deps struct {
 	// StreamChanges, set when the store runs in this process
 	// ((*ddb.Store).StreamChanges), wakes the sessions stream's reader
 	// when the table changes, so an idle stream is read only every
-	// StreamSafetyPoll; nil: it is polled every 250ms.
+	// consumer.ChangesPollInterval; nil: it is polled every 250ms.
 	StreamChanges func(streamArn string) <-chan struct{}
 	// Blobs holds the context archives; Uploader, when not nil, hands out
 	// presigned upload URLs of the blob store itself (S3), else quarry's
@@ -90,11 +91,6 @@ type Deps struct {
 	// Logger logs the system's work (default: discard).
 	Logger *slog.Logger
 }
-
-// StreamSafetyPoll is how often an idle sessions stream is read when the
-// store wakes its reader itself (Deps.StreamChanges): a bound on a missed
-// wake-up, not the path a record takes.
-const StreamSafetyPoll = 5 * time.Second
 
 // System is a running Wallcrawler.
 type System struct {
@@ -213,7 +209,7 @@ func New(ctx context.Context, cfg config.Wallcrawler, deps Deps) (_ *System, err
 	// creates do not wait on it.
 	poll := 250 * time.Millisecond
 	if deps.StreamChanges != nil {
-		poll = StreamSafetyPoll
+		poll = consumer.ChangesPollInterval
 	}
 	s.manager = sessions.NewManager(sessions.Deps{
 		Repo: repo, Auth: s.auth, Contexts: s.contexts, Blobs: deps.Blobs, Browsers: provider,

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,7 +128,22 @@ func main() {
 	out := flag.String("out", "", "Markdown file to append the results to")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every system once (fresh database), in a rotating order, and the figures add up")
 	command := flag.String("command", "", "the command to report (run.sh passes its own); default: this one")
+	only := flag.String("systems", "", "comma-separated systems to run (default: quarry, quarry-separate, river, river-tuned)")
+	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile over the whole run to this file (with -systems quarry: where the dispatcher's CPU goes)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	if *targets == "" {
 		fail(errors.New("-postgres LABEL=URL is required (bench/peers/river/run.sh starts a cluster with fsync on)"))
 	}
@@ -144,6 +160,15 @@ func main() {
 			fail(fmt.Errorf("-postgres %q: want LABEL=URL", t))
 		}
 		systems := []string{"quarry", "quarry-separate", "river", "river-tuned"}
+		if *only != "" {
+			picked := strings.Split(*only, ",")
+			for _, sys := range picked {
+				if !slices.Contains(systems, sys) {
+					fail(fmt.Errorf("-systems: unknown system %q; want some of %s", sys, strings.Join(systems, ", ")))
+				}
+			}
+			systems = picked
+		}
 		sum := map[string]*result{}
 		for _, sys := range systems {
 			sum[sys] = &result{system: sys, cluster: label}

@@ -131,9 +131,15 @@ func (c *completer) run(ctx context.Context) {
 			n := min(len(batch), c.o.CompleteBatch)
 			out := slices.Clone(batch[:n])
 			batch = append(batch[:0], batch[n:]...)
-			if len(batch) == 0 && timer != nil {
+			switch {
+			case len(batch) == 0 && timer != nil:
 				timer.Stop()
 				timer, deadline = nil, nil
+			case len(batch) > 0 && timer == nil:
+				// Jobs drained here and left behind (over CompleteBatch)
+				// start their batch's delay, as jobs received above do.
+				timer = time.NewTimer(c.o.CompleteDelay)
+				deadline = timer.C
 			}
 			reply <- out
 		}

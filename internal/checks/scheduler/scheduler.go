@@ -819,7 +819,12 @@ func (s *Scheduler) RenewRuns(ctx context.Context, now time.Time) {
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		if err := s.st.RenewRun(ctx, id, s.o.Owner, now.Add(s.o.RunLease)); err != nil && ctx.Err() == nil {
+		switch err := s.st.RenewRun(ctx, id, s.o.Owner, now.Add(s.o.RunLease)); {
+		case err == nil, ctx.Err() != nil:
+		case errors.Is(err, store.ErrReleased):
+			// The run ended between the listing above and the renewal.
+			s.log.Debug("checks: renew a run's lease: the run has ended", "check", id)
+		default:
 			s.log.Warn("checks: renew a run's lease", "check", id, "err", err)
 		}
 	}

@@ -410,3 +410,61 @@ func TestTakeOverGuards(t *testing.T) {
 		t.Fatalf("c's late record: %v, want ErrLost", err)
 	}
 }
+
+// TestRenewRunOutcome: renewing a run's lease extends it while the owner
+// holds it, says ErrLost when another owner took the check over (a real
+// loss: the run's record will be refused) and ErrReleased when no one
+// holds it because the run ended (its record written, or the check
+// deleted), which the scheduler does not warn about.
+func TestRenewRunOutcome(t *testing.T) {
+	lease := time.Minute
+	for _, tc := range []struct {
+		name  string
+		after func(t *testing.T, e *env, c store.Check)
+		want  error
+	}{
+		{"held", func(*testing.T, *env, store.Check) {}, nil},
+		{"recorded", func(t *testing.T, e *env, c store.Check) {
+			if err := e.st.Complete(context.Background(), c.ID, "a", outcome(e.clock.now(), "UP", time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}, store.ErrReleased},
+		{"deleted", func(t *testing.T, e *env, c store.Check) {
+			if err := e.st.DeleteCheck(context.Background(), e.user.ID, c.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, store.ErrReleased},
+		{"taken over", func(t *testing.T, e *env, c store.Check) {
+			e.clock.add(2 * lease)
+			cur, err := e.st.GetCheck(context.Background(), "", c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.st.Claim(context.Background(), c.ID, "b", cur.NextRunAt, e.clock.now(), lease); err != nil {
+				t.Fatal(err)
+			}
+		}, store.ErrLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, -1)
+			t0 := e.clock.now()
+			c := e.check(t, 10*time.Second, t0)
+			if _, err := e.st.Claim(ctx, c.ID, "a", t0, t0, lease); err != nil {
+				t.Fatal(err)
+			}
+			tc.after(t, e, c)
+			until := e.clock.now().Add(5 * lease)
+			err := e.st.RenewRun(ctx, c.ID, "a", until)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("RenewRun = %v, want %v", err, tc.want)
+			}
+			if tc.want == nil {
+				got, err := e.st.GetCheck(ctx, "", c.ID)
+				if err != nil || !got.LeaseUntil.Equal(until.Truncate(time.Millisecond)) {
+					t.Fatalf("lease after RenewRun: %v, %v; want until %v", got.LeaseUntil, err, until)
+				}
+			}
+		})
+	}
+}

@@ -341,15 +341,21 @@ func (s *Store) skipMissed(ctx context.Context, c Check, owner string, start tim
 
 // RenewRun extends owner's lease on check id's run in flight until
 // until; ErrLost when another owner holds the check now (the run's record
-// will be refused).
+// will be refused), ErrReleased when no one does: the run's record was
+// written (a run waits for its record's group write, so it is still in
+// flight when that commits), the run released, or the check deleted.
 func (s *Store) RenewRun(ctx context.Context, id, owner string, until time.Time) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.names.Checks), Key: key(id, skCheck),
-		UpdateExpression:          aws.String("SET leaseUntil = :until"),
-		ConditionExpression:       aws.String("leaseOwner = :me"),
-		ExpressionAttributeValues: map[string]av{":me": ddbitem.S(owner), ":until": ddbitem.N(ms(until))},
+		UpdateExpression:                    aws.String("SET leaseUntil = :until"),
+		ConditionExpression:                 aws.String("leaseOwner = :me"),
+		ExpressionAttributeValues:           map[string]av{":me": ddbitem.S(owner), ":until": ddbitem.N(ms(until))},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if ddbitem.ConditionFailed(err) {
+	if ccf, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		if ddbitem.String(ccf.Item, "leaseOwner") == "" {
+			return fmt.Errorf("%w: check %s", ErrReleased, id)
+		}
 		return fmt.Errorf("%w: check %s", ErrLost, id)
 	}
 	if err != nil {

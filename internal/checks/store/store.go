@@ -33,6 +33,10 @@ var (
 	ErrUnauthorized = errors.New("checks: unauthorized")
 	// ErrLost means a scheduler's claim on a run was taken over.
 	ErrLost = errors.New("checks: lease lost")
+	// ErrReleased means a run's lease is gone because the run ended: its
+	// record was written (or the run released, or the check deleted), so
+	// there is nothing left to renew.
+	ErrReleased = errors.New("checks: lease released")
 )
 
 // Tiers and statuses.

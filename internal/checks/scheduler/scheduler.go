@@ -310,19 +310,20 @@ func (s *Scheduler) reschedule(id string, t time.Time) { s.scheduleAt(id, t, t, 
 // must end first); when force is set, by this process whoever owns it
 // for two Refresh periods (an earlier force is kept otherwise).
 func (s *Scheduler) scheduleAt(id string, due, at time.Time, force bool) {
+	now := s.o.Now()
 	var until time.Time
 	if force {
-		until = s.o.Now().Add(2 * s.o.Refresh)
+		until = now.Add(2 * s.o.Refresh)
 	}
 	s.mu.Lock()
 	if e, ok := s.index[id]; ok {
 		e.due, e.at, e.foreign, e.deferred, e.holder = due, at, false, false, ""
 		if force {
-			e.forceUntil = until
+			e.forceUntil, e.named = until, now
 		}
 		heap.Fix(&s.queue, e.i)
 	} else {
-		e := &entry{id: id, due: due, at: at, forceUntil: until}
+		e := &entry{id: id, due: due, at: at, forceUntil: until, named: now}
 		s.index[id] = e
 		heap.Push(&s.queue, e)
 	}
@@ -393,9 +394,14 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 			fresh = append(fresh, store.Due{ID: id})
 		}
 	}
+	// A check named by Schedule shortly before or during this refresh
+	// (created, resumed or run now here) may be missing from its read,
+	// which began before the write or, on DynamoDB, reads an index that
+	// lags it: it stays, and a later refresh, or its claim, removes it if
+	// it is gone.
 	var gone []string
-	for id := range s.index {
-		if !seen[id] {
+	for id, e := range s.index {
+		if !seen[id] && e.named.Before(started.Add(-ChangeSkew)) {
 			gone = append(gone, id)
 		}
 	}
@@ -1468,6 +1474,9 @@ type entry struct {
 	// forceUntil: until then claimed by this process whoever owns it
 	// (Schedule).
 	forceUntil time.Time
+	// named: when Schedule last named it, or it entered the queue; a
+	// refresh that does not see it removes it only ChangeSkew after that.
+	named time.Time
 	// foreign: left to its owner, another live node; due may be stale.
 	foreign bool
 	// deferred: forced here, not owned, and its claim put off by

@@ -57,6 +57,7 @@ func newTarget(t *testing.T) *target {
 
 type env struct {
 	db    *ddb.Store
+	names tables.Names
 	st    *store.Store
 	clock *clock
 	user  store.User
@@ -77,7 +78,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	clk := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	e := &env{db: s, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e := &env{db: s, names: names, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e.st = store.New(client, names, &store.Options{Now: clk.now, Limits: map[string]int{store.TierFree: 5, store.TierPro: 1000}})
 	if e.user, _, err = e.st.CreateUser(context.Background(), "ops@example.com", store.TierPro); err != nil {
 		t.Fatal(err)

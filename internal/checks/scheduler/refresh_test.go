@@ -2,7 +2,7 @@ package scheduler_test
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,20 +19,14 @@ import (
 // afterQuery returns a client option that calls f once, after the first
 // Query for AVAILABILITY checks answered while armed is set, before the
 // caller reads it.
-func afterQuery(armed *bool, mu *sync.Mutex, f func()) func(*dynamodb.Options) {
+func afterQuery(armed *atomic.Bool, f func()) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("afterQuery",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					out, md, err := next.HandleInitialize(ctx, in)
-					if q, ok := in.Parameters.(*dynamodb.QueryInput); ok && queriesType(q, probe.TypeAvailability) {
-						mu.Lock()
-						run := *armed
-						*armed = false
-						mu.Unlock()
-						if run {
-							f()
-						}
+					if q, ok := in.Parameters.(*dynamodb.QueryInput); ok && queriesType(q, probe.TypeAvailability) && armed.CompareAndSwap(true, false) {
+						f()
 					}
 					return out, md, err
 				}), middleware.After)
@@ -61,12 +55,11 @@ func TestRefreshKeepsChecksScheduledDuringIt(t *testing.T) {
 	tg := newTarget(t)
 	t0 := e.clock.now()
 	var (
-		mu    sync.Mutex
-		armed bool
+		armed atomic.Bool
 		s     *scheduler.Scheduler
 		made  store.Check
 	)
-	st := store.New(ddb.NewClient(e.db, afterQuery(&armed, &mu, func() {
+	st := store.New(ddb.NewClient(e.db, afterQuery(&armed, func() {
 		made = e.check(t, tg.URL, time.Minute, t0.Add(2*time.Second), nil)
 		s.Schedule(made.ID, made.NextRunAt)
 	})), e.names, &store.Options{Now: e.clock.now})
@@ -76,9 +69,7 @@ func TestRefreshKeepsChecksScheduledDuringIt(t *testing.T) {
 	if err := s.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	armed = true
-	mu.Unlock()
+	armed.Store(true)
 	if err := s.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,16 @@
 // Package dispatch runs the jobs of DataShelf's queue (store.Store) on a
 // pool of workers, the way the crawler runs its crawls:
 //
-//   - one dispatcher claims as many jobs as workers are free (one Claim),
-//     hands them to the workers, waits ClaimCooldown (1 ms) for more
-//     workers to free up before the next claim, and, when a claim finds
-//     nothing, sleeps until a worker finishes, the store wakes it
-//     (store.Store.Wake: a job was enqueued, retried or rescued), the
-//     poll interval passes (the fallback for a lost wake-up) or the next
-//     lease rescue is due;
+//   - one dispatcher claims as many jobs as workers are free (one Claim)
+//     and hands them to the workers. While claims get a job for every
+//     free worker (more are likely queued), a worker that frees up waits
+//     up to ClaimCooldown (1 ms) for others to free up too, so that one
+//     claim, one commit, takes several jobs. After a claim that got fewer
+//     (the queue is drained for now) or none, the dispatcher sleeps until
+//     a worker finishes, the store wakes it (store.Store.Wake: a job was
+//     enqueued, retried or rescued), the poll interval passes (the
+//     fallback for a lost wake-up) or the next lease rescue is due, and
+//     then claims at once;
 //   - each worker runs the Handler under heartbeats (every Lease/3);
 //   - jobs the Handler finished are completed in batches: the dispatcher's
 //     next claim takes the batch and commits it with the claim
@@ -39,7 +42,7 @@ import (
 const (
 	DefaultWorkers       = 4
 	DefaultPollInterval  = 100 * time.Millisecond
-	DefaultCompleteDelay = 2 * time.Millisecond
+	DefaultCompleteDelay = 10 * time.Millisecond
 	DefaultCompleteBatch = 100
 	DefaultClaimCooldown = time.Millisecond
 	// MaxRescueEvery caps the default RescueEvery (Lease/4).
@@ -72,15 +75,20 @@ type Options struct {
 	// RescueEvery is how often expired leases are rescued (default
 	// Lease/4, at most MaxRescueEvery).
 	RescueEvery time.Duration
-	// ClaimCooldown is how long the dispatcher waits after a claim that
-	// returned jobs before it claims again, unless every worker is free
-	// first (default 1 ms; negative: no wait). While jobs keep coming,
-	// more workers are then free at each claim, so one claim (one commit)
-	// takes more jobs; an idle queue woken by a wake-up is claimed from at
-	// once.
+	// ClaimCooldown: while claims get a job for every free worker, the
+	// dispatcher waits this long after a worker frees up before it
+	// claims, unless every worker is free first (default 1 ms; negative:
+	// no wait). More workers are then free at each claim, so one claim
+	// (one commit) takes more jobs; and as jobs claimed together start
+	// together, jobs of about the same length keep finishing close
+	// together. Once a claim gets fewer jobs than free workers (the queue
+	// is drained for now), no claim waits: a job enqueued next is claimed
+	// as soon as its wake-up comes.
 	ClaimCooldown time.Duration
 	// CompleteDelay is how long a finished job may wait for a claim or
-	// other finished jobs to be committed with (default 2 ms);
+	// other finished jobs to be committed with (default 10 ms: longer
+	// than ClaimCooldown and a claim's commit, so that the next claim can
+	// take it);
 	// CompleteBatch caps a batch (default 100).
 	CompleteDelay time.Duration
 	CompleteBatch int
@@ -207,6 +215,9 @@ func (d *Dispatcher) Run(ctx context.Context, h Handler) error {
 func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finished <-chan struct{}, wake <-chan struct{}, comp *completer) error {
 	o := d.o
 	inflight := 0
+	// more: the last claim got a job for every worker it claimed for, so
+	// more jobs are likely queued.
+	more := false
 	var nextRescue time.Time // zero: rescue at once
 	for {
 	collect:
@@ -236,6 +247,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 			} else if n > 0 {
 				d.log.Info("dispatch: rescued expired jobs", "count", n)
 			}
+		}
+		if more && o.ClaimCooldown > 0 && inflight > 0 && inflight < o.Workers {
+			// A worker is free and more jobs are likely queued: the
+			// others get ClaimCooldown to free up too, so that one claim
+			// (one commit) takes their jobs together.
+			d.cooldown(ctx, finished, &inflight)
 		}
 		free := o.Workers - inflight
 		if o.Budget != nil && free > 0 {
@@ -282,11 +299,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 				return ctx.Err()
 			}
 		}
-		if len(claimed) > 0 {
-			if o.ClaimCooldown > 0 {
-				d.cooldown(ctx, finished, &inflight)
+		if free > 0 {
+			if more = len(claimed) > 0 && len(claimed) == free; more {
+				continue
 			}
-			continue
 		}
 		if inflight == 0 && free > 0 && o.Idle != nil {
 			comp.flush()

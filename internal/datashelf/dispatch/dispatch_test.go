@@ -211,3 +211,71 @@ func TestIdleFlushes(t *testing.T) {
 		t.Fatalf("Run = %v, want nil once idle", err)
 	}
 }
+
+// TestCooldownFollowsOnlyFullClaims: with a cooldown of an hour, after a
+// claim that got a job for every free worker, a worker that frees up
+// waits for the others (the next claim comes once every worker is free
+// and takes both their jobs in one commit); after a claim that got fewer
+// jobs than free workers, nothing waits: a job enqueued after it starts
+// on its wake-up while the first job still runs.
+func TestCooldownFollowsOnlyFullClaims(t *testing.T) {
+	t.Run("full claim waits", func(t *testing.T) {
+		ctx := context.Background()
+		s := openStore(t)
+		enqueueN(t, s, 4)
+		var started atomic.Int32
+		d, err := dispatch.New(dispatch.Options{Store: s, Worker: "w", Workers: 2, PollInterval: time.Hour, CompleteDelay: time.Hour,
+			ClaimCooldown: time.Hour, Idle: func(context.Context) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.Run(ctx, func(ctx context.Context, j store.Job) bool {
+			if started.Add(1)%2 == 0 {
+				time.Sleep(50 * time.Millisecond) // the other worker frees first
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		calls, claims := s.snapshot()
+		if want := []string{"complete 2 claim 2", "complete 2 claim 0"}; claims != 1 || !slices.Equal(calls, want) {
+			t.Fatalf("%d claims alone, then %q; want 1, then %q", claims, calls, want)
+		}
+	})
+	t.Run("partial claim does not", func(t *testing.T) {
+		ctx := context.Background()
+		s := openStore(t)
+		enqueueN(t, s, 1)
+		secondStarted := make(chan struct{})
+		firstStarted := make(chan struct{})
+		d, err := dispatch.New(dispatch.Options{Store: s, Worker: "w", Workers: 2, PollInterval: time.Hour, CompleteDelay: time.Hour,
+			ClaimCooldown: time.Hour, Idle: func(context.Context) bool { return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n atomic.Int32
+		go func() {
+			<-firstStarted
+			if _, err := s.Enqueue(ctx, store.NewJob{Type: store.JobProduct, TargetURL: "https://x/second"}); err != nil {
+				t.Error(err)
+			}
+		}()
+		err = d.Run(ctx, func(ctx context.Context, j store.Job) bool {
+			if n.Add(1) == 1 {
+				close(firstStarted)
+				select {
+				case <-secondStarted:
+				case <-time.After(5 * time.Second):
+					t.Error("a job enqueued while the first ran did not start within 5 s: the claim of 1 job for 2 free workers was followed by the cooldown")
+				}
+			} else {
+				close(secondStarted)
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+}

@@ -2,7 +2,8 @@
 // of internal/datashelf/store/postgres, driven the way the crawler drives
 // it) with River (github.com/riverqueue/river, riverpgxv5) on the same
 // PostgreSQL cluster, in one run: enqueue one by one, then claim, run a
-// no-op and complete with -workers workers; and the latency from enqueue to
+// no-op (or wait -job-time) and complete with -workers workers; and the
+// latency from enqueue to
 // the start of the job while jobs are enqueued at a fixed rate. Each system
 // gets a fresh database of its own on every cluster, dropped afterwards.
 // Results are appended to a Markdown file.
@@ -55,6 +56,7 @@ type config struct {
 	rounds                  int
 	poll                    time.Duration // quarry's dispatcher poll
 	completeDelay           time.Duration // quarry's completion window (0: dispatch's default)
+	jobTime                 time.Duration // how long each job runs (0: a no-op)
 	rate                    float64
 	latencyFor              time.Duration
 	timeout                 time.Duration
@@ -123,12 +125,13 @@ func main() {
 	latencyFor := flag.Duration("latency-duration", 10*time.Second, "how long jobs are enqueued at -rate")
 	poll := flag.Duration("quarry-poll", defaultPoll, "quarry's dispatcher: wait when a claim finds nothing (the crawler's PollInterval); also river-tuned's FetchPollInterval")
 	completeDelay := flag.Duration("quarry-complete-delay", 0, "quarry's dispatcher: how long finished jobs are collected into one CompleteMany (0: dispatch.DefaultCompleteDelay)")
+	jobTime := flag.Duration("job-time", 0, "how long each job runs (a sleep), as a crawl's page fetch does; 0: a no-op, which measures the queue alone")
 	maxConns := flag.Int("max-conns", 16, "connection pool size of each system")
 	timeout := flag.Duration("timeout", 10*time.Minute, "deadline of each measurement")
 	out := flag.String("out", "", "Markdown file to append the results to")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every system once (fresh database), in a rotating order, and the figures add up")
 	command := flag.String("command", "", "the command to report (run.sh passes its own); default: this one")
-	only := flag.String("systems", "", "comma-separated systems to run (default: quarry, quarry-separate, river, river-tuned)")
+	only := flag.String("systems", "", "comma-separated systems to run, of quarry, quarry-5ms, quarry-separate, river and river-tuned (default: all but river, whose 100 ms fetch cooldown caps it at -workers jobs per 100 ms)")
 	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile over the whole run to this file (with -systems quarry: where the dispatcher's CPU goes)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -150,7 +153,7 @@ func main() {
 	if *rounds < 1 {
 		fail(errors.New("-rounds must be at least 1"))
 	}
-	cfg := config{rounds: *rounds, poll: *poll, completeDelay: *completeDelay, jobs: *jobs, workers: *workers, maxConns: *maxConns, rate: *rate, latencyFor: *latencyFor, timeout: *timeout}
+	cfg := config{rounds: *rounds, poll: *poll, completeDelay: *completeDelay, jobTime: *jobTime, jobs: *jobs, workers: *workers, maxConns: *maxConns, rate: *rate, latencyFor: *latencyFor, timeout: *timeout}
 	ctx := context.Background()
 	var results []result
 	round := 0
@@ -159,12 +162,13 @@ func main() {
 		if !ok {
 			fail(fmt.Errorf("-postgres %q: want LABEL=URL", t))
 		}
-		systems := []string{"quarry", "quarry-separate", "river", "river-tuned"}
+		all := []string{"quarry", "quarry-5ms", "quarry-separate", "river", "river-tuned"}
+		systems := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "river" })
 		if *only != "" {
 			picked := strings.Split(*only, ",")
 			for _, sys := range picked {
-				if !slices.Contains(systems, sys) {
-					fail(fmt.Errorf("-systems: unknown system %q; want some of %s", sys, strings.Join(systems, ", ")))
+				if !slices.Contains(all, sys) {
+					fail(fmt.Errorf("-systems: unknown system %q; want some of %s", sys, strings.Join(all, ", ")))
 				}
 			}
 			systems = picked
@@ -219,8 +223,8 @@ func runSystem(ctx context.Context, sys, label, url string, cfg config) (result,
 	defer dropDB(ctx, url, db)
 	open := func() (queue, error) {
 		switch sys {
-		case "quarry", "quarry-separate":
-			return openQuarry(ctx, dbURL, cfg, sys == "quarry-separate")
+		case "quarry", "quarry-5ms", "quarry-separate":
+			return openQuarry(ctx, dbURL, cfg, sys)
 		case "river":
 			return openRiver(ctx, dbURL, cfg, false)
 		default:
@@ -384,11 +388,15 @@ type quarryQueue struct {
 	workers int
 	poll    time.Duration
 	delay   time.Duration
+	jobTime time.Duration
 	// separate: dispatch.Options.SeparateCompletions (quarry-separate).
 	separate bool
+	// cooldown: dispatch.Options.ClaimCooldown (0: its default; 5 ms
+	// for quarry-5ms).
+	cooldown time.Duration
 }
 
-func openQuarry(ctx context.Context, url string, cfg config, separate bool) (queue, error) {
+func openQuarry(ctx context.Context, url string, cfg config, sys string) (queue, error) {
 	s, err := postgres.Open(ctx, url, &postgres.Options{MaxConns: cfg.maxConns})
 	if err != nil {
 		return nil, err
@@ -398,7 +406,12 @@ func openQuarry(ctx context.Context, url string, cfg config, separate bool) (que
 		s.Close()
 		return nil, err
 	}
-	return &quarryQueue{s: s, counted: &countingStore{Store: s}, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay, separate: separate}, nil
+	q := &quarryQueue{s: s, counted: &countingStore{Store: s}, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay,
+		jobTime: cfg.jobTime, separate: sys == "quarry-separate"}
+	if sys == "quarry-5ms" {
+		q.cooldown = 5 * time.Millisecond
+	}
+	return q, nil
 }
 
 func quarryURL(i int) string { return "https://shop.example/products/p-" + strconv.Itoa(i) }
@@ -412,9 +425,9 @@ func (q *quarryQueue) enqueue(ctx context.Context, i int, _ time.Time) error {
 // internal/datashelf/crawler's Run is built on): one dispatcher claims as
 // many jobs as workers are free, woken by the store's LISTEN/NOTIFY
 // wake-ups (Store.Wake), a worker finishing, or the poll interval; each
-// worker runs a no-op, and finished jobs are completed with the next
-// claim (CompleteAndClaim) or in batches (CompleteMany); expired leases
-// are rescued on a timer, not in Claim.
+// worker runs a no-op (or waits -job-time), and finished jobs are
+// completed with the next claim (CompleteAndClaim) or in batches
+// (CompleteMany); expired leases are rescued on a timer, not in Claim.
 func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
 	d, err := dispatch.New(dispatch.Options{
 		Store:               q.counted,
@@ -423,6 +436,7 @@ func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
 		PollInterval:        q.poll,
 		CompleteDelay:       q.delay,
 		SeparateCompletions: q.separate,
+		ClaimCooldown:       q.cooldown,
 		Completed: func(j store.Job, err error) {
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "riverbench: quarry complete:", j.ID, err)
@@ -436,10 +450,10 @@ func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := d.Run(ctx, func(_ context.Context, j store.Job) bool {
+		err := d.Run(ctx, func(ctx context.Context, j store.Job) bool {
 			i, _ := strconv.Atoi(j.TargetURL[strings.LastIndexByte(j.TargetURL, '-')+1:])
 			l.start(i)
-			return true
+			return runJob(ctx, q.jobTime) == nil
 		})
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "riverbench: quarry dispatcher:", err)
@@ -533,15 +547,32 @@ func (noopArgs) Kind() string { return "noop" }
 
 type noopWorker struct {
 	river.WorkerDefaults[noopArgs]
-	l atomic.Pointer[starter]
+	l       atomic.Pointer[starter]
+	jobTime time.Duration
 }
 
-// Work implements river.Worker: it reports the start and does nothing.
-func (w *noopWorker) Work(_ context.Context, j *river.Job[noopArgs]) error {
+// Work implements river.Worker: it reports the start and runs the job.
+func (w *noopWorker) Work(ctx context.Context, j *river.Job[noopArgs]) error {
 	if l := w.l.Load(); l != nil {
 		(*l).start(j.Args.I)
 	}
-	return nil
+	return runJob(ctx, w.jobTime)
+}
+
+// runJob is a job's work on both queues: nothing, or a wait of d (a
+// crawl's page fetch) cut short when ctx ends.
+func runJob(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 type riverQueue struct {
@@ -573,7 +604,7 @@ func openRiver(ctx context.Context, url string, cfg config, tuned bool) (queue, 
 		pool.Close()
 		return nil, fmt.Errorf("river migrate: %w", err)
 	}
-	w := &noopWorker{}
+	w := &noopWorker{jobTime: cfg.jobTime}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
 	rc := &river.Config{
@@ -786,8 +817,8 @@ func render(rs []result, cfg config, command string) string {
 	fmt.Fprintf(&b, "\n## %s — job queue: DataShelf vs River (riverbench)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average: %s\n", report.Machine(), report.LoadAvg())
 	fmt.Fprintf(&b, "- Command: `%s`\n", command)
-	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free, 1 ms cooldown between claims that returned jobs, woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; finished jobs completed in the commit of the next claim (CompleteAndClaim), or on their own after %s or at %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim); `quarry-separate`: the same with dispatch.Options.SeparateCompletions (finished jobs committed only on their own, CompleteMany, never with a claim).\n", riverVersion, runtime.Version(), cfg.workers, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
-	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run a no-op and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, cfg.rate, cfg.latencyFor)
+	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free; while claims get a job for every free worker, a worker that frees up waits up to %s for others before the next claim; woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; finished jobs completed in the commit of the next claim (CompleteAndClaim), or on their own after %s or at %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim); `quarry-5ms`: the same with a 5 ms cooldown (dispatch.Options.ClaimCooldown); `quarry-separate`: the same with dispatch.Options.SeparateCompletions (finished jobs committed only on their own, CompleteMany, never with a claim).\n", riverVersion, runtime.Version(), cfg.workers, dispatch.DefaultClaimCooldown, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
+	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run %s and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, jobWork(cfg.jobTime), cfg.rate, cfg.latencyFor)
 	fmt.Fprintf(&b, "| cluster | system | enqueue jobs/s | claim+run+complete jobs/s | WAL syncs/job (work) | write commits/job (work) | PostgreSQL CPU/job | bench CPU/job | ran twice | lost | latency p50 | p99 | max | not started | enqueue behind by |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	type fig struct{ p50, p99, mx time.Duration }
 	figs := make([]fig, len(rs))
@@ -815,7 +846,7 @@ func render(rs []result, cfg config, command string) string {
 		}
 		for j := range rs {
 			p := &rs[j]
-			peer := strings.HasPrefix(p.system, "river") || q.system == "quarry" && p.system == "quarry-separate"
+			peer := strings.HasPrefix(p.system, "river") || q.system == "quarry" && strings.HasPrefix(p.system, "quarry-")
 			if peer && p.cluster == q.cluster {
 				fmt.Fprintf(&b, "| %s | **%s/%s** | %.2f× | %.2f× | %s | %s | %s | %s | | | %s | %s | %s | | |\n", q.cluster, q.system, p.system, q.enqueuePerSec()/p.enqueuePerSec(), q.workPerSec()/p.workPerSec(),
 					fratio(float64(q.walSyncs)/float64(q.jobs), float64(p.walSyncs)/float64(p.jobs)),
@@ -833,6 +864,14 @@ func render(rs []result, cfg config, command string) string {
 	}
 	b.WriteString("\nThroughput ratios above 1 and CPU/latency/sync ratios below 1 favour quarry. \"WAL syncs/job\": pg_stat_wal.wal_sync over the work phase ÷ jobs (the cluster serves only this run); \"write commits/job\": transaction ids taken over the work phase ÷ jobs (only a transaction that writes takes one, and only its commit waits for a WAL flush; PostgreSQL may flush several such commits with one sync). \"enqueue behind by\": how late an enqueue call started after its due time, at most (one enqueuer; when the disk stalls it falls behind and the latency includes that backlog).\n")
 	return b.String()
+}
+
+// jobWork says what each job does.
+func jobWork(d time.Duration) string {
+	if d <= 0 {
+		return "a no-op"
+	}
+	return "a job that waits " + d.String()
 }
 
 func fratio(a, b float64) string {

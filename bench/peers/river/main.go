@@ -42,6 +42,7 @@ import (
 	"github.com/quarrydb/quarry/internal/datashelf/dispatch"
 	"github.com/quarrydb/quarry/internal/datashelf/store"
 	"github.com/quarrydb/quarry/internal/datashelf/store/postgres"
+	"github.com/quarrydb/quarry/internal/platform/backoff"
 )
 
 // riverVersion is the River release this module requires (go.mod).
@@ -565,14 +566,7 @@ func runJob(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 type riverQueue struct {

@@ -229,6 +229,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 				break collect
 			}
 		}
+		if more && o.ClaimCooldown > 0 && inflight > 0 && inflight < o.Workers {
+			// A worker is free and more jobs are likely queued: the
+			// others get ClaimCooldown to free up too, so that one claim
+			// (one commit) takes their jobs together.
+			d.cooldown(ctx, finished, &inflight)
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -247,12 +253,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs chan<- store.Job, finish
 			} else if n > 0 {
 				d.log.Info("dispatch: rescued expired jobs", "count", n)
 			}
-		}
-		if more && o.ClaimCooldown > 0 && inflight > 0 && inflight < o.Workers {
-			// A worker is free and more jobs are likely queued: the
-			// others get ClaimCooldown to free up too, so that one claim
-			// (one commit) takes their jobs together.
-			d.cooldown(ctx, finished, &inflight)
 		}
 		free := o.Workers - inflight
 		if o.Budget != nil && free > 0 {

@@ -279,3 +279,48 @@ func TestCooldownFollowsOnlyFullClaims(t *testing.T) {
 		}
 	})
 }
+
+// TestStopDuringClaimWait: Stop closed while a freed worker waits for the
+// others ends Run without another claim: the jobs not yet claimed stay
+// queued.
+func TestStopDuringClaimWait(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	enqueueN(t, s, 4)
+	stop := make(chan struct{})
+	firstDone := make(chan struct{})
+	var started atomic.Int32
+	d, err := dispatch.New(dispatch.Options{Store: s, Worker: "w", Workers: 2, PollInterval: time.Hour,
+		ClaimCooldown: time.Hour, Stop: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Run(ctx, func(ctx context.Context, j store.Job) bool {
+		switch started.Add(1) {
+		case 1:
+			close(firstDone)
+		case 2:
+			<-firstDone
+			time.Sleep(50 * time.Millisecond) // the freed worker is waiting
+			close(stop)
+			time.Sleep(50 * time.Millisecond)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("Run = %v, want nil after Stop", err)
+	}
+	stats, err := s.QueueStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := 0
+	for _, st := range stats {
+		if st.Status == store.StatusQueued {
+			queued += st.Count
+		}
+	}
+	if n := started.Load(); n != 2 || queued != 2 {
+		t.Fatalf("%d jobs started and %d left queued after Stop; want 2 and 2", n, queued)
+	}
+}

@@ -57,7 +57,7 @@ type config struct {
 	rounds                  int
 	poll                    time.Duration // quarry's dispatcher poll
 	completeDelay           time.Duration // quarry's completion window (0: dispatch's default)
-	jobTime                 time.Duration // how long each job runs (0: a no-op)
+	work                    jobWork       // how long each job runs
 	rate                    float64
 	latencyFor              time.Duration
 	timeout                 time.Duration
@@ -127,6 +127,7 @@ func main() {
 	poll := flag.Duration("quarry-poll", defaultPoll, "quarry's dispatcher: wait when a claim finds nothing (the crawler's PollInterval); also river-tuned's FetchPollInterval")
 	completeDelay := flag.Duration("quarry-complete-delay", 0, "quarry's dispatcher: how long finished jobs are collected into one CompleteMany (0: dispatch.DefaultCompleteDelay)")
 	jobTime := flag.Duration("job-time", 0, "how long each job runs (a sleep), as a crawl's page fetch does; 0: a no-op, which measures the queue alone")
+	jobSpread := flag.Duration("job-spread", 0, "with -job-time: each job runs -job-time ± up to this, spread evenly by the job's index (the same for both queues), as page fetches vary")
 	maxConns := flag.Int("max-conns", 16, "connection pool size of each system")
 	timeout := flag.Duration("timeout", 10*time.Minute, "deadline of each measurement")
 	out := flag.String("out", "", "Markdown file to append the results to")
@@ -154,7 +155,7 @@ func main() {
 	if *rounds < 1 {
 		fail(errors.New("-rounds must be at least 1"))
 	}
-	cfg := config{rounds: *rounds, poll: *poll, completeDelay: *completeDelay, jobTime: *jobTime, jobs: *jobs, workers: *workers, maxConns: *maxConns, rate: *rate, latencyFor: *latencyFor, timeout: *timeout}
+	cfg := config{rounds: *rounds, poll: *poll, completeDelay: *completeDelay, work: jobWork{*jobTime, min(*jobSpread, *jobTime)}, jobs: *jobs, workers: *workers, maxConns: *maxConns, rate: *rate, latencyFor: *latencyFor, timeout: *timeout}
 	ctx := context.Background()
 	var results []result
 	round := 0
@@ -389,7 +390,7 @@ type quarryQueue struct {
 	workers int
 	poll    time.Duration
 	delay   time.Duration
-	jobTime time.Duration
+	work    jobWork
 	// separate: dispatch.Options.SeparateCompletions (quarry-separate).
 	separate bool
 	// cooldown: dispatch.Options.ClaimCooldown (0: its default; 5 ms
@@ -408,7 +409,7 @@ func openQuarry(ctx context.Context, url string, cfg config, sys string) (queue,
 		return nil, err
 	}
 	q := &quarryQueue{s: s, counted: &countingStore{Store: s}, pool: pool, workers: cfg.workers, poll: cfg.poll, delay: cfg.completeDelay,
-		jobTime: cfg.jobTime, separate: sys == "quarry-separate"}
+		work: cfg.work, separate: sys == "quarry-separate"}
 	if sys == "quarry-5ms" {
 		q.cooldown = 5 * time.Millisecond
 	}
@@ -454,7 +455,7 @@ func (q *quarryQueue) start(ctx context.Context, l starter) (func(), error) {
 		err := d.Run(ctx, func(ctx context.Context, j store.Job) bool {
 			i, _ := strconv.Atoi(j.TargetURL[strings.LastIndexByte(j.TargetURL, '-')+1:])
 			l.start(i)
-			return runJob(ctx, q.jobTime) == nil
+			return runJob(ctx, q.work.of(i)) == nil
 		})
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "riverbench: quarry dispatcher:", err)
@@ -548,8 +549,8 @@ func (noopArgs) Kind() string { return "noop" }
 
 type noopWorker struct {
 	river.WorkerDefaults[noopArgs]
-	l       atomic.Pointer[starter]
-	jobTime time.Duration
+	l    atomic.Pointer[starter]
+	work jobWork
 }
 
 // Work implements river.Worker: it reports the start and runs the job.
@@ -557,7 +558,7 @@ func (w *noopWorker) Work(ctx context.Context, j *river.Job[noopArgs]) error {
 	if l := w.l.Load(); l != nil {
 		(*l).start(j.Args.I)
 	}
-	return runJob(ctx, w.jobTime)
+	return runJob(ctx, w.work.of(j.Args.I))
 }
 
 // runJob is a job's work on both queues: nothing, or a wait of d (a
@@ -598,7 +599,7 @@ func openRiver(ctx context.Context, url string, cfg config, tuned bool) (queue, 
 		pool.Close()
 		return nil, fmt.Errorf("river migrate: %w", err)
 	}
-	w := &noopWorker{jobTime: cfg.jobTime}
+	w := &noopWorker{work: cfg.work}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
 	rc := &river.Config{
@@ -812,7 +813,7 @@ func render(rs []result, cfg config, command string) string {
 	fmt.Fprintf(&b, "- Machine: %s\n- Load average: %s\n", report.Machine(), report.LoadAvg())
 	fmt.Fprintf(&b, "- Command: `%s`\n", command)
 	fmt.Fprintf(&b, "- Peer: River %s with riverpgxv5 (%s): `river` has its defaults but MaxWorkers %d; `river-tuned` also FetchCooldown 1 ms (default 100 ms) and FetchPollInterval %s (default 1 s); quarry: internal/datashelf/store/postgres run by the crawler's dispatcher, internal/datashelf/dispatch (claims as many as workers are free; while claims get a job for every free worker, a worker that frees up waits up to %s for others before the next claim; woken by LISTEN/NOTIFY, %s poll as the fallback, -quarry-poll; finished jobs completed in the commit of the next claim (CompleteAndClaim), or on their own after %s or at %d jobs, -quarry-complete-delay; lease rescue on a timer, not in Claim); `quarry-5ms`: the same with a 5 ms cooldown (dispatch.Options.ClaimCooldown); `quarry-separate`: the same with dispatch.Options.SeparateCompletions (finished jobs committed only on their own, CompleteMany, never with a claim).\n", riverVersion, runtime.Version(), cfg.workers, dispatch.DefaultClaimCooldown, cfg.poll, cfg.poll, cmp.Or(cfg.completeDelay, dispatch.DefaultCompleteDelay), dispatch.DefaultCompleteBatch)
-	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run %s and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, jobWork(cfg.jobTime), cfg.rate, cfg.latencyFor)
+	fmt.Fprintf(&b, "- %d rounds, each system once per round in a rotating order, each time in a fresh database; figures added up over the rounds. Throughput: %d jobs enqueued one by one, then %d workers claim, run %s and complete them, until the database holds all as completed. Latency: %.0f jobs/s for %s on idle workers, from each job's due time to its start.\n\n", cfg.rounds, cfg.jobs, cfg.workers, cfg.work, cfg.rate, cfg.latencyFor)
 	fmt.Fprintf(&b, "| cluster | system | enqueue jobs/s | claim+run+complete jobs/s | WAL syncs/job (work) | write commits/job (work) | PostgreSQL CPU/job | bench CPU/job | ran twice | lost | latency p50 | p99 | max | not started | enqueue behind by |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	type fig struct{ p50, p99, mx time.Duration }
 	figs := make([]fig, len(rs))
@@ -860,12 +861,35 @@ func render(rs []result, cfg config, command string) string {
 	return b.String()
 }
 
-// jobWork says what each job does.
-func jobWork(d time.Duration) string {
-	if d <= 0 {
-		return "a no-op"
+// jobWork is how long the jobs run: base ± up to spread, by job index.
+type jobWork struct{ base, spread time.Duration }
+
+// of is job i's run time: the same on both queues, spread evenly over
+// [base-spread, base+spread] across indexes.
+func (w jobWork) of(i int) time.Duration {
+	if w.spread <= 0 {
+		return w.base
 	}
-	return "a job that waits " + d.String()
+	// splitmix64 of the index: a fixed, even spread that does not follow
+	// the enqueue order.
+	x := uint64(i) + 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	u := float64(x>>11) / (1 << 53) // in [0, 1)
+	return w.base + time.Duration((2*u-1)*float64(w.spread))
+}
+
+// String says what each job does.
+func (w jobWork) String() string {
+	switch {
+	case w.base <= 0:
+		return "a no-op"
+	case w.spread > 0:
+		return fmt.Sprintf("a job that waits %v ± up to %v (evenly spread)", w.base, w.spread)
+	default:
+		return "a job that waits " + w.base.String()
+	}
 }
 
 func fratio(a, b float64) string {

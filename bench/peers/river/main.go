@@ -3,10 +3,9 @@
 // it) with River (github.com/riverqueue/river, riverpgxv5) on the same
 // PostgreSQL cluster, in one run: enqueue one by one, then claim, run a
 // no-op (or wait -job-time) and complete with -workers workers; and the
-// latency from enqueue to
-// the start of the job while jobs are enqueued at a fixed rate. Each system
-// gets a fresh database of its own on every cluster, dropped afterwards.
-// Results are appended to a Markdown file.
+// latency from enqueue to the start of the job while jobs are enqueued at
+// a fixed rate. Each system gets a fresh database of its own on every
+// cluster, dropped afterwards. Results are appended to a Markdown file.
 //
 // It is its own Go module (bench/peers/river/go.mod, with a replace of
 // quarry to the repository root) so that River never enters quarry's

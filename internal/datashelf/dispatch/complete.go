@@ -80,13 +80,22 @@ func (c *completer) run(ctx context.Context) {
 	var batch []store.Job
 	var timer *time.Timer
 	var deadline <-chan time.Time
-	commit := func() {
-		if timer != nil {
+	// clock keeps the invariant: a batch that holds jobs has its delay
+	// running (from its oldest job still held), an empty one has none.
+	clock := func() {
+		switch {
+		case len(batch) == 0 && timer != nil:
 			timer.Stop()
 			timer, deadline = nil, nil
+		case len(batch) > 0 && timer == nil:
+			timer = time.NewTimer(c.o.CompleteDelay)
+			deadline = timer.C
 		}
+	}
+	commit := func() {
 		c.commit(ctx, batch)
 		batch = batch[:0]
+		clock()
 	}
 	// drain moves the jobs added so far from in to batch.
 	drain := func() {
@@ -112,9 +121,8 @@ func (c *completer) run(ctx context.Context) {
 			batch = append(batch, j)
 			if len(batch) >= c.o.CompleteBatch {
 				commit()
-			} else if timer == nil {
-				timer = time.NewTimer(c.o.CompleteDelay)
-				deadline = timer.C
+			} else {
+				clock()
 			}
 		case <-deadline:
 			timer, deadline = nil, nil
@@ -131,16 +139,9 @@ func (c *completer) run(ctx context.Context) {
 			n := min(len(batch), c.o.CompleteBatch)
 			out := slices.Clone(batch[:n])
 			batch = append(batch[:0], batch[n:]...)
-			switch {
-			case len(batch) == 0 && timer != nil:
-				timer.Stop()
-				timer, deadline = nil, nil
-			case len(batch) > 0 && timer == nil:
-				// Jobs drained here and left behind (over CompleteBatch)
-				// start their batch's delay, as jobs received above do.
-				timer = time.NewTimer(c.o.CompleteDelay)
-				deadline = timer.C
-			}
+			// Jobs drained here and left behind (over CompleteBatch)
+			// start their batch's delay, as jobs received above do.
+			clock()
 			reply <- out
 		}
 	}
